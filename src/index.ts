@@ -1,0 +1,5 @@
+/**
+ * runestream: an RxJS stream-first engine for AI-agent state machines.
+ * Everything public is exported from here.
+ */
+export * from './reducers/index.js';

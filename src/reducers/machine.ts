@@ -1,0 +1,63 @@
+import type { ZodType } from 'zod';
+
+/** Any event a machine accepts: a plain object discriminated by `type`. */
+export interface EventObject {
+  type: string;
+}
+
+/**
+ * Why an event was not applied. Stable strings, safe to branch on and to send to clients.
+ * - `unknown_event`: the machine has no event of that `type`.
+ * - `invalid_event`: the event's payload fails its zod schema.
+ * - `terminal_state`: the state accepts no event at all.
+ * - `not_allowed`: the event exists but does not apply in the current state (or its guard fails).
+ */
+export type RejectionCode = 'unknown_event' | 'invalid_event' | 'terminal_state' | 'not_allowed';
+
+/** The outcome of applying one event: the next state and its rune kind, or the same state and why. */
+export type Step<State> =
+  | { accepted: true; state: State; kind: string }
+  | { accepted: false; state: State; code: RejectionCode; reason: string };
+
+/**
+ * A machine is data plus a pure, total transition (the XState v5 idea without the runtime).
+ *
+ * - `transition` never throws. An event that does not apply returns the **same object** (`===`);
+ *   an accepted event always returns a new object, even for a self-loop.
+ * - `step` is `transition` plus the rune kind of an accepted event, or the reason for a rejection.
+ * - `schemas` are the single source of the types: `State`, `Event` and `Input` are inferred from them.
+ */
+export interface Machine<State, Event extends EventObject, Input = void> {
+  /** kebab-case, e.g. `"chat-actor"`; stored with every rune. */
+  readonly id: string;
+  initial(input: Input): State;
+  transition(state: State, event: Event): State;
+  step(state: State, event: Event): Step<State>;
+  readonly schemas: {
+    readonly state: ZodType<State>;
+    readonly event: ZodType<Event>;
+    readonly input: ZodType<Input>;
+  };
+  /** Every state name of a finite machine; empty for a data-state machine. */
+  readonly states: readonly string[];
+  /** States that accept no event at all. */
+  readonly terminal: readonly string[];
+  /** Every event type. */
+  readonly events: readonly string[];
+  /** The rune kind of the first rune of an instance (its spawn), e.g. `"tool.call"`. */
+  readonly spawnKind: string;
+  /** A Mermaid `stateDiagram-v2` generated from the machine's table. */
+  toMermaid(): string;
+}
+
+/** The State type of a machine. */
+export type StateOf<M> = M extends Machine<infer S, any, any> ? S : never;
+/** The Event type of a machine. */
+export type EventOf<M> = M extends Machine<any, infer E, any> ? E : never;
+/** The Input type of a machine. */
+export type InputOf<M> = M extends Machine<any, any, infer I> ? I : never;
+/** Any machine, for code that hosts machines generically. */
+export type AnyMachine = Machine<any, EventObject, any>;
+
+/** The default rune kind of a spawn, for machines whose seed names none. */
+export const DEFAULT_SPAWN_KIND = 'spawned';

@@ -1,0 +1,250 @@
+import type { ZodType } from 'zod';
+import { DEFAULT_SPAWN_KIND, type EventObject, type Machine, type Step } from './machine.js';
+import { mermaidFromTable } from './mermaid.js';
+
+/** The state of a finite machine: its state name in `value`, plus context fields. */
+export interface FiniteState<Name extends string = string> {
+  value: Name;
+}
+
+/** Where a row comes from, so the generated docs can say which rows are the seed's own. */
+export type RowSource = 'seed' | 'design' | 'extension';
+
+/**
+ * One row of a transition table: in state `from`, event `on` moves to `to`.
+ * Rows are data; the only functions in them are the optional guard and context update.
+ */
+export type Row<S extends FiniteState, E extends EventObject> = {
+  [K in E['type']]: {
+    /** A state, several states, or `'*'` for every non-terminal state. */
+    readonly from: S['value'] | readonly S['value'][] | '*';
+    readonly on: K;
+    /** The next state; omitted, the machine stays in the state it is in (a self-loop per `from`). */
+    readonly to?: S['value'];
+    /** Guard: the row applies only when it returns true. Rows are tried in table order. */
+    readonly when?: (state: S, event: Extract<E, { type: K }>) => boolean;
+    /** The guard as the seed writes it (e.g. `"code != 0"`): shown in diagrams and rejection reasons. */
+    readonly label?: string;
+    /** Context fields the transition sets. `value` is always `to`. */
+    readonly assign?: (state: S, event: Extract<E, { type: K }>) => Partial<Omit<S, 'value'>>;
+    /** The rune kind this transition appends (the seed's name); defaults to the event type. */
+    readonly kind?: string;
+    /** Defaults to `'seed'`. `'design'`: a resolution from DESIGN.md; `'extension'`: ours, see `note`. */
+    readonly source?: RowSource;
+    /** Why the row exists, for design and extension rows. */
+    readonly note?: string;
+  };
+}[E['type']];
+
+/** The definition of a finite machine: its names, schemas and transition table. */
+export interface TableDefinition<S extends FiniteState, E extends EventObject, I> {
+  readonly id: string;
+  /** Every state name, the initial state first. */
+  readonly states: readonly S['value'][];
+  readonly terminal: readonly S['value'][];
+  readonly events: readonly E['type'][];
+  readonly schemas: { readonly state: ZodType<S>; readonly event: ZodType<E>; readonly input: ZodType<I> };
+  readonly initial: (input: I) => S;
+  readonly table: readonly Row<S, E>[];
+  /** The rune kind of an instance's first rune; defaults to `"spawned"`. */
+  readonly spawnKind?: string;
+}
+
+/** A finite machine built from a table. The table stays available as data. */
+export interface TableMachine<S extends FiniteState, E extends EventObject, I = void> extends Machine<S, E, I> {
+  readonly table: readonly Row<S, E>[];
+}
+
+/** A row with `from` expanded to one state, as the lookup index and the diagram use it. */
+export interface Edge {
+  readonly from: string;
+  readonly on: string;
+  readonly to: string;
+  readonly label?: string;
+  readonly kind: string;
+  readonly source: RowSource;
+  readonly note?: string;
+}
+
+type AnyRow = {
+  from: string | readonly string[] | '*';
+  on: string;
+  to?: string;
+  when?: (state: any, event: any) => boolean;
+  label?: string;
+  assign?: (state: any, event: any) => object;
+  kind?: string;
+  source?: RowSource;
+  note?: string;
+};
+
+/** Expands `'*'` and state lists, dropping exact repeats (a seed often lists a row and also "Any"). */
+export function expandRows(
+  table: readonly AnyRow[],
+  states: readonly string[],
+  terminal: readonly string[],
+): Array<AnyRow & { from: string; to: string }> {
+  const live = states.filter((s) => !terminal.includes(s));
+  const seen = new Set<string>();
+  const out: Array<AnyRow & { from: string; to: string }> = [];
+  for (const row of table) {
+    const froms = row.from === '*' ? live : typeof row.from === 'string' ? [row.from] : row.from;
+    for (const from of froms) {
+      const to = row.to ?? from;
+      const key = `${from}\u0000${row.on}\u0000${to}\u0000${row.label ?? ''}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      out.push({ ...row, from, to });
+    }
+  }
+  return out;
+}
+
+/** The table as edges: one per (state, event, guard), in table order. */
+export function edgesOf(machine: {
+  table: readonly AnyRow[] | readonly Row<any, any>[];
+  states: readonly string[];
+  terminal: readonly string[];
+}): Edge[] {
+  return expandRows(machine.table as readonly AnyRow[], machine.states, machine.terminal).map((r) => ({
+    from: r.from,
+    on: r.on,
+    to: r.to,
+    ...(r.label === undefined ? {} : { label: r.label }),
+    kind: r.kind ?? r.on,
+    source: r.source ?? 'seed',
+    ...(r.note === undefined ? {} : { note: r.note }),
+  }));
+}
+
+/**
+ * Builds a finite machine from its table.
+ *
+ * The table is compiled once into an index `state -> event type -> rows`, so a transition is two
+ * property reads, the guards of that cell, and one object spread.
+ *
+ * @example
+ * ```ts
+ * const door = defineMachine({
+ *   id: 'door', states: ['closed', 'open'], terminal: [], events: ['open', 'close'],
+ *   schemas: { state: DoorState, event: DoorEvent, input: z.void() },
+ *   initial: () => ({ value: 'closed' }),
+ *   table: [
+ *     { from: 'closed', on: 'open', to: 'open' },
+ *     { from: 'open', on: 'close', to: 'closed' },
+ *   ],
+ * });
+ * door.transition({ value: 'closed' }, { type: 'open' }); // { value: 'open' }
+ * ```
+ */
+export function defineMachine<S extends FiniteState, E extends EventObject, I = void>(
+  definition: TableDefinition<S, E, I>,
+): TableMachine<S, E, I> {
+  const { id, states, terminal, events, table } = definition;
+  checkTable(definition);
+
+  const rows = expandRows(table as readonly AnyRow[], states, terminal);
+  // index[state][eventType] -> rows in table order. Null-prototype objects: no inherited keys.
+  const index: Record<string, Record<string, Array<AnyRow & { to: string }>>> = Object.create(null);
+  for (const state of states) index[state] = Object.create(null);
+  for (const row of rows) (index[row.from]![row.on] ??= []).push(row);
+  const terminalSet = new Set<string>(terminal);
+  const eventSet = new Set<string>(events);
+
+  /** The row that applies, or undefined. */
+  const match = (state: S, event: E): (AnyRow & { to: string }) | undefined => {
+    const cell = index[state.value]?.[event.type];
+    if (cell === undefined) return undefined;
+    for (let i = 0; i < cell.length; i++) {
+      const row = cell[i]!;
+      if (row.when === undefined || row.when(state, event)) return row;
+    }
+    return undefined;
+  };
+
+  const apply = (state: S, event: E, row: AnyRow & { to: string }): S =>
+    (row.assign === undefined
+      ? { ...state, value: row.to }
+      : { ...state, ...row.assign(state, event), value: row.to }) as S;
+
+  const transition = (state: S, event: E): S => {
+    const row = match(state, event);
+    return row === undefined ? state : apply(state, event, row);
+  };
+
+  const reject = (state: S, event: E): Step<S> => {
+    const type = event?.type;
+    if (!eventSet.has(type)) {
+      return { accepted: false, state, code: 'unknown_event', reason: unknownEventReason(id, type, events) };
+    }
+    if (terminalSet.has(state.value)) {
+      return { accepted: false, state, code: 'terminal_state', reason: 'terminal state' };
+    }
+    const cell = index[state.value]?.[type];
+    const reason =
+      cell === undefined
+        ? `event "${type}" is not allowed in state "${state.value}"`
+        : `event "${type}" is not allowed in state "${state.value}": it needs ${cell
+            .map((r) => r.label ?? 'its guard')
+            .join(' or ')}`;
+    return { accepted: false, state, code: 'not_allowed', reason };
+  };
+
+  const step = (state: S, event: E): Step<S> => {
+    // A guard or assign reads only declared payload fields; a malformed event at worst fails a guard.
+    const row = eventSet.has(event?.type) ? match(state, event) : undefined;
+    if (row === undefined) return reject(state, event);
+    return { accepted: true, state: apply(state, event, row), kind: row.kind ?? row.on };
+  };
+
+  const machine: TableMachine<S, E, I> = {
+    id,
+    initial: definition.initial,
+    transition: (state, event) => {
+      try {
+        return transition(state, event);
+      } catch {
+        // Total by contract: an event that breaks a guard (a hand-built, unvalidated one) is rejected.
+        return state;
+      }
+    },
+    step: (state, event) => {
+      try {
+        return step(state, event);
+      } catch (error) {
+        return { accepted: false, state, code: 'invalid_event', reason: `invalid event: ${String(error)}` };
+      }
+    },
+    schemas: definition.schemas,
+    states,
+    terminal,
+    events,
+    table,
+    spawnKind: definition.spawnKind ?? DEFAULT_SPAWN_KIND,
+    toMermaid: () => mermaidFromTable(machine),
+  };
+  return machine;
+}
+
+/** The reason for an event type the machine does not know, naming the ones it does. */
+export function unknownEventReason(id: string, type: unknown, events: readonly string[]): string {
+  const shown = typeof type === 'string' ? `"${type}"` : String(type);
+  return `unknown event type ${shown} for machine "${id}"; expected one of: ${events.join(', ')}`;
+}
+
+/** A table that names a state or event the machine does not declare is a programming error: fail at load. */
+function checkTable(definition: TableDefinition<any, any, any>): void {
+  const { id, states, terminal, events, table } = definition;
+  const problems: string[] = [];
+  for (const t of terminal) if (!states.includes(t)) problems.push(`terminal state "${t}" is not a state`);
+  for (const row of table as readonly AnyRow[]) {
+    const froms = row.from === '*' ? [] : typeof row.from === 'string' ? [row.from] : row.from;
+    for (const f of froms) {
+      if (!states.includes(f)) problems.push(`row ${row.on}: from "${f}" is not a state`);
+      if (terminal.includes(f)) problems.push(`row ${row.on}: from "${f}" is terminal`);
+    }
+    if (row.to !== undefined && !states.includes(row.to)) problems.push(`row ${row.on}: to "${row.to}" is not a state`);
+    if (!events.includes(row.on)) problems.push(`row ${row.on}: "${row.on}" is not an event`);
+  }
+  if (problems.length > 0) throw new Error(`machine "${id}" has an invalid table:\n- ${problems.join('\n- ')}`);
+}

@@ -1,0 +1,62 @@
+import type { z } from 'zod';
+import type { AnyMachine, EventOf, Machine, RejectionCode, Step } from './machine.js';
+import { unknownEventReason } from './table.js';
+
+/** The outcome of checking an untrusted value against a machine's event schema. */
+export type EventCheck<E> =
+  | { ok: true; event: E }
+  | { ok: false; code: Extract<RejectionCode, 'unknown_event' | 'invalid_event'>; reason: string; issues: readonly z.core.$ZodIssue[] };
+
+/** One line naming every failing field, e.g. `userId: Invalid UUID; reason: expected string`. */
+export function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
+  return issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
+}
+
+/**
+ * Checks an untrusted value (a parsed JSON message, say) against a machine's event schema.
+ * An unknown `type` is reported by name, listing the types the machine accepts; a payload that
+ * misses its schema is reported naming each failing field. Never throws.
+ */
+export function validateEvent<M extends AnyMachine>(machine: M, value: unknown): EventCheck<EventOf<M>> {
+  const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
+  if (typeof type !== 'string') {
+    return {
+      ok: false,
+      code: 'invalid_event',
+      reason: `invalid event: expected an object with a string "type", got ${describeValue(value)}`,
+      issues: [],
+    };
+  }
+  if (!machine.events.includes(type)) {
+    return { ok: false, code: 'unknown_event', reason: unknownEventReason(machine.id, type, machine.events), issues: [] };
+  }
+  const parsed = machine.schemas.event.safeParse(value);
+  if (parsed.success) return { ok: true, event: parsed.data as EventOf<M> };
+  return {
+    ok: false,
+    code: 'invalid_event',
+    reason: `invalid "${type}" event: ${describeIssues(parsed.error.issues)}`,
+    issues: parsed.error.issues,
+  };
+}
+
+/**
+ * Validates an untrusted event, then steps the machine: what an engine does with every dispatch.
+ * Rejections carry a stable `code` and a reason naming what was wrong.
+ */
+export function stepUnknown<S, E extends { type: string }, I>(
+  machine: Machine<S, E, I>,
+  state: S,
+  value: unknown,
+): Step<S> {
+  const check = validateEvent(machine as AnyMachine, value);
+  if (!check.ok) return { accepted: false, state, code: check.code, reason: check.reason };
+  return machine.step(state, check.event as E);
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  if (typeof value === 'object') return 'an object without a string "type"';
+  return typeof value;
+}

@@ -1,2 +1,2 @@
-export * from './schema.js';
-export * from './machine.js';
+export { ChatActorEvent, ChatActorState, ChatActorStateName } from './schema.js';
+export { chatActor } from './machine.js';

@@ -122,3 +122,56 @@ describe('chatActor: properties', () => {
     checkMachineProperties(chatActor, { event });
   });
 });
+
+describe("chatActor: seed 000's drawing", () => {
+  // The drawing is ASCII and partly contradicts the rules table; DESIGN.md: the table wins.
+  // Read from the drawing, and each found in the generated diagram:
+  const drawn: Array<[string, string, string]> = [
+    ['idle', 'Pause', 'paused'],
+    ['paused', 'ProcessInteraction', 'idle'], // "(resume)": the table's "Resume by processing interaction"
+    ['idle', 'InactivityTimeout', 'completed'],
+    ['running', 'InteractionComplete [success]', 'idle'], // "(success)"
+    ['idle', 'Error', 'error'], // "from any state on error"
+    ['running', 'Error', 'error'],
+    ['paused', 'Error', 'error'],
+    ['idle', 'Cancel', 'cancelled'], // "from any state on Cancel"
+    ['running', 'Cancel', 'cancelled'],
+    ['paused', 'Cancel', 'cancelled'],
+  ];
+  // Not taken, because the table says otherwise: "Created --ProcessInteraction--> Idle" (no Created
+  // state; spawn enters Idle), "Idle --InteractionComplete--> Running" (the table: Idle +
+  // ProcessInteraction -> Running) and an InteractionComplete arrow into Paused (the table: Pause).
+  it.each(drawn)('%s --> %s : %s is in the generated diagram', (from, label, to) => {
+    expect(chatActor.toMermaid().split('\n')).toContain(`  ${from} --> ${to} : ${label}`);
+  });
+
+  it('generates the whole diagram from the table', () => {
+    expect(chatActor.toMermaid()).toMatchInlineSnapshot(`
+      "stateDiagram-v2
+        [*] --> idle
+        idle --> running : ProcessInteraction
+        idle --> paused : Pause
+        idle --> cancelled : Cancel
+        idle --> completed : InactivityTimeout
+        running --> idle : InteractionComplete [success]
+        running --> error : InteractionComplete [error]
+        running --> paused : Pause
+        running --> cancelled : Cancel
+        paused --> idle : ProcessInteraction
+        paused --> completed : InactivityTimeout
+        idle --> error : Error
+        running --> error : Error
+        paused --> error : Error
+        paused --> cancelled : Cancel
+        idle --> idle : Ping
+        running --> running : Ping
+        paused --> paused : Ping
+        idle --> idle : Shutdown
+        running --> running : Shutdown
+        paused --> paused : Shutdown
+        error --> [*]
+        cancelled --> [*]
+        completed --> [*]"
+    `);
+  });
+});

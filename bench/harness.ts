@@ -1,0 +1,54 @@
+import { performance } from 'node:perf_hooks';
+
+export interface Rate {
+  name: string;
+  /** Operations per second. */
+  rate: number;
+  ops: number;
+  ms: number;
+}
+
+/**
+ * Runs `batch` (which performs `opsPerBatch` operations) after a warm-up until `minMs` have
+ * passed, and returns the rate. Rates of a candidate and its anchor are measured in the same
+ * process run, alternately, so a noisy machine slows both.
+ */
+export function measure(name: string, opsPerBatch: number, batch: () => void, minMs = 1000): Rate {
+  for (let i = 0; i < 5; i++) batch();
+  let ops = 0;
+  const start = performance.now();
+  let now = start;
+  while (now - start < minMs) {
+    batch();
+    ops += opsPerBatch;
+    now = performance.now();
+  }
+  const ms = now - start;
+  return { name, rate: (ops / ms) * 1000, ops, ms };
+}
+
+/** Measures the two alternately `rounds` times and keeps each one's best rate. */
+export function compare(rounds: number, a: () => Rate, b: () => Rate): [Rate, Rate] {
+  let bestA: Rate | undefined;
+  let bestB: Rate | undefined;
+  for (let i = 0; i < rounds; i++) {
+    const ra = a();
+    const rb = b();
+    if (!bestA || ra.rate > bestA.rate) bestA = ra;
+    if (!bestB || rb.rate > bestB.rate) bestB = rb;
+  }
+  return [bestA!, bestB!];
+}
+
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+
+/** Prints both rates, the ratio and whether it meets the bar; returns whether it does. */
+export function report(title: string, candidate: Rate, anchor: Rate, bar: number): boolean {
+  const ratio = candidate.rate / anchor.rate;
+  const ok = ratio >= bar;
+  console.log(`\n${title}`);
+  console.log(`  ${candidate.name.padEnd(44)} ${fmt(candidate.rate).padStart(14)} ops/s`);
+  console.log(`  ${anchor.name.padEnd(44)} ${fmt(anchor.rate).padStart(14)} ops/s`);
+  console.log(`  ratio ${ratio.toFixed(1)}x (bar: >= ${bar}x)  ${ok ? 'PASS' : 'FAIL'}`);
+  return ok;
+}

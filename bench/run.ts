@@ -1,0 +1,7 @@
+import { benchChatActorTransition } from './chat-actor-transition.js';
+
+/** `npm run bench`: every benchmark, each against its anchor in this same process run. */
+const results = [benchChatActorTransition()];
+const failed = results.filter((ok) => !ok).length;
+console.log(`\n${results.length - failed} of ${results.length} benchmarks meet their bar`);
+process.exitCode = failed === 0 ? 0 : 1;

@@ -1,0 +1,257 @@
+import { defineMachine, type Row } from '../table.js';
+import {
+  AgentManagerSessionEvent,
+  AgentManagerSessionInput,
+  AgentManagerSessionState,
+  type AgentManagerSessionAskType,
+} from './schema.js';
+
+type S = AgentManagerSessionState;
+type E = AgentManagerSessionEvent;
+/** The fields every CLI message may carry. */
+type CliMessage = { partial?: boolean; text?: string };
+
+// Guards of the CLI's messages. They are mutually exclusive, so the order of the rows does not matter.
+const partial = { when: (_: S, e: CliMessage) => e.partial === true, label: 'partial' } as const;
+const complete = { when: (_: S, e: CliMessage) => e.partial !== true, label: 'complete' } as const;
+const needsApproval = {
+  when: (s: S, e: CliMessage) => e.partial !== true && !s.autoApprove,
+  label: 'complete, approval needed',
+} as const;
+const autoApproved = {
+  when: (s: S, e: CliMessage) => e.partial !== true && s.autoApprove,
+  label: 'complete, auto-approve',
+} as const;
+
+/** A new task forgets everything the previous one left in the context; `autoApprove` is the session's. */
+const newTask = (_: S, e: { prompt: string }): Partial<S> => ({
+  prompt: e.prompt,
+  sessionCreated: false,
+  apiReqStarted: false,
+  sessionId: undefined,
+  lastText: undefined,
+  lastAsk: undefined,
+  error: undefined,
+  exitCode: undefined,
+});
+/** A message without text keeps the last text shown. */
+const said = (s: S, e: CliMessage): Partial<S> => ({ lastText: e.text ?? s.lastText });
+const asked = (s: S, e: CliMessage & { type: AgentManagerSessionAskType }): Partial<S> => ({
+  ...said(s, e),
+  lastAsk: e.type.slice('ask:'.length),
+});
+/** An error ask: its text is the error, else its name. */
+const askFailed = (s: S, e: CliMessage & { type: AgentManagerSessionAskType }): Partial<S> => ({
+  ...asked(s, e),
+  error: e.text ?? e.type.slice('ask:'.length),
+});
+const processFailed = (_: S, e: { error: string }): Partial<S> => ({ error: e.error });
+const exited = (_: S, e: { code: number }): Partial<S> => ({ exitCode: e.code });
+/** The user owes the CLI an answer: a clean exit now would drop the question. */
+const pendingAsk = (s: S): boolean => s.value === 'waiting_approval' || s.value === 'waiting_input';
+
+const design = (note: string) => ({ source: 'design', note }) as const;
+const extension = (note: string) => ({ source: 'extension', note }) as const;
+const partialAsk = design('a partial ask is still streaming its content: it never enters a waiting state');
+const autoApprove = design('auto-approve mode: the tool runs without the user, so streaming goes on');
+const approvalAsk = design('waits for approval like ask:tool');
+const errorAsk = design('an error the user must act on, like ask:api_req_failed');
+
+/**
+ * Seed 001 "Transition Table", row for row, then the DESIGN.md resolutions and our extensions.
+ * The seed's table wins over its hand-drawn diagram where they disagree (the `cancel_session`
+ * arrows into `idle` and the `completed -> stopped` line match no row of the table).
+ */
+const table: readonly Row<S, E>[] = [
+  { from: 'idle', on: 'start_session', to: 'creating', assign: newTask },
+  {
+    from: 'creating',
+    on: 'session_created',
+    to: 'streaming',
+    when: (s) => s.apiReqStarted,
+    label: 'api_req_started already received',
+    assign: (_, e) => ({ sessionCreated: true, sessionId: e.sessionId }),
+  },
+  {
+    from: 'creating',
+    on: 'session_created',
+    when: (s) => !s.apiReqStarted,
+    label: 'waiting for api_req_started',
+    assign: (_, e) => ({ sessionCreated: true, sessionId: e.sessionId }),
+  },
+  {
+    from: 'creating',
+    on: 'api_req_started',
+    when: (s) => !s.sessionCreated,
+    label: 'waiting for session_created',
+    assign: () => ({ apiReqStarted: true }),
+  },
+  { from: 'creating', on: 'process_error', to: 'error', assign: processFailed },
+  { from: 'streaming', on: 'say:text', ...partial, assign: said },
+  { from: 'streaming', on: 'say:text', ...complete, assign: said },
+  { from: 'streaming', on: 'ask:tool', ...partial, assign: said },
+  { from: 'streaming', on: 'ask:tool', to: 'waiting_approval', ...needsApproval, assign: asked },
+  { from: 'streaming', on: 'ask:command', to: 'waiting_approval', ...needsApproval, assign: asked },
+  { from: 'streaming', on: 'ask:followup', to: 'waiting_input', ...complete, assign: asked },
+  { from: 'streaming', on: 'ask:completion_result', to: 'completed', ...complete, assign: asked },
+  { from: 'streaming', on: 'ask:api_req_failed', to: 'error', ...complete, assign: askFailed },
+  { from: 'streaming', on: 'ask:mistake_limit_reached', to: 'error', ...complete, assign: askFailed },
+  { from: 'streaming', on: 'ask:resume_task', to: 'paused', ...complete, assign: asked },
+  { from: 'streaming', on: 'cancel_session', to: 'stopped' },
+  { from: 'waiting_approval', on: 'approve_action', to: 'streaming' },
+  { from: 'waiting_approval', on: 'reject_action', to: 'streaming' },
+  { from: 'waiting_approval', on: 'api_req_started', to: 'streaming' },
+  { from: 'waiting_approval', on: 'cancel_session', to: 'stopped' },
+  { from: 'waiting_input', on: 'send_message', to: 'streaming' },
+  { from: 'waiting_input', on: 'cancel_session', to: 'stopped' },
+  { from: 'completed', on: 'send_message', to: 'streaming' },
+  { from: 'completed', on: 'start_session', to: 'creating', assign: newTask },
+  { from: 'paused', on: 'resume_session', to: 'streaming' },
+  { from: 'paused', on: 'cancel_session', to: 'stopped' },
+  { from: 'error', on: 'retry', to: 'streaming' },
+  { from: 'error', on: 'cancel_session', to: 'stopped' },
+  { from: 'stopped', on: 'resume_session', to: 'streaming' },
+  { from: 'stopped', on: 'start_session', to: 'creating', assign: newTask },
+  { from: '*', on: 'process_exit', to: 'error', when: (_, e) => e.code !== 0, label: 'non-zero exit code', assign: exited },
+  {
+    from: '*',
+    on: 'process_exit',
+    to: 'completed',
+    when: (s, e) => e.code === 0 && !pendingAsk(s),
+    label: 'zero exit code, no pending ask',
+    assign: exited,
+  },
+
+  // DESIGN.md: `creating` needs session_created and api_req_started in either order.
+  {
+    from: 'creating',
+    on: 'api_req_started',
+    to: 'streaming',
+    when: (s) => s.sessionCreated,
+    label: 'session_created already received',
+    assign: () => ({ apiReqStarted: true }),
+    ...design('either order: the mirror of the seed\'s session_created rows'),
+  },
+  // DESIGN.md: partial asks stream on, like the seed's partial ask:tool.
+  { from: 'streaming', on: 'ask:command', ...partial, assign: said, ...partialAsk },
+  { from: 'streaming', on: 'ask:followup', ...partial, assign: said, ...partialAsk },
+  { from: 'streaming', on: 'ask:completion_result', ...partial, assign: said, ...partialAsk },
+  { from: 'streaming', on: 'ask:api_req_failed', ...partial, assign: said, ...partialAsk },
+  { from: 'streaming', on: 'ask:resume_task', ...partial, assign: said, ...partialAsk },
+  { from: 'streaming', on: 'ask:resume_completed_task', ...partial, assign: said, ...partialAsk },
+  { from: 'streaming', on: 'ask:mistake_limit_reached', ...partial, assign: said, ...partialAsk },
+  { from: 'streaming', on: 'ask:payment_required_prompt', ...partial, assign: said, ...partialAsk },
+  { from: 'streaming', on: 'ask:invalid_model', ...partial, assign: said, ...partialAsk },
+  { from: 'streaming', on: 'ask:browser_action_launch', ...partial, assign: said, ...partialAsk },
+  { from: 'streaming', on: 'ask:use_mcp_server', ...partial, assign: said, ...partialAsk },
+  // DESIGN.md: approval asks, and auto-approve mode.
+  { from: 'streaming', on: 'ask:tool', ...autoApproved, assign: asked, ...autoApprove },
+  { from: 'streaming', on: 'ask:command', ...autoApproved, assign: asked, ...autoApprove },
+  { from: 'streaming', on: 'ask:browser_action_launch', to: 'waiting_approval', ...needsApproval, assign: asked, ...approvalAsk },
+  { from: 'streaming', on: 'ask:browser_action_launch', ...autoApproved, assign: asked, ...autoApprove },
+  { from: 'streaming', on: 'ask:use_mcp_server', to: 'waiting_approval', ...needsApproval, assign: asked, ...approvalAsk },
+  { from: 'streaming', on: 'ask:use_mcp_server', ...autoApproved, assign: asked, ...autoApprove },
+  // DESIGN.md: the other asks of the seed's event list.
+  { from: 'streaming', on: 'ask:payment_required_prompt', to: 'error', ...complete, assign: askFailed, ...errorAsk },
+  { from: 'streaming', on: 'ask:invalid_model', to: 'error', ...complete, assign: askFailed, ...errorAsk },
+  {
+    from: 'streaming',
+    on: 'ask:resume_completed_task',
+    to: 'paused',
+    ...complete,
+    assign: asked,
+    ...design('the seed\'s `paused` entry condition names it next to ask:resume_task'),
+  },
+  { from: 'error', on: 'resume_session', to: 'streaming', ...design('the seed\'s diagram draws error --retry/resume--> streaming') },
+
+  // Extensions: CLI traffic that would otherwise be rejected and lost.
+  {
+    from: 'streaming',
+    on: 'say:completion_result',
+    assign: said,
+    ...extension('the CLI says the result before asking ask:completion_result; its text is the result'),
+  },
+  {
+    from: 'streaming',
+    on: 'say:checkpoint_saved',
+    assign: said,
+    ...extension('the CLI saves checkpoints while it works; the seed lists the event but gives it no row'),
+  },
+  {
+    from: 'streaming',
+    on: 'api_req_started',
+    ...extension('every further API request of a running task; the seed only uses it to leave creating'),
+  },
+  {
+    from: ['streaming', 'waiting_approval', 'waiting_input', 'completed', 'paused'],
+    on: 'process_error',
+    to: 'error',
+    assign: processFailed,
+    ...extension('the seed\'s `error` entry condition is "CLI process error" in any state where the process runs; the error text would be lost'),
+  },
+  {
+    from: 'creating',
+    on: 'cancel_session',
+    to: 'stopped',
+    ...extension('the seed\'s UI shows the cancel button in creating; without it a CLI that hangs on start could not be left'),
+  },
+];
+
+/**
+ * The Agent Manager session of seed 001: one agent CLI task from `start_session` through streaming,
+ * approval and follow-up questions to `completed`, `paused`, `error` or `stopped`. No state is terminal.
+ *
+ * @example
+ * ```ts
+ * import { agentManagerSession } from 'runestream';
+ * let s = agentManagerSession.initial();                     // { value: 'idle', autoApprove: false, ... }
+ * s = agentManagerSession.transition(s, { type: 'start_session', prompt: 'Fix the build' });
+ * s = agentManagerSession.transition(s, { type: 'session_created', sessionId: 'task-1' });
+ * s = agentManagerSession.transition(s, { type: 'api_req_started' });
+ * s.value;                                                   // 'streaming'
+ * s = agentManagerSession.transition(s, { type: 'ask:followup', text: 'Which branch?' });
+ * s.value;                                                   // 'waiting_input'
+ * agentManagerSession.step(s, { type: 'process_exit', code: 0 }).accepted; // false: an ask is pending
+ * ```
+ */
+export const agentManagerSession = defineMachine<S, E, AgentManagerSessionInput | void>({
+  id: 'agent-manager-session',
+  states: ['idle', 'creating', 'streaming', 'waiting_approval', 'waiting_input', 'completed', 'paused', 'error', 'stopped'],
+  terminal: [],
+  events: [
+    'start_session',
+    'send_message',
+    'approve_action',
+    'reject_action',
+    'cancel_session',
+    'resume_session',
+    'retry',
+    'session_created',
+    'api_req_started',
+    'process_exit',
+    'process_error',
+    'say:text',
+    'say:completion_result',
+    'say:checkpoint_saved',
+    'ask:tool',
+    'ask:command',
+    'ask:followup',
+    'ask:completion_result',
+    'ask:api_req_failed',
+    'ask:resume_task',
+    'ask:resume_completed_task',
+    'ask:mistake_limit_reached',
+    'ask:payment_required_prompt',
+    'ask:invalid_model',
+    'ask:browser_action_launch',
+    'ask:use_mcp_server',
+  ],
+  schemas: { state: AgentManagerSessionState, event: AgentManagerSessionEvent, input: AgentManagerSessionInput },
+  initial: (input) => ({
+    value: 'idle',
+    autoApprove: input?.autoApprove ?? false,
+    sessionCreated: false,
+    apiReqStarted: false,
+  }),
+  table,
+});

@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import { describeIssues } from '../validate.js';
+import { agentManagerSession } from './machine.js';
+import type { AgentManagerSessionInput, AgentManagerSessionState, AgentManagerSessionStateName } from './schema.js';
+
+/** What is persisted about a session (seed 001 "State Persistence"). */
+export const AgentManagerPersistedSession = z.object({
+  /** The session's status as the session list stores it. */
+  status: z.enum(['creating', 'running', 'done', 'error', 'stopped']),
+  /** The ask type of the last complete (non-partial) message, without `ask:` (`"followup"`, `"tool"`). */
+  lastAsk: z.string().optional(),
+  /** Whether the CLI process is alive. */
+  processRunning: z.boolean(),
+});
+export type AgentManagerPersistedSession = z.infer<typeof AgentManagerPersistedSession>;
+
+/** The state a running session is in after its last complete ask. Other asks leave it working. */
+const stateAfterAsk = new Map<string, AgentManagerSessionStateName>([
+  ['tool', 'waiting_approval'],
+  ['command', 'waiting_approval'],
+  ['browser_action_launch', 'waiting_approval'],
+  ['use_mcp_server', 'waiting_approval'],
+  ['followup', 'waiting_input'],
+  ['completion_result', 'completed'],
+  ['api_req_failed', 'error'],
+  ['mistake_limit_reached', 'error'],
+  ['invalid_model', 'error'],
+  ['payment_required_prompt', 'error'],
+  ['resume_task', 'paused'],
+  ['resume_completed_task', 'paused'],
+]);
+
+function stateName({ status, lastAsk, processRunning }: AgentManagerPersistedSession): AgentManagerSessionStateName {
+  switch (status) {
+    case 'creating':
+      return processRunning ? 'creating' : 'error';
+    case 'stopped':
+    case 'error':
+      return status;
+    case 'done':
+      return lastAsk === 'resume_completed_task' ? 'paused' : 'completed';
+    case 'running':
+      // A running task whose process is gone was interrupted: it can be resumed.
+      return stateAfterAsk.get(lastAsk ?? '') ?? (processRunning ? 'streaming' : 'paused');
+  }
+}
+
+/**
+ * Rebuilds a session's state from what is persisted about it, for switching sessions or reloading
+ * (seed 001 "State Persistence"): the status, the last complete ask and whether the CLI runs.
+ *
+ * 1. `creating` stays `creating` while the process runs, else it failed: `error`.
+ * 2. `stopped` and `error` are themselves; `done` is `completed`, or `paused` after `resume_completed_task`.
+ * 3. `running` follows the last ask: approval asks -> `waiting_approval`, `followup` -> `waiting_input`,
+ *    `completion_result` -> `completed`, error asks -> `error`, resume asks -> `paused`; with no such
+ *    ask it is `streaming` while the process runs, else `paused` (interrupted, resumable).
+ *
+ * Throws an Error naming each invalid field when `persisted` fails {@link AgentManagerPersistedSession};
+ * every valid argument gives a valid state.
+ *
+ * @example
+ * ```ts
+ * import { reconstructAgentManagerState } from 'runestream';
+ * reconstructAgentManagerState({ status: 'running', lastAsk: 'followup', processRunning: true }).value; // 'waiting_input'
+ * reconstructAgentManagerState({ status: 'running', processRunning: false }).value;                   // 'paused'
+ * ```
+ */
+export function reconstructAgentManagerState(
+  persisted: AgentManagerPersistedSession,
+  input?: AgentManagerSessionInput,
+): AgentManagerSessionState {
+  const parsed = AgentManagerPersistedSession.safeParse(persisted);
+  if (!parsed.success) {
+    throw new Error(`invalid persisted agent manager session: ${describeIssues(parsed.error.issues)}`);
+  }
+  const { status, lastAsk } = parsed.data;
+  // Past `creating`, the CLI got both of the events that `creating` waits for.
+  const started = status !== 'creating';
+  return {
+    ...agentManagerSession.initial(input),
+    value: stateName(parsed.data),
+    sessionCreated: started,
+    apiReqStarted: started,
+    ...(lastAsk === undefined ? {} : { lastAsk }),
+  };
+}

@@ -7,7 +7,7 @@ export interface PropertyOptions<S, E extends EventObject, I> {
   event: fc.Arbitrary<E>;
   /** Arbitrary of spawn inputs; defaults to `undefined` for machines without input. */
   input?: fc.Arbitrary<I>;
-  /** Longest random sequence; default 60. */
+  /** Longest random sequence; default 60. Lengths range over all of it (fast-check's default size would stop near 10). */
   maxLength?: number;
   /** Runs; default 300. */
   numRuns?: number;
@@ -30,7 +30,7 @@ export function checkMachineProperties<S, E extends EventObject, I>(
 ): void {
   const input = options.input ?? (fc.constant(undefined) as unknown as fc.Arbitrary<I>);
   fc.assert(
-    fc.property(input, fc.array(options.event, { maxLength: options.maxLength ?? 60 }), (inp, events) => {
+    fc.property(input, fc.array(options.event, { maxLength: options.maxLength ?? 60, size: 'max' }), (inp, events) => {
       let state = machine.initial(inp);
       expect(machine.schemas.state.safeParse(state).success).toBe(true);
       expect(machine.schemas.input.safeParse(inp).success).toBe(true);

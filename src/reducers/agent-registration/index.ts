@@ -1,1 +1,2 @@
-export {};
+export { AgentRegistrationEvent, AgentRegistrationState, AgentRegistrationStateName } from './schema.js';
+export { agentRegistration } from './machine.js';

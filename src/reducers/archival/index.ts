@@ -1,1 +1,2 @@
-export {};
+export { ArchivalEvent, ArchivalState, ArchivalStateName } from './schema.js';
+export { archival } from './machine.js';

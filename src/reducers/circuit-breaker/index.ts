@@ -1,1 +1,2 @@
-export {};
+export { CircuitBreakerEvent, CircuitBreakerInput, CircuitBreakerState, CircuitBreakerStateName } from './schema.js';
+export { circuitBreaker, circuitBreakerAllowsCall } from './machine.js';

@@ -1,1 +1,2 @@
-export {};
+export { ConnectionEvent, ConnectionState, ConnectionStateName } from './schema.js';
+export { connection } from './machine.js';

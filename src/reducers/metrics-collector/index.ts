@@ -1,1 +1,2 @@
-export {};
+export { MetricsCollectorEvent, MetricsCollectorState, MetricsCollectorStateName } from './schema.js';
+export { metricsCollector } from './machine.js';

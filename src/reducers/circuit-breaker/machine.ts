@@ -1,0 +1,110 @@
+import { defineMachine, type Row } from '../table.js';
+import { CircuitBreakerEvent, CircuitBreakerInput, CircuitBreakerState } from './schema.js';
+
+type S = CircuitBreakerState;
+type E = CircuitBreakerEvent;
+
+/** A failure: one more consecutive failure, and its error if it reported one. */
+const countFailure = (s: S, e: Extract<E, { type: 'failure' }>): Partial<S> => ({
+  failureCount: s.failureCount + 1,
+  successCount: 0,
+  lastError: e.error ?? s.lastError,
+});
+const resetCounts = (): Partial<S> => ({ failureCount: 0, successCount: 0 });
+
+/** Seed 002 section 1, edge for edge, with the counting rules DESIGN.md fixes. */
+const table: readonly Row<S, E>[] = [
+  { from: 'CLOSED', on: 'success', assign: () => ({ failureCount: 0 }) },
+  // The guards count the failure being applied: the breaker opens on the failureThreshold-th.
+  {
+    from: 'CLOSED',
+    on: 'failure',
+    when: (s) => s.failureCount + 1 < s.failureThreshold,
+    label: 'failureCount < threshold',
+    assign: countFailure,
+  },
+  {
+    from: 'CLOSED',
+    on: 'failure',
+    to: 'OPEN',
+    when: (s) => s.failureCount + 1 >= s.failureThreshold,
+    label: 'failureCount >= threshold',
+    assign: countFailure,
+  },
+  { from: 'OPEN', on: 'open_timeout_elapsed', to: 'HALF_OPEN', assign: () => ({ successCount: 0 }) },
+  {
+    from: 'HALF_OPEN',
+    on: 'success',
+    when: (s) => s.successCount + 1 < s.successThreshold,
+    label: 'successCount < successThreshold',
+    assign: (s) => ({ failureCount: 0, successCount: s.successCount + 1 }),
+    source: 'design',
+    note: 'HALF_OPEN closes only after successThreshold successes; the ones before it stay',
+  },
+  {
+    from: 'HALF_OPEN',
+    on: 'success',
+    to: 'CLOSED',
+    when: (s) => s.successCount + 1 >= s.successThreshold,
+    label: 'successCount >= successThreshold',
+    assign: resetCounts,
+  },
+  { from: 'HALF_OPEN', on: 'failure', to: 'OPEN', assign: countFailure },
+  // "OPEN --> OPEN: manualKeepOpen/metrics": the operator's keep-open, and the outcome of a call
+  // forced through while every provider is OPEN, recorded without closing the breaker.
+  { from: 'OPEN', on: 'manual_keep_open' },
+  { from: 'OPEN', on: 'failure', assign: countFailure, note: 'a forced attempt records its failure' },
+  {
+    from: 'OPEN',
+    on: 'success',
+    assign: () => ({ failureCount: 0 }),
+    note: 'a forced attempt records its success; only the HALF_OPEN trial closes the breaker',
+  },
+  { from: 'CLOSED', on: 'manual_reset', assign: resetCounts },
+  {
+    from: ['OPEN', 'HALF_OPEN'],
+    on: 'manual_reset',
+    to: 'CLOSED',
+    assign: resetCounts,
+    source: 'extension',
+    note: "an operator's reset must be able to close an open breaker, not only clear a closed one's count",
+  },
+];
+
+/**
+ * A circuit breaker per provider (seed 002): CLOSED counts consecutive failures and opens at
+ * `failureThreshold`; OPEN waits for `open_timeout_elapsed`; HALF_OPEN closes after
+ * `successThreshold` successes and reopens on any failure.
+ *
+ * @example
+ * ```ts
+ * import { circuitBreaker } from 'runestream';
+ * let s = circuitBreaker.initial({ failureThreshold: 2, successThreshold: 1, openTimeoutMs: 30_000 });
+ * s = circuitBreaker.transition(s, { type: 'failure', error: 'timeout' });  // CLOSED, failureCount 1
+ * s = circuitBreaker.transition(s, { type: 'failure', error: 'timeout' });
+ * s.value;                                                                  // 'OPEN'
+ * s = circuitBreaker.transition(s, { type: 'open_timeout_elapsed' });       // HALF_OPEN
+ * circuitBreaker.transition(s, { type: 'success' }).value;                  // 'CLOSED'
+ * ```
+ */
+export const circuitBreaker = defineMachine<S, E, CircuitBreakerInput>({
+  id: 'circuit-breaker',
+  states: ['CLOSED', 'OPEN', 'HALF_OPEN'],
+  terminal: [],
+  events: ['success', 'failure', 'open_timeout_elapsed', 'manual_reset', 'manual_keep_open'],
+  schemas: { state: CircuitBreakerState, event: CircuitBreakerEvent, input: CircuitBreakerInput },
+  initial: (input) => ({ value: 'CLOSED', ...input, failureCount: 0, successCount: 0 }),
+  table,
+});
+
+/**
+ * Whether the breaker lets a call through: true unless it is OPEN (HALF_OPEN lets the trial
+ * calls through). The fallback chain still forces a call when every provider's breaker is OPEN.
+ *
+ * @example
+ * ```ts
+ * const s = circuitBreaker.initial({ failureThreshold: 3, successThreshold: 1, openTimeoutMs: 1000 });
+ * circuitBreakerAllowsCall(s); // true
+ * ```
+ */
+export const circuitBreakerAllowsCall = (state: CircuitBreakerState): boolean => state.value !== 'OPEN';

@@ -22,3 +22,4 @@ export * from './rune.js';
 export * from './invariants.js';
 // Seed 004
 export * from './react-agent/index.js';
+export * from './machines.js';

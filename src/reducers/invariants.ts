@@ -1,1 +1,134 @@
-export {};
+import { z } from 'zod';
+import { Rune } from './rune.js';
+
+/** The runelog invariants of seed 003 that `checkInvariants` enforces. */
+export const InvariantName = z.enum([
+  'INV-TOOL-TERMINAL',
+  'INV-TOOL-CALL-BEFORE-RESULT',
+  'INV-TOOL-APPROVAL-BEFORE-EXEC',
+  'INV-TURN-SEQUENTIAL',
+]);
+export type InvariantName = z.infer<typeof InvariantName>;
+
+/** One broken invariant: which one, the rune where it shows, and what happened. */
+export const InvariantViolation = z.object({ invariant: InvariantName, rune: Rune, message: z.string() });
+export type InvariantViolation = z.infer<typeof InvariantViolation>;
+
+export interface CheckInvariantsOptions {
+  /**
+   * `true` (default): the log is finished, so a `tool.call` that never got an outcome breaks
+   * INV-TOOL-TERMINAL. `false`: a live log, where calls may still be in flight.
+   */
+  readonly complete?: boolean;
+}
+
+/** What one stream has shown so far, as far as the invariants care. */
+interface StreamTrack {
+  /** The stream's `tool.call` and where it is in the log (to order the violations found at the end). */
+  call?: { rune: Rune; index: number };
+  outcome?: Rune;
+  /** The `tool.approval_requested` not yet followed by `tool.approved`. */
+  approvalPending?: Rune;
+  /** The `turn.started` of the turn that has not ended yet. */
+  openTurn?: Rune;
+}
+
+const TURN_ENDS = new Set(['turn.completed', 'turn.interrupted', 'turn.error']);
+
+const at = (rune: Rune): string => `stream "${rune.stream}" seq ${rune.seq}`;
+
+/** A rune that runs the tool: entering `executing` other than by approval, progress, or a result out of `executing`. */
+const executes = (rune: Rune): boolean =>
+  (rune.to === 'executing' && rune.kind !== 'tool.approved') ||
+  rune.kind === 'tool.progress' ||
+  (rune.kind === 'tool.result' && rune.from === 'executing');
+
+/**
+ * Every violation of seed 003's runelog invariants in `runes` (in log order, any mix of streams),
+ * or `[]` for a clean log. A tool call is its stream: one `toolCall` instance per stream.
+ *
+ * 1. INV-TOOL-CALL-BEFORE-RESULT: a `tool.result` in a stream with no earlier `tool.call`.
+ * 2. INV-TOOL-TERMINAL: a call's second outcome, at that rune. An outcome is a `tool.result` or a
+ *    `tool.denied` (its state `denied` is terminal, so a denial is the call's only outcome). With
+ *    `complete` (the default), also a `tool.call` that never got an outcome, at the `tool.call`.
+ * 3. INV-TOOL-APPROVAL-BEFORE-EXEC: after `tool.approval_requested`, each rune that executes the
+ *    call (enters `executing` other than by `tool.approved`, a `tool.progress`, or a `tool.result`
+ *    from `executing`) before a `tool.approved`.
+ * 4. INV-TURN-SEQUENTIAL: a `turn.started` while the stream's previous turn has not ended
+ *    (`turn.completed`, `turn.interrupted` or `turn.error`).
+ *
+ * Violations come in the order of the runes they point at.
+ *
+ * @example
+ * ```ts
+ * import { checkInvariants } from 'runestream';
+ * const rune = { stream: 'call-1', machine: 'tool-call', at: 0 };
+ * checkInvariants([{ ...rune, seq: 1, kind: 'tool.result', event: { type: 'success', output: 1 }, from: 'executing', to: 'completed_result' }]);
+ * // [{ invariant: 'INV-TOOL-CALL-BEFORE-RESULT', rune: ..., message: 'stream "call-1" seq 1: tool.result with no earlier tool.call' }]
+ * ```
+ */
+export function checkInvariants(runes: readonly Rune[], options: CheckInvariantsOptions = {}): InvariantViolation[] {
+  const { complete = true } = options;
+  const streams = new Map<string, StreamTrack>();
+  const found: Array<{ index: number; violation: InvariantViolation }> = [];
+  const report = (invariant: InvariantName, rune: Rune, index: number, message: string): void => {
+    found.push({ index, violation: { invariant, rune, message: `${at(rune)}: ${message}` } });
+  };
+
+  runes.forEach((rune, index) => {
+    let track = streams.get(rune.stream);
+    if (track === undefined) streams.set(rune.stream, (track = {}));
+
+    switch (rune.kind) {
+      case 'tool.call':
+        track.call ??= { rune, index };
+        break;
+      case 'tool.approval_requested':
+        track.approvalPending = rune;
+        break;
+      case 'tool.approved':
+        track.approvalPending = undefined;
+        break;
+      case 'turn.started':
+        if (track.openTurn !== undefined) {
+          report('INV-TURN-SEQUENTIAL', rune, index, `turn.started while the turn started at seq ${track.openTurn.seq} has not ended`);
+        }
+        track.openTurn = rune;
+        break;
+    }
+    if (TURN_ENDS.has(rune.kind)) track.openTurn = undefined;
+
+    if (track.approvalPending !== undefined && executes(rune)) {
+      report(
+        'INV-TOOL-APPROVAL-BEFORE-EXEC',
+        rune,
+        index,
+        `${rune.kind} executes the call before approval (requested at seq ${track.approvalPending.seq})`,
+      );
+    }
+
+    if (rune.kind === 'tool.result' || rune.kind === 'tool.denied') {
+      if (track.call === undefined) {
+        if (rune.kind === 'tool.result') report('INV-TOOL-CALL-BEFORE-RESULT', rune, index, 'tool.result with no earlier tool.call');
+      } else if (track.outcome !== undefined) {
+        report(
+          'INV-TOOL-TERMINAL',
+          rune,
+          index,
+          `${rune.kind} is a second outcome for the call; its first was ${track.outcome.kind} at seq ${track.outcome.seq}`,
+        );
+      } else {
+        track.outcome = rune;
+      }
+    }
+  });
+
+  if (complete) {
+    for (const track of streams.values()) {
+      if (track.call !== undefined && track.outcome === undefined) {
+        report('INV-TOOL-TERMINAL', track.call.rune, track.call.index, 'tool.call never got an outcome (a tool.result or tool.denied)');
+      }
+    }
+  }
+  return found.sort((a, b) => a.index - b.index).map((f) => f.violation);
+}

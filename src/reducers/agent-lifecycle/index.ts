@@ -1,1 +1,2 @@
-export {};
+export { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecycleState, AgentLifecycleStateName } from './schema.js';
+export { agentLifecycle } from './machine.js';

@@ -1,1 +1,2 @@
-export {};
+export { AutonomyLoopEvent, AutonomyLoopInput, AutonomyLoopState, AutonomyLoopStateName } from './schema.js';
+export { autonomyLoop } from './machine.js';

@@ -1,1 +1,2 @@
-export {};
+export { ConversationEvent, ConversationInput, ConversationState, ConversationStateName } from './schema.js';
+export { conversation } from './machine.js';

@@ -1,1 +1,2 @@
-export {};
+export { TurnEngineEvent, TurnEngineState, TurnEngineStateName } from './schema.js';
+export { turnEngine } from './machine.js';

@@ -1,0 +1,87 @@
+import { defineMachine, type Row } from '../table.js';
+import { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecycleState } from './schema.js';
+
+type S = AgentLifecycleState;
+type E = AgentLifecycleEvent;
+
+/** Seed 003 Agent Lifecycle diagram, edge for edge, with the rune kinds of its "Agent Events" table. */
+const table: readonly Row<S, E>[] = [
+  { from: 'spawning', on: 'init_complete', to: 'idle', kind: 'agent.ready' },
+  { from: 'spawning', on: 'init_error', to: 'failed', kind: 'agent.failed', assign: (_, e) => ({ error: e.error }) },
+  { from: 'idle', on: 'turn_assigned', to: 'running_turn', kind: 'turn.started', assign: (_, e) => ({ turnId: e.turnId }) },
+  { from: 'idle', on: 'kill', to: 'terminated', kind: 'agent.terminated', assign: () => ({ terminatedBy: 'kill' }) },
+  { from: 'idle', on: 'parent_closed', to: 'terminated', kind: 'agent.terminated', assign: () => ({ terminatedBy: 'parent_closed' }) },
+  { from: 'running_turn', on: 'turn_completed', to: 'idle', kind: 'turn.completed' },
+  { from: 'running_turn', on: 'turn_interrupted', to: 'idle', kind: 'turn.interrupted' },
+  { from: 'running_turn', on: 'turn_error', to: 'idle', kind: 'turn.error', assign: (_, e) => ({ error: e.error }) },
+  {
+    from: 'running_turn',
+    on: 'kill',
+    to: 'terminated',
+    when: (_, e) => e.force === true,
+    label: 'force',
+    kind: 'agent.terminated',
+    assign: () => ({ terminatedBy: 'kill' }),
+  },
+  {
+    from: 'idle',
+    on: 'budget_exhausted',
+    to: 'terminated',
+    kind: 'agent.terminated',
+    assign: () => ({ terminatedBy: 'budget_exhausted' }),
+  },
+  // The rune table's "* -> terminated" where the diagram draws no edge and the agent would otherwise be stuck.
+  {
+    from: 'spawning',
+    on: 'kill',
+    to: 'terminated',
+    kind: 'agent.terminated',
+    assign: () => ({ terminatedBy: 'kill' }),
+    source: 'extension',
+    note: 'an agent whose init hangs must be killable',
+  },
+  {
+    from: ['spawning', 'running_turn'],
+    on: 'parent_closed',
+    to: 'terminated',
+    kind: 'agent.terminated',
+    assign: () => ({ terminatedBy: 'parent_closed' }),
+    source: 'extension',
+    note: 'the parent conversation is gone, so nothing can ever resume or reap the agent',
+  },
+];
+
+/**
+ * One agent's lifecycle in seed 003: `spawning` -> `idle` <-> `running_turn`, ending `terminated`
+ * or (init failed) `failed`. A running turn is only killed by `kill` with `force: true`.
+ *
+ * @example
+ * ```ts
+ * import { agentLifecycle } from 'runestream';
+ * let s = agentLifecycle.initial({ agentId: 'a1', role: 'coder' });          // spawning
+ * s = agentLifecycle.transition(s, { type: 'init_complete' });                // idle
+ * s = agentLifecycle.transition(s, { type: 'turn_assigned', turnId: 't1' });  // running_turn
+ * agentLifecycle.step(s, { type: 'kill' });
+ * // { accepted: false, code: 'not_allowed', reason: 'event "kill" is not allowed in state "running_turn": it needs force', ... }
+ * ```
+ */
+export const agentLifecycle = defineMachine<S, E, AgentLifecycleInput>({
+  id: 'agent-lifecycle',
+  states: ['spawning', 'idle', 'running_turn', 'terminated', 'failed'],
+  terminal: ['terminated', 'failed'],
+  events: [
+    'init_complete',
+    'init_error',
+    'turn_assigned',
+    'turn_completed',
+    'turn_interrupted',
+    'turn_error',
+    'kill',
+    'parent_closed',
+    'budget_exhausted',
+  ],
+  schemas: { state: AgentLifecycleState, event: AgentLifecycleEvent, input: AgentLifecycleInput },
+  initial: ({ agentId, role, model, parentId }) => ({ value: 'spawning', agentId, role, model, parentId }),
+  table,
+  spawnKind: 'agent.spawning',
+});

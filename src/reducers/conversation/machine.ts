@@ -1,0 +1,90 @@
+import { defineMachine, type Row } from '../table.js';
+import { ConversationEvent, ConversationInput, ConversationState } from './schema.js';
+
+type S = ConversationState;
+type E = ConversationEvent;
+
+/** Back to active: the suspension's reason and budget report no longer apply. */
+const unsuspend = () => ({ reason: undefined, budgetInfo: undefined });
+
+/** Seed 003 Session diagram, edge for edge, with the rune kinds of its "Session Events" table. */
+const table: readonly Row<S, E>[] = [
+  { from: 'created', on: 'first_message', to: 'active', kind: 'session.activated' },
+  { from: 'created', on: 'agent_ready', to: 'active', kind: 'session.activated', assign: (_, e) => ({ rootAgentId: e.rootAgentId }) },
+  { from: 'active', on: 'new_turn', assign: (s) => ({ turns: s.turns + 1 }) },
+  { from: 'active', on: 'turn_completed' },
+  { from: 'active', on: 'pause_requested', to: 'paused', kind: 'session.paused', assign: (_, e) => ({ reason: e.reason }) },
+  {
+    from: 'active',
+    on: 'budget_exhausted',
+    to: 'suspended',
+    kind: 'session.suspended',
+    assign: (_, e) => ({ reason: e.reason, budgetInfo: e.budgetInfo }),
+  },
+  { from: 'active', on: 'error_threshold', to: 'suspended', kind: 'session.suspended', assign: (_, e) => ({ reason: e.reason }) },
+  {
+    from: ['active', 'paused', 'suspended'],
+    on: 'close_requested',
+    to: 'closing',
+    kind: 'session.closing',
+    assign: (_, e) => ({ reason: e.reason }),
+  },
+  {
+    from: 'created',
+    on: 'close_requested',
+    to: 'closing',
+    kind: 'session.closing',
+    assign: (_, e) => ({ reason: e.reason }),
+    note: 'the rune table\'s "* -> closing", which the diagram does not draw from created',
+  },
+  { from: 'paused', on: 'resume_requested', to: 'active', kind: 'session.resumed', assign: () => ({ reason: undefined }) },
+  { from: 'suspended', on: 'budget_replenished', to: 'active', kind: 'session.unsuspended', assign: unsuspend },
+  { from: 'suspended', on: 'reset', to: 'active', kind: 'session.unsuspended', assign: unsuspend },
+  { from: 'closing', on: 'cleanup_complete', to: 'closed', kind: 'session.closed', assign: (_, e) => ({ finalStats: e.finalStats }) },
+  { from: 'closed', on: 'archive_requested', to: 'archived' },
+  {
+    from: ['paused', 'suspended'],
+    on: 'turn_completed',
+    source: 'extension',
+    note: 'the turn in flight when the session paused still completes, and the runelog stays writable',
+  },
+];
+
+/**
+ * The conversation (session) lifecycle of seed 003: `created` -> `active` (with `paused` and
+ * `suspended` detours) -> `closing` -> `closed` -> the terminal `archived`.
+ *
+ * @example
+ * ```ts
+ * import { conversation } from 'runestream';
+ * let s = conversation.initial({ conversationId: 'conv-1' });                  // created
+ * s = conversation.transition(s, { type: 'agent_ready', rootAgentId: 'a1' });   // active
+ * s = conversation.transition(s, { type: 'pause_requested', reason: 'lunch' }); // paused
+ * conversation.step(s, { type: 'new_turn' });
+ * // { accepted: false, code: 'not_allowed', reason: 'event "new_turn" is not allowed in state "paused"', ... }
+ * ```
+ */
+export const conversation = defineMachine<S, E, ConversationInput>({
+  id: 'conversation',
+  states: ['created', 'active', 'paused', 'suspended', 'closing', 'closed', 'archived'],
+  terminal: ['archived'],
+  events: [
+    'first_message',
+    'agent_ready',
+    'new_turn',
+    'turn_completed',
+    'pause_requested',
+    'resume_requested',
+    'budget_exhausted',
+    'error_threshold',
+    'budget_replenished',
+    'reset',
+    'close_requested',
+    'cleanup_complete',
+    'archive_requested',
+  ],
+  schemas: { state: ConversationState, event: ConversationEvent, input: ConversationInput },
+  initial: ({ conversationId, config }) => ({ value: 'created', conversationId, config, turns: 0 }),
+  table,
+  spawnKind: 'session.created',
+});

@@ -1,0 +1,45 @@
+import { z } from 'zod';
+
+/** Seed 003 "Session (Conversation) Lifecycle State Machine"; `archived` is terminal. */
+export const ConversationStateName = z.enum(['created', 'active', 'paused', 'suspended', 'closing', 'closed', 'archived']);
+export type ConversationStateName = z.infer<typeof ConversationStateName>;
+
+/** JSON objects the seed leaves open (config, budget info, final stats): stored as given. */
+const JsonObject = z.record(z.string(), z.json());
+
+/** The `session.created` rune's payload. */
+export const ConversationInput = z.object({
+  conversationId: z.string().min(1).optional(),
+  config: JsonObject.optional(),
+});
+export type ConversationInput = z.infer<typeof ConversationInput>;
+
+export const ConversationState = ConversationInput.extend({
+  value: ConversationStateName,
+  rootAgentId: z.string().optional(),
+  /** `new_turn`s accepted: the turns started in this conversation. */
+  turns: z.number().int().nonnegative(),
+  /** Why the conversation was paused, suspended or closed; cleared when it becomes active again. */
+  reason: z.string().optional(),
+  budgetInfo: JsonObject.optional(),
+  finalStats: JsonObject.optional(),
+});
+export type ConversationState = z.infer<typeof ConversationState>;
+
+/** The events of the seed's diagram, with the payloads of its "Session Events" table. */
+export const ConversationEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('first_message') }),
+  z.object({ type: z.literal('agent_ready'), rootAgentId: z.string().min(1).optional() }),
+  z.object({ type: z.literal('new_turn') }),
+  z.object({ type: z.literal('turn_completed') }),
+  z.object({ type: z.literal('pause_requested'), reason: z.string().optional() }),
+  z.object({ type: z.literal('resume_requested') }),
+  z.object({ type: z.literal('budget_exhausted'), reason: z.string().optional(), budgetInfo: JsonObject.optional() }),
+  z.object({ type: z.literal('error_threshold'), reason: z.string().optional() }),
+  z.object({ type: z.literal('budget_replenished') }),
+  z.object({ type: z.literal('reset') }),
+  z.object({ type: z.literal('close_requested'), reason: z.string().optional() }),
+  z.object({ type: z.literal('cleanup_complete'), finalStats: JsonObject.optional() }),
+  z.object({ type: z.literal('archive_requested') }),
+]);
+export type ConversationEvent = z.infer<typeof ConversationEvent>;

@@ -1,0 +1,101 @@
+import { defineMachine, type Row } from '../table.js';
+import { ToolCallEvent, ToolCallInput, ToolCallState, type ToolCallStatus } from './schema.js';
+
+type S = ToolCallState;
+type E = ToolCallEvent;
+
+/** Seed 003 Tool Lifecycle diagram, edge for edge, with the rune kinds of its "Tool Events" table. */
+const table: readonly Row<S, E>[] = [
+  {
+    from: 'pending_call',
+    on: 'requires_approval',
+    to: 'awaiting_approval',
+    kind: 'tool.approval_requested',
+    assign: (_, e) => ({ policyReason: e.policyReason }),
+  },
+  { from: 'pending_call', on: 'auto_approved', to: 'executing', kind: 'tool.approved' },
+  { from: 'pending_call', on: 'no_approval_needed', to: 'executing' },
+  { from: 'awaiting_approval', on: 'approved', to: 'executing', kind: 'tool.approved', assign: (_, e) => ({ approver: e.approver }) },
+  { from: 'awaiting_approval', on: 'denied', to: 'denied', kind: 'tool.denied', assign: (_, e) => ({ reason: e.reason }) },
+  { from: 'awaiting_approval', on: 'approval_timeout', to: 'timeout_result', kind: 'tool.result' },
+  { from: 'executing', on: 'progress_update', kind: 'tool.progress', assign: (s) => ({ progressCount: s.progressCount + 1 }) },
+  { from: 'executing', on: 'success', to: 'completed_result', kind: 'tool.result', assign: (_, e) => ({ output: e.output }) },
+  { from: 'executing', on: 'execution_error', to: 'error_result', kind: 'tool.result', assign: (_, e) => ({ error: e.error }) },
+  { from: 'executing', on: 'execution_timeout', to: 'timeout_result', kind: 'tool.result' },
+  { from: 'executing', on: 'cancelled', to: 'cancelled_result', kind: 'tool.result', assign: (_, e) => ({ reason: e.reason }) },
+  {
+    from: ['pending_call', 'awaiting_approval'],
+    on: 'cancelled',
+    to: 'cancelled_result',
+    kind: 'tool.result',
+    assign: (_, e) => ({ reason: e.reason }),
+    source: 'extension',
+    note: 'a stopped turn must end every pending call with a result, or the next model call sees an orphan tool call',
+  },
+];
+
+/**
+ * One tool invocation of seed 003, from its `tool.call` to exactly one outcome: `denied` or a
+ * `tool.result` state (`completed_result`, `error_result`, `timeout_result`, `cancelled_result`).
+ *
+ * @example
+ * ```ts
+ * import { toolCall, toolCallStatus } from 'runestream';
+ * let s = toolCall.initial({ callId: 'c1', toolName: 'shell', arguments: { cmd: 'ls' } }); // pending_call
+ * toolCall.step(s, { type: 'requires_approval' }); // { accepted: true, kind: 'tool.approval_requested', ... }
+ * s = toolCall.transition(s, { type: 'no_approval_needed' });       // executing
+ * s = toolCall.transition(s, { type: 'success', output: 'a.txt' }); // completed_result
+ * toolCallStatus(s);                                                 // 'success'
+ * ```
+ */
+export const toolCall = defineMachine<S, E, ToolCallInput>({
+  id: 'tool-call',
+  states: [
+    'pending_call',
+    'awaiting_approval',
+    'executing',
+    'denied',
+    'completed_result',
+    'error_result',
+    'timeout_result',
+    'cancelled_result',
+  ],
+  terminal: ['denied', 'completed_result', 'error_result', 'timeout_result', 'cancelled_result'],
+  events: [
+    'requires_approval',
+    'auto_approved',
+    'no_approval_needed',
+    'approved',
+    'denied',
+    'approval_timeout',
+    'progress_update',
+    'success',
+    'execution_error',
+    'execution_timeout',
+    'cancelled',
+  ],
+  schemas: { state: ToolCallState, event: ToolCallEvent, input: ToolCallInput },
+  initial: ({ callId, toolName, arguments: args }) => ({ value: 'pending_call', callId, toolName, arguments: args, progressCount: 0 }),
+  table,
+  spawnKind: 'tool.call',
+});
+
+const statusByState: Partial<Record<S['value'], ToolCallStatus>> = {
+  completed_result: 'success',
+  error_result: 'error',
+  timeout_result: 'timeout',
+  cancelled_result: 'cancelled',
+  denied: 'denied',
+};
+
+/**
+ * How a call ended (the `status` its `tool.result` carries, or `denied`), or `undefined` while
+ * it is still pending, awaiting approval or executing.
+ *
+ * @example
+ * ```ts
+ * toolCallStatus({ value: 'timeout_result' }); // 'timeout'
+ * toolCallStatus({ value: 'executing' });      // undefined
+ * ```
+ */
+export const toolCallStatus = (state: Pick<S, 'value'>): ToolCallStatus | undefined => statusByState[state.value];

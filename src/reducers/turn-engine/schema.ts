@@ -1,0 +1,44 @@
+import { z } from 'zod';
+
+/** Seed 003 "TurnEngine State Machine"; no state is terminal (`turn_finalized` returns to `idle`). */
+export const TurnEngineStateName = z.enum(['idle', 'streaming', 'tool_executing', 'completed', 'interrupted', 'error']);
+export type TurnEngineStateName = z.infer<typeof TurnEngineStateName>;
+
+/** Token usage as the provider reports it: counts, possibly nested (e.g. cached-token details). */
+const Usage = z.record(z.string(), z.json());
+
+/** The engine's state: the turn in progress (or the last one) and what it has produced so far. */
+export const TurnEngineState = z.object({
+  value: TurnEngineStateName,
+  /** Turns started so far; the current turn's number, counting from 1. */
+  turn: z.number().int().nonnegative(),
+  /** The input the current turn started with. */
+  input: z.string(),
+  /** The assistant's deltas of the current turn, concatenated: the partial output if it is interrupted. */
+  output: z.string(),
+  /** The tool calls of the current turn's latest tool round. */
+  callIds: z.array(z.string()),
+  /** Why the turn was interrupted. */
+  reason: z.string().optional(),
+  /** Why the turn failed (a stream error or an unrecoverable tool crash). */
+  error: z.string().optional(),
+  /** The input a `steer` injected, for the next turn to start with. */
+  steerInput: z.string().optional(),
+  usage: Usage.optional(),
+});
+export type TurnEngineState = z.infer<typeof TurnEngineState>;
+
+/** The events of the seed's diagram; `tools_finished.more` is its `continue` / `no_more_calls`. */
+export const TurnEngineEvent = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('start_turn'), input: z.string() }),
+  z.object({ type: z.literal('assistant_delta'), content: z.string() }),
+  z.object({ type: z.literal('tool_calls_received'), callIds: z.array(z.string().min(1)).min(1) }),
+  z.object({ type: z.literal('response_done'), usage: Usage.optional() }),
+  z.object({ type: z.literal('interrupt'), reason: z.string().optional() }),
+  z.object({ type: z.literal('steer'), input: z.string() }),
+  z.object({ type: z.literal('stream_error'), error: z.string() }),
+  z.object({ type: z.literal('tools_finished'), more: z.boolean() }),
+  z.object({ type: z.literal('tool_crash'), error: z.string() }),
+  z.object({ type: z.literal('turn_finalized') }),
+]);
+export type TurnEngineEvent = z.infer<typeof TurnEngineEvent>;

@@ -7,8 +7,8 @@ import {
   type AgentRegistrationEvent,
   type AgentRegistrationState,
 } from '../../src/index.js';
-import { checkMachineProperties, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
-import { drawnEdges, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
+import { checkMachineProperties, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
+import { drawnEdges, eventsByLabel, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
 
 const at = (value: AgentRegistrationState['value'], context: Partial<AgentRegistrationState> = {}) =>
   stateAt(agentRegistration, value, context);
@@ -38,10 +38,7 @@ describe('agentRegistration: seed 002 diagram 3, edge by edge', () => {
     ['RETRYING', { type: 'retry_failed' }, 'DECOMMISSIONED'],
   ];
   it.each(rows)('%s + %o -> %s', (from, event, to) => {
-    const state = at(from);
-    const step = agentRegistration.step(state, event);
-    expect(step).toMatchObject({ accepted: true, state: { value: to }, kind: event.type });
-    expect(agentRegistration.transition(state, event).value).toBe(to);
+    expectRow(agentRegistration, at(from), event, to);
   });
 
   it('every transition drawn in the seed is in the table', () => {
@@ -58,7 +55,7 @@ describe('agentRegistration: seed 002 diagram 3, edge by edge', () => {
       success: ['retry_succeeded'],
       'repeated failure': ['retry_failed'],
     };
-    expect(missingDrawnEdges(edgesOf(agentRegistration), drawn, (d) => labelToEvents[d.label] ?? [])).toEqual([]);
+    expect(missingDrawnEdges(edgesOf(agentRegistration), drawn, eventsByLabel(labelToEvents))).toEqual([]);
   });
 });
 

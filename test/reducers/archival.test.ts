@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { archival, edgesOf, stepUnknown, type ArchivalEvent, type ArchivalState } from '../../src/index.js';
-import { checkMachineProperties, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
-import { drawnEdges, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
+import { checkMachineProperties, type ContextRow, expectRowAfter, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
+import { drawnEdges, eventsByLabel, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
 
 const at = (value: ArchivalState['value'], context: Partial<ArchivalState> = {}) => stateAt(archival, value, context);
 
@@ -16,16 +16,8 @@ const samples: ArchivalEvent[] = [
   { type: 'reset' },
 ];
 
-interface Case {
-  from: ArchivalState['value'];
-  context: Partial<ArchivalState>;
-  event: ArchivalEvent;
-  to: ArchivalState['value'];
-  after: Partial<ArchivalState>;
-}
-
 describe('archival: seed 002 diagram 6, edge by edge', () => {
-  const rows: Case[] = [
+  const rows: ContextRow<ArchivalState, ArchivalEvent>[] = [
     { from: 'IDLE', context: { attempts: 3, error: 'old' }, event: { type: 'start' }, to: 'ARCHIVING', after: { attempts: 0, error: undefined } },
     { from: 'ARCHIVING', context: {}, event: { type: 'serialized' }, to: 'WRITING_TO_R2', after: { attempts: 1 } },
     { from: 'WRITING_TO_R2', context: { attempts: 1 }, event: { type: 'write_succeeded' }, to: 'COMPLETED', after: { attempts: 1 } },
@@ -35,10 +27,7 @@ describe('archival: seed 002 diagram 6, edge by edge', () => {
     { from: 'COMPLETED', context: { attempts: 2 }, event: { type: 'reset' }, to: 'IDLE', after: { attempts: 2 } },
   ];
   it.each(rows)('$from + $event.type -> $to', ({ from, context, event, to, after }) => {
-    const state = at(from, context);
-    const step = archival.step(state, event);
-    expect(step).toMatchObject({ accepted: true, state: { value: to, ...after }, kind: event.type });
-    expect(archival.transition(state, event)).toEqual(step.state);
+    expectRowAfter(archival, at(from, context), event, to, after);
   });
 
   it('every transition drawn in the seed is in the table', () => {
@@ -55,9 +44,7 @@ describe('archival: seed 002 diagram 6, edge by edge', () => {
       'RETRYING --> WRITING_TO_R2': ['rewrite'],
       'COMPLETED --> IDLE': ['reset'],
     };
-    const eventsFor = (d: { from: string; to: string; label: string }) =>
-      (d.label === '' ? unlabeled[`${d.from} --> ${d.to}`] : labelToEvents[d.label]) ?? [];
-    expect(missingDrawnEdges(edgesOf(archival), drawn, eventsFor)).toEqual([]);
+    expect(missingDrawnEdges(edgesOf(archival), drawn, eventsByLabel(labelToEvents, unlabeled))).toEqual([]);
   });
 });
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { chatActor, edgesOf, stepUnknown, type ChatActorEvent, type ChatActorState } from '../../src/index.js';
-import { checkMachineProperties, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
+import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const at = (value: ChatActorState['value'], context: Partial<ChatActorState> = {}) => stateAt(chatActor, value, context);
@@ -36,10 +36,7 @@ describe('chatActor: seed 000 transition rules, row by row', () => {
     ['paused', { type: 'Cancel', reason: 'r' }, 'cancelled'],
   ];
   it.each(rows)('%s + %o -> %s', (from, event, to) => {
-    const state = at(from);
-    const step = chatActor.step(state, event);
-    expect(step).toMatchObject({ accepted: true, state: { value: to }, kind: event.type });
-    expect(chatActor.transition(state, event).value).toBe(to);
+    expectRow(chatActor, at(from), event, to);
   });
 
   it('records the payloads in the context', () => {
@@ -66,15 +63,7 @@ describe('chatActor: DESIGN.md resolutions', () => {
   });
 
   it('rejects an event that does not apply with the same object and a reason', () => {
-    const idle = at('idle');
-    const step = chatActor.step(idle, { type: 'InteractionComplete', success: true });
-    expect(step).toEqual({
-      accepted: false,
-      state: idle,
-      code: 'not_allowed',
-      reason: 'event "InteractionComplete" is not allowed in state "idle"',
-    });
-    expect(chatActor.transition(idle, { type: 'InteractionComplete', success: true })).toBe(idle);
+    expectNotAllowed(chatActor, at('idle'), { type: 'InteractionComplete', success: true }, 'event "InteractionComplete" is not allowed in state "idle"');
   });
 
   it('the table has no row from a terminal state', () => {
@@ -98,12 +87,7 @@ describe('chatActor: bad input', () => {
 
   it('never throws out of transition, even for hand-built events that skip validation', () => {
     const bad = [null, undefined, 42, {}, { type: 'InteractionComplete' }, { type: 'toString' }, { type: '__proto__' }];
-    for (const state of [at('idle'), at('running'), at('paused'), at('error')]) {
-      for (const event of bad) {
-        expect(() => chatActor.transition(state, event as never)).not.toThrow();
-        expect(() => chatActor.step(state, event as never)).not.toThrow();
-      }
-    }
+    expectNeverThrows(chatActor, [at('idle'), at('running'), at('paused'), at('error')], bad);
   });
 });
 

@@ -9,8 +9,8 @@ import {
   type CircuitBreakerInput,
   type CircuitBreakerState,
 } from '../../src/index.js';
-import { checkMachineProperties, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
-import { drawnEdges, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
+import { checkMachineProperties, type ContextRow, expectRowAfter, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
+import { drawnEdges, eventsByLabel, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
 
 const config: CircuitBreakerInput = { failureThreshold: 3, successThreshold: 2, openTimeoutMs: 30_000 };
 const at = (value: CircuitBreakerState['value'], context: Partial<CircuitBreakerState> = {}) =>
@@ -24,16 +24,8 @@ const samples: CircuitBreakerEvent[] = [
   { type: 'manual_keep_open' },
 ];
 
-interface Case {
-  from: CircuitBreakerState['value'];
-  context: Partial<CircuitBreakerState>;
-  event: CircuitBreakerEvent;
-  to: CircuitBreakerState['value'];
-  after: Partial<CircuitBreakerState>;
-}
-
 describe('circuitBreaker: seed 002 diagram 1, edge by edge', () => {
-  const rows: Case[] = [
+  const rows: ContextRow<CircuitBreakerState, CircuitBreakerEvent>[] = [
     { from: 'CLOSED', context: { failureCount: 2 }, event: { type: 'success' }, to: 'CLOSED', after: { failureCount: 0 } },
     { from: 'CLOSED', context: { failureCount: 1 }, event: { type: 'failure' }, to: 'CLOSED', after: { failureCount: 2 } },
     { from: 'CLOSED', context: { failureCount: 2 }, event: { type: 'failure', error: '503' }, to: 'OPEN', after: { failureCount: 3, lastError: '503' } },
@@ -47,10 +39,7 @@ describe('circuitBreaker: seed 002 diagram 1, edge by edge', () => {
     { from: 'CLOSED', context: { failureCount: 2 }, event: { type: 'manual_reset' }, to: 'CLOSED', after: { failureCount: 0 } },
   ];
   it.each(rows)('$from + $event.type -> $to', ({ from, context, event, to, after }) => {
-    const state = at(from, context);
-    const step = circuitBreaker.step(state, event);
-    expect(step).toMatchObject({ accepted: true, state: { value: to, ...after }, kind: event.type });
-    expect(circuitBreaker.transition(state, event)).toEqual(step.state);
+    expectRowAfter(circuitBreaker, at(from, context), event, to, after);
   });
 
   it('every transition drawn in the seed is in the table', () => {
@@ -66,7 +55,7 @@ describe('circuitBreaker: seed 002 diagram 1, edge by edge', () => {
       'manualKeepOpen/metrics': ['manual_keep_open', 'failure', 'success'],
       'manualReset (resetFailureCount)': ['manual_reset'],
     };
-    expect(missingDrawnEdges(edgesOf(circuitBreaker), drawn, (d) => labelToEvents[d.label] ?? [])).toEqual([]);
+    expect(missingDrawnEdges(edgesOf(circuitBreaker), drawn, eventsByLabel(labelToEvents))).toEqual([]);
   });
 });
 

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { connection, edgesOf, stepUnknown, type ConnectionEvent, type ConnectionState } from '../../src/index.js';
-import { checkMachineProperties, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
-import { drawnEdges, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
+import { checkMachineProperties, type ContextRow, expectRowAfter, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
+import { drawnEdges, eventsByLabel, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
 
 const at = (value: ConnectionState['value'], context: Partial<ConnectionState> = {}) => stateAt(connection, value, context);
 
@@ -17,16 +17,8 @@ const samples: ConnectionEvent[] = [
   { type: 'reconnect' },
 ];
 
-interface Case {
-  from: ConnectionState['value'];
-  context: Partial<ConnectionState>;
-  event: ConnectionEvent;
-  to: ConnectionState['value'];
-  after: Partial<ConnectionState>;
-}
-
 describe('connection: seed 002 diagram 4, edge by edge', () => {
-  const rows: Case[] = [
+  const rows: ContextRow<ConnectionState, ConnectionEvent>[] = [
     { from: 'DISCONNECTED', context: { attempt: 2 }, event: { type: 'open_socket' }, to: 'CONNECTING', after: { attempt: 2 } },
     { from: 'CONNECTING', context: { attempt: 2, error: 'x' }, event: { type: 'handshake_success' }, to: 'OPEN', after: { attempt: 0, error: undefined } },
     { from: 'OPEN', context: {}, event: { type: 'subscribe', stream: 'job-7' }, to: 'SUBSCRIBED', after: { subscriptions: 1 } },
@@ -37,10 +29,7 @@ describe('connection: seed 002 diagram 4, edge by edge', () => {
     { from: 'RECONNECTING', context: { attempt: 3 }, event: { type: 'reconnect' }, to: 'CONNECTING', after: { attempt: 3 } },
   ];
   it.each(rows)('$from + $event.type -> $to', ({ from, context, event, to, after }) => {
-    const state = at(from, context);
-    const step = connection.step(state, event);
-    expect(step).toMatchObject({ accepted: true, state: { value: to, ...after }, kind: event.type });
-    expect(connection.transition(state, event)).toEqual(step.state);
+    expectRowAfter(connection, at(from, context), event, to, after);
   });
 
   it('every transition drawn in the seed is in the table', () => {
@@ -55,9 +44,7 @@ describe('connection: seed 002 diagram 4, edge by edge', () => {
       'reconnect scheduler': ['schedule_reconnect'],
     };
     const unlabeled: Record<string, string[]> = { 'RECONNECTING --> CONNECTING': ['reconnect'] };
-    const eventsFor = (d: { from: string; to: string; label: string }) =>
-      (d.label === '' ? unlabeled[`${d.from} --> ${d.to}`] : labelToEvents[d.label]) ?? [];
-    expect(missingDrawnEdges(edgesOf(connection), drawn, eventsFor)).toEqual([]);
+    expect(missingDrawnEdges(edgesOf(connection), drawn, eventsByLabel(labelToEvents, unlabeled))).toEqual([]);
   });
 });
 

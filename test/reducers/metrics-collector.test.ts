@@ -7,8 +7,8 @@ import {
   type MetricsCollectorEvent,
   type MetricsCollectorState,
 } from '../../src/index.js';
-import { checkMachineProperties, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
-import { drawnEdges, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
+import { checkMachineProperties, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
+import { drawnEdges, eventsByLabel, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
 
 const at = (value: MetricsCollectorState['value'], context: Partial<MetricsCollectorState> = {}) =>
   stateAt(metricsCollector, value, context);
@@ -33,10 +33,7 @@ describe('metricsCollector: seed 002 diagram 5, edge by edge', () => {
     ['RUNNING', { type: 'archive_triggered' }, 'ARCHIVING'],
   ];
   it.each(rows)('%s + %o -> %s', (from, event, to) => {
-    const state = at(from);
-    const step = metricsCollector.step(state, event);
-    expect(step).toMatchObject({ accepted: true, state: { value: to }, kind: event.type });
-    expect(metricsCollector.transition(state, event).value).toBe(to);
+    expectRow(metricsCollector, at(from), event, to);
   });
 
   it('every transition drawn in the seed is in the table', () => {
@@ -50,7 +47,7 @@ describe('metricsCollector: seed 002 diagram 5, edge by edge', () => {
       recovered: ['recovered'],
       'on schedule -> trigger ArchivalService': ['archive_triggered'],
     };
-    expect(missingDrawnEdges(edgesOf(metricsCollector), drawn, (d) => labelToEvents[d.label] ?? [])).toEqual([]);
+    expect(missingDrawnEdges(edgesOf(metricsCollector), drawn, eventsByLabel(labelToEvents))).toEqual([]);
   });
 });
 

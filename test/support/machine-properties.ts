@@ -93,3 +93,55 @@ export function expectTerminalsAbsorb<S extends { value: string }, E extends Eve
     }
   }
 }
+
+/** One accepted row: `step` moves `state` to `to` with rune `kind` (default: the event type) and `transition` agrees; returns `transition`'s state. */
+export function expectRow<S extends { value: string }, E extends EventObject, I>(
+  machine: Machine<S, E, I>,
+  state: S,
+  event: E,
+  to: S['value'],
+  kind: string = event.type,
+): S {
+  expect(machine.step(state, event)).toMatchObject({ accepted: true, state: { value: to }, kind });
+  const next = machine.transition(state, event);
+  expect(next.value).toBe(to);
+  return next;
+}
+
+/** A row checked with its context: in `from` with `context`, `event` moves to `to` with the fields `after`. */
+export interface ContextRow<S extends { value: string }, E extends EventObject> {
+  from: S['value'];
+  context: Partial<S>;
+  event: E;
+  to: S['value'];
+  after: Partial<S>;
+}
+
+/** One accepted row with context: `step` moves `state` to `to` with the fields `after` and the event type as rune kind; `transition` returns an equal state. */
+export function expectRowAfter<S extends { value: string }, E extends EventObject, I>(
+  machine: Machine<S, E, I>,
+  state: S,
+  event: E,
+  to: S['value'],
+  after: Partial<S>,
+): void {
+  const step = machine.step(state, event);
+  expect(step).toMatchObject({ accepted: true, state: { value: to, ...after }, kind: event.type });
+  expect(machine.transition(state, event)).toEqual(step.state);
+}
+
+/** Neither `transition` nor `step` throws in any of `states` for any of `events`, even hand-built ones that skip validation. */
+export function expectNeverThrows<S, E extends EventObject, I>(machine: Machine<S, E, I>, states: readonly S[], events: readonly unknown[]): void {
+  for (const state of states) {
+    for (const event of events) {
+      expect(() => machine.transition(state, event as E)).not.toThrow();
+      expect(() => machine.step(state, event as E)).not.toThrow();
+    }
+  }
+}
+
+/** `event` does not apply in `state`: `step` returns the same object with code `not_allowed` and `reason`, and `transition` returns `state` itself. */
+export function expectNotAllowed<S, E extends EventObject, I>(machine: Machine<S, E, I>, state: S, event: E, reason: string): void {
+  expect(machine.step(state, event)).toEqual({ accepted: false, state, code: 'not_allowed', reason });
+  expect(machine.transition(state, event)).toBe(state);
+}

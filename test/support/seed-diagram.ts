@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
+import { edgesOf, type Edge, type EventObject, type FiniteState, type TableMachine } from '../../src/index.js';
 
 /** A transition drawn in a seed's Mermaid diagram: `from --> to : label`. */
 export interface DrawnEdge {
@@ -67,4 +69,44 @@ export function missingDrawnEdges(
     }
   }
   return missing;
+}
+
+/** The events a seed 003 label stands for: its `/`-separated names, each cut before any `(`. */
+export function eventsBeforeParens(d: { label: string }): string[] {
+  return d.label.split('/').map((name) => name.replace(/\(.*$/, '').trim());
+}
+
+/** The events a label stands for, by `labeled[label]`; an unlabeled edge by `unlabeled["from --> to"]`; none if not listed. */
+export function eventsByLabel(
+  labeled: Record<string, string[]>,
+  unlabeled: Record<string, string[]> = {},
+): (d: DrawnEdge) => string[] {
+  return (d) => (d.label === '' ? unlabeled[`${d.from} --> ${d.to}`] : labeled[d.label]) ?? [];
+}
+
+/** The rows of the table under `heading` (up to the next heading), header skipped: its first cell and its second, without backticks. */
+export function runeKindRows(seed: string, heading: string): Array<[string, string]> {
+  const at = seed.indexOf(heading);
+  if (at < 0) throw new Error(`heading not found: ${heading}`);
+  const section = seed.slice(at).split('\n#')[0]!;
+  return [...section.matchAll(/^\| ([^|]+?) \| (?:`([^`]+)`|([^|]+?)) \|/gm)].slice(1).map((m) => [m[1]!, (m[2] ?? m[3])!]);
+}
+
+/** Where a rune-kind row applies: the spawn, or the edges matching a pattern (any of several). */
+export type RuneKindWhere = 'spawn' | Partial<Edge> | readonly Partial<Edge>[];
+
+/** The machine appends `kind` where the row says: as its spawn kind, or on every matching edge (at least one); `kind` may depend on the edge. */
+export function expectRuneKind<S extends FiniteState, E extends EventObject, I>(
+  machine: TableMachine<S, E, I>,
+  where: RuneKindWhere,
+  kind: string | ((edge: Edge) => string),
+): void {
+  if (where === 'spawn') {
+    expect(machine.spawnKind).toBe(kind);
+    return;
+  }
+  const patterns: readonly Partial<Edge>[] = Array.isArray(where) ? where : [where];
+  const edges = edgesOf(machine).filter((e) => patterns.some((w) => Object.entries(w).every(([k, v]) => e[k as keyof Edge] === v)));
+  expect(edges.length).toBeGreaterThan(0);
+  for (const edge of edges) expect(edge.kind).toBe(typeof kind === 'string' ? kind : kind(edge));
 }

@@ -1,5 +1,5 @@
 import { defineMachine, type Row } from '../table.js';
-import { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecycleState } from './schema.js';
+import { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecycleState, AgentLifecycleStateName } from './schema.js';
 
 type S = AgentLifecycleState;
 type E = AgentLifecycleEvent;
@@ -67,7 +67,7 @@ const table: readonly Row<S, E>[] = [
  */
 export const agentLifecycle = defineMachine<S, E, AgentLifecycleInput>({
   id: 'agent-lifecycle',
-  states: ['spawning', 'idle', 'running_turn', 'terminated', 'failed'],
+  states: AgentLifecycleStateName.options,
   terminal: ['terminated', 'failed'],
   events: [
     'init_complete',

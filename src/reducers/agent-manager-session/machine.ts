@@ -3,6 +3,7 @@ import {
   AgentManagerSessionEvent,
   AgentManagerSessionInput,
   AgentManagerSessionState,
+  AgentManagerSessionStateName,
   type AgentManagerSessionAskType,
 } from './schema.js';
 
@@ -216,7 +217,7 @@ const table: readonly Row<S, E>[] = [
  */
 export const agentManagerSession = defineMachine<S, E, AgentManagerSessionInput | void>({
   id: 'agent-manager-session',
-  states: ['idle', 'creating', 'streaming', 'waiting_approval', 'waiting_input', 'completed', 'paused', 'error', 'stopped'],
+  states: AgentManagerSessionStateName.options,
   terminal: [],
   events: [
     'start_session',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineMachine, type Row } from '../table.js';
-import { AgentRegistrationEvent, AgentRegistrationState } from './schema.js';
+import { AgentRegistrationEvent, AgentRegistrationState, AgentRegistrationStateName } from './schema.js';
 
 type S = AgentRegistrationState;
 type E = AgentRegistrationEvent;
@@ -41,7 +41,7 @@ const table: readonly Row<S, E>[] = [
  */
 export const agentRegistration = defineMachine<S, E>({
   id: 'agent-registration',
-  states: ['REGISTERED', 'ACTIVATING', 'ACTIVE', 'PAUSED', 'ERROR', 'RETRYING', 'DECOMMISSIONED'],
+  states: AgentRegistrationStateName.options,
   terminal: ['DECOMMISSIONED'],
   events: [
     'register',

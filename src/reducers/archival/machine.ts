@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineMachine, type Row } from '../table.js';
-import { ArchivalEvent, ArchivalState } from './schema.js';
+import { ArchivalEvent, ArchivalState, ArchivalStateName } from './schema.js';
 
 type S = ArchivalState;
 type E = ArchivalEvent;
@@ -45,7 +45,7 @@ const table: readonly Row<S, E>[] = [
  */
 export const archival = defineMachine<S, E>({
   id: 'archival',
-  states: ['IDLE', 'ARCHIVING', 'WRITING_TO_R2', 'COMPLETED', 'ERROR', 'RETRYING'],
+  states: ArchivalStateName.options,
   terminal: [],
   events: ['start', 'serialized', 'write_succeeded', 'write_failed', 'retry', 'rewrite', 'reset'],
   schemas: { state: ArchivalState, event: ArchivalEvent, input: z.void() },

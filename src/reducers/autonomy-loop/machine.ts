@@ -1,5 +1,5 @@
 import { defineMachine, type Row } from '../table.js';
-import { AutonomyLoopEvent, AutonomyLoopInput, AutonomyLoopState } from './schema.js';
+import { AutonomyLoopEvent, AutonomyLoopInput, AutonomyLoopState, AutonomyLoopStateName } from './schema.js';
 
 type S = AutonomyLoopState;
 type E = AutonomyLoopEvent;
@@ -79,7 +79,7 @@ const table: readonly Row<S, E>[] = [
  */
 export const autonomyLoop = defineMachine<S, E, AutonomyLoopInput>({
   id: 'autonomy-loop',
-  states: ['goal_received', 'planning', 'executing', 'reviewing', 'blocked', 'goal_met', 'stopped'],
+  states: AutonomyLoopStateName.options,
   terminal: ['goal_met', 'stopped'],
   events: [
     'decompose_goal',

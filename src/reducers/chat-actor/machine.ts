@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineMachine, type Row } from '../table.js';
-import { ChatActorEvent, ChatActorState } from './schema.js';
+import { ChatActorEvent, ChatActorState, ChatActorStateName } from './schema.js';
 
 type S = ChatActorState;
 type E = ChatActorEvent;
@@ -47,7 +47,7 @@ const table: readonly Row<S, E>[] = [
  */
 export const chatActor = defineMachine<S, E>({
   id: 'chat-actor',
-  states: ['idle', 'running', 'paused', 'error', 'cancelled', 'completed'],
+  states: ChatActorStateName.options,
   terminal: ['error', 'cancelled', 'completed'],
   events: ['ProcessInteraction', 'Pause', 'Cancel', 'Ping', 'Shutdown', 'InteractionComplete', 'InactivityTimeout', 'Error'],
   schemas: { state: ChatActorState, event: ChatActorEvent, input: z.void() },

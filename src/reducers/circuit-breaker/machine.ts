@@ -1,5 +1,5 @@
 import { defineMachine, type Row } from '../table.js';
-import { CircuitBreakerEvent, CircuitBreakerInput, CircuitBreakerState } from './schema.js';
+import { CircuitBreakerEvent, CircuitBreakerInput, CircuitBreakerState, CircuitBreakerStateName } from './schema.js';
 
 type S = CircuitBreakerState;
 type E = CircuitBreakerEvent;
@@ -89,7 +89,7 @@ const table: readonly Row<S, E>[] = [
  */
 export const circuitBreaker = defineMachine<S, E, CircuitBreakerInput>({
   id: 'circuit-breaker',
-  states: ['CLOSED', 'OPEN', 'HALF_OPEN'],
+  states: CircuitBreakerStateName.options,
   terminal: [],
   events: ['success', 'failure', 'open_timeout_elapsed', 'manual_reset', 'manual_keep_open'],
   schemas: { state: CircuitBreakerState, event: CircuitBreakerEvent, input: CircuitBreakerInput },

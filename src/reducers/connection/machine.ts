@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineMachine, type Row } from '../table.js';
-import { ConnectionEvent, ConnectionState } from './schema.js';
+import { ConnectionEvent, ConnectionState, ConnectionStateName } from './schema.js';
 
 type S = ConnectionState;
 type E = ConnectionEvent;
@@ -84,7 +84,7 @@ const table: readonly Row<S, E>[] = [
  */
 export const connection = defineMachine<S, E>({
   id: 'connection',
-  states: ['DISCONNECTED', 'CONNECTING', 'OPEN', 'SUBSCRIBED', 'RECONNECTING'],
+  states: ConnectionStateName.options,
   terminal: [],
   events: ['open_socket', 'handshake_success', 'subscribe', 'unsubscribe', 'close', 'error', 'schedule_reconnect', 'reconnect'],
   schemas: { state: ConnectionState, event: ConnectionEvent, input: z.void() },

@@ -1,5 +1,5 @@
 import { defineMachine, type Row } from '../table.js';
-import { ConversationEvent, ConversationInput, ConversationState } from './schema.js';
+import { ConversationEvent, ConversationInput, ConversationState, ConversationStateName } from './schema.js';
 
 type S = ConversationState;
 type E = ConversationEvent;
@@ -66,7 +66,7 @@ const table: readonly Row<S, E>[] = [
  */
 export const conversation = defineMachine<S, E, ConversationInput>({
   id: 'conversation',
-  states: ['created', 'active', 'paused', 'suspended', 'closing', 'closed', 'archived'],
+  states: ConversationStateName.options,
   terminal: ['archived'],
   events: [
     'first_message',

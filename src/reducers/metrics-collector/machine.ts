@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineMachine, type Row } from '../table.js';
-import { MetricsCollectorEvent, MetricsCollectorState } from './schema.js';
+import { MetricsCollectorEvent, MetricsCollectorState, MetricsCollectorStateName } from './schema.js';
 
 type S = MetricsCollectorState;
 type E = MetricsCollectorEvent;
@@ -49,7 +49,7 @@ metricsCollector.transition(s, { type: 'recovered' }).value;                // '
  */
 export const metricsCollector = defineMachine<S, E>({
   id: 'metrics-collector',
-  states: ['INITIALIZING', 'RUNNING', 'ERROR', 'RECOVERING', 'ARCHIVING'],
+  states: MetricsCollectorStateName.options,
   terminal: [],
   events: ['initialized', 'binding_missing', 'runtime_error', 'retry', 'recovered', 'archive_triggered', 'archive_done'],
   schemas: { state: MetricsCollectorState, event: MetricsCollectorEvent, input: z.void() },

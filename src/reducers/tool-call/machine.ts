@@ -1,5 +1,5 @@
 import { defineMachine, type Row } from '../table.js';
-import { ToolCallEvent, ToolCallInput, ToolCallState, type ToolCallStatus } from './schema.js';
+import { ToolCallEvent, ToolCallInput, ToolCallState, ToolCallStateName, type ToolCallStatus } from './schema.js';
 
 type S = ToolCallState;
 type E = ToolCallEvent;
@@ -50,16 +50,7 @@ const table: readonly Row<S, E>[] = [
  */
 export const toolCall = defineMachine<S, E, ToolCallInput>({
   id: 'tool-call',
-  states: [
-    'pending_call',
-    'awaiting_approval',
-    'executing',
-    'denied',
-    'completed_result',
-    'error_result',
-    'timeout_result',
-    'cancelled_result',
-  ],
+  states: ToolCallStateName.options,
   terminal: ['denied', 'completed_result', 'error_result', 'timeout_result', 'cancelled_result'],
   events: [
     'requires_approval',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { defineMachine, type Row } from '../table.js';
-import { TurnEngineEvent, TurnEngineState } from './schema.js';
+import { TurnEngineEvent, TurnEngineState, TurnEngineStateName } from './schema.js';
 
 type S = TurnEngineState;
 type E = TurnEngineEvent;
@@ -61,7 +61,7 @@ const table: readonly Row<S, E>[] = [
  */
 export const turnEngine = defineMachine<S, E>({
   id: 'turn-engine',
-  states: ['idle', 'streaming', 'tool_executing', 'completed', 'interrupted', 'error'],
+  states: TurnEngineStateName.options,
   terminal: [],
   events: [
     'start_turn',

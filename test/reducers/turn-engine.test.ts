@@ -1,0 +1,177 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { edgesOf, stepUnknown, turnEngine, type Edge, type TurnEngineEvent, type TurnEngineState } from '../../src/index.js';
+import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, stateAt } from '../support/machine-properties.js';
+import { drawnEdges, eventsBeforeParens, expectRuneKind, missingDrawnEdges, readSeed, runeKindRows } from '../support/seed-diagram.js';
+
+type Name = TurnEngineState['value'];
+const seed = readSeed('003_4203c785f6246465.txt');
+const at = (value: Name, context: Partial<TurnEngineState> = {}) => stateAt(turnEngine, value, context);
+
+describe('turnEngine: seed 003 diagram, edge by edge', () => {
+  const rows: Array<[Name, TurnEngineEvent, Name, string]> = [
+    ['idle', { type: 'start_turn', input: 'hi' }, 'streaming', 'turn.started'],
+    ['streaming', { type: 'assistant_delta', content: 'He' }, 'streaming', 'turn.assistant_delta'],
+    ['streaming', { type: 'tool_calls_received', callIds: ['c1'] }, 'tool_executing', 'turn.tool_calls_received'],
+    ['streaming', { type: 'response_done' }, 'completed', 'turn.completed'],
+    ['streaming', { type: 'interrupt', reason: 'user' }, 'interrupted', 'turn.interrupted'],
+    ['streaming', { type: 'steer', input: 'shorter' }, 'interrupted', 'turn.interrupted'],
+    ['streaming', { type: 'stream_error', error: '529 overloaded' }, 'error', 'turn.error'],
+    ['tool_executing', { type: 'tools_finished', more: true }, 'streaming', 'turn.tools_finished'],
+    ['tool_executing', { type: 'tools_finished', more: false }, 'completed', 'turn.completed'],
+    ['tool_executing', { type: 'interrupt' }, 'interrupted', 'turn.interrupted'],
+    ['tool_executing', { type: 'tool_crash', error: 'sandbox died' }, 'error', 'turn.error'],
+    ['interrupted', { type: 'turn_finalized' }, 'idle', 'turn_finalized'],
+    ['completed', { type: 'turn_finalized' }, 'idle', 'turn_finalized'],
+    ['error', { type: 'turn_finalized' }, 'idle', 'turn_finalized'],
+  ];
+  it.each(rows)('%s + %o -> %s (%s)', (from, event, to, kind) => {
+    expectRow(turnEngine, at(from), event, to, kind);
+  });
+
+  it('every drawn transition is in the table', () => {
+    const drawn = drawnEdges(seed, '## TurnEngine State Machine');
+    expect(drawn.length).toBe(12);
+    expect(missingDrawnEdges(edgesOf(turnEngine), drawn, eventsBeforeParens)).toEqual([]);
+  });
+});
+
+describe('turnEngine: seed 003 "Turn Events (Rune Kinds)"', () => {
+  const heading = '### Turn Events (Rune Kinds)';
+  // The seed's rows, each with the edges it names. "(internal, no rune)": the rune kind is the event type.
+  const rows: Array<[string, string, Partial<Edge>]> = [
+    ['idle -> streaming', 'turn.started', { from: 'idle', to: 'streaming' }],
+    ['streaming (delta)', 'turn.assistant_delta', { from: 'streaming', to: 'streaming' }],
+    ['streaming -> tool_executing', 'turn.tool_calls_received', { from: 'streaming', to: 'tool_executing' }],
+    ['streaming -> completed', 'turn.completed', { from: 'streaming', to: 'completed' }],
+    ['streaming -> interrupted', 'turn.interrupted', { from: 'streaming', to: 'interrupted' }],
+    ['streaming -> error', 'turn.error', { from: 'streaming', to: 'error' }],
+    ['tool_executing -> streaming', 'turn.tools_finished', { from: 'tool_executing', to: 'streaming' }],
+    ['completed -> idle', '(internal, no rune)', { from: 'completed', to: 'idle' }],
+    ['error -> idle', '(internal, no rune)', { from: 'error', to: 'idle' }],
+  ];
+
+  it('lists exactly the seed table', () => {
+    expect(runeKindRows(seed, heading)).toEqual(rows.map(([where, kind]) => [where, kind]));
+  });
+
+  it.each(rows)('%s: %s', (_, kind, where) => {
+    expectRuneKind(turnEngine, where, (edge) => (kind.startsWith('(internal') ? edge.on : kind));
+  });
+
+  it('spawns with the default kind: the seed names none', () => {
+    expect(turnEngine.spawnKind).toBe('spawned');
+  });
+});
+
+describe('turnEngine: context', () => {
+  it('folds a turn with a tool round into its context', () => {
+    const events: TurnEngineEvent[] = [
+      { type: 'start_turn', input: 'list files' },
+      { type: 'assistant_delta', content: 'Let me ' },
+      { type: 'assistant_delta', content: 'look.' },
+      { type: 'tool_calls_received', callIds: ['c1', 'c2'] },
+      { type: 'tools_finished', more: true },
+      { type: 'assistant_delta', content: ' Done.' },
+      { type: 'response_done', usage: { inputTokens: 12, outputTokens: 7 } },
+    ];
+    const end = events.reduce((s, e) => turnEngine.transition(s, e), turnEngine.initial());
+    expect(end).toEqual({
+      value: 'completed',
+      turn: 1,
+      input: 'list files',
+      output: 'Let me look. Done.',
+      callIds: ['c1', 'c2'],
+      usage: { inputTokens: 12, outputTokens: 7 },
+    });
+  });
+
+  it('keeps a steer for the next turn, which starts clean', () => {
+    let s = turnEngine.transition(turnEngine.initial(), { type: 'start_turn', input: 'write a poem' });
+    s = turnEngine.transition(s, { type: 'assistant_delta', content: 'Roses' });
+    s = turnEngine.transition(s, { type: 'steer', input: 'make it a haiku' });
+    expect(s).toMatchObject({ value: 'interrupted', output: 'Roses', steerInput: 'make it a haiku' });
+    s = turnEngine.transition(s, { type: 'turn_finalized' });
+    s = turnEngine.transition(s, { type: 'start_turn', input: s.steerInput! });
+    expect(s).toEqual({ value: 'streaming', turn: 2, input: 'make it a haiku', output: '', callIds: [] });
+  });
+
+  it('records why a turn was interrupted or failed', () => {
+    expect(turnEngine.transition(at('tool_executing'), { type: 'interrupt', reason: 'user pressed stop' }))
+      .toMatchObject({ value: 'interrupted', reason: 'user pressed stop' });
+    expect(turnEngine.transition(at('tool_executing'), { type: 'tool_crash', error: 'sandbox died' }))
+      .toMatchObject({ value: 'error', error: 'sandbox died' });
+  });
+});
+
+describe('turnEngine: rejections', () => {
+  it('has no terminal state: every outcome is finalized back to idle', () => {
+    expect(turnEngine.terminal).toEqual([]);
+  });
+
+  it('rejects an event that does not apply with the same object and a reason', () => {
+    expectNotAllowed(turnEngine, at('idle'), { type: 'assistant_delta', content: 'x' }, 'event "assistant_delta" is not allowed in state "idle"');
+  });
+
+  it('starts no second turn while one runs', () => {
+    const streaming = at('streaming');
+    expect(turnEngine.step(streaming, { type: 'start_turn', input: 'again' })).toMatchObject({
+      accepted: false,
+      code: 'not_allowed',
+      reason: 'event "start_turn" is not allowed in state "streaming"',
+    });
+  });
+
+  it('steers only while streaming, as drawn', () => {
+    const executing = at('tool_executing');
+    expect(turnEngine.transition(executing, { type: 'steer', input: 'x' })).toBe(executing);
+  });
+});
+
+describe('turnEngine: bad input', () => {
+  it('names the field of an event that fails its schema', () => {
+    const step = stepUnknown(turnEngine, at('streaming'), { type: 'tool_calls_received', callIds: [] });
+    expect(step).toMatchObject({ accepted: false, code: 'invalid_event' });
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"invalid "tool_calls_received" event: callIds: Too small: expected array to have >=1 items"`);
+    const more = stepUnknown(turnEngine, at('tool_executing'), { type: 'tools_finished', more: 'yes' });
+    expect(!more.accepted && more.reason).toMatchInlineSnapshot(`"invalid "tools_finished" event: more: Invalid input: expected boolean, received string"`);
+  });
+
+  it('rejects an unknown event type by name', () => {
+    const step = stepUnknown(turnEngine, at('idle'), { type: 'start' });
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"unknown event type "start" for machine "turn-engine"; expected one of: start_turn, assistant_delta, tool_calls_received, response_done, interrupt, steer, stream_error, tools_finished, tool_crash, turn_finalized"`);
+  });
+
+  it('never throws out of transition, even for hand-built events that skip validation', () => {
+    const bad = [null, undefined, 42, {}, { type: 'assistant_delta' }, { type: 'tools_finished' }, { type: '__proto__' }];
+    expectNeverThrows(turnEngine, turnEngine.states.map((value) => at(value as Name)), bad);
+  });
+});
+
+describe('turnEngine: properties', () => {
+  const text = fc.string({ maxLength: 12 });
+  const event: fc.Arbitrary<TurnEngineEvent> = fc.oneof(
+    text.map((input) => ({ type: 'start_turn' as const, input })),
+    text.map((content) => ({ type: 'assistant_delta' as const, content })),
+    fc.array(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 3 }).map((callIds) => ({ type: 'tool_calls_received' as const, callIds })),
+    fc.option(fc.dictionary(fc.string({ maxLength: 8 }), fc.nat()), { nil: undefined }).map((usage) =>
+      usage === undefined ? { type: 'response_done' as const } : { type: 'response_done' as const, usage },
+    ),
+    fc.option(text, { nil: undefined }).map((reason) => (reason === undefined ? { type: 'interrupt' as const } : { type: 'interrupt' as const, reason })),
+    text.map((input) => ({ type: 'steer' as const, input })),
+    text.map((error) => ({ type: 'stream_error' as const, error })),
+    fc.boolean().map((more) => ({ type: 'tools_finished' as const, more })),
+    text.map((error) => ({ type: 'tool_crash' as const, error })),
+    fc.constant({ type: 'turn_finalized' as const }),
+  );
+
+  it('random event sequences keep every machine property, and turns only count up', () => {
+    checkMachineProperties(turnEngine, {
+      event,
+      onAccepted: (prev, e, next) => {
+        expect(next.turn).toBe(prev.turn + (e.type === 'start_turn' ? 1 : 0));
+        if (e.type === 'assistant_delta') expect(next.output).toBe(prev.output + e.content);
+      },
+    });
+  });
+});

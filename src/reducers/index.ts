@@ -23,3 +23,4 @@ export * from './invariants.js';
 // Seed 004
 export * from './react-agent/index.js';
 export * from './machines.js';
+export * from './event-types.js';

@@ -1,3 +1,4 @@
+import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecycleState, AgentLifecycleStateName } from './schema.js';
 
@@ -69,17 +70,7 @@ export const agentLifecycle = defineMachine<S, E, AgentLifecycleInput>({
   id: 'agent-lifecycle',
   states: AgentLifecycleStateName.options,
   terminal: ['terminated', 'failed'],
-  events: [
-    'init_complete',
-    'init_error',
-    'turn_assigned',
-    'turn_completed',
-    'turn_interrupted',
-    'turn_error',
-    'kill',
-    'parent_closed',
-    'budget_exhausted',
-  ],
+  events: eventTypesOf(AgentLifecycleEvent),
   schemas: { state: AgentLifecycleState, event: AgentLifecycleEvent, input: AgentLifecycleInput },
   initial: ({ agentId, role, model, parentId }) => ({ value: 'spawning', agentId, role, model, parentId }),
   table,

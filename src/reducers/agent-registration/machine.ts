@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { AgentRegistrationEvent, AgentRegistrationState, AgentRegistrationStateName } from './schema.js';
 
@@ -43,17 +44,7 @@ export const agentRegistration = defineMachine<S, E>({
   id: 'agent-registration',
   states: AgentRegistrationStateName.options,
   terminal: ['DECOMMISSIONED'],
-  events: [
-    'register',
-    'init_succeeded',
-    'init_failed',
-    'pause',
-    'resume',
-    'remove',
-    'retry_init',
-    'retry_succeeded',
-    'retry_failed',
-  ],
+  events: eventTypesOf(AgentRegistrationEvent),
   schemas: { state: AgentRegistrationState, event: AgentRegistrationEvent, input: z.void() },
   initial: () => ({ value: 'REGISTERED' }),
   table,

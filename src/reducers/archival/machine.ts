@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { ArchivalEvent, ArchivalState, ArchivalStateName } from './schema.js';
 
@@ -47,7 +48,7 @@ export const archival = defineMachine<S, E>({
   id: 'archival',
   states: ArchivalStateName.options,
   terminal: [],
-  events: ['start', 'serialized', 'write_succeeded', 'write_failed', 'retry', 'rewrite', 'reset'],
+  events: eventTypesOf(ArchivalEvent),
   schemas: { state: ArchivalState, event: ArchivalEvent, input: z.void() },
   initial: () => ({ value: 'IDLE', attempts: 0 }),
   table,

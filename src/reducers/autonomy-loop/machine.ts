@@ -1,3 +1,4 @@
+import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { AutonomyLoopEvent, AutonomyLoopInput, AutonomyLoopState, AutonomyLoopStateName } from './schema.js';
 
@@ -81,24 +82,7 @@ export const autonomyLoop = defineMachine<S, E, AutonomyLoopInput>({
   id: 'autonomy-loop',
   states: AutonomyLoopStateName.options,
   terminal: ['goal_met', 'stopped'],
-  events: [
-    'decompose_goal',
-    'plan_approved',
-    'auto_start',
-    'plan_rejected',
-    'user_cancel',
-    'all_tasks_terminal',
-    'task_assigned',
-    'task_started',
-    'task_completed',
-    'all_runnable_blocked',
-    'budget_exhausted',
-    'critique_found_issues',
-    'critique_passed',
-    'needs_replan',
-    'dependency_resolved',
-    'unresolvable',
-  ],
+  events: eventTypesOf(AutonomyLoopEvent),
   schemas: { state: AutonomyLoopState, event: AutonomyLoopEvent, input: AutonomyLoopInput },
   initial: ({ goal }) => ({ value: 'goal_received', goal, tasksCompleted: 0 }),
   table,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { ChatActorEvent, ChatActorState, ChatActorStateName } from './schema.js';
 
@@ -49,7 +50,7 @@ export const chatActor = defineMachine<S, E>({
   id: 'chat-actor',
   states: ChatActorStateName.options,
   terminal: ['error', 'cancelled', 'completed'],
-  events: ['ProcessInteraction', 'Pause', 'Cancel', 'Ping', 'Shutdown', 'InteractionComplete', 'InactivityTimeout', 'Error'],
+  events: eventTypesOf(ChatActorEvent),
   schemas: { state: ChatActorState, event: ChatActorEvent, input: z.void() },
   initial: () => ({ value: 'idle' }),
   table,

@@ -1,3 +1,4 @@
+import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { CircuitBreakerEvent, CircuitBreakerInput, CircuitBreakerState, CircuitBreakerStateName } from './schema.js';
 
@@ -91,7 +92,7 @@ export const circuitBreaker = defineMachine<S, E, CircuitBreakerInput>({
   id: 'circuit-breaker',
   states: CircuitBreakerStateName.options,
   terminal: [],
-  events: ['success', 'failure', 'open_timeout_elapsed', 'manual_reset', 'manual_keep_open'],
+  events: eventTypesOf(CircuitBreakerEvent),
   schemas: { state: CircuitBreakerState, event: CircuitBreakerEvent, input: CircuitBreakerInput },
   initial: (input) => ({ value: 'CLOSED', ...input, failureCount: 0, successCount: 0 }),
   table,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { ConnectionEvent, ConnectionState, ConnectionStateName } from './schema.js';
 
@@ -86,7 +87,7 @@ export const connection = defineMachine<S, E>({
   id: 'connection',
   states: ConnectionStateName.options,
   terminal: [],
-  events: ['open_socket', 'handshake_success', 'subscribe', 'unsubscribe', 'close', 'error', 'schedule_reconnect', 'reconnect'],
+  events: eventTypesOf(ConnectionEvent),
   schemas: { state: ConnectionState, event: ConnectionEvent, input: z.void() },
   initial: () => ({ value: 'DISCONNECTED', subscriptions: 0, attempt: 0 }),
   table,

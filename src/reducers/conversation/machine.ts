@@ -1,3 +1,4 @@
+import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { ConversationEvent, ConversationInput, ConversationState, ConversationStateName } from './schema.js';
 
@@ -68,21 +69,7 @@ export const conversation = defineMachine<S, E, ConversationInput>({
   id: 'conversation',
   states: ConversationStateName.options,
   terminal: ['archived'],
-  events: [
-    'first_message',
-    'agent_ready',
-    'new_turn',
-    'turn_completed',
-    'pause_requested',
-    'resume_requested',
-    'budget_exhausted',
-    'error_threshold',
-    'budget_replenished',
-    'reset',
-    'close_requested',
-    'cleanup_complete',
-    'archive_requested',
-  ],
+  events: eventTypesOf(ConversationEvent),
   schemas: { state: ConversationState, event: ConversationEvent, input: ConversationInput },
   initial: ({ conversationId, config }) => ({ value: 'created', conversationId, config, turns: 0 }),
   table,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { MetricsCollectorEvent, MetricsCollectorState, MetricsCollectorStateName } from './schema.js';
 
@@ -51,7 +52,7 @@ export const metricsCollector = defineMachine<S, E>({
   id: 'metrics-collector',
   states: MetricsCollectorStateName.options,
   terminal: [],
-  events: ['initialized', 'binding_missing', 'runtime_error', 'retry', 'recovered', 'archive_triggered', 'archive_done'],
+  events: eventTypesOf(MetricsCollectorEvent),
   schemas: { state: MetricsCollectorState, event: MetricsCollectorEvent, input: z.void() },
   initial: () => ({ value: 'INITIALIZING' }),
   table,

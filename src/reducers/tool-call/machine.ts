@@ -1,3 +1,4 @@
+import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { ToolCallEvent, ToolCallInput, ToolCallState, ToolCallStateName, type ToolCallStatus } from './schema.js';
 
@@ -52,19 +53,7 @@ export const toolCall = defineMachine<S, E, ToolCallInput>({
   id: 'tool-call',
   states: ToolCallStateName.options,
   terminal: ['denied', 'completed_result', 'error_result', 'timeout_result', 'cancelled_result'],
-  events: [
-    'requires_approval',
-    'auto_approved',
-    'no_approval_needed',
-    'approved',
-    'denied',
-    'approval_timeout',
-    'progress_update',
-    'success',
-    'execution_error',
-    'execution_timeout',
-    'cancelled',
-  ],
+  events: eventTypesOf(ToolCallEvent),
   schemas: { state: ToolCallState, event: ToolCallEvent, input: ToolCallInput },
   initial: ({ callId, toolName, arguments: args }) => ({ value: 'pending_call', callId, toolName, arguments: args, progressCount: 0 }),
   table,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { TurnEngineEvent, TurnEngineState, TurnEngineStateName } from './schema.js';
 
@@ -63,18 +64,7 @@ export const turnEngine = defineMachine<S, E>({
   id: 'turn-engine',
   states: TurnEngineStateName.options,
   terminal: [],
-  events: [
-    'start_turn',
-    'assistant_delta',
-    'tool_calls_received',
-    'response_done',
-    'interrupt',
-    'steer',
-    'stream_error',
-    'tools_finished',
-    'tool_crash',
-    'turn_finalized',
-  ],
+  events: eventTypesOf(TurnEngineEvent),
   schemas: { state: TurnEngineState, event: TurnEngineEvent, input: z.void() },
   initial: () => ({ value: 'idle', turn: 0, input: '', output: '', callIds: [] }),
   table,

@@ -3,3 +3,4 @@
  * Everything public is exported from here.
  */
 export * from './reducers/index.js';
+export * from './streams/index.js';

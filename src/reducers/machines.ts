@@ -9,6 +9,7 @@ import { connection } from './connection/index.js';
 import { conversation } from './conversation/index.js';
 import type { AnyMachine } from './machine.js';
 import { metricsCollector } from './metrics-collector/index.js';
+import { reactAgent } from './react-agent/index.js';
 import { toolCall } from './tool-call/index.js';
 import { turnEngine } from './turn-engine/index.js';
 
@@ -29,6 +30,7 @@ export const machines = {
   conversation,
   'agent-lifecycle': agentLifecycle,
   'autonomy-loop': autonomyLoop,
+  'react-agent': reactAgent,
 } as const satisfies Record<string, AnyMachine>;
 
 /** The id of a machine in {@link machines}. */
@@ -48,4 +50,5 @@ export const machineSeeds: Readonly<Record<MachineId, string>> = {
   conversation: '003',
   'agent-lifecycle': '003',
   'autonomy-loop': '003',
+  'react-agent': '004',
 };

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+import { eventTypesOf } from '../event-types.js';
+import { ToolCallRequest, ToolCallResult } from './state.js';
+
+// Every input carries `timestamp` (Unix ms), and it must be after the state's `updatedAt`.
+const timestamp = z.number();
+const id = z.string().min(1);
+
+const UserMessageReceived = z.object({
+  type: z.literal('user-message-received'),
+  messageId: id,
+  content: z.string(),
+  timestamp,
+});
+const LlmMessageStarted = z.object({ type: z.literal('llm-message-started'), messageId: id, timestamp });
+const LlmMessageCompleted = z.object({
+  type: z.literal('llm-message-completed'),
+  messageId: id,
+  content: z.string(),
+  timestamp,
+});
+
+/** What a finished LLM call observed: tool calls to issue (keyed by tool call id), or the loop's end. */
+export const ReActObservation = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('continue-re-act'), toolCalls: z.record(id, ToolCallRequest) }),
+  z.object({ type: z.literal('complete-re-act') }),
+]);
+export type ReActObservation = z.infer<typeof ReActObservation>;
+
+const ReActObserved = z.object({
+  type: z.literal('re-act-observed'),
+  /** What the LLM call answered up to: the `answersTo` of its `call-llm` effect. */
+  calledLlmAt: z.number(),
+  observation: ReActObservation,
+  timestamp,
+});
+const ToolCallCompleted = z.object({
+  type: z.literal('tool-call-completed'),
+  toolCallId: id,
+  result: ToolCallResult,
+  timestamp,
+});
+const ContextWindowExpanded = z.object({ type: z.literal('context-window-expanded'), timestamp });
+const HistoryToolCallsAdded = z.object({
+  type: z.literal('history-tool-calls-added'),
+  toolCallIds: z.array(id),
+  timestamp,
+});
+
+/** Seed 004 "AgentInput": the seven inputs, in the seed's order, with the payloads of its examples. */
+export const AgentInput = z.discriminatedUnion('type', [
+  UserMessageReceived,
+  LlmMessageStarted,
+  LlmMessageCompleted,
+  ReActObserved,
+  ToolCallCompleted,
+  ContextWindowExpanded,
+  HistoryToolCallsAdded,
+]);
+export type AgentInput = z.infer<typeof AgentInput>;
+
+/** The seed's "Schema Exports" name for the input schema. */
+export const agentEventSchema = AgentInput;
+
+/** Every input type, in the seed's order. */
+export const AGENT_INPUT_TYPES = eventTypesOf(AgentInput);

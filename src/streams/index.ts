@@ -1,0 +1,2 @@
+export * from './reduce-with.js';
+export * from './moorex.js';

@@ -1,2 +1,5 @@
 export * from './reduce-with.js';
 export * from './moorex.js';
+export * from './store.js';
+export * from './memory-store.js';
+export * from './engine.js';

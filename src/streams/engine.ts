@@ -1,0 +1,423 @@
+import { Observable, Subject, asyncScheduler, type SchedulerLike } from 'rxjs';
+import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine.js';
+import { machines as builtInMachines } from '../reducers/machines.js';
+import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
+import { describeIssues, validateEvent } from '../reducers/validate.js';
+import { memoryStore } from './memory-store.js';
+import type { RuneStore } from './store.js';
+
+/**
+ * Why the engine refused a spawn or a dispatch. The machine's own codes, plus:
+ * - `unknown_stream`: no stream of that id was spawned.
+ * - `stream_exists`: a second spawn of a stream.
+ * - `unknown_machine`: the machine id is not one this engine hosts.
+ * - `invalid_input`: the spawn input fails the machine's input schema.
+ * - `closed`: the engine is closed.
+ */
+export type EngineRejectionCode = RejectionCode | 'unknown_stream' | 'stream_exists' | 'unknown_machine' | 'invalid_input' | 'closed';
+
+/** What `spawn` and `dispatch` resolve to: the durable rune, or why nothing was appended. */
+export type DispatchResult =
+  | { accepted: true; rune: Rune }
+  | { accepted: false; code: EngineRejectionCode; reason: string };
+
+/** Options of {@link createEngine}; every one has a default. */
+export interface EngineOptions {
+  /** Where runes are kept. Default: `memoryStore()`. */
+  store?: RuneStore;
+  /** The clock of every rune's `at` and of every timer. Default: rxjs `asyncScheduler`. */
+  scheduler?: SchedulerLike;
+  /** The machines streams can be spawned with and hydrated as, by id. Default: every seed machine. */
+  machines?: Readonly<Record<string, AnyMachine>>;
+  /** Save a snapshot of a stream every this many runes (0: never). Default: 1000. */
+  snapshotEvery?: number;
+  /**
+   * Whether a stream keeps the runes a snapshot covers. `'all'` keeps every rune; `'snapshot'`
+   * prunes the runes a new snapshot covers (its history is then the snapshot). Default: `'all'`.
+   */
+  retention?: (stream: string, machine: string) => 'all' | 'snapshot';
+}
+
+/** Something went wrong outside any caller's request; the engine carries on. */
+export type EngineError = { type: 'snapshot_failed'; stream: string; error: unknown };
+
+/** Options of `runes$(stream, options)`. */
+export interface RunesOptions {
+  /** Replay the stored runes with `seq > afterSeq` first. Default: 0 (the whole stream). */
+  afterSeq?: number;
+}
+
+/** An engine hosting many machine instances, each under a stream id. */
+export interface Engine {
+  /** Creates `stream` as an instance of `machine` (an id or a machine): its first rune. */
+  spawn(stream: string, machine: string | AnyMachine, input?: unknown): Promise<DispatchResult>;
+  /** Validates, applies and durably appends one event; resolves once its rune is durable. */
+  dispatch(stream: string, event: unknown): Promise<DispatchResult>;
+  /** The stream's current durable state, then every change. Errors for an unknown stream. */
+  state$<S = unknown>(stream: string): Observable<S>;
+  /** The stream's stored runes after `afterSeq`, then its live ones: no gap, no duplicate. */
+  runes$(stream: string, options?: RunesOptions): Observable<Rune>;
+  /** Every live rune of every stream, from now on. */
+  runes$(): Observable<Rune>;
+  /** Releases a stream's instance from memory (once its runes are durable); the next use hydrates it. */
+  release(stream: string): void;
+  /** Failures no caller is waiting for (a snapshot that could not be saved, ...). */
+  readonly errors$: Observable<EngineError>;
+  /** How many instances are in memory. */
+  readonly size: number;
+  /** Waits for pending appends, then closes the store. Later calls are refused with `closed`. */
+  close(): Promise<void>;
+}
+
+/** A machine instance in memory. Kept small: a million of them may be idle at once. */
+interface Instance {
+  readonly stream: string;
+  readonly machine: AnyMachine;
+  /** Includes accepted events whose runes are not durable yet. */
+  state: unknown;
+  seq: number;
+  /** What subscribers see: the state as of the last durable rune. */
+  durableState: unknown;
+  durableSeq: number;
+  /** Runes since the last snapshot. */
+  sinceSnapshot: number;
+  /** Leave memory as soon as every rune is durable. */
+  releasing: boolean;
+}
+
+interface PendingRune {
+  readonly instance: Instance;
+  readonly rune: Rune;
+  readonly state: unknown;
+  readonly resolve: (result: DispatchResult) => void;
+  readonly reject: (error: unknown) => void;
+}
+
+const valueOf = (state: unknown): string | undefined => {
+  const value = typeof state === 'object' && state !== null ? (state as { value?: unknown }).value : undefined;
+  return typeof value === 'string' ? value : undefined;
+};
+
+const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => ({ accepted: false, code, reason });
+
+/**
+ * Creates an engine: keyed machine instances folded by their pure transitions, every accepted
+ * event appended as a rune to a durable store, state and runes multicast to subscribers.
+ *
+ * 1. `dispatch` validates the event with the machine's zod schema, applies the transition, and
+ *    queues the rune. Dispatches that arrive in the same tick are appended in one batch; each
+ *    resolves only once its batch is durable. A rejection appends nothing and says why.
+ * 2. Subscribers see only durable states and runes: `state$` and `runes$` publish after the commit.
+ * 3. An instance not in memory is hydrated from the store on its next dispatch or subscription:
+ *    from its newest snapshot, then folding the runes after it.
+ *
+ * ## Example
+ * ```ts
+ * import { createEngine } from 'runestream';
+ * const engine = createEngine();
+ * await engine.spawn('chat-1', 'chat-actor');
+ * engine.state$('chat-1').subscribe((s) => console.log(s));
+ * await engine.dispatch('chat-1', { type: 'Pause', reason: 'lunch' });
+ * // Logs: { value: 'idle' }, then { value: 'paused', reason: 'lunch' }
+ * await engine.close();
+ * ```
+ */
+export function createEngine(options: EngineOptions = {}): Engine {
+  const {
+    store = memoryStore(),
+    scheduler = asyncScheduler,
+    machines = builtInMachines as Readonly<Record<string, AnyMachine>>,
+    snapshotEvery = 1000,
+    retention = () => 'all' as const,
+  } = options;
+  if (!Number.isInteger(snapshotEvery) || snapshotEvery < 0) {
+    throw new TypeError(`createEngine: "snapshotEvery" must be a non-negative integer, got ${String(snapshotEvery)}`);
+  }
+
+  const instances = new Map<string, Instance>();
+  /** Hydrations and spawns in progress, so two callers never build the same instance twice. */
+  const loading = new Map<string, Promise<Instance | undefined>>();
+  const liveStates = new Map<string, Subject<{ seq: number; state: unknown }>>();
+  const errors = new Subject<EngineError>();
+  const liveRunes = new Map<string, Subject<Rune>>();
+  const allRunes = new Subject<Rune>();
+  let pending: PendingRune[] = [];
+  let flushing: Promise<void> | undefined;
+  let closed = false;
+
+  // --- the write path: batch, append, then publish ---------------------------------------------
+
+  const enqueue = (instance: Instance, rune: Rune, state: unknown): Promise<DispatchResult> =>
+    new Promise((resolve, reject) => {
+      pending.push({ instance, rune, state, resolve, reject });
+      if (flushing === undefined) flushing = flushSoon();
+    });
+
+  /** Appends batches until none is pending: one append in flight at a time keeps each stream in order. */
+  const flushSoon = async (): Promise<void> => {
+    await Promise.resolve(); // let the dispatches of this tick join the batch
+    try {
+      while (pending.length > 0) {
+        const batch = pending;
+        pending = [];
+        try {
+          await store.append(batch.map((p) => p.rune));
+        } catch (error) {
+          fail(batch, error);
+          continue;
+        }
+        for (const p of batch) publish(p);
+        for (const p of batch) p.resolve({ accepted: true, rune: p.rune });
+        await snapshotDue(batch);
+        for (const { instance } of batch) {
+          if (instance.releasing && instance.durableSeq === instance.seq && instances.get(instance.stream) === instance) {
+            instances.delete(instance.stream);
+          }
+        }
+      }
+    } finally {
+      flushing = undefined;
+    }
+  };
+
+  /**
+   * A batch the store refused: nothing of it is durable, so its dispatches fail, and so do the
+   * queued ones of the same streams (built on it). Those instances leave memory: the next use
+   * hydrates them from what the store really holds.
+   */
+  const fail = (batch: readonly PendingRune[], error: unknown): void => {
+    const streams = new Set(batch.map((p) => p.rune.stream));
+    const dependent = pending.filter((p) => streams.has(p.rune.stream));
+    pending = pending.filter((p) => !streams.has(p.rune.stream));
+    for (const stream of streams) instances.delete(stream);
+    for (const p of [...batch, ...dependent]) p.reject(error);
+  };
+
+  const publish = ({ instance, rune, state }: PendingRune): void => {
+    instance.durableState = state;
+    instance.durableSeq = rune.seq;
+    instance.sinceSnapshot++;
+    liveStates.get(rune.stream)?.next({ seq: rune.seq, state });
+    liveRunes.get(rune.stream)?.next(rune);
+    allRunes.next(rune);
+  };
+
+  const snapshotDue = async (batch: readonly PendingRune[]): Promise<void> => {
+    if (snapshotEvery === 0) return;
+    for (const { instance } of batch) {
+      if (instance.sinceSnapshot < snapshotEvery || instances.get(instance.stream) !== instance) continue;
+      instance.sinceSnapshot = 0;
+      const { stream, durableSeq: seq, durableState: state } = instance;
+      try {
+        await store.saveSnapshot({ stream, seq, state });
+        if (retention(stream, instance.machine.id) === 'snapshot') await store.prune(stream, seq);
+      } catch (error) {
+        errors.next({ type: 'snapshot_failed', stream, error }); // the runes are durable: hydration folds them
+      }
+    }
+  };
+
+  // --- instances: spawn and hydration ------------------------------------------------------------
+
+  /** The instance of `stream`, hydrated from the store if it is not in memory; undefined if unknown. */
+  const load = (stream: string): Instance | Promise<Instance | undefined> => {
+    const instance = instances.get(stream);
+    if (instance !== undefined) return instance;
+    let loadingNow = loading.get(stream);
+    if (loadingNow === undefined) {
+      loadingNow = hydrate(stream).finally(() => loading.delete(stream));
+      loading.set(stream, loadingNow);
+    }
+    return loadingNow;
+  };
+
+  const hydrate = async (stream: string): Promise<Instance | undefined> => {
+    const head = await store.head(stream);
+    if (head === undefined) return undefined;
+    const machine = machines[head.machine];
+    if (machine === undefined) {
+      throw new Error(`stream "${stream}" was spawned as machine "${head.machine}", which this engine does not host`);
+    }
+    const snapshot = await store.latestSnapshot(stream);
+    let state = snapshot?.state;
+    let seq = snapshot?.seq ?? 0;
+    for (;;) {
+      const runes = await store.read(stream, seq, 10_000);
+      if (runes.length === 0) break;
+      for (const rune of runes) {
+        state = rune.seq === 1 ? machine.initial((rune.event as { input?: unknown }).input) : machine.transition(state, rune.event as EventObject);
+        seq = rune.seq;
+      }
+    }
+    if (seq !== head.seq) throw new Error(`stream "${stream}": the store's head is seq ${head.seq} but its runes end at ${seq}`);
+    const instance: Instance = { stream, machine, state, seq, durableState: state, durableSeq: seq, sinceSnapshot: 0, releasing: false };
+    instances.set(stream, instance);
+    return instance;
+  };
+
+  const spawn = async (stream: string, machineOrId: string | AnyMachine, input?: unknown): Promise<DispatchResult> => {
+    if (closed) return rejected('closed', 'the engine is closed');
+    const machine = typeof machineOrId === 'string' ? machines[machineOrId] : machineOrId;
+    if (machine === undefined) {
+      return rejected('unknown_machine', `unknown machine "${String(machineOrId)}"; this engine hosts: ${Object.keys(machines).join(', ')}`);
+    }
+    const parsed = machine.schemas.input.safeParse(input);
+    if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.error.issues)}`);
+    if (typeof stream !== 'string' || stream.length === 0) return rejected('unknown_stream', 'a stream id must be a non-empty string');
+    if (instances.has(stream) || loading.has(stream)) return rejected('stream_exists', `stream "${stream}" already exists`);
+
+    // Claim the id while the store is asked, so a concurrent spawn or dispatch waits for this one;
+    // if the store has the stream already, the dispatchers get it hydrated and the spawn is refused.
+    let created: Instance | undefined;
+    const claim = (async () => {
+      if ((await store.head(stream)) !== undefined) return hydrate(stream);
+      const state = machine.initial(parsed.data);
+      created = { stream, machine, state, seq: 1, durableState: undefined, durableSeq: 0, sinceSnapshot: 0, releasing: false };
+      instances.set(stream, created);
+      return created;
+    })().finally(() => loading.delete(stream));
+    loading.set(stream, claim);
+    await claim;
+    if (created === undefined) return rejected('stream_exists', `stream "${stream}" already exists`);
+    const instance = created;
+    const rune: Rune = {
+      stream,
+      seq: 1,
+      machine: machine.id,
+      kind: machine.spawnKind,
+      event: { type: SPAWN_EVENT_TYPE, input: parsed.data },
+      ...(valueOf(instance.state) === undefined ? {} : { to: valueOf(instance.state) }),
+      at: scheduler.now(),
+    };
+    return enqueue(instance, rune, instance.state);
+  };
+
+  // --- dispatch ---------------------------------------------------------------------------------
+
+  const apply = (instance: Instance, value: unknown): Promise<DispatchResult> => {
+    const { machine } = instance;
+    const check = validateEvent(machine, value);
+    if (!check.ok) return Promise.resolve(rejected(check.code, check.reason));
+    const from = instance.state;
+    const step = machine.step(from, check.event);
+    if (!step.accepted) return Promise.resolve(rejected(step.code, step.reason));
+    instance.state = step.state;
+    const seq = ++instance.seq;
+    const fromValue = valueOf(from);
+    const toValue = valueOf(step.state);
+    const rune: Rune = {
+      stream: instance.stream,
+      seq,
+      machine: machine.id,
+      kind: step.kind,
+      event: check.event as Rune['event'],
+      ...(fromValue === undefined ? {} : { from: fromValue }),
+      ...(toValue === undefined ? {} : { to: toValue }),
+      at: scheduler.now(),
+    };
+    return enqueue(instance, rune, step.state);
+  };
+
+  const dispatch = (stream: string, event: unknown): Promise<DispatchResult> => {
+    if (closed) return Promise.resolve(rejected('closed', 'the engine is closed'));
+    const loaded = load(stream);
+    if (!(loaded instanceof Promise)) return apply(loaded, event);
+    return loaded.then((instance) =>
+      instance === undefined ? rejected('unknown_stream', `unknown stream "${stream}"`) : apply(instance, event),
+    );
+  };
+
+  // --- reading: state$ and runes$ ---------------------------------------------------------------
+
+  /** The subject of a stream's live values, created on first subscriber and dropped after the last. */
+  const live = <T>(map: Map<string, Subject<T>>, stream: string, subscriber: (value: T) => void): (() => void) => {
+    let subject = map.get(stream);
+    if (subject === undefined) map.set(stream, (subject = new Subject<T>()));
+    const subscription = subject.subscribe(subscriber);
+    return () => {
+      subscription.unsubscribe();
+      if (!subject.observed && map.get(stream) === subject) map.delete(stream);
+    };
+  };
+
+  const state$ = <S>(stream: string): Observable<S> =>
+    new Observable<S>((subscriber) => {
+      // The seq of the last state emitted: each durable state is emitted once, in order.
+      let seen = 0;
+      const emit = (seq: number, state: unknown): void => {
+        if (seq <= seen) return;
+        seen = seq;
+        subscriber.next(state as S);
+      };
+      // Subscribed before loading, so a state published meanwhile is not missed.
+      const stop = live(liveStates, stream, ({ seq, state }) => emit(seq, state));
+      Promise.resolve(load(stream)).then(
+        (loaded) => {
+          if (loaded === undefined) subscriber.error(new Error(`unknown stream "${stream}"`));
+          else emit(loaded.durableSeq, loaded.durableState); // durableSeq 0: a spawn not yet durable
+        },
+        (error: unknown) => subscriber.error(error),
+      );
+      return stop;
+    });
+
+  function runes$(): Observable<Rune>;
+  function runes$(stream: string, options?: RunesOptions): Observable<Rune>;
+  function runes$(stream?: string, options: RunesOptions = {}): Observable<Rune> {
+    if (stream === undefined) return allRunes.asObservable();
+    return new Observable<Rune>((subscriber) => {
+      let last = options.afterSeq ?? 0;
+      let replaying = true;
+      const buffered: Rune[] = [];
+      const emit = (rune: Rune): void => {
+        if (rune.seq <= last) return; // read from the store and also heard live: once is enough
+        if (rune.seq !== last + 1) {
+          subscriber.error(new Error(`stream "${stream}": runes ${last + 1}..${rune.seq - 1} are not in the store (pruned by retention)`));
+          return;
+        }
+        last = rune.seq;
+        subscriber.next(rune);
+      };
+      // Live first, then the store: whatever commits in between is in one or the other, or both.
+      const stop = live(liveRunes, stream, (rune) => (replaying ? buffered.push(rune) : emit(rune)));
+      (async () => {
+        for (;;) {
+          const page = await store.read(stream, last, 1000);
+          if (page.length === 0 || subscriber.closed) break;
+          for (const rune of page) emit(rune);
+        }
+        replaying = false;
+        for (const rune of buffered) emit(rune);
+        buffered.length = 0;
+      })().catch((error: unknown) => subscriber.error(error));
+      return stop;
+    });
+  }
+
+  return {
+    spawn,
+    dispatch,
+    state$,
+    runes$,
+    release: (stream) => {
+      const instance = instances.get(stream);
+      if (instance === undefined) return;
+      if (instance.durableSeq === instance.seq) instances.delete(stream);
+      else instance.releasing = true; // its runes are still being appended
+    },
+    errors$: errors.asObservable(),
+    get size() {
+      return instances.size;
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      while (flushing !== undefined) await flushing;
+      allRunes.complete();
+      errors.complete();
+      for (const subject of liveStates.values()) subject.complete();
+      for (const subject of liveRunes.values()) subject.complete();
+      await store.close();
+    },
+  };
+}

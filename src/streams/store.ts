@@ -1,0 +1,95 @@
+import type { Rune } from '../reducers/rune.js';
+
+/** What a store knows of a stream without reading its runes: its machine and its last seq. */
+export interface StreamHead {
+  readonly stream: string;
+  /** The id of the machine the stream was spawned with. */
+  readonly machine: string;
+  /** The seq of the stream's last rune (its rune count, pruned runes included). */
+  readonly seq: number;
+}
+
+/** A state folded from a stream's runes `1..seq`: hydration starts here and folds the rest. */
+export interface Snapshot {
+  readonly stream: string;
+  readonly seq: number;
+  readonly state: unknown;
+}
+
+/**
+ * Where runes live. The engine is the only writer of its streams within a process; the store is
+ * what makes the log durable and keeps it honest.
+ *
+ * `append` is the one write path and it is all-or-nothing: a batch of runes of any streams is
+ * committed in one transaction, or not at all. The store itself enforces each stream's gapless
+ * seq: a stream's runes in a batch must continue its head without gap (`seq` 1 is the spawn, which
+ * creates the stream and records its machine), or the whole batch is refused with a
+ * {@link StoreConflictError}. An accepted dispatch is acknowledged only after its batch's `append`
+ * resolved.
+ *
+ * Several writer processes (a PostgreSQL store behind several servers) fit the same contract: the
+ * expected seq of every stream in a batch is `first rune's seq - 1`, so the store checks it the
+ * way PostgreSQL does with `UPDATE streams SET seq = seq + n WHERE stream = $1 AND seq = $expected`
+ * (0 rows: another writer got there first). The engine then drops the stream from memory, folds
+ * the newer runes from the store, and re-applies the refused events against that state.
+ */
+export interface RuneStore {
+  /** Commits a batch atomically. Rejects with {@link StoreConflictError} when a seq does not continue its stream. */
+  append(runes: readonly Rune[]): Promise<void>;
+  /** The stream's machine and last seq, or `undefined` for a stream never spawned. */
+  head(stream: string): Promise<StreamHead | undefined>;
+  /** The stream's runes with `seq > afterSeq`, in seq order, at most `limit` of them. */
+  read(stream: string, afterSeq?: number, limit?: number): Promise<Rune[]>;
+  /** The stream's newest snapshot, if any. */
+  latestSnapshot(stream: string): Promise<Snapshot | undefined>;
+  /** Stores a snapshot (replacing any older one of the stream). Its runes must already be durable. */
+  saveSnapshot(snapshot: Snapshot): Promise<void>;
+  /**
+   * Deletes the stream's runes with `seq <= throughSeq` (retention). Only runes a snapshot covers
+   * may go: the store refuses to prune past the newest snapshot. Resolves to the number deleted.
+   */
+  prune(stream: string, throughSeq: number): Promise<number>;
+  /** Flushes and releases the store. Further calls reject. */
+  close(): Promise<void>;
+}
+
+/** Stable codes of store errors, safe to branch on. */
+export type StoreErrorCode = 'seq_conflict' | 'unknown_stream' | 'prune_past_snapshot' | 'closed' | 'invalid_file';
+
+/** A store refused an operation; nothing of it was written. */
+export class StoreError extends Error {
+  override readonly name: string = 'StoreError';
+  constructor(
+    readonly code: StoreErrorCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A batch whose seq does not continue its stream: another writer appended first, or a bug. */
+export class StoreConflictError extends StoreError {
+  override readonly name = 'StoreConflictError';
+  constructor(
+    readonly stream: string,
+    readonly expectedSeq: number,
+    readonly gotSeq: number,
+  ) {
+    super('seq_conflict', `stream "${stream}": expected seq ${expectedSeq}, got ${gotSeq}; nothing of the batch was written`);
+  }
+}
+
+/**
+ * Checks that a batch continues each stream's head without gap; returns the batch's last seq per
+ * stream. `headOf` gives the current last seq (0 for a new stream). Shared by every store, so all
+ * of them refuse exactly the same batches.
+ */
+export function checkBatch(runes: readonly Rune[], headOf: (stream: string) => number): Map<string, number> {
+  const next = new Map<string, number>();
+  for (const rune of runes) {
+    const last = next.get(rune.stream) ?? headOf(rune.stream);
+    if (rune.seq !== last + 1) throw new StoreConflictError(rune.stream, last + 1, rune.seq);
+    next.set(rune.stream, rune.seq);
+  }
+  return next;
+}

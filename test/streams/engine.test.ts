@@ -1,0 +1,254 @@
+import { VirtualTimeScheduler, filter, firstValueFrom, take, toArray } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { chatActor, type ChatActorState, type Rune } from '../../src/index.js';
+import { createEngine, memoryStore, type RuneStore } from '../../src/streams/index.js';
+
+const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
+const interact = { type: 'ProcessInteraction', userId } as const;
+const complete = { type: 'InteractionComplete', success: true } as const;
+
+/** A store that records every append, and whose appends can be held back and released. */
+function recordingStore(inner: RuneStore = memoryStore()) {
+  const appends: Rune[][] = [];
+  let gate: Promise<void> = Promise.resolve();
+  let failNext: Error | undefined;
+  const store: RuneStore = {
+    ...inner,
+    append: async (runes) => {
+      appends.push([...runes]);
+      await gate;
+      if (failNext) {
+        const error = failNext;
+        failNext = undefined;
+        throw error;
+      }
+      return inner.append(runes);
+    },
+    close: async () => {}, // shared between engines in a test: closing one must not close it
+  };
+  return {
+    store,
+    inner,
+    appends,
+    hold: () => {
+      let release!: () => void;
+      gate = new Promise((r) => (release = r));
+      return () => {
+        gate = Promise.resolve();
+        release();
+      };
+    },
+    failNextAppend: (error: Error) => (failNext = error),
+  };
+}
+
+const settle = () => new Promise((r) => setImmediate(r));
+
+describe('engine: spawn and dispatch', () => {
+  it('spawns a stream with its first rune and applies events as runes with gapless seq', async () => {
+    const engine = createEngine({ scheduler: new VirtualTimeScheduler() });
+    const spawned = await engine.spawn('chat-1', 'chat-actor');
+    expect(spawned).toEqual({
+      accepted: true,
+      rune: { stream: 'chat-1', seq: 1, machine: 'chat-actor', kind: 'spawned', event: { type: 'spawn' }, to: 'idle', at: 0 },
+    });
+    const result = await engine.dispatch('chat-1', interact);
+    expect(result).toEqual({
+      accepted: true,
+      rune: { stream: 'chat-1', seq: 2, machine: 'chat-actor', kind: 'ProcessInteraction', event: interact, from: 'idle', to: 'running', at: 0 },
+    });
+    expect(await engine.dispatch('chat-1', complete)).toMatchObject({ accepted: true, rune: { seq: 3, to: 'idle' } });
+    await engine.close();
+  });
+
+  it('spawns by machine as well as by id, validating the input', async () => {
+    const engine = createEngine();
+    expect(await engine.spawn('b1', 'circuit-breaker', { failureThreshold: 2, successThreshold: 1, openTimeoutMs: 10 })).toMatchObject({
+      accepted: true,
+      rune: { kind: 'spawned', event: { type: 'spawn', input: { failureThreshold: 2, successThreshold: 1, openTimeoutMs: 10 } } },
+    });
+    expect(await engine.spawn('b2', 'circuit-breaker', { failureThreshold: 0 })).toMatchObject({
+      accepted: false,
+      code: 'invalid_input',
+    });
+    expect(await engine.spawn('c1', chatActor)).toMatchObject({ accepted: true });
+    await engine.close();
+  });
+
+  it('rejects with a reason and appends nothing: unknown stream, second spawn, schema miss, not allowed, unknown machine', async () => {
+    const recorder = recordingStore();
+    const engine = createEngine({ store: recorder.store });
+    await engine.spawn('chat-1', 'chat-actor');
+    const appendsBefore = recorder.appends.length;
+    expect(await engine.dispatch('nobody', interact)).toEqual({ accepted: false, code: 'unknown_stream', reason: 'unknown stream "nobody"' });
+    expect(await engine.spawn('chat-1', 'chat-actor')).toEqual({ accepted: false, code: 'stream_exists', reason: 'stream "chat-1" already exists' });
+    expect(await engine.dispatch('chat-1', { type: 'ProcessInteraction', userId: 'nope' })).toEqual({
+      accepted: false,
+      code: 'invalid_event',
+      reason: 'invalid "ProcessInteraction" event: userId: Invalid UUID',
+    });
+    expect(await engine.dispatch('chat-1', { type: 'Explode' })).toMatchObject({ accepted: false, code: 'unknown_event' });
+    expect(await engine.dispatch('chat-1', 'not an event')).toMatchObject({ accepted: false, code: 'invalid_event' });
+    expect(await engine.dispatch('chat-1', complete)).toEqual({
+      accepted: false,
+      code: 'not_allowed',
+      reason: 'event "InteractionComplete" is not allowed in state "idle"',
+    });
+    expect(await engine.spawn('x', 'no-such-machine')).toMatchObject({ accepted: false, code: 'unknown_machine' });
+    expect(recorder.appends.length).toBe(appendsBefore);
+    expect(await recorder.inner.read('chat-1')).toHaveLength(1);
+    await engine.close();
+  });
+
+  it('refuses the second of two concurrent spawns of one stream', async () => {
+    const engine = createEngine();
+    const results = await Promise.all([engine.spawn('s', 'chat-actor'), engine.spawn('s', 'chat-actor')]);
+    expect(results.map((r) => r.accepted).sort()).toEqual([false, true]);
+    await engine.close();
+  });
+
+  it('refuses a terminal state\'s events with "terminal state"', async () => {
+    const engine = createEngine();
+    await engine.spawn('s', 'chat-actor');
+    await engine.dispatch('s', { type: 'Cancel', reason: 'user' });
+    expect(await engine.dispatch('s', { type: 'Ping' })).toEqual({ accepted: false, code: 'terminal_state', reason: 'terminal state' });
+    await engine.close();
+  });
+});
+
+describe('engine: durability first', () => {
+  it('commits the dispatches of one tick in one append, and resolves none before it is durable', async () => {
+    const recorder = recordingStore();
+    const engine = createEngine({ store: recorder.store });
+    await engine.spawn('a', 'chat-actor');
+    await engine.spawn('b', 'chat-actor');
+    const states: string[] = [];
+    engine.state$<ChatActorState>('a').subscribe((s) => states.push(s.value));
+    await settle();
+    expect(states).toEqual(['idle']);
+
+    const release = recorder.hold();
+    let resolved = 0;
+    const results = [engine.dispatch('a', interact), engine.dispatch('b', interact), engine.dispatch('a', complete)];
+    for (const r of results) void r.then(() => resolved++);
+    await settle();
+    expect(resolved).toBe(0); // held in the store
+    expect(states).toEqual(['idle']); // subscribers see durable states only
+    release();
+    await Promise.all(results);
+    expect(recorder.appends.at(-1)!.map((r) => `${r.stream}:${r.seq}`)).toEqual(['a:2', 'b:2', 'a:3']);
+    expect(states).toEqual(['idle', 'running', 'idle']);
+    await engine.close();
+  });
+
+  it('fails the dispatches of a batch the store refused, and rebuilds the stream from the store', async () => {
+    const recorder = recordingStore();
+    const engine = createEngine({ store: recorder.store });
+    await engine.spawn('a', 'chat-actor');
+    recorder.failNextAppend(new Error('disk full'));
+    await expect(engine.dispatch('a', interact)).rejects.toThrow('disk full');
+    // Nothing of it is durable, and the engine's idea of the stream is what the store holds.
+    expect(await recorder.inner.read('a')).toHaveLength(1);
+    expect(await engine.dispatch('a', interact)).toMatchObject({ accepted: true, rune: { seq: 2, from: 'idle', to: 'running' } });
+    await engine.close();
+  });
+});
+
+describe('engine: hydration, snapshots and retention', () => {
+  it('hydrates a stream that is not in memory, on dispatch and on subscription', async () => {
+    const recorder = recordingStore();
+    const first = createEngine({ store: recorder.store });
+    await first.spawn('a', 'chat-actor');
+    await first.dispatch('a', interact);
+    await first.close();
+
+    const second = createEngine({ store: recorder.store });
+    expect(second.size).toBe(0);
+    expect(await firstValueFrom(second.state$<ChatActorState>('a'))).toEqual({ value: 'running', userId });
+    expect(await second.dispatch('a', complete)).toMatchObject({ accepted: true, rune: { seq: 3, from: 'running', to: 'idle' } });
+    await second.close();
+  });
+
+  it('releases an instance from memory; the next dispatch respawns it from the log', async () => {
+    const engine = createEngine();
+    await engine.spawn('a', 'chat-actor');
+    await engine.dispatch('a', interact);
+    engine.release('a');
+    expect(engine.size).toBe(0);
+    expect(await engine.dispatch('a', complete)).toMatchObject({ accepted: true, rune: { seq: 3, from: 'running', to: 'idle' } });
+    expect(engine.size).toBe(1);
+    await engine.close();
+  });
+
+  it('saves a snapshot every N runes and hydrates from it', async () => {
+    const recorder = recordingStore();
+    const engine = createEngine({ store: recorder.store, snapshotEvery: 3 });
+    await engine.spawn('a', 'chat-actor');
+    for (let i = 0; i < 3; i++) {
+      await engine.dispatch('a', interact);
+      await engine.dispatch('a', complete);
+    }
+    expect(await recorder.inner.latestSnapshot('a')).toEqual({ stream: 'a', seq: 6, state: { value: 'running', userId } });
+
+    const reads: number[] = [];
+    const spying: RuneStore = { ...recorder.store, read: (stream, after, limit) => (reads.push(after ?? 0), recorder.inner.read(stream, after, limit)) };
+    const second = createEngine({ store: spying });
+    expect(await firstValueFrom(second.state$<ChatActorState>('a'))).toEqual({ value: 'idle', userId });
+    expect(reads[0]).toBe(6); // from the snapshot, not from seq 0
+    await second.close();
+  });
+
+  it("prunes what a snapshot covers for streams whose retention says so, and keeps the head", async () => {
+    const store = memoryStore();
+    const engine = createEngine({ store, snapshotEvery: 2, retention: (stream) => (stream.startsWith('tmp-') ? 'snapshot' : 'all') });
+    for (const s of ['tmp-1', 'keep-1']) {
+      await engine.spawn(s, 'chat-actor');
+      await engine.dispatch(s, interact);
+      await engine.dispatch(s, complete);
+    }
+    expect((await store.read('tmp-1')).map((r) => r.seq)).toEqual([3]);
+    expect((await store.read('keep-1')).map((r) => r.seq)).toEqual([1, 2, 3]);
+    engine.release('tmp-1');
+    expect(await engine.dispatch('tmp-1', interact)).toMatchObject({ accepted: true, rune: { seq: 4 } });
+    await engine.close();
+  });
+});
+
+describe('engine: runes$', () => {
+  it('replays the stored runes after afterSeq, then the live ones, with no gap and no duplicate', async () => {
+    const engine = createEngine();
+    await engine.spawn('a', 'chat-actor');
+    const total = 400;
+    // Dispatches keep coming while the subscriber joins in the middle.
+    const writer = (async () => {
+      for (let i = 0; i < total; i++) await engine.dispatch('a', i % 2 === 0 ? interact : complete);
+    })();
+    // Join once seq 50 is durable: runes 6..50 come from the store while 51.. arrive live.
+    await firstValueFrom(engine.runes$().pipe(filter((r) => r.seq >= 50)));
+    const seen = firstValueFrom(engine.runes$('a', { afterSeq: 5 }).pipe(take(total + 1 - 5), toArray()));
+    await writer;
+    const seqs = (await seen).map((r) => r.seq);
+    expect(seqs).toEqual(Array.from({ length: total + 1 - 5 }, (_, i) => 6 + i));
+    await engine.close();
+  });
+
+  it('runes$() carries every live rune of every stream, from subscription on', async () => {
+    const engine = createEngine();
+    await engine.spawn('a', 'chat-actor');
+    const all: string[] = [];
+    engine.runes$().subscribe((r) => all.push(`${r.stream}:${r.kind}`));
+    await engine.spawn('b', 'chat-actor');
+    await engine.dispatch('a', interact);
+    await engine.dispatch('b', { type: 'Pause' });
+    expect(all).toEqual(['b:spawned', 'a:ProcessInteraction', 'b:Pause']);
+    await engine.close();
+  });
+
+  it('errors a subscription to an unknown stream, and refuses everything once closed', async () => {
+    const engine = createEngine();
+    await expect(firstValueFrom(engine.state$('nobody'))).rejects.toThrow('unknown stream "nobody"');
+    await engine.close();
+    expect(await engine.dispatch('a', interact)).toMatchObject({ accepted: false, code: 'closed' });
+    expect(await engine.spawn('a', 'chat-actor')).toMatchObject({ accepted: false, code: 'closed' });
+  });
+});

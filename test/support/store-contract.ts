@@ -1,0 +1,104 @@
+import { describe, expect, it } from 'vitest';
+import type { Rune } from '../../src/index.js';
+import { StoreConflictError, StoreError, type RuneStore } from '../../src/streams/store.js';
+
+/** A rune of stream `stream` at `seq`: a spawn at seq 1, a `tick` after. */
+export const runeOf = (stream: string, seq: number, machine = 'counter'): Rune =>
+  seq === 1
+    ? { stream, seq, machine, kind: 'spawned', event: { type: 'spawn', input: { n: seq } }, to: 'idle', at: seq }
+    : { stream, seq, machine, kind: 'tick', event: { type: 'tick', n: seq, text: `é✓ "quoted" ${seq}` }, from: 'idle', to: 'idle', at: seq * 10 };
+
+/** `count` runes of `stream` from `from`. */
+export const runesOf = (stream: string, from: number, count: number): Rune[] =>
+  Array.from({ length: count }, (_, i) => runeOf(stream, from + i));
+
+/**
+ * The contract every RuneStore keeps, run against each store with a factory that gives a fresh,
+ * empty store. The SQLite store runs it on a real file, the memory store in memory.
+ */
+export function describeStoreContract(name: string, makeStore: () => Promise<RuneStore> | RuneStore): void {
+  describe(`${name}: the RuneStore contract`, () => {
+    it('appends, then reads back exactly what was written, in seq order', async () => {
+      const store = await makeStore();
+      await store.append([...runesOf('a', 1, 3), ...runesOf('b', 1, 2)]);
+      await store.append(runesOf('a', 4, 2));
+      expect(await store.read('a')).toEqual(runesOf('a', 1, 5));
+      expect(await store.read('b')).toEqual(runesOf('b', 1, 2));
+      expect(await store.read('a', 3)).toEqual(runesOf('a', 4, 2));
+      expect(await store.read('a', 1, 2)).toEqual(runesOf('a', 2, 2));
+      expect(await store.read('nobody')).toEqual([]);
+      await store.close();
+    });
+
+    it('remembers each stream\'s machine and last seq', async () => {
+      const store = await makeStore();
+      await store.append([runeOf('a', 1, 'chat-actor'), runeOf('a', 2, 'chat-actor')]);
+      expect(await store.head('a')).toEqual({ stream: 'a', machine: 'chat-actor', seq: 2 });
+      expect(await store.head('nobody')).toBeUndefined();
+      await store.close();
+    });
+
+    it('refuses a batch that does not continue a stream without gap, and writes nothing of it', async () => {
+      const store = await makeStore();
+      await store.append(runesOf('a', 1, 2));
+      const cases: Rune[][] = [
+        [runeOf('a', 4)], // gap
+        [runeOf('a', 2)], // seq taken: another writer got there first
+        [runeOf('b', 2)], // a stream must start with its spawn
+        [...runesOf('c', 1, 2), runeOf('a', 3), runeOf('a', 3)], // a duplicate inside one batch
+        [runeOf('c', 1), runeOf('a', 5)], // good runes of another stream do not get through either
+      ];
+      for (const batch of cases) {
+        const error = await store.append(batch).then(() => undefined, (e: unknown) => e);
+        expect(error).toBeInstanceOf(StoreConflictError);
+        expect(error).toMatchObject({ code: 'seq_conflict' });
+      }
+      expect(await store.read('a')).toEqual(runesOf('a', 1, 2));
+      expect(await store.head('c')).toBeUndefined();
+      expect(await store.head('b')).toBeUndefined();
+      await store.close();
+    });
+
+    it('names the stream and the seqs in a conflict', async () => {
+      const store = await makeStore();
+      await store.append(runesOf('a', 1, 2));
+      await expect(store.append([runeOf('a', 7)])).rejects.toThrow('stream "a": expected seq 3, got 7; nothing of the batch was written');
+      await store.close();
+    });
+
+    it('keeps the newest snapshot and prunes only what a snapshot covers', async () => {
+      const store = await makeStore();
+      await store.append(runesOf('a', 1, 10));
+      expect(await store.latestSnapshot('a')).toBeUndefined();
+      await store.saveSnapshot({ stream: 'a', seq: 4, state: { n: 4 } });
+      await store.saveSnapshot({ stream: 'a', seq: 8, state: { n: 8, nested: { list: [1, 'two'] } } });
+      await store.saveSnapshot({ stream: 'a', seq: 6, state: { n: 6 } }); // older: ignored
+      expect(await store.latestSnapshot('a')).toEqual({ stream: 'a', seq: 8, state: { n: 8, nested: { list: [1, 'two'] } } });
+
+      await expect(store.prune('a', 9)).rejects.toMatchObject({ code: 'prune_past_snapshot' });
+      expect(await store.prune('a', 8)).toBe(8);
+      expect(await store.read('a')).toEqual(runesOf('a', 9, 2));
+      expect(await store.read('a', 3)).toEqual(runesOf('a', 9, 2));
+      expect(await store.head('a')).toEqual({ stream: 'a', machine: 'counter', seq: 10 }); // pruning keeps the head
+      expect(await store.prune('a', 8)).toBe(0);
+      await store.append([runeOf('a', 11)]);
+      expect((await store.read('a')).map((r) => r.seq)).toEqual([9, 10, 11]);
+      await store.close();
+    });
+
+    it('refuses a snapshot past the stream\'s last rune', async () => {
+      const store = await makeStore();
+      await store.append(runesOf('a', 1, 2));
+      await expect(store.saveSnapshot({ stream: 'a', seq: 3, state: {} })).rejects.toBeInstanceOf(StoreError);
+      await expect(store.saveSnapshot({ stream: 'nobody', seq: 1, state: {} })).rejects.toBeInstanceOf(StoreError);
+      await store.close();
+    });
+
+    it('rejects every call once closed', async () => {
+      const store = await makeStore();
+      await store.close();
+      await expect(store.append(runesOf('a', 1, 1))).rejects.toMatchObject({ code: 'closed' });
+      await expect(store.read('a')).rejects.toMatchObject({ code: 'closed' });
+    });
+  });
+}

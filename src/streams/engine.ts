@@ -1,8 +1,9 @@
-import { Observable, Subject, asyncScheduler, type SchedulerLike } from 'rxjs';
+import { Observable, Subject, asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
 import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine.js';
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, validateEvent } from '../reducers/validate.js';
+import { runEpics, type Epic, type EpicReport } from './epic.js';
 import { memoryStore } from './memory-store.js';
 import type { RuneStore } from './store.js';
 
@@ -36,10 +37,14 @@ export interface EngineOptions {
    * prunes the runes a new snapshot covers (its history is then the snapshot). Default: `'all'`.
    */
   retention?: (stream: string, machine: string) => 'all' | 'snapshot';
+  /** Side effects: each sees the live runes and emits commands, which are dispatched. Default: none. */
+  epics?: readonly Epic<any>[];
+  /** The third argument of every epic (an LLM client, tools, ...). Default: `undefined`. */
+  deps?: unknown;
 }
 
 /** Something went wrong outside any caller's request; the engine carries on. */
-export type EngineError = { type: 'snapshot_failed'; stream: string; error: unknown };
+export type EngineError = { type: 'snapshot_failed'; stream: string; error: unknown } | EpicReport;
 
 /** Options of `runes$(stream, options)`. */
 export interface RunesOptions {
@@ -110,6 +115,9 @@ const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => 
  * 2. Subscribers see only durable states and runes: `state$` and `runes$` publish after the commit.
  * 3. An instance not in memory is hydrated from the store on its next dispatch or subscription:
  *    from its newest snapshot, then folding the runes after it.
+ * 4. Epics (see {@link runEpics}) hear every live rune, never a replayed one, and what they emit is
+ *    dispatched. A rejected command or a failing epic is reported on `errors$`; a failed epic is
+ *    resubscribed with backoff. They start on the next microtask.
  *
  * ## Example
  * ```ts
@@ -129,6 +137,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     machines = builtInMachines as Readonly<Record<string, AnyMachine>>,
     snapshotEvery = 1000,
     retention = () => 'all' as const,
+    epics = [],
+    deps,
   } = options;
   if (!Number.isInteger(snapshotEvery) || snapshotEvery < 0) {
     throw new TypeError(`createEngine: "snapshotEvery" must be a non-negative integer, got ${String(snapshotEvery)}`);
@@ -394,17 +404,34 @@ export function createEngine(options: EngineOptions = {}): Engine {
     });
   }
 
+  const release = (stream: string): void => {
+    const instance = instances.get(stream);
+    if (instance === undefined) return;
+    if (instance.durableSeq === instance.seq) instances.delete(stream);
+    else instance.releasing = true; // its runes are still being appended
+  };
+
+  // Epics start on the next microtask, so an `errors$` subscribed right after createEngine hears
+  // even an epic that fails at once.
+  let epicsRunning: Subscription | undefined;
+  queueMicrotask(() => {
+    if (closed) return;
+    epicsRunning = runEpics({
+      epics,
+      runes$: allRunes,
+      deps,
+      context: { state: <S>(stream: string) => instances.get(stream)?.durableState as S | undefined, release, scheduler },
+      dispatch: ({ stream, event }) => dispatch(stream, event),
+      report: (report) => errors.next(report),
+    });
+  });
+
   return {
     spawn,
     dispatch,
     state$,
     runes$,
-    release: (stream) => {
-      const instance = instances.get(stream);
-      if (instance === undefined) return;
-      if (instance.durableSeq === instance.seq) instances.delete(stream);
-      else instance.releasing = true; // its runes are still being appended
-    },
+    release,
     errors$: errors.asObservable(),
     get size() {
       return instances.size;
@@ -412,6 +439,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     close: async () => {
       if (closed) return;
       closed = true;
+      epicsRunning?.unsubscribe();
       while (flushing !== undefined) await flushing;
       allRunes.complete();
       errors.complete();

@@ -3,3 +3,4 @@ export * from './moorex.js';
 export * from './store.js';
 export * from './memory-store.js';
 export * from './engine.js';
+export * from './epic.js';

@@ -1,0 +1,90 @@
+import { Observable, defer, retry, timer, type SchedulerLike, type Subscription } from 'rxjs';
+import type { EventObject } from '../reducers/machine.js';
+import type { Rune } from '../reducers/rune.js';
+
+/** What an epic asks the engine to do: dispatch `event` to `stream`. */
+export interface EpicCommand {
+  readonly stream: string;
+  readonly event: EventObject;
+}
+
+/** What an epic may read and do besides emitting commands. */
+export interface EpicContext {
+  /** The durable state of a stream that is in memory, or `undefined` (not in memory, or unknown). */
+  state<S = unknown>(stream: string): S | undefined;
+  /** Releases a stream's instance from memory; the next use hydrates it from the store. */
+  release(stream: string): void;
+  /** The engine's scheduler: every timer of an epic runs on it, so tests run in virtual time. */
+  readonly scheduler: SchedulerLike;
+}
+
+/**
+ * An epic: a plain function from the live runes of every stream to commands (redux-observable's
+ * idea, with runes for actions). It never sees replayed runes, only what is appended while it runs.
+ * Test one by calling it with a hot observable of runes and a context; no engine needed.
+ */
+export type Epic<Deps = unknown> = (runes$: Observable<Rune>, context: EpicContext, deps: Deps) => Observable<EpicCommand>;
+
+/** What happened to an epic or to a command it emitted. */
+export type EpicReport =
+  | { type: 'epic_failed'; epic: string; error: unknown; retryInMs: number }
+  | { type: 'command_rejected'; epic: string; command: EpicCommand; code: string; reason: string }
+  | { type: 'command_failed'; epic: string; command: EpicCommand; error: unknown };
+
+/** Options of {@link runEpics}. */
+export interface RunEpicsOptions<Deps> {
+  readonly epics: readonly Epic<Deps>[];
+  readonly runes$: Observable<Rune>;
+  readonly context: EpicContext;
+  readonly deps: Deps;
+  /** Dispatches one command; resolves to whether it was accepted. */
+  readonly dispatch: (command: EpicCommand) => Promise<{ accepted: true } | { accepted: false; code: string; reason: string }>;
+  readonly report: (report: EpicReport) => void;
+  /** First delay before resubscribing a failed epic; it doubles per consecutive failure. Default 1000 ms. */
+  readonly retryBaseMs?: number;
+  /** Longest delay between resubscriptions. Default 30,000 ms. */
+  readonly retryMaxMs?: number;
+}
+
+/** The name an epic is reported under: its function name, else its position. */
+export const epicName = (epic: Epic<never>, index: number): string => epic.name || `epic #${index + 1}`;
+
+/**
+ * Runs epics against the live runes and dispatches what they emit.
+ *
+ * 1. Each epic is subscribed once; what it emits is dispatched; a rejected command is reported
+ *    (`command_rejected`), never thrown.
+ * 2. An epic that errors (or throws when called) is reported (`epic_failed`) and resubscribed after
+ *    a backoff on the context's scheduler: `retryBaseMs`, doubling, at most `retryMaxMs`. It never
+ *    stops another epic or the engine.
+ * 3. An epic that completes is done. Unsubscribing the returned subscription stops them all.
+ */
+export function runEpics<Deps>(options: RunEpicsOptions<Deps>): Subscription {
+  const { epics, runes$, context, deps, dispatch, report, retryBaseMs = 1000, retryMaxMs = 30_000 } = options;
+  const all = new Observable<never>((subscriber) => {
+    epics.forEach((epic, index) => {
+      const name = epicName(epic as Epic<never>, index);
+      const commands$ = defer(() => epic(runes$, context, deps)).pipe(
+        retry({
+          delay: (error: unknown, attempt: number) => {
+            const retryInMs = Math.min(retryMaxMs, retryBaseMs * 2 ** (attempt - 1));
+            report({ type: 'epic_failed', epic: name, error, retryInMs });
+            return timer(retryInMs, context.scheduler);
+          },
+          resetOnSuccess: true,
+        }),
+      );
+      subscriber.add(
+        commands$.subscribe((command) => {
+          dispatch(command).then(
+            (result) => {
+              if (!result.accepted) report({ type: 'command_rejected', epic: name, command, code: result.code, reason: result.reason });
+            },
+            (error: unknown) => report({ type: 'command_failed', epic: name, command, error }),
+          );
+        }),
+      );
+    });
+  });
+  return all.subscribe();
+}

@@ -5,7 +5,8 @@ import type { Rune } from '../reducers/rune.js';
 /** What an epic asks the engine to do: dispatch `event` to `stream`. */
 export interface EpicCommand {
   readonly stream: string;
-  readonly event: EventObject;
+  /** Any event object; the engine validates it against the stream's machine. */
+  readonly event: EventObject & Readonly<Record<string, unknown>>;
 }
 
 /** What an epic may read and do besides emitting commands. */

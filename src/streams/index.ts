@@ -4,3 +4,4 @@ export * from './store.js';
 export * from './memory-store.js';
 export * from './engine.js';
 export * from './epic.js';
+export * from './timer-wheel.js';

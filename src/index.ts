@@ -4,3 +4,4 @@
  */
 export * from './reducers/index.js';
 export * from './streams/index.js';
+export * from './effects/index.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { chatActor, edgesOf, stepUnknown, type ChatActorEvent, type ChatActorState } from '../../src/index.js';
+import { chatActor, chatActorNotices, edgesOf, stepUnknown, type ChatActorEvent, type ChatActorState } from '../../src/index.js';
 import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
@@ -157,5 +157,25 @@ describe("chatActor: seed 000's drawing", () => {
         cancelled --> [*]
         completed --> [*]"
     `);
+  });
+});
+
+describe('chatActorNotices: seed 000 "SSE Events"', () => {
+  const base = { stream: 'c', machine: 'chat-actor', at: 0 };
+  it('gives the seed\'s state_changed example for idle -> running', () => {
+    expect(chatActorNotices({ ...base, seq: 2, kind: 'ProcessInteraction', event: { type: 'ProcessInteraction', userId }, from: 'idle', to: 'running' })).toEqual([
+      { type: 'state_changed', data: { from_state: 'idle', to_state: 'running', reason: 'Processing user interaction' } },
+    ]);
+  });
+
+  it('adds the seed\'s stopped event on a terminal state, with the cancel reason', () => {
+    const notices = chatActorNotices({ ...base, seq: 3, kind: 'Cancel', event: { type: 'Cancel', reason: 'user_cancelled' }, from: 'running', to: 'cancelled' });
+    expect(notices[1]).toEqual({ type: 'stopped', data: { reason: 'user_cancelled', partial_response: '' } });
+  });
+
+  it('gives nothing for spawns, self-loops and other machines', () => {
+    expect(chatActorNotices({ ...base, seq: 1, kind: 'spawned', event: { type: 'spawn' }, to: 'idle' })).toEqual([]);
+    expect(chatActorNotices({ ...base, seq: 2, kind: 'Ping', event: { type: 'Ping' }, from: 'idle', to: 'idle' })).toEqual([]);
+    expect(chatActorNotices({ ...base, machine: 'tool-call', seq: 2, kind: 'x', event: { type: 'x' }, from: 'a', to: 'b' })).toEqual([]);
   });
 });

@@ -1,2 +1,3 @@
 export { ChatActorEvent, ChatActorState, ChatActorStateName } from './schema.js';
 export { chatActor } from './machine.js';
+export { chatActorNotices, type ChatActorNotice } from './notices.js';

@@ -1,0 +1,64 @@
+import { Observable, filter } from 'rxjs';
+import { chatActor } from '../reducers/chat-actor/machine.js';
+import type { Rune } from '../reducers/rune.js';
+import type { Epic, EpicCommand } from '../streams/epic.js';
+import { timerWheel } from '../streams/timer-wheel.js';
+
+/** Options of {@link chatActorLifecycle}, with their defaults. */
+export interface ChatActorLifecycleOptions {
+  /** Idle or paused this long, an actor gets `InactivityTimeout` (seed 000: 10 minutes). Default 600,000 ms. */
+  inactivityTimeoutMs?: number;
+  /** How late a timeout may fire: the timer wheel's bucket size. Default 1,000 ms. */
+  resolutionMs?: number;
+}
+
+/** States in which the inactivity clock runs: seed 000 takes `InactivityTimeout` only there. */
+const CLOCKED = new Set(['idle', 'paused']);
+
+/**
+ * The chat actor's lifecycle (seed 000) as an epic:
+ *
+ * 1. Inactivity: every accepted event of a chat actor in `idle` or `paused` (Ping included)
+ *    restarts its clock; after `inactivityTimeoutMs` without one, it gets `InactivityTimeout`
+ *    (and completes). While it is `running` no clock runs. All clocks share one timer wheel: a
+ *    million idle actors are a million map entries and one scheduled action.
+ * 2. Shutdown: a terminal state or `Shutdown` releases the actor from memory; its state stays in
+ *    the log, and the next dispatch respawns it from there (seed 000 "Respawning").
+ *
+ * The deadline is the last rune's `at` plus the timeout, so it is kept in the log itself.
+ *
+ * ## Example
+ * ```ts
+ * import { chatActorLifecycle, createEngine } from 'runestream';
+ * const engine = createEngine({ epics: [chatActorLifecycle({ inactivityTimeoutMs: 5 * 60_000 })] });
+ * ```
+ */
+export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epic {
+  const { inactivityTimeoutMs = 600_000, resolutionMs = 1000 } = options;
+  if (!(inactivityTimeoutMs > 0)) {
+    throw new TypeError(`chatActorLifecycle: "inactivityTimeoutMs" must be positive, got ${String(inactivityTimeoutMs)}`);
+  }
+  return function chatActorLifecycle(runes$, context) {
+    return new Observable<EpicCommand>((subscriber) => {
+      const clocks = timerWheel<string>(context.scheduler, resolutionMs, (due) => {
+        for (const stream of due) subscriber.next({ stream, event: { type: 'InactivityTimeout' } });
+      });
+      const onRune = (rune: Rune): void => {
+        const to = rune.to ?? '';
+        if (chatActor.terminal.includes(to) || rune.kind === 'Shutdown') {
+          clocks.delete(rune.stream);
+          context.release(rune.stream);
+        } else if (CLOCKED.has(to)) {
+          clocks.set(rune.stream, rune.at + inactivityTimeoutMs);
+        } else {
+          clocks.delete(rune.stream);
+        }
+      };
+      const subscription = runes$.pipe(filter((rune) => rune.machine === chatActor.id)).subscribe(onRune);
+      return () => {
+        subscription.unsubscribe();
+        clocks.dispose();
+      };
+    });
+  };
+}

@@ -1,0 +1,1 @@
+export * from './chat-actor-lifecycle.js';

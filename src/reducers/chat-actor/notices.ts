@@ -1,0 +1,63 @@
+import type { Rune } from '../rune.js';
+import { chatActor } from './machine.js';
+import type { ChatActorEvent } from './schema.js';
+
+/** Seed 000 "SSE Events": what a chat actor tells its watchers, in the seed's own JSON shape. */
+export type ChatActorNotice =
+  | { type: 'state_changed'; data: { from_state: string; to_state: string; reason: string } }
+  | { type: 'stopped'; data: { reason: string; partial_response: string } };
+
+/** Why the actor moved, in words, for `state_changed.reason`. */
+function changeReason(event: ChatActorEvent): string {
+  switch (event.type) {
+    case 'ProcessInteraction':
+      return 'Processing user interaction';
+    case 'InteractionComplete':
+      return event.success ? 'Interaction complete' : `Interaction failed: ${event.error ?? 'unknown error'}`;
+    case 'Pause':
+      return event.reason ?? 'Paused';
+    case 'Cancel':
+      return event.reason;
+    case 'InactivityTimeout':
+      return 'Inactivity timeout';
+    case 'Error':
+      return event.error;
+    case 'Ping':
+    case 'Shutdown':
+      return event.type;
+  }
+}
+
+/** Why the actor stopped, as a code, for `stopped.reason` (the seed's example: `user_cancelled`). */
+function stopReason(event: ChatActorEvent): string {
+  switch (event.type) {
+    case 'Cancel':
+      return event.reason;
+    case 'InactivityTimeout':
+      return 'inactivity_timeout';
+    default:
+      return 'error';
+  }
+}
+
+/**
+ * The seed-000 notices of one chat-actor rune: `state_changed` when the state name changes, then
+ * `stopped` when it reaches a terminal state. Runes of other machines, spawns and self-loops give
+ * none. `partial_response` is empty: a chat actor keeps no text (a turn does).
+ *
+ * @example
+ * ```ts
+ * chatActorNotices({ stream: 'c', seq: 3, machine: 'chat-actor', kind: 'Cancel', event: { type: 'Cancel', reason: 'user_cancelled' }, from: 'idle', to: 'cancelled', at: 0 });
+ * // [{ type: 'state_changed', data: { from_state: 'idle', to_state: 'cancelled', reason: 'user_cancelled' } },
+ * //  { type: 'stopped', data: { reason: 'user_cancelled', partial_response: '' } }]
+ * ```
+ */
+export function chatActorNotices(rune: Rune): ChatActorNotice[] {
+  if (rune.machine !== 'chat-actor' || rune.from === undefined || rune.to === undefined || rune.from === rune.to) return [];
+  const event = rune.event as ChatActorEvent;
+  const notices: ChatActorNotice[] = [
+    { type: 'state_changed', data: { from_state: rune.from, to_state: rune.to, reason: changeReason(event) } },
+  ];
+  if (chatActor.terminal.includes(rune.to)) notices.push({ type: 'stopped', data: { reason: stopReason(event), partial_response: '' } });
+  return notices;
+}

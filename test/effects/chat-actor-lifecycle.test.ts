@@ -1,0 +1,95 @@
+import { VirtualTimeScheduler, firstValueFrom } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { describe, expect, it } from 'vitest';
+import { chatActorLifecycle, chatActorNotices, type ChatActorState, type Rune } from '../../src/index.js';
+import { createEngine, memoryStore } from '../../src/streams/index.js';
+
+const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
+const rune = (stream: string, seq: number, kind: string, from: string | undefined, to: string, at = 0): Rune => ({
+  stream,
+  seq,
+  machine: 'chat-actor',
+  kind,
+  event: { type: kind },
+  ...(from === undefined ? {} : { from }),
+  to,
+  at,
+});
+
+describe('chatActorLifecycle epic', () => {
+  it('sends InactivityTimeout after 10 idle minutes; every event restarts the clock, Ping included', () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    scheduler.run(({ hot, expectObservable }) => {
+      const released: string[] = [];
+      // a: spawned idle at 0; b: spawned idle at 0, pinged at 5 min; c: spawned at 0, running at 1 min.
+      const runes = hot<Rune>('(abc) 59999ms d 239999ms e', {
+        a: rune('a', 1, 'spawned', undefined, 'idle'),
+        b: rune('b', 1, 'spawned', undefined, 'idle'),
+        c: rune('c', 1, 'spawned', undefined, 'idle'),
+        d: rune('c', 2, 'ProcessInteraction', 'idle', 'running', 60_000),
+        e: rune('b', 2, 'Ping', 'idle', 'idle', 300_000),
+      });
+      const commands = chatActorLifecycle()(runes, { state: () => undefined, release: (s) => released.push(s), scheduler }, undefined);
+      expectObservable(commands, '^ 20m !').toBe('10m a 4m 59.999s b', {
+        a: { stream: 'a', event: { type: 'InactivityTimeout' } },
+        b: { stream: 'b', event: { type: 'InactivityTimeout' } },
+      });
+    });
+  });
+
+  it('releases an actor that reaches a terminal state or is shut down, and stops its clock', () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    scheduler.run(({ hot, expectObservable, flush }) => {
+      const released: string[] = [];
+      const runes = hot<Rune>('(ab) 1s (cd)', {
+        a: rune('a', 1, 'spawned', undefined, 'idle'),
+        b: rune('b', 1, 'spawned', undefined, 'idle'),
+        c: rune('a', 2, 'Cancel', 'idle', 'cancelled', 1000),
+        d: rune('b', 2, 'Shutdown', 'idle', 'idle', 1000),
+      });
+      const commands = chatActorLifecycle()(runes, { state: () => undefined, release: (s) => released.push(s), scheduler }, undefined);
+      expectObservable(commands, '^ 20m !').toBe('');
+      flush();
+      expect(released).toEqual(['a', 'b']);
+    });
+  });
+
+  it('refuses a timeout that is not positive', () => {
+    expect(() => chatActorLifecycle({ inactivityTimeoutMs: 0 })).toThrow('"inactivityTimeoutMs" must be positive, got 0');
+  });
+});
+
+describe('chatActorLifecycle in an engine', () => {
+  it('completes an idle actor after the timeout, releases it, and a later dispatch respawns it from the log', async () => {
+    const scheduler = new VirtualTimeScheduler(undefined, 60 * 60_000);
+    const store = memoryStore();
+    const engine = createEngine({ store, scheduler, epics: [chatActorLifecycle()] });
+    const notices: string[] = [];
+    engine.runes$().subscribe((r) => notices.push(...chatActorNotices(r).map((n) => `${n.type}:${JSON.stringify(n.data)}`)));
+    await new Promise((r) => queueMicrotask(() => r(undefined))); // epics start on the next microtask
+    await engine.spawn('chat-1', 'chat-actor');
+    await engine.dispatch('chat-1', { type: 'ProcessInteraction', userId });
+    await engine.dispatch('chat-1', { type: 'InteractionComplete', success: true });
+
+    scheduler.flush(); // 10 virtual minutes later: the timeout is dispatched
+    await new Promise((r) => setImmediate(r));
+    expect((await store.read('chat-1')).map((r) => `${r.kind}@${r.at}`)).toEqual([
+      'spawned@0',
+      'ProcessInteraction@0',
+      'InteractionComplete@0',
+      'InactivityTimeout@600000',
+    ]);
+    expect(engine.size).toBe(0); // released on its terminal state
+    expect(notices).toEqual([
+      'state_changed:{"from_state":"idle","to_state":"running","reason":"Processing user interaction"}',
+      'state_changed:{"from_state":"running","to_state":"idle","reason":"Interaction complete"}',
+      'state_changed:{"from_state":"idle","to_state":"completed","reason":"Inactivity timeout"}',
+      'stopped:{"reason":"inactivity_timeout","partial_response":""}',
+    ]);
+
+    // The next dispatch respawns it from the log: it is completed, so the event is refused.
+    expect(await engine.dispatch('chat-1', { type: 'Ping' })).toEqual({ accepted: false, code: 'terminal_state', reason: 'terminal state' });
+    expect(await firstValueFrom(engine.state$<ChatActorState>('chat-1'))).toMatchObject({ value: 'completed' });
+    await engine.close();
+  });
+});

@@ -52,3 +52,34 @@ export function report(title: string, candidate: Rate, anchor: Rate, bar: number
   console.log(`  ratio ${ratio.toFixed(1)}x (bar: >= ${bar}x)  ${ok ? 'PASS' : 'FAIL'}`);
   return ok;
 }
+
+/**
+ * `measure` for a batch that completes asynchronously (an engine's dispatches resolving once
+ * durable): awaits each batch before timing the next. Same warm-up and stopping rule.
+ */
+export async function measureAsync(name: string, opsPerBatch: number, batch: () => Promise<void>, minMs = 1000): Promise<Rate> {
+  for (let i = 0; i < 5; i++) await batch();
+  let ops = 0;
+  const start = performance.now();
+  let now = start;
+  while (now - start < minMs) {
+    await batch();
+    ops += opsPerBatch;
+    now = performance.now();
+  }
+  const ms = now - start;
+  return { name, rate: (ops / ms) * 1000, ops, ms };
+}
+
+/** {@link compare} for asynchronous measurements: alternately `rounds` times, each one's best rate. */
+export async function compareAsync(rounds: number, a: () => Promise<Rate>, b: () => Promise<Rate>): Promise<[Rate, Rate]> {
+  let bestA: Rate | undefined;
+  let bestB: Rate | undefined;
+  for (let i = 0; i < rounds; i++) {
+    const ra = await a();
+    const rb = await b();
+    if (!bestA || ra.rate > bestA.rate) bestA = ra;
+    if (!bestB || rb.rate > bestB.rate) bestB = rb;
+  }
+  return [bestA!, bestB!];
+}

@@ -314,17 +314,15 @@ export function createEngine(options: EngineOptions = {}): Engine {
     instance.state = step.state;
     const seq = ++instance.seq;
     const fromValue = valueOf(from);
-    const toValue = valueOf(step.state);
-    const rune: Rune = {
-      stream: instance.stream,
-      seq,
-      machine: machine.id,
-      kind: step.kind,
-      event: check.event as Rune['event'],
-      ...(fromValue === undefined ? {} : { from: fromValue }),
-      ...(toValue === undefined ? {} : { to: toValue }),
-      at: scheduler.now(),
-    };
+    const to = valueOf(step.state);
+    const { stream } = instance;
+    const event = check.event as Rune['event'];
+    const at = scheduler.now();
+    // Whole literals: conditional spreads would cost a slow copy on the hot path.
+    const rune: Rune =
+      fromValue !== undefined && to !== undefined
+        ? { stream, seq, machine: machine.id, kind: step.kind, event, from: fromValue, to, at }
+        : { stream, seq, machine: machine.id, kind: step.kind, event, at };
     return enqueue(instance, rune, step.state);
   };
 

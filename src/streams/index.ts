@@ -5,3 +5,4 @@ export * from './memory-store.js';
 export * from './engine.js';
 export * from './epic.js';
 export * from './timer-wheel.js';
+export * from './sqlite-store.js';

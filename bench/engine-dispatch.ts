@@ -1,0 +1,149 @@
+import { Subject, scan } from 'rxjs';
+import { createActor } from 'xstate';
+import { chatActor, createEngine, memoryStore, type ChatActorEvent, type ChatActorState, type DispatchResult } from '../src/index.js';
+import { measure, measureAsync, report, type Rate } from './harness.js';
+import { xstateChatActor } from './xstate-chat-actor.js';
+
+const events: readonly ChatActorEvent[] = [
+  { type: 'ProcessInteraction', userId: '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21' },
+  { type: 'InteractionComplete', success: true },
+];
+
+/** Dispatches fired before awaiting the last one: how a busy server drives the engine. Even, so every batch ends in `idle`. */
+const BATCH = 1_000;
+const ROUND_MS = 500;
+const ROUNDS = 5;
+
+/**
+ * One round of the engine: a fresh engine on a memory store (so rounds do not inherit each
+ * other's rune log), one chat-actor stream, one `state$` subscriber counting what it sees.
+ */
+async function engineRound(): Promise<Rate> {
+  const store = memoryStore();
+  const engine = createEngine({ store });
+  const stream = 'chat-1';
+  const spawned = await engine.spawn(stream, chatActor);
+  if (!spawned.accepted) throw new Error(`spawn refused: ${spawned.reason}`);
+
+  let seen = 0;
+  let last: ChatActorState | undefined;
+  let target = 1; // the current state, emitted on subscription
+  let wake: (() => void) | undefined;
+  const subscription = engine.state$<ChatActorState>(stream).subscribe((state) => {
+    seen++;
+    last = state;
+    if (seen === target && wake !== undefined) {
+      const w = wake;
+      wake = undefined;
+      w();
+    }
+  });
+  const waitSeen = (): Promise<void> | undefined =>
+    seen >= target ? undefined : new Promise<void>((resolve) => (wake = resolve));
+  await waitSeen();
+
+  let dispatched = 0;
+  const batch = async (): Promise<void> => {
+    let lastResult!: Promise<DispatchResult>;
+    for (let i = 0; i < BATCH; i++) lastResult = engine.dispatch(stream, events[i & 1]);
+    dispatched += BATCH;
+    target = dispatched + 1;
+    const result = await lastResult;
+    if (!result.accepted) throw new Error(`dispatch refused: ${result.reason}`);
+    await waitSeen(); // "measured until the subscriber has seen all N states"
+  };
+  const rate = await measureAsync('runestream engine.dispatch -> state$', BATCH, batch, ROUND_MS);
+
+  // A broken engine must not look fast: every dispatch seen once, in order, and all of it stored.
+  subscription.unsubscribe();
+  const head = await store.head(stream);
+  await engine.close();
+  if (seen !== dispatched + 1) throw new Error(`engine: the state$ subscriber saw ${seen} states, expected ${dispatched + 1}`);
+  if (last?.value !== 'idle' || last.userId !== (events[0] as { userId: string }).userId) {
+    throw new Error(`engine: final state ${JSON.stringify(last)}, expected idle with the user id`);
+  }
+  if (head?.seq !== dispatched + 1) throw new Error(`engine: the store's head is seq ${head?.seq}, expected ${dispatched + 1}`);
+  return rate;
+}
+
+/** XState 5's actor on the twin machine: `send` in a loop, one subscriber counting snapshots. */
+function xstateRound(): Rate {
+  const actor = createActor(xstateChatActor).start();
+  let seen = 0;
+  let lastValue: unknown;
+  const subscription = actor.subscribe((snapshot) => {
+    seen++;
+    lastValue = snapshot.value;
+  });
+  const batchSize = 1_000;
+  let sent = 0;
+  const rate = measure(
+    'xstate 5 actor.send + subscribe',
+    batchSize,
+    () => {
+      for (let i = 0; i < batchSize; i++) actor.send(events[i & 1]!);
+      sent += batchSize;
+    },
+    ROUND_MS,
+  );
+  subscription.unsubscribe();
+  actor.stop();
+  if (seen !== sent || lastValue !== 'idle') throw new Error(`xstate: the subscriber saw ${seen} snapshots (expected ${sent}), last ${String(lastValue)}`);
+  return rate;
+}
+
+/** The floor any RxJS engine pays: `Subject -> scan(chatActor.transition) -> subscriber`. */
+function bareRound(): Rate {
+  const events$ = new Subject<ChatActorEvent>();
+  let seen = 0;
+  let last: ChatActorState | undefined;
+  const subscription = events$.pipe(scan(chatActor.transition, chatActor.initial())).subscribe((state) => {
+    seen++;
+    last = state;
+  });
+  const batchSize = 10_000;
+  let sent = 0;
+  const rate = measure(
+    'bare Subject -> scan(transition) -> subscriber',
+    batchSize,
+    () => {
+      for (let i = 0; i < batchSize; i++) events$.next(events[i & 1]!);
+      sent += batchSize;
+    },
+    ROUND_MS,
+  );
+  subscription.unsubscribe();
+  if (seen !== sent || last?.value !== 'idle') throw new Error(`bare pipeline: the subscriber saw ${seen} states (expected ${sent}), last ${last?.value}`);
+  return rate;
+}
+
+const best = (a: Rate | undefined, b: Rate): Rate => (a === undefined || b.rate > a.rate ? b : a);
+const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+
+/**
+ * Issue 3's bar: chatActor alternating ProcessInteraction / InteractionComplete through
+ * `dispatch` to a `state$` subscriber, in memory: at least 10x XState 5's `createActor().send`
+ * with a subscriber on the same machine, and at least 1/3 of the bare RxJS pipeline's rate.
+ * The three are measured alternately in this one process run; each keeps its best round.
+ */
+export async function benchEngineDispatch(): Promise<boolean> {
+  let engine: Rate | undefined;
+  let xstate: Rate | undefined;
+  let bare: Rate | undefined;
+  for (let i = 0; i < ROUNDS; i++) {
+    engine = best(engine, await engineRound());
+    xstate = best(xstate, xstateRound());
+    bare = best(bare, bareRound());
+  }
+  const title = 'chatActor in memory: dispatch -> state$ subscriber, alternating ProcessInteraction / InteractionComplete';
+  const vsXState = report(`${title}\n  (against XState 5's actor)`, engine!, xstate!, 10);
+
+  // `report` prints ratios to one decimal, too coarse for a fractional bar: the same lines here.
+  const ratio = engine!.rate / bare!.rate;
+  const vsBare = ratio >= 1 / 3;
+  console.log(`\n${title}\n  (against the bare RxJS pipeline, the floor)`);
+  console.log(`  ${engine!.name.padEnd(44)} ${fmt(engine!.rate).padStart(14)} ops/s`);
+  console.log(`  ${bare!.name.padEnd(44)} ${fmt(bare!.rate).padStart(14)} ops/s`);
+  console.log(`  ratio ${ratio.toFixed(3)}x (bar: >= 0.333x)  ${vsBare ? 'PASS' : 'FAIL'}`);
+  return vsXState && vsBare;
+}

@@ -1,0 +1,441 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, copyFileSync, linkSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import Database from 'better-sqlite3';
+import type { Rune } from '../reducers/rune.js';
+import { StoreError, checkBatch, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+
+/** Options of {@link sqliteStore}. Each is checked when the store opens. */
+export interface SqliteStoreOptions {
+  /**
+   * When a committed batch is on disk: SQLite's `PRAGMA synchronous`, in WAL mode. Default: `'normal'`.
+   * - `'normal'`: a commit is written to the WAL without an fsync (the WAL is fsynced at each
+   *   checkpoint). A batch whose `append` resolved survives a crash of the process (kill -9, an OOM
+   *   kill), since the OS holds the write; a power loss or an OS crash may lose the last batches
+   *   committed before it. The file stays consistent either way.
+   * - `'full'`: the WAL is also fsynced at every commit, so a batch whose `append` resolved survives
+   *   a power loss too. Each `append` then waits for one fsync.
+   */
+  readonly synchronous?: 'normal' | 'full';
+}
+
+/** `PRAGMA application_id` of every runestream file: "RUNE" in ASCII. */
+export const SQLITE_APPLICATION_ID = 0x52_55_4e_45;
+/** `PRAGMA user_version` of the schema this version writes and reads. */
+export const SQLITE_SCHEMA_VERSION = 1;
+
+/**
+ * The schema. `runes.body` is the rune's JSON without the fields the row already has: `stream`,
+ * `seq` and `kind` are columns, and `machine` is kept only when it differs from its stream's.
+ * The triggers make the database itself keep each stream gapless, whoever writes to it.
+ */
+const SCHEMA = `
+CREATE TABLE streams (
+  stream  TEXT    NOT NULL PRIMARY KEY,
+  machine TEXT    NOT NULL,
+  seq     INTEGER NOT NULL CHECK (seq >= 0) -- the last seq: the stream's head
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE runes (
+  stream TEXT    NOT NULL,
+  seq    INTEGER NOT NULL,
+  kind   TEXT    NOT NULL,
+  body   TEXT    NOT NULL, -- JSON: { machine?, event, from?, to?, at }
+  PRIMARY KEY (stream, seq)
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE snapshots (
+  stream TEXT    NOT NULL PRIMARY KEY,
+  seq    INTEGER NOT NULL,
+  state  TEXT    NOT NULL -- JSON
+) STRICT;
+
+-- A rune continues its stream: its seq is 1 + the stream's last rune, or 1 + its head when all
+-- its runes were pruned (or it has none yet). The other triggers keep the last rune >= the head
+-- (the head moves only to the last rune; only the oldest runes are deleted), so a batch's runes
+-- may go in before it advances the head, and a stream never created has neither: NULL, refused.
+CREATE TRIGGER runes_gapless BEFORE INSERT ON runes BEGIN
+  SELECT RAISE(ABORT, 'runestream: a rune must continue its stream without gap (seq = last seq + 1)')
+  WHERE NEW.seq IS NOT 1 + coalesce(
+    (SELECT max(seq) FROM runes WHERE stream = NEW.stream),
+    (SELECT seq FROM streams WHERE stream = NEW.stream));
+END;
+
+CREATE TRIGGER runes_immutable BEFORE UPDATE ON runes BEGIN
+  SELECT RAISE(ABORT, 'runestream: runes are immutable');
+END;
+
+-- Pruning deletes a stream's oldest runes, and only those its snapshot covers.
+CREATE TRIGGER runes_prune BEFORE DELETE ON runes BEGIN
+  SELECT RAISE(ABORT, 'runestream: only a stream''s oldest runes, covered by its snapshot, may be deleted')
+  WHERE OLD.seq > coalesce((SELECT seq FROM snapshots WHERE stream = OLD.stream), 0)
+     OR EXISTS (SELECT 1 FROM runes WHERE stream = OLD.stream AND seq < OLD.seq);
+END;
+
+CREATE TRIGGER streams_start BEFORE INSERT ON streams BEGIN
+  SELECT RAISE(ABORT, 'runestream: a stream is created once, at seq 0 (its spawn rune is seq 1)')
+  WHERE NEW.seq <> 0 OR EXISTS (SELECT 1 FROM streams WHERE stream = NEW.stream);
+END;
+
+CREATE TRIGGER streams_head BEFORE UPDATE ON streams BEGIN
+  SELECT RAISE(ABORT, 'runestream: a stream keeps its id and machine')
+  WHERE NEW.stream IS NOT OLD.stream OR NEW.machine IS NOT OLD.machine;
+  SELECT RAISE(ABORT, 'runestream: a stream''s head only moves forward, to its last rune')
+  WHERE NEW.seq <> OLD.seq
+    AND (NEW.seq < OLD.seq OR NEW.seq IS NOT (SELECT max(seq) FROM runes WHERE stream = NEW.stream));
+END;
+
+CREATE TRIGGER streams_kept BEFORE DELETE ON streams BEGIN
+  SELECT RAISE(ABORT, 'runestream: streams are never deleted');
+END;
+
+-- A snapshot covers runes that exist, and never moves back: pruned runes stay covered.
+CREATE TRIGGER snapshots_insert BEFORE INSERT ON snapshots BEGIN
+  SELECT RAISE(ABORT, 'runestream: a snapshot must cover existing runes of its stream, and be newer than the one it replaces')
+  WHERE NOT EXISTS (SELECT 1 FROM streams WHERE stream = NEW.stream AND seq >= NEW.seq)
+     OR NEW.seq < (SELECT seq FROM snapshots WHERE stream = NEW.stream);
+END;
+
+CREATE TRIGGER snapshots_update BEFORE UPDATE ON snapshots BEGIN
+  SELECT RAISE(ABORT, 'runestream: a snapshot must cover existing runes of its stream, and be newer than the one it replaces')
+  WHERE NEW.stream IS NOT OLD.stream OR NEW.seq < OLD.seq
+     OR NOT EXISTS (SELECT 1 FROM streams WHERE stream = NEW.stream AND seq >= NEW.seq);
+END;
+
+CREATE TRIGGER snapshots_kept BEFORE DELETE ON snapshots BEGIN
+  SELECT RAISE(ABORT, 'runestream: snapshots are replaced, never deleted');
+END;
+`;
+
+/** What a runestream file must hold, checked at open before anything is written. */
+const SCHEMA_OBJECTS: ReadonlyArray<readonly ['table' | 'trigger', string]> = [
+  ['table', 'streams'],
+  ['table', 'runes'],
+  ['table', 'snapshots'],
+  ...[...SCHEMA.matchAll(/CREATE TRIGGER (\w+)/g)].map((m) => ['trigger', m[1]!] as const),
+];
+
+const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
+const SQLITE_HEADER_BYTES = 100;
+
+/** A rune's `body` column, parsed. */
+type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: string };
+
+/**
+ * A store in one SQLite file (better-sqlite3, WAL mode): the embedded default. Runes survive a
+ * restart; a stream can be dispatched to again once its file is reopened.
+ *
+ * 1. Opening creates the file and its schema when `path` does not exist (built aside and linked
+ *    in: a crash may leave a `*.creating` file beside it, never half a file at `path`), or checks that the existing file is a runestream file of a schema
+ *    version this code reads. Anything else (an empty, corrupt or truncated file, another
+ *    application's SQLite database, a newer schema) throws a {@link StoreError} with code
+ *    `'invalid_file'` naming the path and the problem, before anything is written to the file.
+ * 2. `append` commits the whole batch in one `BEGIN IMMEDIATE` transaction and resolves after the
+ *    commit. The heads are read inside that transaction and checked with `checkBatch`, so it refuses
+ *    exactly what every store refuses, and nothing of a refused batch is written.
+ * 3. The database keeps each stream gapless on its own: triggers refuse a rune that does not
+ *    continue its stream, a head moved anywhere but to its last rune, runes updated, and runes
+ *    deleted other than the oldest ones a snapshot covers. A writer that bypasses this code (SQL
+ *    from another process, a bug) cannot leave a gap or a duplicate.
+ * 4. `options.synchronous` says when a commit is on disk: see {@link SqliteStoreOptions}.
+ * 5. `close()` checkpoints the WAL into the file and closes it; every call after it rejects with
+ *    code `'closed'`.
+ *
+ * Opening is synchronous (better-sqlite3 is), so the store can go straight into `createEngine`.
+ * Several processes may open the same file: each batch takes SQLite's write lock, waiting up to
+ * 5 s (better-sqlite3's default) for another writer's commit.
+ *
+ * ## Example
+ * ```ts
+ * import { sqliteStore, type StoreError } from 'runestream';
+ *
+ * const store = sqliteStore('agents.db');
+ * await store.append([
+ *   { stream: 'chat-1', seq: 1, machine: 'chat-actor', kind: 'spawned', event: { type: 'spawn' }, to: 'idle', at: 0 },
+ *   { stream: 'chat-1', seq: 2, machine: 'chat-actor', kind: 'Ping', event: { type: 'Ping' }, from: 'idle', to: 'idle', at: 5 },
+ * ]);
+ * await store.close();
+ *
+ * const again = sqliteStore('agents.db');
+ * console.log(await again.head('chat-1'));
+ * // Logs: { stream: 'chat-1', machine: 'chat-actor', seq: 2 }
+ * await again.append([{ stream: 'chat-1', seq: 2, machine: 'chat-actor', kind: 'Ping', event: { type: 'Ping' }, at: 9 }])
+ *   .catch((error: StoreError) => console.log(error.code, error.message));
+ * // Logs: seq_conflict stream "chat-1": expected seq 3, got 2; nothing of the batch was written
+ * await again.close();
+ * ```
+ * With the engine: `createEngine({ store: sqliteStore('agents.db') })`.
+ *
+ * A rune is stored by the fields of the {@link Rune} schema (other own properties are not kept),
+ * as JSON: `-0` reads back as `0`, and `undefined` properties inside `event` are dropped.
+ *
+ * @see memoryStore for a store in memory, with the same contract.
+ */
+export function sqliteStore(path: string, options: SqliteStoreOptions = {}): RuneStore {
+  const { synchronous } = checkOptions(path, options);
+  createIfAbsent(path);
+  checkFile(path);
+
+  const db = new Database(path, { fileMustExist: true });
+  try {
+    const mode = db.pragma('journal_mode = WAL', { simple: true });
+    if (mode !== 'wal') throw new StoreError('invalid_file', `cannot open "${path}": SQLite cannot use WAL mode there (journal_mode stays "${String(mode)}")`);
+    db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
+    return openStore(db);
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}
+
+/** Merges the defaults into the options and checks them, ws style: each error names its option. */
+function checkOptions(path: unknown, options: unknown): Required<SqliteStoreOptions> {
+  if (typeof path !== 'string' || path === '') {
+    throw new TypeError(`sqliteStore: the path must be a non-empty string (a file path), got ${shown(path)}`);
+  }
+  if (path === ':memory:') throw new TypeError('sqliteStore: ":memory:" is not a file; use memoryStore() for a store in memory');
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new TypeError(`sqliteStore: the options must be an object, got ${shown(options)}`);
+  }
+  for (const key of Object.keys(options)) {
+    if (key !== 'synchronous') throw new TypeError(`sqliteStore: unknown option "${key}"; the options are "synchronous"`);
+  }
+  const { synchronous = 'normal' } = options as SqliteStoreOptions;
+  if (synchronous !== 'normal' && synchronous !== 'full') {
+    throw new TypeError(`sqliteStore: the "synchronous" option must be 'normal' or 'full', got ${shown(synchronous)}`);
+  }
+  return { synchronous };
+}
+
+const shown = (value: unknown): string => (typeof value === 'string' ? JSON.stringify(value) : String(value));
+
+/**
+ * Creates a runestream file at `path` unless something is there. The file is built under a
+ * temporary name and then linked into place, which fails if `path` appeared meanwhile (another
+ * process opening the same path first): `path` never holds a half-created file.
+ */
+function createIfAbsent(path: string): void {
+  try {
+    statSync(path);
+    return;
+  } catch (error) {
+    if (errorCode(error) !== 'ENOENT') throw error;
+  }
+  const temporary = `${path}.${process.pid}-${randomBytes(6).toString('hex')}.creating`;
+  try {
+    let db: Database.Database;
+    try {
+      db = new Database(temporary);
+    } catch (error) {
+      throw new Error(`sqliteStore: cannot create "${path}": ${(error as Error).message}`, { cause: error });
+    }
+    try {
+      db.pragma('journal_mode = WAL');
+      db.exec(`BEGIN; PRAGMA application_id = ${SQLITE_APPLICATION_ID}; PRAGMA user_version = ${SQLITE_SCHEMA_VERSION}; ${SCHEMA} COMMIT;`);
+    } finally {
+      db.close(); // checkpoints: the whole file is in `temporary`, its WAL gone
+    }
+    try {
+      linkSync(temporary, path);
+    } catch (error) {
+      if (errorCode(error) === 'EEXIST') return;
+      // A file system without hard links: an exclusive copy still never replaces a file.
+      try {
+        copyFileSync(temporary, path, constants.COPYFILE_EXCL);
+      } catch (copyError) {
+        if (errorCode(copyError) !== 'EEXIST') throw copyError;
+      }
+    }
+  } finally {
+    for (const suffix of ['', '-wal', '-shm', '-journal']) rmSync(temporary + suffix, { force: true });
+  }
+}
+
+const errorCode = (error: unknown): unknown => (error as NodeJS.ErrnoException | undefined)?.code;
+
+const invalidFile = (path: string, problem: string): StoreError =>
+  new StoreError('invalid_file', `cannot open "${path}": ${problem}; the file was left untouched`);
+
+const hex = (n: number): string => `0x${(n >>> 0).toString(16).padStart(8, '0')}`;
+
+/**
+ * Checks that `path` is a runestream file this code reads, without writing to it. The SQLite
+ * header is read as bytes first, so a foreign or corrupt file is refused before SQLite opens it
+ * (no `-wal` / `-shm` appear next to it). A file that passes is then opened read-only to check
+ * what the header cannot show: the schema, and the pragmas as the WAL has them.
+ */
+function checkFile(path: string): void {
+  const stats = statSync(path);
+  if (!stats.isFile()) throw invalidFile(path, 'it is not a file');
+  if (stats.size === 0) throw invalidFile(path, 'it is empty (0 bytes); remove it, or give a path that does not exist to create a store');
+
+  const header = Buffer.alloc(SQLITE_HEADER_BYTES);
+  const fd = openSync(path, 'r');
+  let length: number;
+  try {
+    length = readSync(fd, header, 0, SQLITE_HEADER_BYTES, 0);
+  } finally {
+    closeSync(fd);
+  }
+  const magic = Math.min(length, SQLITE_MAGIC.length);
+  if (!header.subarray(0, magic).equals(SQLITE_MAGIC.subarray(0, magic))) {
+    throw invalidFile(path, 'it is not an SQLite database (its first bytes are not "SQLite format 3")');
+  }
+  if (length < SQLITE_HEADER_BYTES) throw invalidFile(path, `its SQLite header is truncated (${length} of ${SQLITE_HEADER_BYTES} bytes)`);
+  checkIds(path, header.readInt32BE(68), header.readInt32BE(60));
+
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+    checkIds(path, Number(db.pragma('application_id', { simple: true })), Number(db.pragma('user_version', { simple: true })));
+    const present = new Set(db.prepare<[], string>(`SELECT type || ' ' || name FROM sqlite_schema`).pluck().all());
+    for (const [type, name] of SCHEMA_OBJECTS) {
+      if (!present.has(`${type} ${name}`)) throw invalidFile(path, `its schema has no ${type} "${name}"`);
+    }
+    // Reads each table's root page: a file cut short fails here rather than at the first append.
+    for (const table of ['streams', 'runes', 'snapshots']) db.prepare(`SELECT 1 FROM ${table} LIMIT 1`).get();
+  } catch (error) {
+    if (error instanceof Database.SqliteError) throw invalidFile(path, `SQLite cannot read it (${error.code}: ${error.message})`);
+    throw error;
+  } finally {
+    db?.close();
+  }
+}
+
+function checkIds(path: string, applicationId: number, version: number): void {
+  if (applicationId !== SQLITE_APPLICATION_ID) {
+    throw invalidFile(
+      path,
+      `it is an SQLite database of another application (application_id ${applicationId === 0 ? '0, none set' : hex(applicationId)}; a runestream file has ${hex(SQLITE_APPLICATION_ID)})`,
+    );
+  }
+  if (version > SQLITE_SCHEMA_VERSION) {
+    throw invalidFile(path, `it was written by a newer runestream (schema version ${version}; this one reads version ${SQLITE_SCHEMA_VERSION})`);
+  }
+  if (version !== SQLITE_SCHEMA_VERSION) throw invalidFile(path, `its runestream schema version ${version} is unknown (this one reads version ${SQLITE_SCHEMA_VERSION})`);
+}
+
+/** The store over an open, checked database: every statement prepared once. */
+function openStore(db: Database.Database): RuneStore {
+  const selectHead = db.prepare<[string], { machine: string; seq: number }>('SELECT machine, seq FROM streams WHERE stream = ?');
+  const insertStream = db.prepare<[string, string]>('INSERT INTO streams (stream, machine, seq) VALUES (?, ?, 0)');
+  const insertRune = db.prepare<[string, number, string, string]>('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)');
+  const advanceHead = db.prepare<[number, string, number]>('UPDATE streams SET seq = ? WHERE stream = ? AND seq = ?');
+  const selectRunes = db.prepare<[string, number, number], { seq: number; kind: string; body: string }>(
+    'SELECT seq, kind, body FROM runes WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?',
+  );
+  const selectSnapshot = db.prepare<[string], { seq: number; state: string }>('SELECT seq, state FROM snapshots WHERE stream = ?');
+  const upsertSnapshot = db.prepare<[string, number, string]>(
+    'INSERT INTO snapshots (stream, seq, state) VALUES (?, ?, ?) ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, state = excluded.state',
+  );
+  const deleteRunes = db.prepare<[string, number]>('DELETE FROM runes WHERE stream = ? AND seq <= ?');
+
+  const appendBatch = db.transaction((runes: readonly Rune[]) => {
+    // Each stream's row as it was before the batch (machine and head); undefined for a new stream.
+    const rows = new Map<string, { machine: string; seq: number } | undefined>();
+    const heads = checkBatch(runes, (stream) => {
+      const row = selectHead.get(stream);
+      rows.set(stream, row);
+      return row?.seq ?? 0;
+    });
+    for (const rune of runes) {
+      let row = rows.get(rune.stream);
+      if (row === undefined) {
+        // checkBatch let it through, so this is seq 1: the spawn creates its stream.
+        insertStream.run(rune.stream, rune.machine);
+        rows.set(rune.stream, (row = { machine: rune.machine, seq: 0 }));
+      }
+      insertRune.run(rune.stream, rune.seq, rune.kind, encodeBody(rune, row.machine));
+    }
+    for (const [stream, seq] of heads) {
+      if (advanceHead.run(seq, stream, rows.get(stream)!.seq).changes !== 1) {
+        throw new StoreError('seq_conflict', `stream "${stream}": its head moved during the batch; nothing of the batch was written`);
+      }
+    }
+  });
+
+  const saveSnapshot = db.transaction((snapshot: Snapshot, state: string) => {
+    const head = selectHead.get(snapshot.stream);
+    if (head === undefined) throw new StoreError('unknown_stream', `stream "${snapshot.stream}" has no runes to snapshot`);
+    if (snapshot.seq > head.seq) throw new StoreError('unknown_stream', `stream "${snapshot.stream}" has no seq ${snapshot.seq} yet`);
+    if ((selectSnapshot.get(snapshot.stream)?.seq ?? 0) <= snapshot.seq) upsertSnapshot.run(snapshot.stream, snapshot.seq, state);
+  });
+
+  const prune = db.transaction((stream: string, throughSeq: number): number => {
+    if (selectHead.get(stream) === undefined) return 0;
+    const covered = selectSnapshot.get(stream)?.seq ?? 0;
+    if (throughSeq > covered) {
+      throw new StoreError('prune_past_snapshot', `stream "${stream}": cannot prune through seq ${throughSeq}, the newest snapshot covers ${covered}`);
+    }
+    return deleteRunes.run(stream, throughSeq).changes;
+  });
+
+  let closed = false;
+  const open = (): void => {
+    if (closed) throw new StoreError('closed', 'the store is closed');
+  };
+
+  return {
+    async append(runes) {
+      open();
+      if (runes.length === 0) return;
+      try {
+        appendBatch.immediate(runes);
+      } catch (error) {
+        throw refusal(error);
+      }
+    },
+    async head(stream): Promise<StreamHead | undefined> {
+      open();
+      const row = selectHead.get(stream);
+      return row === undefined ? undefined : { stream, machine: row.machine, seq: row.seq };
+    },
+    async read(stream, afterSeq = 0, limit = Infinity) {
+      open();
+      const head = selectHead.get(stream);
+      if (head === undefined) return [];
+      const rows = selectRunes.all(stream, afterSeq, limit === Infinity ? -1 : Math.max(0, Math.floor(limit)));
+      return rows.map(({ seq, kind, body }): Rune => ({ stream, seq, machine: head.machine, kind, ...(JSON.parse(body) as RuneBody) }));
+    },
+    async latestSnapshot(stream) {
+      open();
+      const row = selectSnapshot.get(stream);
+      return row === undefined ? undefined : { stream, seq: row.seq, state: JSON.parse(row.state) as unknown };
+    },
+    async saveSnapshot(snapshot) {
+      open();
+      const state = JSON.stringify(snapshot.state) as string | undefined;
+      if (state === undefined) throw new TypeError(`stream "${snapshot.stream}": a snapshot's state must be JSON; JSON.stringify gave undefined`);
+      saveSnapshot.immediate(snapshot, state);
+    },
+    async prune(stream, throughSeq) {
+      open();
+      return prune.immediate(stream, throughSeq);
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      db.close();
+    },
+  };
+}
+
+/**
+ * The `body` of a rune: its JSON without the row's columns. Key order follows {@link Rune}, and
+ * `read` spreads the body after `stream, seq, machine, kind`, so a rune reads back with its keys
+ * in the order they were written.
+ */
+function encodeBody(rune: Rune, machine: string): string {
+  return JSON.stringify(
+    rune.machine === machine
+      ? { event: rune.event, from: rune.from, to: rune.to, at: rune.at }
+      : { machine: rune.machine, event: rune.event, from: rune.from, to: rune.to, at: rune.at },
+  );
+}
+
+/** A constraint the database itself refused (its triggers, the primary key) is a seq conflict. */
+function refusal(error: unknown): unknown {
+  if (error instanceof Database.SqliteError && (error.code === 'SQLITE_CONSTRAINT_TRIGGER' || error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY')) {
+    return new StoreError('seq_conflict', `the database refused the batch (${error.message}); nothing of the batch was written`);
+  }
+  return error;
+}

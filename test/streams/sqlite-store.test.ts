@@ -1,0 +1,447 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { Rune } from '../../src/index.js';
+import { SQLITE_APPLICATION_ID, sqliteStore, type SqliteStoreOptions } from '../../src/streams/sqlite-store.js';
+import { StoreConflictError, StoreError, type RuneStore } from '../../src/streams/store.js';
+import { describeStoreContract, runeOf, runesOf } from '../support/store-contract.js';
+
+let dir: string;
+let files = 0;
+const stores: RuneStore[] = [];
+const connections: Database.Database[] = [];
+
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'runestream-sqlite-'));
+});
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close();
+  for (const db of connections.splice(0)) db.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** A path in this test's own temp dir where nothing exists yet. */
+const freshPath = (): string => join(dir, `store-${++files}.db`);
+/** A store closed after the test. */
+const openStore = (path = freshPath(), options?: SqliteStoreOptions): RuneStore => {
+  const store = sqliteStore(path, options);
+  stores.push(store);
+  return store;
+};
+/** A second, raw connection to the file, as another process writing SQL would have. */
+const rawConnection = (path: string, options?: Database.Options): Database.Database => {
+  const db = new Database(path, options);
+  connections.push(db);
+  return db;
+};
+
+describeStoreContract('sqliteStore', () => openStore());
+
+describe('sqliteStore: the file', () => {
+  it('is created with its schema, marked as a runestream file, in WAL mode', async () => {
+    const path = freshPath();
+    const store = openStore(path);
+    await store.append(runesOf('a', 1, 2));
+    const raw = rawConnection(path, { readonly: true });
+    expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(raw.pragma('application_id', { simple: true })).toBe(SQLITE_APPLICATION_ID);
+    expect(raw.pragma('user_version', { simple: true })).toBe(1);
+    expect(raw.prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`).pluck().all()).toEqual(['runes', 'snapshots', 'streams']);
+    expect(readdirSync(dir).filter((name) => name.endsWith('.creating'))).toEqual([]); // built aside, then linked in
+  });
+
+  it('keeps everything across close and reopen, and append continues each stream', async () => {
+    const path = freshPath();
+    const first = openStore(path);
+    await first.append([...runesOf('a', 1, 3), ...runesOf('b', 1, 2)]);
+    await first.saveSnapshot({ stream: 'a', seq: 2, state: { n: 2 } });
+    expect(await first.prune('a', 1)).toBe(1);
+    await first.close();
+
+    const again = openStore(path);
+    expect(await again.read('a')).toEqual(runesOf('a', 2, 2));
+    expect(await again.read('b')).toEqual(runesOf('b', 1, 2));
+    expect(await again.head('a')).toEqual({ stream: 'a', machine: 'counter', seq: 3 });
+    expect(await again.latestSnapshot('a')).toEqual({ stream: 'a', seq: 2, state: { n: 2 } });
+    await again.append([runeOf('a', 4), runeOf('b', 3)]);
+    await expect(again.append([runeOf('a', 4)])).rejects.toThrow('stream "a": expected seq 5, got 4; nothing of the batch was written');
+    await expect(again.append([runeOf('b', 1)])).rejects.toBeInstanceOf(StoreConflictError);
+    expect((await again.read('a')).map((r) => r.seq)).toEqual([2, 3, 4]);
+  });
+
+  it('commits a batch of 1,000 runes over 100 streams at once, and nothing of a batch with one bad rune', async () => {
+    const path = freshPath();
+    const store = openStore(path);
+    const streams = Array.from({ length: 100 }, (_, i) => `stream-${i}`);
+    /** Seqs `from..from+9` of every stream, interleaved as dispatches arrive. */
+    const batchOf = (from: number): Rune[] => Array.from({ length: 1000 }, (_, i) => runeOf(streams[i % 100]!, from + Math.floor(i / 100)));
+
+    await store.append(batchOf(1));
+    for (const stream of streams) expect(await store.read(stream)).toEqual(runesOf(stream, 1, 10));
+
+    const gap = batchOf(11);
+    gap[557] = runeOf('stream-57', 17); // stream-57's seq 16 comes in as 17
+    const error = await store.append(gap).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreConflictError);
+    expect(error).toMatchObject({ stream: 'stream-57', expectedSeq: 16, gotSeq: 17 });
+
+    const duplicateLast = batchOf(11);
+    duplicateLast[999] = runeOf('stream-99', 19); // the very last rune: 999 runes were fine
+    await expect(store.append(duplicateLast)).rejects.toMatchObject({ code: 'seq_conflict' });
+
+    for (const stream of streams) expect(await store.head(stream)).toEqual({ stream, machine: 'counter', seq: 10 });
+    const raw = rawConnection(path, { readonly: true });
+    expect(raw.prepare('SELECT count(*) FROM runes').pluck().get()).toBe(1000);
+    await store.append(batchOf(11));
+    expect(raw.prepare('SELECT count(*) FROM runes').pluck().get()).toBe(2000);
+  });
+
+  it('reads back unicode, nested objects and numbers exactly, and runes whose machine is not their stream\'s', async () => {
+    const path = freshPath();
+    const event = {
+      type: 'tick',
+      text: 'é✓ "quoted" \\ back\nslash \t tab 𝄞 👩‍👩‍👧 العربية עברית 中文 \u0000 nul \u2028 lone \ud800 surrogate',
+      '키 with spaces & "quotes"': { nested: { deeper: [1, [2, [3, { four: 4 }]], null, true, false, '', {}, []] } },
+      numbers: [0, -1, 1.5, -2.25, 0.1 + 0.2, 1e-7, 1e21, 123456789.123456789, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, Number.MAX_VALUE, Number.MIN_VALUE, -Number.EPSILON],
+    };
+    const runes: Rune[] = [
+      { stream: 'u', seq: 1, machine: 'counter', kind: 'spawned', event: { type: 'spawn', input: event }, at: 0.5 },
+      { stream: 'u', seq: 2, machine: 'counter', kind: 'tick', event, from: 'idle', to: 'idle', at: 1e15 + 0.25 },
+      { stream: 'u', seq: 3, machine: 'another-machine', kind: 'tick', event: { type: 'tick' }, to: 'done', at: -3 },
+      { stream: 'u', seq: 4, machine: 'counter', kind: 'tick', event: { type: 'tick' }, from: 'done', at: 4 },
+    ];
+    const state = { value: 'idle', context: { event, seen: [1, 2, 3] } };
+    const store = openStore(path);
+    await store.append(runes);
+    await store.saveSnapshot({ stream: 'u', seq: 4, state });
+    await store.close();
+
+    const again = openStore(path);
+    const read = await again.read('u');
+    expect(read).toStrictEqual(runes); // no `from: undefined` where there was no `from`
+    expect(read.map((rune) => Object.keys(rune))).toEqual(runes.map((rune) => Object.keys(rune))); // same key order
+    expect(await again.latestSnapshot('u')).toStrictEqual({ stream: 'u', seq: 4, state });
+  });
+
+  it('stores a rune compactly: stream, seq and kind as columns, the rest as JSON without its stream\'s machine', async () => {
+    const path = freshPath();
+    const store = openStore(path);
+    await store.append([...runesOf('a', 1, 2), { ...runeOf('a', 3), machine: 'other', from: undefined }]);
+    const raw = rawConnection(path, { readonly: true });
+    expect(raw.prepare(`SELECT stream, seq, kind, body FROM runes ORDER BY seq`).raw().all()).toEqual([
+      ['a', 1, 'spawned', '{"event":{"type":"spawn","input":{"n":1}},"to":"idle","at":1}'],
+      ['a', 2, 'tick', '{"event":{"type":"tick","n":2,"text":"é✓ \\"quoted\\" 2"},"from":"idle","to":"idle","at":20}'],
+      ['a', 3, 'tick', '{"machine":"other","event":{"type":"tick","n":3,"text":"é✓ \\"quoted\\" 3"},"to":"idle","at":30}'],
+    ]);
+    expect(raw.prepare('SELECT * FROM streams').all()).toEqual([{ stream: 'a', machine: 'counter', seq: 3 }]);
+  });
+});
+
+describe('sqliteStore: the database keeps each stream gapless on its own', () => {
+  /** A store holding runes a1..a3, and a raw second connection to its file. */
+  async function storeAndRaw(): Promise<{ store: RuneStore; raw: Database.Database }> {
+    const path = freshPath();
+    const store = openStore(path);
+    await store.append(runesOf('a', 1, 3));
+    return { store, raw: rawConnection(path) };
+  }
+  const body = (seq: number): string => JSON.stringify({ event: { type: 'tick', n: seq }, at: seq });
+
+  it('refuses, from another connection, a rune that does not continue its stream', async () => {
+    const { store, raw } = await storeAndRaw();
+    const insert = raw.prepare('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)');
+    const gapless = 'runestream: a rune must continue its stream without gap (seq = last seq + 1)';
+    expect(() => insert.run('a', 5, 'tick', body(5))).toThrow(gapless); // a gap
+    expect(() => insert.run('a', 3, 'tick', body(3))).toThrow(gapless); // a duplicate
+    expect(() => insert.run('a', 1, 'tick', body(1))).toThrow(gapless);
+    expect(() => insert.run('a', 0, 'tick', body(0))).toThrow(gapless);
+    expect(() => insert.run('nobody', 1, 'spawned', body(1))).toThrow(gapless); // a stream never created
+    expect(() => raw.prepare('INSERT OR REPLACE INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)').run('a', 2, 'tick', body(2))).toThrow(gapless);
+    // A statement of several runes is refused whole: a4 does not stay behind a6.
+    expect(() => raw.prepare('INSERT INTO runes (stream, seq, kind, body) VALUES (?, 4, ?, ?), (?, 6, ?, ?)').run('a', 'tick', body(4), 'a', 'tick', body(6))).toThrow(gapless);
+    expect(await store.read('a')).toEqual(runesOf('a', 1, 3));
+
+    // What the store itself does, done by hand in one transaction, is accepted and read back.
+    raw.transaction(() => {
+      insert.run('a', 4, 'tick', body(4));
+      raw.prepare('UPDATE streams SET seq = 4 WHERE stream = ? AND seq = 3').run('a');
+    })();
+    await store.append([runeOf('a', 5)]);
+    expect(await store.read('a', 3)).toEqual([{ stream: 'a', seq: 4, machine: 'counter', kind: 'tick', event: { type: 'tick', n: 4 }, at: 4 }, runeOf('a', 5)]);
+  });
+
+  it('refuses a head moved anywhere but to its last rune, a stream created twice or deleted, and runes rewritten', async () => {
+    const { store, raw } = await storeAndRaw();
+    const head = 'runestream: a stream\'s head only moves forward, to its last rune';
+    expect(() => raw.exec(`UPDATE streams SET seq = 4 WHERE stream = 'a'`)).toThrow(head); // no rune 4: the next rune would leave a gap
+    expect(() => raw.exec(`UPDATE streams SET seq = 2 WHERE stream = 'a'`)).toThrow(head); // back: rune 3 would come twice
+    expect(() => raw.exec(`UPDATE streams SET machine = 'other' WHERE stream = 'a'`)).toThrow('runestream: a stream keeps its id and machine');
+    expect(() => raw.exec(`UPDATE streams SET stream = 'b' WHERE stream = 'a'`)).toThrow('runestream: a stream keeps its id and machine');
+    const created = 'runestream: a stream is created once, at seq 0 (its spawn rune is seq 1)';
+    expect(() => raw.exec(`INSERT INTO streams (stream, machine, seq) VALUES ('b', 'counter', 5)`)).toThrow(created);
+    expect(() => raw.exec(`INSERT OR REPLACE INTO streams (stream, machine, seq) VALUES ('a', 'counter', 0)`)).toThrow(created);
+    expect(() => raw.exec(`DELETE FROM streams`)).toThrow('runestream: streams are never deleted');
+    expect(() => raw.exec(`UPDATE runes SET seq = 9 WHERE stream = 'a' AND seq = 3`)).toThrow('runestream: runes are immutable');
+    expect(() => raw.exec(`UPDATE runes SET body = '{}' WHERE stream = 'a'`)).toThrow('runestream: runes are immutable');
+    expect(await store.head('a')).toEqual({ stream: 'a', machine: 'counter', seq: 3 });
+    expect(await store.read('a')).toEqual(runesOf('a', 1, 3));
+  });
+
+  it('deletes only the oldest runes a snapshot covers, and keeps snapshots from moving back', async () => {
+    const { store, raw } = await storeAndRaw();
+    await store.append(runesOf('a', 4, 3));
+    const prune = 'runestream: only a stream\'s oldest runes, covered by its snapshot, may be deleted';
+    expect(() => raw.exec(`DELETE FROM runes WHERE stream = 'a' AND seq = 1`)).toThrow(prune); // no snapshot yet
+    await store.saveSnapshot({ stream: 'a', seq: 4, state: { n: 4 } });
+    expect(() => raw.exec(`DELETE FROM runes WHERE stream = 'a' AND seq = 2`)).toThrow(prune); // a hole after rune 1
+    expect(() => raw.exec(`DELETE FROM runes WHERE stream = 'a' AND seq <= 5`)).toThrow(prune); // rune 5 is not covered
+    expect(() => raw.exec(`DELETE FROM runes WHERE stream = 'a' AND seq = 6`)).toThrow(prune); // the last rune
+    expect(raw.prepare(`DELETE FROM runes WHERE stream = 'a' AND seq <= 3`).run().changes).toBe(3); // the oldest, covered
+
+    const snapshot = 'runestream: a snapshot must cover existing runes of its stream, and be newer than the one it replaces';
+    expect(() => raw.exec(`UPDATE snapshots SET seq = 1`)).toThrow(snapshot);
+    expect(() => raw.exec(`INSERT OR REPLACE INTO snapshots (stream, seq, state) VALUES ('a', 1, '{}')`)).toThrow(snapshot);
+    expect(() => raw.exec(`INSERT INTO snapshots (stream, seq, state) VALUES ('b', 1, '{}')`)).toThrow(snapshot);
+    expect(() => raw.exec(`UPDATE snapshots SET seq = 7`)).toThrow(snapshot); // past the head
+    expect(() => raw.exec(`DELETE FROM snapshots`)).toThrow('runestream: snapshots are replaced, never deleted');
+
+    expect((await store.read('a')).map((r) => r.seq)).toEqual([4, 5, 6]);
+    expect(await store.latestSnapshot('a')).toEqual({ stream: 'a', seq: 4, state: { n: 4 } });
+    expect(await store.prune('a', 4)).toBe(1);
+  });
+
+  it('refuses appends, rather than leave a gap, after a writer stored runes without advancing the head', async () => {
+    const { store, raw } = await storeAndRaw();
+    raw.prepare('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)').run('a', 4, 'tick', body(4)); // no head update
+    expect(await store.head('a')).toEqual({ stream: 'a', machine: 'counter', seq: 3 });
+    const error = await store.append([runeOf('a', 4)]).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect(error).toMatchObject({ code: 'seq_conflict' });
+    expect((error as Error).message).toBe(
+      'the database refused the batch (runestream: a rune must continue its stream without gap (seq = last seq + 1)); nothing of the batch was written',
+    );
+    raw.exec(`UPDATE streams SET seq = 4 WHERE stream = 'a'`); // repaired: the head moves to its last rune
+    await store.append([runeOf('a', 5)]);
+    expect((await store.read('a')).map((r) => r.seq)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('reads the heads inside the transaction: two stores on one file refuse each other\'s stale batches', async () => {
+    const path = freshPath();
+    const one = openStore(path);
+    const two = openStore(path);
+    await one.append(runesOf('a', 1, 2));
+    await two.append([runeOf('a', 3)]);
+    await expect(one.append([runeOf('a', 3)])).rejects.toThrow('stream "a": expected seq 4, got 3; nothing of the batch was written');
+    expect(await one.read('a')).toEqual(runesOf('a', 1, 3));
+  });
+});
+
+describe('sqliteStore: refuses a file that is not its own, and leaves it untouched', () => {
+  const sha256 = (path: string): string => createHash('sha256').update(readFileSync(path)).digest('hex');
+
+  /**
+   * Opens `path`, expecting 'invalid_file' for `problem`; the file and the dir listing must not
+   * change. `sameListing: false` is for files whose header says runestream (our application_id,
+   * a known version, WAL mode): those are checked further by a read-only SQLite connection, which
+   * leaves an empty -wal / -shm behind; the file itself is still byte for byte the same.
+   */
+  function expectRefused(path: string, problem: string, { sameListing = true } = {}): void {
+    const before = { hash: sha256(path), listing: readdirSync(dir).sort() };
+    let error: unknown;
+    try {
+      stores.push(sqliteStore(path));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(StoreError);
+    expect(error).toMatchObject({ code: 'invalid_file' });
+    expect((error as Error).message).toBe(`cannot open "${path}": ${problem}; the file was left untouched`);
+    expect(sha256(path)).toBe(before.hash);
+    if (sameListing) expect(readdirSync(dir).sort()).toEqual(before.listing); // no -wal, -shm or -journal appeared
+  }
+
+  /** A runestream file holding `count` runes of stream 'a', closed (so fully checkpointed). */
+  async function runestreamFile(count = 3): Promise<string> {
+    const path = freshPath();
+    const store = sqliteStore(path);
+    await store.append(runesOf('a', 1, count));
+    await store.close();
+    return path;
+  }
+
+  it('random bytes', () => {
+    const path = freshPath();
+    const bytes = Buffer.alloc(8192);
+    for (let i = 0, x = 0x2545f491; i < bytes.length; i++) {
+      x ^= x << 13;
+      x ^= x >>> 17;
+      x ^= x << 5;
+      bytes[i] = x & 0xff;
+    }
+    writeFileSync(path, bytes);
+    expectRefused(path, 'it is not an SQLite database (its first bytes are not "SQLite format 3")');
+  });
+
+  it('a truncated header, an empty file, a file cut after its first page', async () => {
+    const whole = readFileSync(await runestreamFile(2000));
+    expect(whole.length).toBeGreaterThan(4096 * 4);
+    const header = freshPath();
+    writeFileSync(header, whole.subarray(0, 50));
+    expectRefused(header, 'its SQLite header is truncated (50 of 100 bytes)');
+
+    const empty = freshPath();
+    writeFileSync(empty, '');
+    expectRefused(empty, 'it is empty (0 bytes); remove it, or give a path that does not exist to create a store');
+
+    const firstPage = freshPath();
+    writeFileSync(firstPage, whole.subarray(0, 4096));
+    expectRefused(firstPage, 'SQLite cannot read it (SQLITE_CORRUPT: database disk image is malformed)', { sameListing: false });
+  });
+
+  it('an SQLite database of another application: no application_id, another one', () => {
+    const other = freshPath();
+    const foreign = new Database(other);
+    foreign.pragma('journal_mode = WAL');
+    foreign.exec(`CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT); INSERT INTO notes (text) VALUES ('keep me')`);
+    foreign.close();
+    expectRefused(other, 'it is an SQLite database of another application (application_id 0, none set; a runestream file has 0x52554e45)');
+
+    const fossil = freshPath();
+    const app = new Database(fossil);
+    app.pragma('application_id = 0x0f055112');
+    app.exec(`CREATE TABLE streams (stream TEXT); CREATE TABLE runes (x); CREATE TABLE snapshots (y)`);
+    app.close();
+    expectRefused(fossil, 'it is an SQLite database of another application (application_id 0x0f055112; a runestream file has 0x52554e45)');
+  });
+
+  it('a newer schema version, or a runestream application_id without the schema', async () => {
+    const newer = await runestreamFile();
+    const raw = new Database(newer);
+    raw.pragma('user_version = 2');
+    raw.close();
+    expectRefused(newer, 'it was written by a newer runestream (schema version 2; this one reads version 1)');
+
+    const bare = freshPath();
+    const ours = new Database(bare);
+    ours.pragma(`application_id = ${SQLITE_APPLICATION_ID}`);
+    ours.pragma('user_version = 1');
+    ours.exec('CREATE TABLE notes (x)');
+    ours.close();
+    expectRefused(bare, 'its schema has no table "streams"');
+
+    const tampered = await runestreamFile();
+    const drop = new Database(tampered);
+    drop.exec('DROP TRIGGER runes_gapless');
+    drop.close();
+    expectRefused(tampered, 'its schema has no trigger "runes_gapless"', { sameListing: false });
+  });
+
+  it('a directory', () => {
+    const path = freshPath();
+    mkdirSync(path);
+    let error: unknown;
+    try {
+      sqliteStore(path);
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toMatchObject({ code: 'invalid_file', message: `cannot open "${path}": it is not a file; the file was left untouched` });
+  });
+});
+
+describe('sqliteStore: options', () => {
+  it('checks them before touching the file, naming the option', () => {
+    const path = freshPath();
+    const openWith = (options: unknown) => () => sqliteStore(path, options as SqliteStoreOptions);
+    expect(openWith({ synchronous: 'fast' })).toThrow(new TypeError(`sqliteStore: the "synchronous" option must be 'normal' or 'full', got "fast"`));
+    expect(openWith({ synchronus: 'full' })).toThrow(new TypeError('sqliteStore: unknown option "synchronus"; the options are "synchronous"'));
+    expect(openWith(null)).toThrow(new TypeError('sqliteStore: the options must be an object, got null'));
+    expect(() => sqliteStore(':memory:')).toThrow(new TypeError('sqliteStore: ":memory:" is not a file; use memoryStore() for a store in memory'));
+    expect(() => sqliteStore('')).toThrow(new TypeError('sqliteStore: the path must be a non-empty string (a file path), got ""'));
+    expect(existsSync(path)).toBe(false);
+  });
+
+  it('runs with synchronous: \'full\' as with the default', async () => {
+    const path = freshPath();
+    const store = openStore(path, { synchronous: 'full' });
+    await store.append(runesOf('a', 1, 3));
+    await store.close();
+    expect(await openStore(path).read('a')).toEqual(runesOf('a', 1, 3));
+  });
+
+  it('names the missing directory when it cannot create the file', () => {
+    const path = join(dir, 'missing', 'store.db');
+    expect(() => sqliteStore(path)).toThrow(`sqliteStore: cannot create "${path}"`);
+  });
+});
+
+describe('sqliteStore: close and crashes', () => {
+  it('rejects every call once closed, and checkpoints the WAL into the file', async () => {
+    const path = freshPath();
+    const store = openStore(path);
+    await store.append(runesOf('a', 1, 2));
+    expect(existsSync(`${path}-wal`)).toBe(true);
+    await store.close();
+    await store.close(); // closing again is harmless
+    expect(existsSync(`${path}-wal`)).toBe(false);
+    const calls = [
+      store.append(runesOf('a', 3, 1)),
+      store.head('a'),
+      store.read('a'),
+      store.latestSnapshot('a'),
+      store.saveSnapshot({ stream: 'a', seq: 1, state: {} }),
+      store.prune('a', 1),
+    ];
+    for (const call of calls) await expect(call).rejects.toMatchObject({ code: 'closed' });
+  });
+
+  it('keeps a committed batch when its process is killed (kill -9) before closing', async () => {
+    const path = freshPath();
+    const script = join(dir, 'writer.mts');
+    const storeModule = new URL('../../src/streams/sqlite-store.ts', import.meta.url).href;
+    writeFileSync(
+      script,
+      [
+        `import { sqliteStore } from ${JSON.stringify(storeModule)};`,
+        `const store = sqliteStore(process.argv[2]);`,
+        `await store.append(JSON.parse(process.argv[3]));`,
+        `process.stdout.write('committed\\n');`,
+        `setInterval(() => {}, 1 << 30); // never closes: killed`,
+      ].join('\n'),
+    );
+    const runes = [...runesOf('a', 1, 3), ...runesOf('b', 1, 2)];
+    const writer = spawn(process.execPath, ['--import', 'tsx', script, path, JSON.stringify(runes)], {
+      cwd: fileURLToPath(new URL('../../', import.meta.url)),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const exited = new Promise<NodeJS.Signals | null>((resolve) => writer.once('exit', (_code, signal) => resolve(signal)));
+    expect(await firstLine(writer)).toBe('committed');
+    writer.kill('SIGKILL');
+    expect(await exited).toBe('SIGKILL');
+    expect(statSync(`${path}-wal`).size).toBeGreaterThan(0); // the batch is only in the WAL
+
+    const store = openStore(path);
+    expect(await store.read('a')).toEqual(runesOf('a', 1, 3));
+    expect(await store.read('b')).toEqual(runesOf('b', 1, 2));
+    await store.append([runeOf('a', 4)]);
+  });
+});
+
+/** The child's first line on stdout; rejects with its stderr if it exits first. */
+function firstLine(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('\n')) resolve(out.slice(0, out.indexOf('\n')));
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    child.once('exit', (code) => reject(new Error(`the writer exited (${code}) before committing: ${err}`)));
+  });
+}

@@ -1,14 +1,19 @@
 import type { Rune } from '../reducers/rune.js';
-import { StoreError, checkBatch, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+import { StoreError, checkBatch, headMatches, type RuneStore, type Snapshot, type StreamHead } from './store.js';
 
 interface MemoryStream {
   machine: string;
   seq: number;
+  value?: string;
+  at: number;
   /** Runes not pruned, in seq order: `runes[i].seq === firstSeq + i`. */
   runes: Rune[];
   firstSeq: number;
   snapshot?: Snapshot;
 }
+
+const headOf = (stream: string, s: MemoryStream): StreamHead =>
+  s.value === undefined ? { stream, machine: s.machine, seq: s.seq, at: s.at } : { stream, machine: s.machine, seq: s.seq, value: s.value, at: s.at };
 
 /**
  * A store in process memory: for tests, demos and embedding where durability is not wanted.
@@ -34,15 +39,28 @@ export function memoryStore(): RuneStore {
       const heads = checkBatch(runes, (stream) => streams.get(stream)?.seq ?? 0);
       for (const rune of runes) {
         let s = streams.get(rune.stream);
-        if (s === undefined) streams.set(rune.stream, (s = { machine: rune.machine, seq: 0, runes: [], firstSeq: 1 }));
+        if (s === undefined) streams.set(rune.stream, (s = { machine: rune.machine, seq: 0, at: 0, runes: [], firstSeq: 1 }));
         s.runes.push(rune);
       }
-      for (const [stream, seq] of heads) streams.get(stream)!.seq = seq;
+      for (const [stream, seq] of heads) {
+        const s = streams.get(stream)!;
+        const last = s.runes[s.runes.length - 1]!;
+        s.seq = seq;
+        s.value = last.to;
+        s.at = last.at;
+      }
     },
     async head(stream): Promise<StreamHead | undefined> {
       open();
       const s = streams.get(stream);
-      return s === undefined ? undefined : { stream, machine: s.machine, seq: s.seq };
+      return s === undefined ? undefined : headOf(stream, s);
+    },
+    async *heads(query = {}) {
+      open();
+      for (const stream of [...streams.keys()].sort()) {
+        const head = headOf(stream, streams.get(stream)!);
+        if (headMatches(head, query)) yield head;
+      }
     },
     async read(stream, afterSeq = 0, limit = Infinity) {
       open();

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, copyFileSync, linkSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Rune } from '../reducers/rune.js';
-import { StoreError, checkBatch, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+import { StoreError, checkBatch, headMatches, type RuneStore, type Snapshot, type StreamHead } from './store.js';
 
 /** Options of {@link sqliteStore}. Each is checked when the store opens. */
 export interface SqliteStoreOptions {
@@ -32,8 +32,13 @@ const SCHEMA = `
 CREATE TABLE streams (
   stream  TEXT    NOT NULL PRIMARY KEY,
   machine TEXT    NOT NULL,
-  seq     INTEGER NOT NULL CHECK (seq >= 0) -- the last seq: the stream's head
+  seq     INTEGER NOT NULL CHECK (seq >= 0), -- the last seq: the stream's head
+  value   TEXT,                              -- the state name after the last rune
+  at      REAL    NOT NULL DEFAULT 0         -- the last rune's time
 ) STRICT, WITHOUT ROWID;
+
+-- Resuming effects at start lists streams by machine and state (idle chat actors, executing tool calls).
+CREATE INDEX streams_by_state ON streams (machine, value, stream);
 
 CREATE TABLE runes (
   stream TEXT    NOT NULL,
@@ -116,6 +121,18 @@ const SCHEMA_OBJECTS: ReadonlyArray<readonly ['table' | 'trigger', string]> = [
 
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 const SQLITE_HEADER_BYTES = 100;
+
+/** A row of `streams`. */
+interface HeadRow {
+  stream: string;
+  machine: string;
+  seq: number;
+  value: string | null;
+  at: number;
+}
+
+const headOf = ({ stream, machine, seq, value, at }: HeadRow): StreamHead =>
+  value === null ? { stream, machine, seq, at } : { stream, machine, seq, value, at };
 
 /** A rune's `body` column, parsed. */
 type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: string };
@@ -316,10 +333,17 @@ function checkIds(path: string, applicationId: number, version: number): void {
 
 /** The store over an open, checked database: every statement prepared once. */
 function openStore(db: Database.Database): RuneStore {
-  const selectHead = db.prepare<[string], { machine: string; seq: number }>('SELECT machine, seq FROM streams WHERE stream = ?');
+  const selectHead = db.prepare<[string], HeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream = ?');
+  // Pages, not one open cursor: better-sqlite3 cannot write while a read iterates.
+  const selectHeads = db.prepare<[string, number], HeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream > ? ORDER BY stream LIMIT ?');
+  const selectHeadsOf = db.prepare<[string, string, number], HeadRow>(
+    'SELECT stream, machine, seq, value, at FROM streams WHERE machine = ? AND stream > ? ORDER BY stream LIMIT ?',
+  );
   const insertStream = db.prepare<[string, string]>('INSERT INTO streams (stream, machine, seq) VALUES (?, ?, 0)');
   const insertRune = db.prepare<[string, number, string, string]>('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)');
-  const advanceHead = db.prepare<[number, string, number]>('UPDATE streams SET seq = ? WHERE stream = ? AND seq = ?');
+  const advanceHead = db.prepare<[number, string | null, number, string, number]>(
+    'UPDATE streams SET seq = ?, value = ?, at = ? WHERE stream = ? AND seq = ?',
+  );
   const selectRunes = db.prepare<[string, number, number], { seq: number; kind: string; body: string }>(
     'SELECT seq, kind, body FROM runes WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?',
   );
@@ -332,6 +356,7 @@ function openStore(db: Database.Database): RuneStore {
   const appendBatch = db.transaction((runes: readonly Rune[]) => {
     // Each stream's row as it was before the batch (machine and head); undefined for a new stream.
     const rows = new Map<string, { machine: string; seq: number } | undefined>();
+    const lastOf = new Map<string, Rune>();
     const heads = checkBatch(runes, (stream) => {
       const row = selectHead.get(stream);
       rows.set(stream, row);
@@ -345,9 +370,11 @@ function openStore(db: Database.Database): RuneStore {
         rows.set(rune.stream, (row = { machine: rune.machine, seq: 0 }));
       }
       insertRune.run(rune.stream, rune.seq, rune.kind, encodeBody(rune, row.machine));
+      lastOf.set(rune.stream, rune);
     }
     for (const [stream, seq] of heads) {
-      if (advanceHead.run(seq, stream, rows.get(stream)!.seq).changes !== 1) {
+      const last = lastOf.get(stream)!;
+      if (advanceHead.run(seq, last.to ?? null, last.at, stream, rows.get(stream)!.seq).changes !== 1) {
         throw new StoreError('seq_conflict', `stream "${stream}": its head moved during the batch; nothing of the batch was written`);
       }
     }
@@ -387,7 +414,21 @@ function openStore(db: Database.Database): RuneStore {
     async head(stream): Promise<StreamHead | undefined> {
       open();
       const row = selectHead.get(stream);
-      return row === undefined ? undefined : { stream, machine: row.machine, seq: row.seq };
+      return row === undefined ? undefined : headOf(row);
+    },
+    async *heads(query = {}) {
+      const page = 1000;
+      let after = '';
+      for (;;) {
+        open();
+        const rows = query.machine === undefined ? selectHeads.all(after, page) : selectHeadsOf.all(query.machine, after, page);
+        for (const row of rows) {
+          const head = headOf(row);
+          if (headMatches(head, query)) yield head;
+        }
+        if (rows.length < page) return;
+        after = rows[rows.length - 1]!.stream;
+      }
     },
     async read(stream, afterSeq = 0, limit = Infinity) {
       open();

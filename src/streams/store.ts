@@ -7,6 +7,18 @@ export interface StreamHead {
   readonly machine: string;
   /** The seq of the stream's last rune (its rune count, pruned runes included). */
   readonly seq: number;
+  /** The state name after the last rune (its `to`), for finite machines. */
+  readonly value?: string;
+  /** The last rune's `at`: when the stream last changed, in scheduler time. */
+  readonly at: number;
+}
+
+/** Which streams `heads` lists; every field narrows the list. */
+export interface HeadsQuery {
+  /** Only streams of this machine id. */
+  readonly machine?: string;
+  /** Only streams whose state name is one of these. */
+  readonly values?: readonly string[];
 }
 
 /** A state folded from a stream's runes `1..seq`: hydration starts here and folds the rest. */
@@ -38,6 +50,12 @@ export interface RuneStore {
   append(runes: readonly Rune[]): Promise<void>;
   /** The stream's machine and last seq, or `undefined` for a stream never spawned. */
   head(stream: string): Promise<StreamHead | undefined>;
+  /**
+   * Lists the heads of the streams the query matches, in stream id order, a page at a time:
+   * what an engine reads at start to resume the effects its streams need (timers, interrupted
+   * tool calls). The store may be written to while the listing is consumed.
+   */
+  heads(query?: HeadsQuery): AsyncIterable<StreamHead>;
   /** The stream's runes with `seq > afterSeq`, in seq order, at most `limit` of them. */
   read(stream: string, afterSeq?: number, limit?: number): Promise<Rune[]>;
   /** The stream's newest snapshot, if any. */
@@ -78,6 +96,11 @@ export class StoreConflictError extends StoreError {
     super('seq_conflict', `stream "${stream}": expected seq ${expectedSeq}, got ${gotSeq}; nothing of the batch was written`);
   }
 }
+
+/** Whether a head matches a query. */
+export const headMatches = (head: StreamHead, query: HeadsQuery): boolean =>
+  (query.machine === undefined || head.machine === query.machine) &&
+  (query.values === undefined || (head.value !== undefined && query.values.includes(head.value)));
 
 /**
  * Checks that a batch continues each stream's head without gap; returns the batch's last seq per

@@ -66,7 +66,7 @@ describe('sqliteStore: the file', () => {
     const again = openStore(path);
     expect(await again.read('a')).toEqual(runesOf('a', 2, 2));
     expect(await again.read('b')).toEqual(runesOf('b', 1, 2));
-    expect(await again.head('a')).toEqual({ stream: 'a', machine: 'counter', seq: 3 });
+    expect(await again.head('a')).toEqual({ stream: 'a', machine: 'counter', seq: 3, value: 'idle', at: 30 });
     expect(await again.latestSnapshot('a')).toEqual({ stream: 'a', seq: 2, state: { n: 2 } });
     await again.append([runeOf('a', 4), runeOf('b', 3)]);
     await expect(again.append([runeOf('a', 4)])).rejects.toThrow('stream "a": expected seq 5, got 4; nothing of the batch was written');
@@ -94,7 +94,7 @@ describe('sqliteStore: the file', () => {
     duplicateLast[999] = runeOf('stream-99', 19); // the very last rune: 999 runes were fine
     await expect(store.append(duplicateLast)).rejects.toMatchObject({ code: 'seq_conflict' });
 
-    for (const stream of streams) expect(await store.head(stream)).toEqual({ stream, machine: 'counter', seq: 10 });
+    for (const stream of streams) expect(await store.head(stream)).toEqual({ stream, machine: 'counter', seq: 10, value: 'idle', at: 100 });
     const raw = rawConnection(path, { readonly: true });
     expect(raw.prepare('SELECT count(*) FROM runes').pluck().get()).toBe(1000);
     await store.append(batchOf(11));
@@ -138,7 +138,7 @@ describe('sqliteStore: the file', () => {
       ['a', 2, 'tick', '{"event":{"type":"tick","n":2,"text":"é✓ \\"quoted\\" 2"},"from":"idle","to":"idle","at":20}'],
       ['a', 3, 'tick', '{"machine":"other","event":{"type":"tick","n":3,"text":"é✓ \\"quoted\\" 3"},"to":"idle","at":30}'],
     ]);
-    expect(raw.prepare('SELECT * FROM streams').all()).toEqual([{ stream: 'a', machine: 'counter', seq: 3 }]);
+    expect(raw.prepare('SELECT * FROM streams').all()).toEqual([{ stream: 'a', machine: 'counter', seq: 3, value: 'idle', at: 30 }]);
   });
 });
 
@@ -188,7 +188,7 @@ describe('sqliteStore: the database keeps each stream gapless on its own', () =>
     expect(() => raw.exec(`DELETE FROM streams`)).toThrow('runestream: streams are never deleted');
     expect(() => raw.exec(`UPDATE runes SET seq = 9 WHERE stream = 'a' AND seq = 3`)).toThrow('runestream: runes are immutable');
     expect(() => raw.exec(`UPDATE runes SET body = '{}' WHERE stream = 'a'`)).toThrow('runestream: runes are immutable');
-    expect(await store.head('a')).toEqual({ stream: 'a', machine: 'counter', seq: 3 });
+    expect(await store.head('a')).toMatchObject({ stream: 'a', machine: 'counter', seq: 3 });
     expect(await store.read('a')).toEqual(runesOf('a', 1, 3));
   });
 
@@ -218,7 +218,7 @@ describe('sqliteStore: the database keeps each stream gapless on its own', () =>
   it('refuses appends, rather than leave a gap, after a writer stored runes without advancing the head', async () => {
     const { store, raw } = await storeAndRaw();
     raw.prepare('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)').run('a', 4, 'tick', body(4)); // no head update
-    expect(await store.head('a')).toEqual({ stream: 'a', machine: 'counter', seq: 3 });
+    expect(await store.head('a')).toMatchObject({ stream: 'a', machine: 'counter', seq: 3 });
     const error = await store.append([runeOf('a', 4)]).then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);
     expect(error).toMatchObject({ code: 'seq_conflict' });

@@ -33,7 +33,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Run
     it('remembers each stream\'s machine and last seq', async () => {
       const store = await makeStore();
       await store.append([runeOf('a', 1, 'chat-actor'), runeOf('a', 2, 'chat-actor')]);
-      expect(await store.head('a')).toEqual({ stream: 'a', machine: 'chat-actor', seq: 2 });
+      expect(await store.head('a')).toEqual({ stream: 'a', machine: 'chat-actor', seq: 2, value: 'idle', at: 20 });
       expect(await store.head('nobody')).toBeUndefined();
       await store.close();
     });
@@ -79,7 +79,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Run
       expect(await store.prune('a', 8)).toBe(8);
       expect(await store.read('a')).toEqual(runesOf('a', 9, 2));
       expect(await store.read('a', 3)).toEqual(runesOf('a', 9, 2));
-      expect(await store.head('a')).toEqual({ stream: 'a', machine: 'counter', seq: 10 }); // pruning keeps the head
+      expect(await store.head('a')).toEqual({ stream: 'a', machine: 'counter', seq: 10, value: 'idle', at: 100 }); // pruning keeps the head
       expect(await store.prune('a', 8)).toBe(0);
       await store.append([runeOf('a', 11)]);
       expect((await store.read('a')).map((r) => r.seq)).toEqual([9, 10, 11]);
@@ -91,6 +91,26 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Run
       await store.append(runesOf('a', 1, 2));
       await expect(store.saveSnapshot({ stream: 'a', seq: 3, state: {} })).rejects.toBeInstanceOf(StoreError);
       await expect(store.saveSnapshot({ stream: 'nobody', seq: 1, state: {} })).rejects.toBeInstanceOf(StoreError);
+      await store.close();
+    });
+
+    it('lists heads by machine and state name, in stream order, while appends go on', async () => {
+      const store = await makeStore();
+      const paused = (stream: string, seq: number): Rune => ({ ...runeOf(stream, seq, 'chat-actor'), kind: 'Pause', to: 'paused', at: 7 });
+      await store.append([runeOf('c', 1, 'chat-actor'), runeOf('a', 1, 'chat-actor'), runeOf('t', 1, 'tool-call')]);
+      await store.append([paused('a', 2)]);
+      const listed: string[] = [];
+      for await (const head of store.heads({ machine: 'chat-actor' })) {
+        listed.push(`${head.stream}:${head.value}@${head.at}`);
+        await store.append([runeOf(`new-${head.stream}`, 1, 'chat-actor')]); // writing while listing
+      }
+      expect(listed.slice(0, 2)).toEqual(['a:paused@7', 'c:idle@1']);
+      const idle: string[] = [];
+      for await (const head of store.heads({ machine: 'chat-actor', values: ['idle'] })) idle.push(head.stream);
+      expect(idle).toEqual(['c', 'new-a', 'new-c']);
+      const all: string[] = [];
+      for await (const head of store.heads()) all.push(head.stream);
+      expect(all).toEqual(['a', 'c', 'new-a', 'new-c', 't']);
       await store.close();
     });
 

@@ -25,7 +25,9 @@ const CLOCKED = new Set(['idle', 'paused']);
  * 2. Shutdown: a terminal state or `Shutdown` releases the actor from memory; its state stays in
  *    the log, and the next dispatch respawns it from there (seed 000 "Respawning").
  *
- * The deadline is the last rune's `at` plus the timeout, so it is kept in the log itself.
+ * The deadline is the last rune's `at` plus the timeout, so it is kept in the log itself: when the
+ * epic starts (after a restart, say) it arms the clock of every idle or paused chat actor in the
+ * store at its original deadline, or fires it at once if that has passed.
  *
  * ## Example
  * ```ts
@@ -54,7 +56,27 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
           clocks.delete(rune.stream);
         }
       };
-      const subscription = runes$.pipe(filter((rune) => rune.machine === chatActor.id)).subscribe(onRune);
+      // Streams heard live while the stored ones are listed: their live rune is newer than any head.
+      const heardLive = new Set<string>();
+      let resuming = true;
+      const subscription = runes$.pipe(filter((rune) => rune.machine === chatActor.id)).subscribe((rune) => {
+        if (resuming) heardLive.add(rune.stream);
+        onRune(rune);
+      });
+      // Durable clocks: an idle or paused actor in the store keeps its deadline across a restart
+      // (its last rune's `at` plus the timeout), firing at once if that has passed.
+      subscription.add(
+        context.streams({ machine: chatActor.id, values: [...CLOCKED] }).subscribe({
+          next: (head) => {
+            if (!heardLive.has(head.stream)) clocks.set(head.stream, head.at + inactivityTimeoutMs);
+          },
+          error: (error: unknown) => subscriber.error(error),
+          complete: () => {
+            resuming = false;
+            heardLive.clear();
+          },
+        }),
+      );
       return () => {
         subscription.unsubscribe();
         clocks.dispose();

@@ -1,1 +1,2 @@
 export * from './chat-actor-lifecycle.js';
+export * from './tool-call-recovery.js';

@@ -1,4 +1,4 @@
-import { Observable, Subject, asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
+import { Observable, Subject, asyncScheduler, from, type SchedulerLike, type Subscription } from 'rxjs';
 import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine.js';
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
@@ -418,7 +418,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
       epics,
       runes$: allRunes,
       deps,
-      context: { state: <S>(stream: string) => instances.get(stream)?.durableState as S | undefined, release, scheduler },
+      context: {
+        state: <S>(stream: string) => instances.get(stream)?.durableState as S | undefined,
+        release,
+        streams: (query) => from(store.heads(query)),
+        scheduler,
+      },
       dispatch: ({ stream, event }) => dispatch(stream, event),
       report: (report) => errors.next(report),
     });

@@ -1,4 +1,5 @@
 import { Observable, defer, retry, timer, type SchedulerLike, type Subscription } from 'rxjs';
+import type { HeadsQuery, StreamHead } from './store.js';
 import type { EventObject } from '../reducers/machine.js';
 import type { Rune } from '../reducers/rune.js';
 
@@ -15,6 +16,12 @@ export interface EpicContext {
   state<S = unknown>(stream: string): S | undefined;
   /** Releases a stream's instance from memory; the next use hydrates it from the store. */
   release(stream: string): void;
+  /**
+   * The heads of the stored streams the query matches: how an epic resumes, when it starts, the
+   * effects its streams still need (the Moorex idea: effects follow from state, so a restart
+   * re-derives them). Completes after the last one.
+   */
+  streams(query?: HeadsQuery): Observable<StreamHead>;
   /** The engine's scheduler: every timer of an epic runs on it, so tests run in virtual time. */
   readonly scheduler: SchedulerLike;
 }

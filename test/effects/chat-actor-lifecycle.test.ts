@@ -1,4 +1,4 @@
-import { VirtualTimeScheduler, firstValueFrom } from 'rxjs';
+import { EMPTY, VirtualTimeScheduler, firstValueFrom } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { chatActorLifecycle, chatActorNotices, type ChatActorState, type Rune } from '../../src/index.js';
@@ -29,7 +29,7 @@ describe('chatActorLifecycle epic', () => {
         d: rune('c', 2, 'ProcessInteraction', 'idle', 'running', 60_000),
         e: rune('b', 2, 'Ping', 'idle', 'idle', 300_000),
       });
-      const commands = chatActorLifecycle()(runes, { state: () => undefined, release: (s) => released.push(s), scheduler }, undefined);
+      const commands = chatActorLifecycle()(runes, { state: () => undefined, release: (s) => released.push(s), streams: () => EMPTY, scheduler }, undefined);
       expectObservable(commands, '^ 20m !').toBe('10m a 4m 59.999s b', {
         a: { stream: 'a', event: { type: 'InactivityTimeout' } },
         b: { stream: 'b', event: { type: 'InactivityTimeout' } },
@@ -47,7 +47,7 @@ describe('chatActorLifecycle epic', () => {
         c: rune('a', 2, 'Cancel', 'idle', 'cancelled', 1000),
         d: rune('b', 2, 'Shutdown', 'idle', 'idle', 1000),
       });
-      const commands = chatActorLifecycle()(runes, { state: () => undefined, release: (s) => released.push(s), scheduler }, undefined);
+      const commands = chatActorLifecycle()(runes, { state: () => undefined, release: (s) => released.push(s), streams: () => EMPTY, scheduler }, undefined);
       expectObservable(commands, '^ 20m !').toBe('');
       flush();
       expect(released).toEqual(['a', 'b']);
@@ -91,5 +91,34 @@ describe('chatActorLifecycle in an engine', () => {
     expect(await engine.dispatch('chat-1', { type: 'Ping' })).toEqual({ accepted: false, code: 'terminal_state', reason: 'terminal state' });
     expect(await firstValueFrom(engine.state$<ChatActorState>('chat-1'))).toMatchObject({ value: 'completed' });
     await engine.close();
+  });
+});
+
+describe('chatActorLifecycle across a restart: durable clocks', () => {
+  /** The store outlives the engines, as a file would; each engine has its own clock. */
+  async function idleActorThenRestartAt(restartAt: number) {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} };
+    const before = createEngine({ store: kept, scheduler: new VirtualTimeScheduler(), epics: [chatActorLifecycle()] });
+    await before.spawn('chat-1', 'chat-actor'); // idle at 0: its deadline is 10 minutes
+    await before.close();
+
+    const scheduler = new VirtualTimeScheduler(undefined, 60 * 60_000);
+    scheduler.frame = restartAt; // the process comes back later
+    const after = createEngine({ store: kept, scheduler, epics: [chatActorLifecycle()] });
+    await new Promise((r) => setImmediate(r)); // epics start, list the stored heads
+    scheduler.flush();
+    await new Promise((r) => setImmediate(r));
+    const runes = await store.read('chat-1');
+    await after.close();
+    return runes.map((r) => `${r.kind}@${r.at}`);
+  }
+
+  it('fires at the original deadline, not a full timeout after the restart', async () => {
+    expect(await idleActorThenRestartAt(4 * 60_000)).toEqual(['spawned@0', 'InactivityTimeout@600000']);
+  });
+
+  it('fires at once when the deadline passed while the process was down', async () => {
+    expect(await idleActorThenRestartAt(15 * 60_000)).toEqual(['spawned@0', 'InactivityTimeout@900000']);
   });
 });

@@ -29,7 +29,7 @@ describe('runEpics', () => {
         epics: [fragile, echo],
         runes$: runes,
         deps: undefined,
-        context: { state: () => undefined, release: () => {}, scheduler },
+        context: { state: () => undefined, release: () => {}, streams: () => EMPTY, scheduler },
         dispatch: async (c) => (dispatched.push(`${scheduler.now()}:${c.event.type}`), { accepted: true }),
         report: (r) => reports.push(r),
       });

@@ -1,6 +1,6 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { chatActor, checkBatch, createEngine, type Epic, type Rune, type RuneStore, type StreamHead } from '../src/index.js';
+import { chatActor, chatActorLifecycle, checkBatch, createEngine, type Epic, type Rune, type RuneStore, type StreamHead } from '../src/index.js';
 
 /**
  * A store that accepts every append and keeps only each stream's head (machine and last seq):
@@ -87,9 +87,8 @@ export async function benchIdleSessions(): Promise<boolean> {
   const stateBytes = (withStates - beforeStates - (withRefs - beforeRefs)) / n;
 
   const store = headsOnlyStore();
-  // TODO(inactivity timers): to arm one per session, make this line
-  // `const epics: Epic[] = [(await import('../src/effects/index.js')).chatActorLifecycle()];`
-  const epics: Epic[] = [];
+  // Each session's inactivity clock is armed (one timer-wheel entry per session, one scheduled action).
+  const epics: Epic[] = [chatActorLifecycle()];
   const engine = createEngine({ store, epics });
   await new Promise((resolve) => setTimeout(resolve, 0)); // epics start on a microtask: let them subscribe
   const before = heapAfterGc(gc);

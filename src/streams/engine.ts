@@ -278,28 +278,27 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
     // Claim the id while the store is asked, so a concurrent spawn or dispatch waits for this one;
     // if the store has the stream already, the dispatchers get it hydrated and the spawn is refused.
-    let created: Instance | undefined;
+    // The instance enters memory in the same step as its seq-1 rune enters the queue, so no
+    // dispatch can queue a seq 2 ahead of it.
+    let spawned: Promise<DispatchResult> | undefined;
     const claim = (async () => {
       if ((await store.head(stream)) !== undefined) return hydrate(stream);
       const state = machine.initial(parsed.data);
-      created = { stream, machine, state, seq: 1, durableState: undefined, durableSeq: 0, sinceSnapshot: 0, releasing: false };
-      instances.set(stream, created);
-      return created;
+      const instance: Instance = { stream, machine, state, seq: 1, durableState: undefined, durableSeq: 0, sinceSnapshot: 0, releasing: false };
+      const to = valueOf(state);
+      const event = { type: SPAWN_EVENT_TYPE, input: parsed.data };
+      const at = scheduler.now();
+      const rune: Rune =
+        to === undefined
+          ? { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, at }
+          : { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, to, at };
+      instances.set(stream, instance);
+      spawned = enqueue(instance, rune, state);
+      return instance;
     })().finally(() => loading.delete(stream));
     loading.set(stream, claim);
     await claim;
-    if (created === undefined) return rejected('stream_exists', `stream "${stream}" already exists`);
-    const instance = created;
-    const rune: Rune = {
-      stream,
-      seq: 1,
-      machine: machine.id,
-      kind: machine.spawnKind,
-      event: { type: SPAWN_EVENT_TYPE, input: parsed.data },
-      ...(valueOf(instance.state) === undefined ? {} : { to: valueOf(instance.state) }),
-      at: scheduler.now(),
-    };
-    return enqueue(instance, rune, instance.state);
+    return spawned ?? rejected('stream_exists', `stream "${stream}" already exists`);
   };
 
   // --- dispatch ---------------------------------------------------------------------------------

@@ -107,6 +107,22 @@ describe('engine: spawn and dispatch', () => {
     await engine.close();
   });
 
+  it('puts a spawn first, whatever microtask a dispatch to the new stream arrives in', async () => {
+    const engine = createEngine();
+    const results: Array<Promise<unknown>> = [engine.spawn('s', 'chat-actor')];
+    // Dispatches at every microtask delay from 0 to 20: some find the spawn pending, some done.
+    for (let delay = 0; delay <= 20; delay++) {
+      let p = Promise.resolve();
+      for (let i = 0; i < delay; i++) p = p.then();
+      results.push(p.then(() => engine.dispatch('s', { type: 'Ping' })));
+    }
+    const settled = (await Promise.all(results)) as Array<{ accepted: boolean; rune: { seq: number } }>;
+    expect(settled.every((r) => r.accepted)).toBe(true);
+    expect(settled[0]!.rune.seq).toBe(1);
+    expect(new Set(settled.map((r) => r.rune.seq)).size).toBe(22);
+    await engine.close();
+  });
+
   it('refuses a terminal state\'s events with "terminal state"', async () => {
     const engine = createEngine();
     await engine.spawn('s', 'chat-actor');

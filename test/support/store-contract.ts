@@ -114,11 +114,23 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Run
       await store.close();
     });
 
-    it('rejects every call once closed', async () => {
+    it('rejects every call once closed, and closing twice is harmless', async () => {
       const store = await makeStore();
+      await store.append(runesOf('a', 1, 2));
       await store.close();
-      await expect(store.append(runesOf('a', 1, 1))).rejects.toMatchObject({ code: 'closed' });
-      await expect(store.read('a')).rejects.toMatchObject({ code: 'closed' });
+      await expect(store.close()).resolves.toBeUndefined();
+      const calls: Array<[string, () => Promise<unknown>]> = [
+        ['append', () => store.append([runeOf('a', 3)])],
+        ['head', () => store.head('a')],
+        ['heads', async () => {
+          for await (const head of store.heads()) void head;
+        }],
+        ['read', () => store.read('a')],
+        ['latestSnapshot', () => store.latestSnapshot('a')],
+        ['saveSnapshot', () => store.saveSnapshot({ stream: 'a', seq: 1, state: {} })],
+        ['prune', () => store.prune('a', 1)],
+      ];
+      for (const [name, call] of calls) await expect(call(), name).rejects.toMatchObject({ code: 'closed' });
     });
   });
 }

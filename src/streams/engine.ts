@@ -105,6 +105,10 @@ const valueOf = (state: unknown): string | undefined => {
 
 const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => ({ accepted: false, code, reason });
 
+/** The next turn of the event loop (Node's `setImmediate`); a microtask where there is none. */
+const nextTurn = (): Promise<void> =>
+  typeof setImmediate === 'function' ? new Promise((resolve) => setImmediate(resolve)) : Promise.resolve();
+
 /**
  * Creates an engine: keyed machine instances folded by their pure transitions, every accepted
  * event appended as a rune to a durable store, state and runes multicast to subscribers.
@@ -165,9 +169,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   /** Appends batches until none is pending: one append in flight at a time keeps each stream in order. */
   const flushSoon = async (): Promise<void> => {
-    await Promise.resolve(); // let the dispatches of this tick join the batch
     try {
-      while (pending.length > 0) {
+      do {
+        // Each batch waits a turn of the event loop, gathering the dispatches of that turn. A
+        // turn, not a microtask: a caller that dispatches again whenever a dispatch resolves
+        // must not starve timers and I/O.
+        await nextTurn();
         const batch = pending;
         pending = [];
         try {
@@ -184,7 +191,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
             instances.delete(instance.stream);
           }
         }
-      }
+      } while (pending.length > 0);
     } finally {
       flushing = undefined;
     }

@@ -1,4 +1,4 @@
-import { EMPTY, VirtualTimeScheduler, firstValueFrom } from 'rxjs';
+import { EMPTY, VirtualTimeScheduler, filter, firstValueFrom } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { chatActorLifecycle, chatActorNotices, type ChatActorState, type Rune } from '../../src/index.js';
@@ -71,8 +71,9 @@ describe('chatActorLifecycle in an engine', () => {
     await engine.dispatch('chat-1', { type: 'ProcessInteraction', userId });
     await engine.dispatch('chat-1', { type: 'InteractionComplete', success: true });
 
+    const timedOut = firstValueFrom(engine.runes$().pipe(filter((r) => r.kind === 'InactivityTimeout')));
     scheduler.flush(); // 10 virtual minutes later: the timeout is dispatched
-    await new Promise((r) => setImmediate(r));
+    await timedOut;
     expect((await store.read('chat-1')).map((r) => `${r.kind}@${r.at}`)).toEqual([
       'spawned@0',
       'ProcessInteraction@0',
@@ -106,9 +107,10 @@ describe('chatActorLifecycle across a restart: durable clocks', () => {
     const scheduler = new VirtualTimeScheduler(undefined, 60 * 60_000);
     scheduler.frame = restartAt; // the process comes back later
     const after = createEngine({ store: kept, scheduler, epics: [chatActorLifecycle()] });
-    await new Promise((r) => setImmediate(r)); // epics start, list the stored heads
+    const timedOut = firstValueFrom(after.runes$().pipe(filter((r) => r.kind === 'InactivityTimeout')));
+    await new Promise((r) => setImmediate(r)); // epics start, list the stored heads, arm the clock
     scheduler.flush();
-    await new Promise((r) => setImmediate(r));
+    await timedOut;
     const runes = await store.read('chat-1');
     await after.close();
     return runes.map((r) => `${r.kind}@${r.at}`);

@@ -157,6 +157,22 @@ describe('engine: durability first', () => {
     await engine.close();
   });
 
+  it('lets timers run while a caller dispatches again whenever a dispatch resolves', async () => {
+    // Batches wait a turn of the event loop, not a microtask: such a caller must not starve
+    // timers, sockets and stdout (a busy server, an epic answering its own runes).
+    const engine = createEngine();
+    await engine.spawn('a', 'chat-actor');
+    let fired = false;
+    setTimeout(() => (fired = true), 0);
+    let dispatched = 0;
+    while (!fired && dispatched < 100_000) {
+      await engine.dispatch('a', { type: 'Ping' });
+      dispatched++;
+    }
+    expect(fired).toBe(true);
+    await engine.close();
+  });
+
   it('fails the dispatches of a batch the store refused, and rebuilds the stream from the store', async () => {
     const recorder = recordingStore();
     const engine = createEngine({ store: recorder.store });

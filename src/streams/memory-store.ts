@@ -1,5 +1,5 @@
 import type { Rune } from '../reducers/rune.js';
-import { StoreError, checkBatch, headMatches, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+import { StoreError, checkBatch, headMatches, prunePastSnapshot, storeClosed, type RuneStore, type Snapshot, type StreamHead } from './store.js';
 
 interface MemoryStream {
   machine: string;
@@ -30,7 +30,7 @@ export function memoryStore(): RuneStore {
   const streams = new Map<string, MemoryStream>();
   let closed = false;
   const open = (): void => {
-    if (closed) throw new StoreError('closed', 'the store is closed');
+    if (closed) throw storeClosed();
   };
 
   return {
@@ -85,9 +85,7 @@ export function memoryStore(): RuneStore {
       const s = streams.get(stream);
       if (s === undefined) return 0;
       const covered = s.snapshot?.seq ?? 0;
-      if (throughSeq > covered) {
-        throw new StoreError('prune_past_snapshot', `stream "${stream}": cannot prune through seq ${throughSeq}, the newest snapshot covers ${covered}`);
-      }
+      if (throughSeq > covered) throw prunePastSnapshot(stream, throughSeq, covered);
       const count = Math.max(0, throughSeq - s.firstSeq + 1);
       s.runes.splice(0, count);
       s.firstSeq += count;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, copyFileSync, linkSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Rune } from '../reducers/rune.js';
-import { StoreError, checkBatch, headMatches, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+import { StoreError, checkBatch, headMatches, prunePastSnapshot, storeClosed, type RuneStore, type Snapshot, type StreamHead } from './store.js';
 
 /** Options of {@link sqliteStore}. Each is checked when the store opens. */
 export interface SqliteStoreOptions {
@@ -390,15 +390,13 @@ function openStore(db: Database.Database): RuneStore {
   const prune = db.transaction((stream: string, throughSeq: number): number => {
     if (selectHead.get(stream) === undefined) return 0;
     const covered = selectSnapshot.get(stream)?.seq ?? 0;
-    if (throughSeq > covered) {
-      throw new StoreError('prune_past_snapshot', `stream "${stream}": cannot prune through seq ${throughSeq}, the newest snapshot covers ${covered}`);
-    }
+    if (throughSeq > covered) throw prunePastSnapshot(stream, throughSeq, covered);
     return deleteRunes.run(stream, throughSeq).changes;
   });
 
   let closed = false;
   const open = (): void => {
-    if (closed) throw new StoreError('closed', 'the store is closed');
+    if (closed) throw storeClosed();
   };
 
   return {

@@ -97,6 +97,13 @@ export class StoreConflictError extends StoreError {
   }
 }
 
+/** The error of any call to a closed store. */
+export const storeClosed = (): StoreError => new StoreError('closed', 'the store is closed');
+
+/** The error of a prune that would drop runes no snapshot covers. */
+export const prunePastSnapshot = (stream: string, throughSeq: number, covered: number): StoreError =>
+  new StoreError('prune_past_snapshot', `stream "${stream}": cannot prune through seq ${throughSeq}, the newest snapshot covers ${covered}`);
+
 /** Whether a head matches a query. */
 export const headMatches = (head: StreamHead, query: HeadsQuery): boolean =>
   (query.machine === undefined || head.machine === query.machine) &&

@@ -105,6 +105,14 @@ const valueOf = (state: unknown): string | undefined => {
 
 const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => ({ accepted: false, code, reason });
 
+/** A stored stream whose machine this engine does not host: a configuration mistake, not a crash. */
+class UnknownMachineError extends Error {
+  override readonly name = 'UnknownMachineError';
+  constructor(stream: string, machine: string) {
+    super(`stream "${stream}" was spawned as machine "${machine}", which this engine does not host`);
+  }
+}
+
 /** The next turn of the event loop (Node's `setImmediate`); a microtask where there is none. */
 const nextTurn = (): Promise<void> =>
   typeof setImmediate === 'function' ? new Promise((resolve) => setImmediate(resolve)) : Promise.resolve();
@@ -252,9 +260,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const head = await store.head(stream);
     if (head === undefined) return undefined;
     const machine = machines[head.machine];
-    if (machine === undefined) {
-      throw new Error(`stream "${stream}" was spawned as machine "${head.machine}", which this engine does not host`);
-    }
+    if (machine === undefined) throw new UnknownMachineError(stream, head.machine);
     const snapshot = await store.latestSnapshot(stream);
     let state = snapshot?.state;
     let seq = snapshot?.seq ?? 0;
@@ -336,8 +342,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (closed) return Promise.resolve(rejected('closed', 'the engine is closed'));
     const loaded = load(stream);
     if (!(loaded instanceof Promise)) return apply(loaded, event);
-    return loaded.then((instance) =>
-      instance === undefined ? rejected('unknown_stream', `unknown stream "${stream}"`) : apply(instance, event),
+    return loaded.then(
+      (instance) => (instance === undefined ? rejected('unknown_stream', `unknown stream "${stream}"`) : apply(instance, event)),
+      (error: unknown) => (error instanceof UnknownMachineError ? rejected('unknown_machine', error.message) : Promise.reject(error)),
     );
   };
 

@@ -100,6 +100,18 @@ describe('engine: spawn and dispatch', () => {
     await engine.close();
   });
 
+  it('refuses, naming it, a dispatch to a stored stream whose machine this engine does not host', async () => {
+    const store = memoryStore();
+    await store.append([{ stream: 'x', seq: 1, machine: 'alien', kind: 'spawned', event: { type: 'spawn' }, at: 0 }]);
+    const engine = createEngine({ store });
+    expect(await engine.dispatch('x', { type: 'Ping' })).toEqual({
+      accepted: false,
+      code: 'unknown_machine',
+      reason: 'stream "x" was spawned as machine "alien", which this engine does not host',
+    });
+    await engine.close();
+  });
+
   it('refuses the second of two concurrent spawns of one stream', async () => {
     const engine = createEngine();
     const results = await Promise.all([engine.spawn('s', 'chat-actor'), engine.spawn('s', 'chat-actor')]);

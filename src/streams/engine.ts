@@ -1,10 +1,11 @@
-import { Observable, Subject, asyncScheduler, from, type SchedulerLike, type Subscription } from 'rxjs';
+import { Observable, Subject, asyncScheduler, from, type Observer, type SchedulerLike, type Subscription } from 'rxjs';
 import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine.js';
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, validateEvent } from '../reducers/validate.js';
 import { runEpics, type Epic, type EpicReport } from './epic.js';
 import { memoryStore } from './memory-store.js';
+import { replayThenLive } from './replay-then-live.js';
 import type { RuneStore } from './store.js';
 
 /**
@@ -351,7 +352,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   // --- reading: state$ and runes$ ---------------------------------------------------------------
 
   /** The subject of a stream's live values, created on first subscriber and dropped after the last. */
-  const live = <T>(map: Map<string, Subject<T>>, stream: string, subscriber: (value: T) => void): (() => void) => {
+  const live = <T>(map: Map<string, Subject<T>>, stream: string, subscriber: Partial<Observer<T>> | ((value: T) => void)): (() => void) => {
     let subject = map.get(stream);
     if (subject === undefined) map.set(stream, (subject = new Subject<T>()));
     const subscription = subject.subscribe(subscriber);
@@ -386,32 +387,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
   function runes$(stream: string, options?: RunesOptions): Observable<Rune>;
   function runes$(stream?: string, options: RunesOptions = {}): Observable<Rune> {
     if (stream === undefined) return allRunes.asObservable();
-    return new Observable<Rune>((subscriber) => {
-      let last = options.afterSeq ?? 0;
-      let replaying = true;
-      const buffered: Rune[] = [];
-      const emit = (rune: Rune): void => {
-        if (rune.seq <= last) return; // read from the store and also heard live: once is enough
-        if (rune.seq !== last + 1) {
-          subscriber.error(new Error(`stream "${stream}": runes ${last + 1}..${rune.seq - 1} are not in the store (pruned by retention)`));
-          return;
-        }
-        last = rune.seq;
-        subscriber.next(rune);
-      };
-      // Live first, then the store: whatever commits in between is in one or the other, or both.
-      const stop = live(liveRunes, stream, (rune) => (replaying ? buffered.push(rune) : emit(rune)));
-      (async () => {
-        for (;;) {
-          const page = await store.read(stream, last, 1000);
-          if (page.length === 0 || subscriber.closed) break;
-          for (const rune of page) emit(rune);
-        }
-        replaying = false;
-        for (const rune of buffered) emit(rune);
-        buffered.length = 0;
-      })().catch((error: unknown) => subscriber.error(error));
-      return stop;
+    return replayThenLive({
+      stream,
+      afterSeq: options.afterSeq ?? 0,
+      read: (afterSeq, limit) => store.read(stream, afterSeq, limit),
+      live$: new Observable<Rune>((subscriber) => live(liveRunes, stream, subscriber)),
     });
   }
 

@@ -6,3 +6,4 @@ export * from './engine.js';
 export * from './epic.js';
 export * from './timer-wheel.js';
 export * from './sqlite-store.js';
+export * from './replay-then-live.js';

@@ -3,6 +3,7 @@ import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { Rune } from '../reducers/rune.js';
 import type { Epic, EpicCommand } from '../streams/epic.js';
 import { timerWheel } from '../streams/timer-wheel.js';
+import { INTERRUPTED_BY_RESTART } from './tool-call-recovery.js';
 
 /** Options of {@link chatActorLifecycle}, with their defaults. */
 export interface ChatActorLifecycleOptions {
@@ -27,7 +28,9 @@ const CLOCKED = new Set(['idle', 'paused']);
  *
  * The deadline is the last rune's `at` plus the timeout, so it is kept in the log itself: when the
  * epic starts (after a restart, say) it arms the clock of every idle or paused chat actor in the
- * store at its original deadline, or fires it at once if that has passed.
+ * store at its original deadline, or fires it at once if that has passed. An actor left `running`
+ * by a crash (its interaction died with the process) is paused, "interrupted by restart": the
+ * next interaction resumes it, and meanwhile its clock runs.
  *
  * ## Example
  * ```ts
@@ -66,9 +69,15 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
       // Durable clocks: an idle or paused actor in the store keeps its deadline across a restart
       // (its last rune's `at` plus the timeout), firing at once if that has passed.
       subscription.add(
-        context.streams({ machine: chatActor.id, values: [...CLOCKED] }).subscribe({
+        context.streams({ machine: chatActor.id, values: [...CLOCKED, 'running'] }).subscribe({
           next: (head) => {
-            if (!heardLive.has(head.stream)) clocks.set(head.stream, head.at + inactivityTimeoutMs);
+            if (heardLive.has(head.stream)) return;
+            if (head.value === 'running') {
+              // Its interaction died with the process: pause it, so the user can resume it.
+              subscriber.next({ stream: head.stream, event: { type: 'Pause', reason: INTERRUPTED_BY_RESTART } });
+            } else {
+              clocks.set(head.stream, head.at + inactivityTimeoutMs);
+            }
           },
           error: (error: unknown) => subscriber.error(error),
           complete: () => {

@@ -124,3 +124,25 @@ describe('chatActorLifecycle across a restart: durable clocks', () => {
     expect(await idleActorThenRestartAt(15 * 60_000)).toEqual(['spawned@0', 'InactivityTimeout@900000']);
   });
 });
+
+describe('chatActorLifecycle across a restart: interrupted interactions', () => {
+  it('pauses an actor left running by a crash, and its clock then runs from the pause', async () => {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} };
+    const crashed = createEngine({ store: kept, scheduler: new VirtualTimeScheduler() });
+    await crashed.spawn('chat-1', 'chat-actor');
+    await crashed.dispatch('chat-1', { type: 'ProcessInteraction', userId }); // running when the process dies
+
+    const scheduler = new VirtualTimeScheduler(undefined, 60 * 60_000);
+    scheduler.frame = 60_000; // back a minute later
+    const engine = createEngine({ store: kept, scheduler, epics: [chatActorLifecycle()] });
+    const paused = firstValueFrom(engine.runes$().pipe(filter((r) => r.kind === 'Pause')));
+    await new Promise((r) => setImmediate(r));
+    expect(await paused).toMatchObject({ from: 'running', to: 'paused', event: { type: 'Pause', reason: 'interrupted by restart' }, at: 60_000 });
+
+    const timedOut = firstValueFrom(engine.runes$().pipe(filter((r) => r.kind === 'InactivityTimeout')));
+    scheduler.flush();
+    expect(await timedOut).toMatchObject({ at: 660_000 }); // ten minutes after the pause
+    await engine.close();
+  });
+});

@@ -43,7 +43,13 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
   if (!(inactivityTimeoutMs > 0)) {
     throw new TypeError(`chatActorLifecycle: "inactivityTimeoutMs" must be positive, got ${String(inactivityTimeoutMs)}`);
   }
+  // Stored streams are resumed once per engine: a resubscription after a failure would find this
+  // process's own running actors and take them for leftovers of a crash. Clocks armed by live
+  // runes after that start again as those actors get runes.
+  let resumed = false;
   return function chatActorLifecycle(runes$, context) {
+    const resume = !resumed;
+    resumed = true;
     return new Observable<EpicCommand>((subscriber) => {
       const clocks = timerWheel<string>(context.scheduler, resolutionMs, (due) => {
         for (const stream of due) subscriber.next({ stream, event: { type: 'InactivityTimeout' } });
@@ -68,6 +74,13 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
       });
       // Durable clocks: an idle or paused actor in the store keeps its deadline across a restart
       // (its last rune's `at` plus the timeout), firing at once if that has passed.
+      if (!resume) {
+        resuming = false;
+        return () => {
+          subscription.unsubscribe();
+          clocks.dispose();
+        };
+      }
       subscription.add(
         context.streams({ machine: chatActor.id, values: [...CLOCKED, 'running'] }).subscribe({
           next: (head) => {

@@ -274,7 +274,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
       }
     }
     if (seq !== head.seq) throw new Error(`stream "${stream}": the store's head is seq ${head.seq} but its runes end at ${seq}`);
-    const instance: Instance = { stream, machine, state, seq, durableState: state, durableSeq: seq, sinceSnapshot: 0, releasing: false };
+    // Runes since the snapshot count toward the next one, so a stream released often still gets one.
+    const sinceSnapshot = seq - (snapshot?.seq ?? 0);
+    const instance: Instance = { stream, machine, state, seq, durableState: state, durableSeq: seq, sinceSnapshot, releasing: false };
     instances.set(stream, instance);
     return instance;
   };
@@ -288,6 +290,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const parsed = machine.schemas.input.safeParse(input);
     if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.error.issues)}`);
     if (typeof stream !== 'string' || stream.length === 0) return rejected('unknown_stream', 'a stream id must be a non-empty string');
+    // A load in progress (a dispatch or subscription that came first) may find nothing: wait for it.
+    const inProgress = loading.get(stream);
+    if (inProgress !== undefined) await inProgress.catch(() => undefined);
+    if (closed) return rejected('closed', 'the engine is closed');
     if (instances.has(stream) || loading.has(stream)) return rejected('stream_exists', `stream "${stream}" already exists`);
 
     // Claim the id while the store is asked, so a concurrent spawn or dispatch waits for this one;
@@ -311,7 +317,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
       return instance;
     })().finally(() => loading.delete(stream));
     loading.set(stream, claim);
-    await claim;
+    // Stored already, under a machine this engine does not host: it exists all the same.
+    await claim.catch((error: unknown) => (error instanceof UnknownMachineError ? undefined : Promise.reject(error)));
     return spawned ?? rejected('stream_exists', `stream "${stream}" already exists`);
   };
 
@@ -344,7 +351,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const loaded = load(stream);
     if (!(loaded instanceof Promise)) return apply(loaded, event);
     return loaded.then(
-      (instance) => (instance === undefined ? rejected('unknown_stream', `unknown stream "${stream}"`) : apply(instance, event)),
+      (instance) =>
+        closed
+          ? rejected('closed', 'the engine is closed')
+          : instance === undefined
+            ? rejected('unknown_stream', `unknown stream "${stream}"`)
+            : apply(instance, event),
       (error: unknown) => (error instanceof UnknownMachineError ? rejected('unknown_machine', error.message) : Promise.reject(error)),
     );
   };
@@ -402,6 +414,20 @@ export function createEngine(options: EngineOptions = {}): Engine {
     else instance.releasing = true; // its runes are still being appended
   };
 
+  /** Stops the epics, lets loads in progress settle and pending appends finish, then closes the store. */
+  const shutDown = async (): Promise<void> => {
+    closed = true;
+    epicsRunning?.unsubscribe();
+    await Promise.allSettled([...loading.values()]);
+    while (flushing !== undefined) await flushing;
+    allRunes.complete();
+    errors.complete();
+    for (const subject of liveStates.values()) subject.complete();
+    for (const subject of liveRunes.values()) subject.complete();
+    await store.close();
+  };
+  let closing: Promise<void> | undefined;
+
   // Epics start on the next microtask, so an `errors$` subscribed right after createEngine hears
   // even an epic that fails at once.
   let epicsRunning: Subscription | undefined;
@@ -432,16 +458,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
     get size() {
       return instances.size;
     },
-    close: async () => {
-      if (closed) return;
-      closed = true;
-      epicsRunning?.unsubscribe();
-      while (flushing !== undefined) await flushing;
-      allRunes.complete();
-      errors.complete();
-      for (const subject of liveStates.values()) subject.complete();
-      for (const subject of liveRunes.values()) subject.complete();
-      await store.close();
-    },
+    close: () => (closing ??= shutDown()),
   };
 }

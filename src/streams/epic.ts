@@ -79,7 +79,8 @@ export function runEpics<Deps>(options: RunEpicsOptions<Deps>): Subscription {
             report({ type: 'epic_failed', epic: name, error, retryInMs });
             return timer(retryInMs, context.scheduler);
           },
-          resetOnSuccess: true,
+          // Not reset by an emission: an epic that emits, then fails at once, must still back off.
+          resetOnSuccess: false,
         }),
       );
       subscriber.add(

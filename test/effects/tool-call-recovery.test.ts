@@ -1,3 +1,4 @@
+import { VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { INTERRUPTED_BY_RESTART, checkInvariants, toolCallRecovery, type Rune } from '../../src/index.js';
 import { createEngine, memoryStore } from '../../src/streams/index.js';
@@ -32,5 +33,32 @@ describe('toolCallRecovery', () => {
     });
     expect(runes.filter((r) => r.stream === 'call-2').at(-1)?.to).toBe('awaiting_approval');
     expect(checkInvariants(runes, { complete: false })).toEqual([]);
+  });
+});
+
+describe('toolCallRecovery after a failure', () => {
+  it('does not take a call this process is running for a crash leftover when it is retried', async () => {
+    const inner = memoryStore();
+    let listings = 0;
+    const flaky = {
+      ...inner,
+      heads: (query?: Parameters<typeof inner.heads>[0]) => {
+        if (++listings === 1) throw new Error('store busy');
+        return inner.heads(query);
+      },
+      close: async () => {}, // read below, after the engine closed
+    };
+    const scheduler = new VirtualTimeScheduler(undefined, 60_000);
+    const engine = createEngine({ store: flaky, scheduler, epics: [toolCallRecovery()] });
+    const reports: string[] = [];
+    engine.errors$.subscribe((r) => reports.push(r.type));
+    await settle(); // the listing fails: reported, retried in a second
+    await engine.spawn('call-1', 'tool-call', { callId: 'c1', toolName: 'shell', arguments: {} });
+    await engine.dispatch('call-1', { type: 'no_approval_needed' }); // executing, in this process
+    scheduler.flush(); // the retry: it must not list the stored calls again
+    expect(listings).toBe(1);
+    await engine.close(); // lets anything dispatched meanwhile land
+    expect(reports).toEqual(['epic_failed']);
+    expect((await inner.read('call-1')).at(-1)?.to).toBe('executing');
   });
 });

@@ -296,3 +296,38 @@ describe('engine: runes$', () => {
     expect(await engine.spawn('a', 'chat-actor')).toMatchObject({ accepted: false, code: 'closed' });
   });
 });
+
+describe('engine: races found in review', () => {
+  it('spawns a stream that a dispatch or subscription asked for first', async () => {
+    const engine = createEngine();
+    const early = engine.dispatch('s', { type: 'Ping' }); // starts a load that finds nothing
+    expect(await engine.spawn('s', 'chat-actor')).toMatchObject({ accepted: true, rune: { seq: 1 } });
+    expect(await early).toMatchObject({ accepted: false, code: 'unknown_stream' });
+    await engine.close();
+  });
+
+  it('snapshots a stream that is released between its runes', async () => {
+    const store = memoryStore();
+    const engine = createEngine({ store, snapshotEvery: 3 });
+    await engine.spawn('s', 'chat-actor');
+    for (let i = 0; i < 4; i++) {
+      await engine.dispatch('s', { type: 'Ping' });
+      engine.release('s'); // e.g. shut down after every session
+    }
+    expect((await store.latestSnapshot('s'))?.seq).toBe(3);
+    await engine.close();
+  });
+
+  it('answers "closed" to a dispatch still loading when the engine closes, and shares one close', async () => {
+    const inner = memoryStore();
+    const seed = createEngine({ store: { ...inner, close: async () => {} } });
+    await seed.spawn('s', 'chat-actor');
+    await seed.close();
+    const engine = createEngine({ store: inner });
+    const dispatched = engine.dispatch('s', { type: 'Ping' }); // hydrating
+    const first = engine.close();
+    expect(engine.close()).toBe(first);
+    expect(await dispatched).toEqual({ accepted: false, code: 'closed', reason: 'the engine is closed' });
+    await first;
+  });
+});

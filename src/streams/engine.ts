@@ -53,6 +53,13 @@ export interface RunesOptions {
   afterSeq?: number;
 }
 
+/** A stream's durable state as of rune `seq`. */
+export interface StreamSnapshot<S = unknown> {
+  readonly stream: string;
+  readonly seq: number;
+  readonly state: S;
+}
+
 /** An engine hosting many machine instances, each under a stream id. */
 export interface Engine {
   /** Creates `stream` as an instance of `machine` (an id or a machine): its first rune. */
@@ -61,6 +68,12 @@ export interface Engine {
   dispatch(stream: string, event: unknown): Promise<DispatchResult>;
   /** The stream's current durable state, then every change. Errors for an unknown stream. */
   state$<S = unknown>(stream: string): Observable<S>;
+  /**
+   * The stream's current durable state and the seq of the rune it follows, hydrating the stream
+   * if it is not in memory; `undefined` for an unknown stream. With `runes$(stream, {afterSeq: seq})`
+   * it is how a server sends a snapshot and then every change, without gap or duplicate.
+   */
+  snapshot<S = unknown>(stream: string): Promise<StreamSnapshot<S> | undefined>;
   /** The stream's stored runes after `afterSeq`, then its live ones: no gap, no duplicate. */
   runes$(stream: string, options?: RunesOptions): Observable<Rune>;
   /** Every live rune of every stream, from now on. */
@@ -395,6 +408,14 @@ export function createEngine(options: EngineOptions = {}): Engine {
       return stop;
     });
 
+  const snapshot = async <S>(stream: string): Promise<StreamSnapshot<S> | undefined> => {
+    const instance = await load(stream);
+    // durableSeq 0: its spawn is not durable yet; wait for the batch that carries it.
+    while (instance !== undefined && instance.durableSeq === 0 && flushing !== undefined) await flushing;
+    if (instance === undefined || instance.durableSeq === 0) return undefined;
+    return { stream, seq: instance.durableSeq, state: instance.durableState as S };
+  };
+
   function runes$(): Observable<Rune>;
   function runes$(stream: string, options?: RunesOptions): Observable<Rune>;
   function runes$(stream?: string, options: RunesOptions = {}): Observable<Rune> {
@@ -452,6 +473,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     spawn,
     dispatch,
     state$,
+    snapshot,
     runes$,
     release,
     errors$: errors.asObservable(),

@@ -213,6 +213,26 @@ describe('engine: hydration, snapshots and retention', () => {
     await second.close();
   });
 
+  it('snapshot(stream) gives the durable state with its seq, hydrating it; runes after that seq continue it', async () => {
+    const recorder = recordingStore();
+    const first = createEngine({ store: recorder.store });
+    const spawning = first.spawn('a', 'chat-actor');
+    // Asked before the spawn is durable: waits for it rather than calling the stream unknown.
+    expect(await first.snapshot('a')).toEqual({ stream: 'a', seq: 1, state: { value: 'idle' } });
+    await spawning;
+    await first.dispatch('a', interact);
+    await first.close();
+
+    const second = createEngine({ store: recorder.store });
+    const snapshot = await second.snapshot<ChatActorState>('a');
+    expect(snapshot).toEqual({ stream: 'a', seq: 2, state: { value: 'running', userId } });
+    const next = firstValueFrom(second.runes$('a', { afterSeq: snapshot!.seq }));
+    await second.dispatch('a', complete);
+    expect(await next).toMatchObject({ seq: 3, from: 'running', to: 'idle' });
+    expect(await second.snapshot('nope')).toBeUndefined();
+    await second.close();
+  });
+
   it('releases an instance from memory; the next dispatch respawns it from the log', async () => {
     const engine = createEngine();
     await engine.spawn('a', 'chat-actor');

@@ -1,0 +1,144 @@
+import { z } from 'zod';
+import { Rune } from '../reducers/rune.js';
+
+/**
+ * The runestream wire protocol: every WebSocket message, in both directions, is one JSON object
+ * (a text frame) matching one of these schemas. The schemas are the single source of the types.
+ *
+ * Client -> server:
+ * - `spawn`: create `stream` as an instance of `machine`; answered by `ack` (seq 1) or `error`.
+ * - `dispatch`: send `event` to `stream`; answered by `ack` with the rune's seq once it is durable,
+ *   or `error` naming why nothing was appended.
+ * - `subscribe`: without `afterSeq`, a `snapshot` of the current state, then a `rune` for every
+ *   change; with `afterSeq`, every stored rune after it, then live ones (no gap, no duplicate).
+ *   Where the runes after `afterSeq` are no longer stored, a `snapshot` comes first instead.
+ * - `unsubscribe`: stop receiving `stream`.
+ *
+ * Server -> client:
+ * - `snapshot`: the stream's state as of `seq`. May also come mid-subscription (a client too slow
+ *   for every rune is sent the latest state instead); the runes that follow continue after `seq`.
+ * - `rune`: one durable rune of a subscribed stream, in seq order.
+ * - `ack`: the request `id` succeeded; `seq` is the seq of the rune it appended.
+ * - `error`: a request failed (`id` when it had one, `stream` when it named one), with a stable
+ *   `code` (see {@link ProtocolErrorCode}) and a message naming what was wrong.
+ */
+
+const StreamId = z.string().min(1).max(256);
+/** A request id chosen by the client, echoed in its `ack` or `error`. */
+const RequestId = z.union([z.string().min(1).max(128), z.number().int()]);
+
+export const SpawnMessage = z.strictObject({
+  op: z.literal('spawn'),
+  id: RequestId,
+  stream: StreamId,
+  machine: z.string().min(1),
+  input: z.unknown().optional(),
+});
+export type SpawnMessage = z.infer<typeof SpawnMessage>;
+
+export const DispatchMessage = z.strictObject({
+  op: z.literal('dispatch'),
+  id: RequestId,
+  stream: StreamId,
+  event: z.looseObject({ type: z.string() }),
+});
+export type DispatchMessage = z.infer<typeof DispatchMessage>;
+
+export const SubscribeMessage = z.strictObject({
+  op: z.literal('subscribe'),
+  stream: StreamId,
+  afterSeq: z.number().int().nonnegative().optional(),
+});
+export type SubscribeMessage = z.infer<typeof SubscribeMessage>;
+
+export const UnsubscribeMessage = z.strictObject({
+  op: z.literal('unsubscribe'),
+  stream: StreamId,
+});
+export type UnsubscribeMessage = z.infer<typeof UnsubscribeMessage>;
+
+/** Every message a client may send. */
+export const ClientMessage = z.discriminatedUnion('op', [SpawnMessage, DispatchMessage, SubscribeMessage, UnsubscribeMessage]);
+export type ClientMessage = z.infer<typeof ClientMessage>;
+
+/** The ops a client may send, for error messages that list them. */
+export const CLIENT_OPS = ['spawn', 'dispatch', 'subscribe', 'unsubscribe'] as const;
+
+export const SnapshotMessage = z.strictObject({
+  op: z.literal('snapshot'),
+  stream: StreamId,
+  seq: z.number().int().nonnegative(),
+  state: z.unknown(),
+});
+export type SnapshotMessage = z.infer<typeof SnapshotMessage>;
+
+export const RuneMessage = z.strictObject({
+  op: z.literal('rune'),
+  rune: Rune,
+});
+export type RuneMessage = z.infer<typeof RuneMessage>;
+
+export const AckMessage = z.strictObject({
+  op: z.literal('ack'),
+  id: RequestId,
+  seq: z.number().int().positive(),
+});
+export type AckMessage = z.infer<typeof AckMessage>;
+
+/**
+ * Stable error codes. The engine's rejection codes (`unknown_stream`, `stream_exists`,
+ * `unknown_machine`, `invalid_input`, `unknown_event`, `invalid_event`, `terminal_state`,
+ * `not_allowed`, `closed`) pass through as they are; the server adds:
+ * - `invalid_json`: the frame is not JSON.
+ * - `invalid_message`: JSON, but not a message of this protocol (the message names the field).
+ * - `unknown_op`: an `op` this server does not know.
+ * - `binary_frame`: a binary frame; the protocol is text only.
+ * - `frame_too_large`: a frame over the server's `maxFrameBytes`.
+ * - `rate_limited`: more dispatches than the connection's rate limit allows.
+ * - `forbidden`: the authorization hook refused this stream to this connection.
+ * - `internal`: the server failed (a store error, ...); nothing was appended.
+ */
+export const PROTOCOL_ERROR_CODES = [
+  'invalid_json',
+  'invalid_message',
+  'unknown_op',
+  'binary_frame',
+  'frame_too_large',
+  'rate_limited',
+  'forbidden',
+  'internal',
+  'unknown_stream',
+  'stream_exists',
+  'unknown_machine',
+  'invalid_input',
+  'unknown_event',
+  'invalid_event',
+  'terminal_state',
+  'not_allowed',
+  'closed',
+] as const;
+export const ProtocolErrorCode = z.enum(PROTOCOL_ERROR_CODES);
+export type ProtocolErrorCode = z.infer<typeof ProtocolErrorCode>;
+
+export const ErrorMessage = z.strictObject({
+  op: z.literal('error'),
+  id: RequestId.optional(),
+  stream: StreamId.optional(),
+  code: ProtocolErrorCode,
+  message: z.string(),
+});
+export type ErrorMessage = z.infer<typeof ErrorMessage>;
+
+/** Every message a server may send. */
+export const ServerMessage = z.discriminatedUnion('op', [SnapshotMessage, RuneMessage, AckMessage, ErrorMessage]);
+export type ServerMessage = z.infer<typeof ServerMessage>;
+
+/**
+ * WebSocket close codes the server uses, besides the standard ones (1000 normal, 1001 going away,
+ * 1009 a frame over the hard limit).
+ * - 4001 `unauthorized`: never sent after the handshake (a missing or wrong token is refused
+ *   with HTTP 401 before the upgrade); reserved for a token that expires.
+ * - 4008 `slow_client`: the connection's outbound buffer passed its high-water mark and the
+ *   server's policy for slow clients is to close.
+ */
+export const CLOSE_CODES = { unauthorized: 4001, slowClient: 4008 } as const;

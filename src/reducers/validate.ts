@@ -12,6 +12,14 @@ export function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
   return issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
 }
 
+const eventTypeSets = new WeakMap<AnyMachine, ReadonlySet<string>>();
+/** The machine's event types as a set: checked on every dispatch, so not a linear scan. */
+function eventTypesOf(machine: AnyMachine): ReadonlySet<string> {
+  let types = eventTypeSets.get(machine);
+  if (types === undefined) eventTypeSets.set(machine, (types = new Set(machine.events)));
+  return types;
+}
+
 /**
  * Checks an untrusted value (a parsed JSON message, say) against a machine's event schema.
  * An unknown `type` is reported by name, listing the types the machine accepts; a payload that
@@ -27,7 +35,7 @@ export function validateEvent<M extends AnyMachine>(machine: M, value: unknown):
       issues: [],
     };
   }
-  if (!machine.events.includes(type)) {
+  if (!eventTypesOf(machine).has(type)) {
     return { ok: false, code: 'unknown_event', reason: unknownEventReason(machine.id, type, machine.events), issues: [] };
   }
   const parsed = machine.schemas.event.safeParse(value);

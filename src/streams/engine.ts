@@ -173,7 +173,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const instances = new Map<string, Instance>();
   /** Hydrations and spawns in progress, so two callers never build the same instance twice. */
   const loading = new Map<string, Promise<Instance | undefined>>();
-  const liveStates = new Map<string, Subject<{ seq: number; state: unknown }>>();
+  const liveStates = new Map<string, Subject<PendingRune>>();
   const errors = new Subject<EngineError>();
   const liveRunes = new Map<string, Subject<Rune>>();
   const allRunes = new Subject<Rune>();
@@ -232,11 +232,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
     for (const p of [...batch, ...dependent]) p.reject(error);
   };
 
-  const publish = ({ instance, rune, state }: PendingRune): void => {
+  const publish = (published: PendingRune): void => {
+    const { instance, rune, state } = published;
     instance.durableState = state;
     instance.durableSeq = rune.seq;
     instance.sinceSnapshot++;
-    liveStates.get(rune.stream)?.next({ seq: rune.seq, state });
+    liveStates.get(rune.stream)?.next(published); // no wrapper object per state: this is the hot path
     liveRunes.get(rune.stream)?.next(rune);
     allRunes.next(rune);
   };
@@ -397,7 +398,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         subscriber.next(state as S);
       };
       // Subscribed before loading, so a state published meanwhile is not missed.
-      const stop = live(liveStates, stream, ({ seq, state }) => emit(seq, state));
+      const stop = live(liveStates, stream, ({ rune, state }) => emit(rune.seq, state));
       Promise.resolve(load(stream)).then(
         (loaded) => {
           if (loaded === undefined) subscriber.error(new Error(`unknown stream "${stream}"`));

@@ -1,15 +1,37 @@
 import type { Rune } from '../reducers/rune.js';
 import { StoreError, checkBatch, headMatches, prunePastSnapshot, storeClosed, type RuneStore, type Snapshot, type StreamHead } from './store.js';
 
+/**
+ * A stream's runes, column by column. Rune objects are rebuilt on read: a log kept as millions
+ * of rune objects is what the garbage collector spends its time copying, while these columns
+ * keep only each event object and values the rune shares with its machine (kind and state names).
+ */
 interface MemoryStream {
   machine: string;
   seq: number;
   value?: string;
   at: number;
-  /** Runes not pruned, in seq order: `runes[i].seq === firstSeq + i`. */
-  runes: Rune[];
+  /** Columns of the runes not pruned, in seq order: index `i` holds seq `firstSeq + i`. */
+  events: Rune['event'][];
+  kinds: string[];
+  froms: (string | undefined)[];
+  tos: (string | undefined)[];
+  ats: number[];
   firstSeq: number;
   snapshot?: Snapshot;
+}
+
+const newStream = (machine: string): MemoryStream => ({ machine, seq: 0, at: 0, events: [], kinds: [], froms: [], tos: [], ats: [], firstSeq: 1 });
+
+/** The rune at column index `i`, rebuilt as the engine built it (no `from`/`to` keys when absent). */
+function runeAt(stream: string, s: MemoryStream, i: number): Rune {
+  const seq = s.firstSeq + i;
+  const from = s.froms[i];
+  const to = s.tos[i];
+  const rune: Rune = { stream, seq, machine: s.machine, kind: s.kinds[i]!, event: s.events[i]!, at: s.ats[i]! };
+  if (from !== undefined) rune.from = from;
+  if (to !== undefined) rune.to = to;
+  return rune;
 }
 
 const headOf = (stream: string, s: MemoryStream): StreamHead =>
@@ -36,18 +58,18 @@ export function memoryStore(): RuneStore {
   return {
     async append(runes) {
       open();
-      const heads = checkBatch(runes, (stream) => streams.get(stream)?.seq ?? 0);
+      checkBatch(runes, (stream) => streams.get(stream)?.seq ?? 0);
       for (const rune of runes) {
         let s = streams.get(rune.stream);
-        if (s === undefined) streams.set(rune.stream, (s = { machine: rune.machine, seq: 0, at: 0, runes: [], firstSeq: 1 }));
-        s.runes.push(rune);
-      }
-      for (const [stream, seq] of heads) {
-        const s = streams.get(stream)!;
-        const last = s.runes[s.runes.length - 1]!;
-        s.seq = seq;
-        s.value = last.to;
-        s.at = last.at;
+        if (s === undefined) streams.set(rune.stream, (s = newStream(rune.machine)));
+        s.events.push(rune.event);
+        s.kinds.push(rune.kind);
+        s.froms.push(rune.from);
+        s.tos.push(rune.to);
+        s.ats.push(rune.at);
+        s.seq = rune.seq;
+        s.value = rune.to;
+        s.at = rune.at;
       }
     },
     async head(stream): Promise<StreamHead | undefined> {
@@ -67,7 +89,10 @@ export function memoryStore(): RuneStore {
       const s = streams.get(stream);
       if (s === undefined) return [];
       const from = Math.max(0, afterSeq + 1 - s.firstSeq);
-      return s.runes.slice(from, limit === Infinity ? undefined : from + limit);
+      const to = Math.min(s.events.length, from + limit);
+      const runes: Rune[] = [];
+      for (let i = from; i < to; i++) runes.push(runeAt(stream, s, i));
+      return runes;
     },
     async latestSnapshot(stream) {
       open();
@@ -87,7 +112,7 @@ export function memoryStore(): RuneStore {
       const covered = s.snapshot?.seq ?? 0;
       if (throughSeq > covered) throw prunePastSnapshot(stream, throughSeq, covered);
       const count = Math.max(0, throughSeq - s.firstSeq + 1);
-      s.runes.splice(0, count);
+      for (const column of [s.events, s.kinds, s.froms, s.tos, s.ats]) column.splice(0, count);
       s.firstSeq += count;
       return count;
     },

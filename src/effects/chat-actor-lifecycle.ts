@@ -9,7 +9,13 @@ import { INTERRUPTED_BY_RESTART } from './tool-call-recovery.js';
 export interface ChatActorLifecycleOptions {
   /** Idle or paused this long, an actor gets `InactivityTimeout` (seed 000: 10 minutes). Default 600,000 ms. */
   inactivityTimeoutMs?: number;
-  /** How late a timeout may fire: the timer wheel's bucket size. Default 1,000 ms. */
+  /**
+   * Seed 000's heartbeat task: while an actor is `running`, it gets a `Ping` this often, so its
+   * log shows it alive (a `running` stream whose last rune is older than this was left behind by
+   * a process that died). 0 turns it off. Default 30,000 ms.
+   */
+  heartbeatMs?: number;
+  /** How late a timeout or heartbeat may fire: the timer wheels' bucket size. Default 1,000 ms. */
   resolutionMs?: number;
 }
 
@@ -23,7 +29,9 @@ const CLOCKED = new Set(['idle', 'paused']);
  *    restarts its clock; after `inactivityTimeoutMs` without one, it gets `InactivityTimeout`
  *    (and completes). While it is `running` no clock runs. All clocks share one timer wheel: a
  *    million idle actors are a million map entries and one scheduled action.
- * 2. Shutdown: a terminal state or `Shutdown` releases the actor from memory; its state stays in
+ * 2. Heartbeat: while an actor is `running`, it gets a `Ping` every `heartbeatMs`, so the log
+ *    shows it alive. (No clock runs while it is running, so a Ping there restarts none.)
+ * 3. Shutdown: a terminal state or `Shutdown` releases the actor from memory; its state stays in
  *    the log, and the next dispatch respawns it from there (seed 000 "Respawning").
  *
  * The deadline is the last rune's `at` plus the timeout, so it is kept in the log itself: when the
@@ -39,10 +47,16 @@ const CLOCKED = new Set(['idle', 'paused']);
  * ```
  */
 export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epic {
-  const { inactivityTimeoutMs = 600_000, resolutionMs = 1000 } = options;
+  const { inactivityTimeoutMs = 600_000, heartbeatMs = 30_000, resolutionMs = 1000 } = options;
   if (!(inactivityTimeoutMs > 0)) {
     throw new TypeError(`chatActorLifecycle: "inactivityTimeoutMs" must be positive, got ${String(inactivityTimeoutMs)}`);
   }
+  if (!(heartbeatMs >= 0)) {
+    throw new TypeError(`chatActorLifecycle: "heartbeatMs" must be 0 (off) or positive, got ${String(heartbeatMs)}`);
+  }
+  // A timeout whose dispatch fails (a store error) is tried again this much later; one that
+  // succeeds ends the clock with its own rune.
+  const retryMs = Math.min(inactivityTimeoutMs, 60_000);
   // Stored streams are resumed once per engine: a resubscription after a failure would find this
   // process's own running actors and take them for leftovers of a crash. Clocks armed by live
   // runes after that start again as those actors get runes.
@@ -51,11 +65,24 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
     const resume = !resumed;
     resumed = true;
     return new Observable<EpicCommand>((subscriber) => {
-      const clocks = timerWheel<string>(context.scheduler, resolutionMs, (due) => {
-        for (const stream of due) subscriber.next({ stream, event: { type: 'InactivityTimeout' } });
+      const { scheduler } = context;
+      const clocks = timerWheel<string>(scheduler, resolutionMs, (due) => {
+        for (const stream of due) {
+          clocks.set(stream, scheduler.now() + retryMs);
+          subscriber.next({ stream, event: { type: 'InactivityTimeout' } });
+        }
+      });
+      // Each Ping is a rune of the running actor, which arms the next one.
+      const heartbeats = timerWheel<string>(scheduler, resolutionMs, (due) => {
+        for (const stream of due) {
+          heartbeats.set(stream, scheduler.now() + heartbeatMs);
+          subscriber.next({ stream, event: { type: 'Ping' } });
+        }
       });
       const onRune = (rune: Rune): void => {
         const to = rune.to ?? '';
+        if (to === 'running' && rune.kind !== 'Shutdown' && heartbeatMs > 0) heartbeats.set(rune.stream, rune.at + heartbeatMs);
+        else heartbeats.delete(rune.stream);
         if (chatActor.terminal.includes(to) || rune.kind === 'Shutdown') {
           clocks.delete(rune.stream);
           context.release(rune.stream);
@@ -64,6 +91,10 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         } else {
           clocks.delete(rune.stream);
         }
+      };
+      const stop = (): void => {
+        clocks.dispose();
+        heartbeats.dispose();
       };
       // Streams heard live while the stored ones are listed: their live rune is newer than any head.
       const heardLive = new Set<string>();
@@ -78,7 +109,7 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         resuming = false;
         return () => {
           subscription.unsubscribe();
-          clocks.dispose();
+          stop();
         };
       }
       subscription.add(
@@ -101,7 +132,7 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
       );
       return () => {
         subscription.unsubscribe();
-        clocks.dispose();
+        stop();
       };
     });
   };

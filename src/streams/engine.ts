@@ -6,7 +6,7 @@ import { describeIssues, validateEvent } from '../reducers/validate.js';
 import { runEpics, type Epic, type EpicReport } from './epic.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
-import type { RuneStore } from './store.js';
+import type { RuneStore, Snapshot } from './store.js';
 
 /**
  * Why the engine refused a spawn or a dispatch. The machine's own codes, plus:
@@ -104,6 +104,11 @@ interface Instance {
   releasing: boolean;
 }
 
+interface DueSnapshot {
+  readonly snapshot: Snapshot;
+  readonly machine: string;
+}
+
 interface PendingRune {
   readonly instance: Instance;
   readonly rune: Rune;
@@ -140,7 +145,8 @@ const nextTurn = (): Promise<void> =>
  *    resolves only once its batch is durable. A rejection appends nothing and says why.
  * 2. Subscribers see only durable states and runes: `state$` and `runes$` publish after the commit.
  * 3. An instance not in memory is hydrated from the store on its next dispatch or subscription:
- *    from its newest snapshot, then folding the runes after it.
+ *    from its newest snapshot, then folding the runes after it. An instance that reaches a
+ *    terminal state leaves memory once that rune is durable.
  * 4. Epics (see {@link runEpics}) hear every live rune, never a replayed one, and what they emit is
  *    dispatched. A rejected command or a failing epic is reported on `errors$`; a failed epic is
  *    resubscribed with backoff. They start on the next microtask.
@@ -206,13 +212,14 @@ export function createEngine(options: EngineOptions = {}): Engine {
           continue;
         }
         for (const p of batch) publish(p);
-        for (const p of batch) p.resolve({ accepted: true, rune: p.rune });
-        await snapshotDue(batch);
+        const snapshots = snapshotsDue(batch);
         for (const { instance } of batch) {
           if (instance.releasing && instance.durableSeq === instance.seq && instances.get(instance.stream) === instance) {
             instances.delete(instance.stream);
           }
         }
+        for (const p of batch) p.resolve({ accepted: true, rune: p.rune });
+        await saveSnapshots(snapshots);
       } while (pending.length > 0);
     } finally {
       flushing = undefined;
@@ -237,20 +244,32 @@ export function createEngine(options: EngineOptions = {}): Engine {
     instance.durableState = state;
     instance.durableSeq = rune.seq;
     instance.sinceSnapshot++;
+    // A terminal state accepts no event: keeping the instance would only hold memory. Its state
+    // stays in the log, where a later subscriber hydrates it from.
+    if (rune.to !== undefined && instance.machine.terminal.includes(rune.to)) instance.releasing = true;
     liveStates.get(rune.stream)?.next(published); // no wrapper object per state: this is the hot path
     liveRunes.get(rune.stream)?.next(rune);
     allRunes.next(rune);
   };
 
-  const snapshotDue = async (batch: readonly PendingRune[]): Promise<void> => {
-    if (snapshotEvery === 0) return;
+  /** The snapshots a batch makes due, taken before its streams may leave memory. */
+  const snapshotsDue = (batch: readonly PendingRune[]): DueSnapshot[] => {
+    if (snapshotEvery === 0) return [];
+    const due: DueSnapshot[] = [];
     for (const { instance } of batch) {
       if (instance.sinceSnapshot < snapshotEvery || instances.get(instance.stream) !== instance) continue;
       instance.sinceSnapshot = 0;
-      const { stream, durableSeq: seq, durableState: state } = instance;
+      due.push({ snapshot: { stream: instance.stream, seq: instance.durableSeq, state: instance.durableState }, machine: instance.machine.id });
+    }
+    return due;
+  };
+
+  const saveSnapshots = async (due: readonly DueSnapshot[]): Promise<void> => {
+    for (const { snapshot, machine } of due) {
+      const { stream, seq } = snapshot;
       try {
-        await store.saveSnapshot({ stream, seq, state });
-        if (retention(stream, instance.machine.id) === 'snapshot') await store.prune(stream, seq);
+        await store.saveSnapshot(snapshot);
+        if (retention(stream, machine) === 'snapshot') await store.prune(stream, seq);
       } catch (error) {
         errors.next({ type: 'snapshot_failed', stream, error }); // the runes are durable: hydration folds them
       }

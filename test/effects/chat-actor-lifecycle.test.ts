@@ -20,7 +20,6 @@ describe('chatActorLifecycle epic', () => {
   it('sends InactivityTimeout after 10 idle minutes; every event restarts the clock, Ping included', () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     scheduler.run(({ hot, expectObservable }) => {
-      const released: string[] = [];
       // a: spawned idle at 0; b: spawned idle at 0, pinged at 5 min; c: spawned at 0, running at 1 min.
       const runes = hot<Rune>('(abc) 59999ms d 239999ms e', {
         a: rune('a', 1, 'spawned', undefined, 'idle'),
@@ -29,11 +28,26 @@ describe('chatActorLifecycle epic', () => {
         d: rune('c', 2, 'ProcessInteraction', 'idle', 'running', 60_000),
         e: rune('b', 2, 'Ping', 'idle', 'idle', 300_000),
       });
-      const commands = chatActorLifecycle()(runes, { state: () => undefined, release: (s) => released.push(s), streams: () => EMPTY, scheduler }, undefined);
-      expectObservable(commands, '^ 20m !').toBe('10m a 4m 59.999s b', {
+      const commands = chatActorLifecycle({ heartbeatMs: 0 })(runes, { state: () => undefined, release: () => {}, streams: () => EMPTY, scheduler }, undefined);
+      // No rune of a's timeout comes back here (as if its dispatch failed): it is tried again every minute.
+      expectObservable(commands, '^ 15m !').toBe('10m a 59.999s a 59.999s a 59.999s a 59.999s a 59.999s (ba)', {
         a: { stream: 'a', event: { type: 'InactivityTimeout' } },
         b: { stream: 'b', event: { type: 'InactivityTimeout' } },
       });
+    });
+  });
+
+  it('pings a running actor every 30 seconds (its heartbeat), even when a Ping did not land, and stops when it leaves running', () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    scheduler.run(({ hot, expectObservable }) => {
+      const runes = hot<Rune>('a 999ms b 29999ms 1s c 62999ms d', {
+        a: rune('a', 1, 'spawned', undefined, 'idle'),
+        b: rune('a', 2, 'ProcessInteraction', 'idle', 'running', 1000),
+        c: rune('a', 3, 'Ping', 'running', 'running', 32_000), // the first heartbeat's rune; the second's never comes
+        d: rune('a', 4, 'InteractionComplete', 'running', 'idle', 95_000),
+      });
+      const commands = chatActorLifecycle()(runes, { state: () => undefined, release: () => {}, streams: () => EMPTY, scheduler }, undefined);
+      expectObservable(commands, '^ 5m !').toBe('31s p 30.999s p 29.999s p', { p: { stream: 'a', event: { type: 'Ping' } } });
     });
   });
 
@@ -54,8 +68,9 @@ describe('chatActorLifecycle epic', () => {
     });
   });
 
-  it('refuses a timeout that is not positive', () => {
+  it('refuses a timeout that is not positive and a negative heartbeat', () => {
     expect(() => chatActorLifecycle({ inactivityTimeoutMs: 0 })).toThrow('"inactivityTimeoutMs" must be positive, got 0');
+    expect(() => chatActorLifecycle({ heartbeatMs: -1 })).toThrow('"heartbeatMs" must be 0 (off) or positive, got -1');
   });
 });
 
@@ -97,14 +112,15 @@ describe('chatActorLifecycle in an engine', () => {
 
 describe('chatActorLifecycle across a restart: durable clocks', () => {
   /** The store outlives the engines, as a file would; each engine has its own clock. */
-  async function idleActorThenRestartAt(restartAt: number) {
+  /** Virtual time runs up to `until`: a timeout due later (or a retry of it) does not fire. */
+  async function idleActorThenRestartAt(restartAt: number, until: number) {
     const store = memoryStore();
     const kept = { ...store, close: async () => {} };
     const before = createEngine({ store: kept, scheduler: new VirtualTimeScheduler(), epics: [chatActorLifecycle()] });
     await before.spawn('chat-1', 'chat-actor'); // idle at 0: its deadline is 10 minutes
     await before.close();
 
-    const scheduler = new VirtualTimeScheduler(undefined, 60 * 60_000);
+    const scheduler = new VirtualTimeScheduler(undefined, until);
     scheduler.frame = restartAt; // the process comes back later
     const after = createEngine({ store: kept, scheduler, epics: [chatActorLifecycle()] });
     const timedOut = firstValueFrom(after.runes$().pipe(filter((r) => r.kind === 'InactivityTimeout')));
@@ -117,11 +133,11 @@ describe('chatActorLifecycle across a restart: durable clocks', () => {
   }
 
   it('fires at the original deadline, not a full timeout after the restart', async () => {
-    expect(await idleActorThenRestartAt(4 * 60_000)).toEqual(['spawned@0', 'InactivityTimeout@600000']);
+    expect(await idleActorThenRestartAt(4 * 60_000, 10 * 60_000)).toEqual(['spawned@0', 'InactivityTimeout@600000']);
   });
 
   it('fires at once when the deadline passed while the process was down', async () => {
-    expect(await idleActorThenRestartAt(15 * 60_000)).toEqual(['spawned@0', 'InactivityTimeout@900000']);
+    expect(await idleActorThenRestartAt(15 * 60_000, 15 * 60_000)).toEqual(['spawned@0', 'InactivityTimeout@900000']);
   });
 });
 

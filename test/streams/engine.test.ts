@@ -244,6 +244,17 @@ describe('engine: hydration, snapshots and retention', () => {
     await engine.close();
   });
 
+  it('lets an instance that reaches a terminal state leave memory; its state is still served from the log', async () => {
+    const engine = createEngine();
+    await engine.spawn('a', 'chat-actor');
+    await engine.spawn('b', 'chat-actor');
+    await engine.dispatch('a', { type: 'Cancel', reason: 'user_cancelled' });
+    expect(engine.size).toBe(1); // only b
+    expect(await firstValueFrom(engine.state$('a'))).toEqual({ value: 'cancelled', reason: 'user_cancelled' });
+    expect(await engine.dispatch('a', interact)).toMatchObject({ accepted: false, code: 'terminal_state' });
+    await engine.close();
+  });
+
   it('saves a snapshot every N runes and hydrates from it', async () => {
     const recorder = recordingStore();
     const engine = createEngine({ store: recorder.store, snapshotEvery: 3 });

@@ -32,6 +32,7 @@ export function replayThenLive(source: ReplayThenLiveSource): Observable<Rune> {
   return new Observable<Rune>((subscriber) => {
     let last = source.afterSeq;
     let replaying = true;
+    let liveEnded = false;
     const buffered: Rune[] = [];
     const emit = (rune: Rune): void => {
       if (rune.seq <= last) return; // read from the store and also heard live: once is enough
@@ -45,7 +46,8 @@ export function replayThenLive(source: ReplayThenLiveSource): Observable<Rune> {
     const live = live$.subscribe({
       next: (rune) => (replaying ? buffered.push(rune) : emit(rune)),
       error: (error: unknown) => subscriber.error(error),
-      complete: () => subscriber.complete(),
+      // Ended during the replay (the engine closing): finish the replay first.
+      complete: () => (replaying ? (liveEnded = true) : subscriber.complete()),
     });
     (async () => {
       for (;;) {
@@ -56,6 +58,7 @@ export function replayThenLive(source: ReplayThenLiveSource): Observable<Rune> {
       replaying = false;
       for (const rune of buffered) emit(rune);
       buffered.length = 0;
+      if (liveEnded) subscriber.complete();
     })().catch((error: unknown) => subscriber.error(error));
     return live;
   });

@@ -37,4 +37,18 @@ describe('replayThenLive', () => {
     live$.complete();
     expect((await all).map((r) => r.seq)).toEqual([1]);
   });
+
+  it('finishes the replay, and the runes heard live meanwhile, when the live runes complete during it', async () => {
+    const live$ = new Subject<Rune>();
+    const stored = [1, 2, 3].map(rune);
+    const read = async (after: number, limit: number) => {
+      if (after === 0) {
+        live$.next(rune(4)); // durable while the replay reads, then the engine closes
+        live$.complete();
+      }
+      return stored.filter((r) => r.seq > after).slice(0, limit);
+    };
+    const all = await firstValueFrom(replayThenLive({ stream: 's', afterSeq: 0, read, live$, pageSize: 2 }).pipe(toArray()));
+    expect(all.map((r) => r.seq)).toEqual([1, 2, 3, 4]);
+  });
 });

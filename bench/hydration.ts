@@ -3,11 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { isDeepStrictEqual } from 'node:util';
-import Database from 'better-sqlite3';
 import { firstValueFrom } from 'rxjs';
 import { chatActor, type ChatActorEvent, type ChatActorState } from '../src/reducers/chat-actor/index.js';
 import { createEngine, type DispatchResult } from '../src/streams/engine.js';
-import type { Rune } from '../src/reducers/rune.js';
 import { sqliteStore } from '../src/streams/sqlite-store.js';
 
 const RUNES = 10_000;
@@ -84,50 +82,23 @@ async function hydrate(path: string, expected: ChatActorState): Promise<Timing> 
   return { ms: measured, first: ms[0]!, median: median(measured), max: Math.max(...measured), snapshotSeq };
 }
 
-/**
- * Where the time of one hydration without a snapshot goes, medians of `RUNS` repetitions:
- * - `read`: the store's `read` of every rune, as hydration calls it (SQL, then a rune per row);
- * - `rows`: the same query alone through better-sqlite3 (the rows as objects, no JSON.parse);
- * - `parse`: `JSON.parse` of the 10,000 bodies alone;
- * - `fold`: `chatActor.transition` over the 10,000 events alone;
- * - `eventsOnly`: what hydration needs and nothing more: SQLite extracts each event
- *   (`body -> '$.event'`), one string column is read, parsed and folded. A store method of this
- *   kind is the suggested fix when the bar is missed.
- */
-async function profile(path: string): Promise<{ read: number; rows: number; parse: number; fold: number; eventsOnly: number }> {
+/** Where a full hydration's time goes (medians): reading the events, and folding them. */
+async function profile(path: string): Promise<{ readEvents: number; fold: number }> {
   const store = sqliteStore(path);
-  const db = new Database(path, { readonly: true, fileMustExist: true });
-  const rowsQuery = db.prepare<[string], { seq: number; kind: string; body: string }>('SELECT seq, kind, body FROM runes WHERE stream = ? ORDER BY seq');
-  const eventsQuery = db.prepare<[string], string>(`SELECT body -> '$.event' FROM runes WHERE stream = ? ORDER BY seq`).pluck();
-  const times = { read: [] as number[], rows: [] as number[], parse: [] as number[], fold: [] as number[], eventsOnly: [] as number[] };
-  const time = (into: number[], work: () => unknown): void => {
-    const start = performance.now();
-    work();
-    into.push(performance.now() - start);
-  };
-  const foldEvents = (events: readonly ChatActorEvent[]): ChatActorState => {
-    let state = chatActor.initial();
-    for (let i = 1; i < events.length; i++) state = chatActor.transition(state, events[i]!);
-    return state;
-  };
+  const times = { readEvents: [] as number[], fold: [] as number[] };
   for (let i = 0; i < WARMUP + RUNS; i++) {
-    const start = performance.now();
-    const runes: Rune[] = await store.read(STREAM, 0, RUNES);
-    times.read.push(performance.now() - start);
-    let bodies: string[] = [];
-    time(times.rows, () => (bodies = rowsQuery.all(STREAM).map((row) => row.body)));
-    time(times.parse, () => bodies.forEach((body) => JSON.parse(body)));
-    const events = runes.map((rune) => rune.event as ChatActorEvent);
-    let folded: ChatActorState | undefined;
-    time(times.fold, () => (folded = foldEvents(events)));
-    let fast: ChatActorState | undefined;
-    time(times.eventsOnly, () => (fast = foldEvents(eventsQuery.all(STREAM).map((text) => JSON.parse(text) as ChatActorEvent))));
-    if (runes.length !== RUNES || !isDeepStrictEqual(folded, fast)) throw new Error('profile: the events-only fold differs from the fold of the runes');
+    let start = performance.now();
+    const events = (await store.readEvents(STREAM, 0, RUNES)) as ChatActorEvent[];
+    times.readEvents.push(performance.now() - start);
+    start = performance.now();
+    let state = chatActor.initial();
+    for (let j = 1; j < events.length; j++) state = chatActor.transition(state, events[j]!);
+    times.fold.push(performance.now() - start);
+    if (events.length !== RUNES) throw new Error(`profile: read ${events.length} events, expected ${RUNES}`);
   }
-  db.close();
   await store.close();
   const m = (values: number[]): number => median(values.slice(WARMUP));
-  return { read: m(times.read), rows: m(times.rows), parse: m(times.parse), fold: m(times.fold), eventsOnly: m(times.eventsOnly) };
+  return { readEvents: m(times.readEvents), fold: m(times.fold) };
 }
 
 const f = (ms: number): string => `${ms.toFixed(2)} ms`;
@@ -159,16 +130,7 @@ export async function benchHydration(): Promise<boolean> {
         ` median ${f(fromSnapshot.median)}, max ${f(fromSnapshot.max)}, first run ${f(fromSnapshot.first)}  (information)`,
     );
     const where = await profile(noSnapshots);
-    console.log(`  where the time goes, no snapshot (medians):`);
-    console.log(`    store.read of all ${RUNES} runes         ${f(where.read)}`);
-    console.log(`      of which: the SQL rows as objects  ~${f(where.rows)}, JSON.parse of the bodies ~${f(where.parse)}, the rest building runes`);
-    console.log(`    folding them (chatActor.transition)  ${f(where.fold)}`);
-    console.log(`    events only (SQL body -> '$.event', parse, fold): ${f(where.eventsOnly)}, the whole hydration's work`);
-    if (!ok) {
-      console.log(`  suggestions: hydration needs only the events, not ${RUNES} Rune objects: a store method that reads them`);
-      console.log(`    (sqlite: SELECT body -> '$.event', pluck, JSON.parse; memory: the runes' events) is the "events only" figure;`);
-      console.log(`    a schema with the event in its own column saves SQLite's extraction too; snapshots (default every 1,000) bound it.`);
-    }
+    console.log(`  where the time goes, no snapshot (medians): store.readEvents ${f(where.readEvents)}, folding ${f(where.fold)}`);
     console.log(`  median ${f(full.median)} (bar: <= ${BAR_MS} ms)  ${ok ? 'PASS' : 'FAIL'}`);
     return ok;
   } finally {

@@ -24,6 +24,9 @@ function headsOnlyStore(): RuneStore & { readonly kept: Map<string, { machine: s
     async read() {
       return [];
     },
+    async readEvents() {
+      return [];
+    },
     async latestSnapshot() {
       return undefined;
     },

@@ -299,11 +299,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
     let state = snapshot?.state;
     let seq = snapshot?.seq ?? 0;
     for (;;) {
-      const runes = await store.read(stream, seq, 10_000);
-      if (runes.length === 0) break;
-      for (const rune of runes) {
-        state = rune.seq === 1 ? machine.initial((rune.event as { input?: unknown }).input) : machine.transition(state, rune.event as EventObject);
-        seq = rune.seq;
+      const events = await store.readEvents(stream, seq, 10_000);
+      if (events.length === 0) break;
+      for (const event of events) {
+        state = ++seq === 1 ? machine.initial((event as { input?: unknown }).input) : machine.transition(state, event as EventObject);
       }
     }
     if (seq !== head.seq) throw new Error(`stream "${stream}": the store's head is seq ${head.seq} but its runes end at ${seq}`);

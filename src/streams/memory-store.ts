@@ -94,6 +94,13 @@ export function memoryStore(): RuneStore {
       for (let i = from; i < to; i++) runes.push(runeAt(stream, s, i));
       return runes;
     },
+    async readEvents(stream, afterSeq = 0, limit = Infinity) {
+      open();
+      const s = streams.get(stream);
+      if (s === undefined) return [];
+      const from = Math.max(0, afterSeq + 1 - s.firstSeq);
+      return s.events.slice(from, limit === Infinity ? undefined : from + limit);
+    },
     async latestSnapshot(stream) {
       open();
       return streams.get(stream)?.snapshot;

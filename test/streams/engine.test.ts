@@ -266,7 +266,7 @@ describe('engine: hydration, snapshots and retention', () => {
     expect(await recorder.inner.latestSnapshot('a')).toEqual({ stream: 'a', seq: 6, state: { value: 'running', userId } });
 
     const reads: number[] = [];
-    const spying: RuneStore = { ...recorder.store, read: (stream, after, limit) => (reads.push(after ?? 0), recorder.inner.read(stream, after, limit)) };
+    const spying: RuneStore = { ...recorder.store, readEvents: (stream, after, limit) => (reads.push(after ?? 0), recorder.inner.readEvents(stream, after, limit)) };
     const second = createEngine({ store: spying });
     expect(await firstValueFrom(second.state$<ChatActorState>('a'))).toEqual({ value: 'idle', userId });
     expect(reads[0]).toBe(6); // from the snapshot, not from seq 0

@@ -30,6 +30,19 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Run
       await store.close();
     });
 
+    it('reads the events alone, as hydration folds them: the same pages as read', async () => {
+      const store = await makeStore();
+      await store.append([...runesOf('a', 1, 3), ...runesOf('b', 1, 2)]);
+      await store.append(runesOf('a', 4, 2));
+      const eventsOf = (runes: readonly Rune[]) => runes.map((r) => r.event);
+      expect(await store.readEvents('a')).toEqual(eventsOf(runesOf('a', 1, 5)));
+      expect(await store.readEvents('a', 3)).toEqual(eventsOf(runesOf('a', 4, 2)));
+      expect(await store.readEvents('a', 1, 2)).toEqual(eventsOf(runesOf('a', 2, 2)));
+      expect(await store.readEvents('a', 5)).toEqual([]);
+      expect(await store.readEvents('nobody')).toEqual([]);
+      await store.close();
+    });
+
     it('remembers each stream\'s machine and last seq', async () => {
       const store = await makeStore();
       await store.append([runeOf('a', 1, 'chat-actor'), runeOf('a', 2, 'chat-actor')]);
@@ -126,6 +139,7 @@ export function describeStoreContract(name: string, makeStore: () => Promise<Run
           for await (const head of store.heads()) void head;
         }],
         ['read', () => store.read('a')],
+        ['readEvents', () => store.readEvents('a')],
         ['latestSnapshot', () => store.latestSnapshot('a')],
         ['saveSnapshot', () => store.saveSnapshot({ stream: 'a', seq: 1, state: {} })],
         ['prune', () => store.prune('a', 1)],

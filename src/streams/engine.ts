@@ -211,14 +211,15 @@ export function createEngine(options: EngineOptions = {}): Engine {
           fail(batch, error);
           continue;
         }
-        for (const p of batch) publish(p);
-        const snapshots = snapshotsDue(batch);
-        for (const { instance } of batch) {
+        const snapshots: DueSnapshot[] = [];
+        for (const p of batch) publish(p, snapshots);
+        for (const p of batch) {
+          const { instance } = p;
           if (instance.releasing && instance.durableSeq === instance.seq && instances.get(instance.stream) === instance) {
             instances.delete(instance.stream);
           }
+          p.resolve({ accepted: true, rune: p.rune });
         }
-        for (const p of batch) p.resolve({ accepted: true, rune: p.rune });
         await saveSnapshots(snapshots);
       } while (pending.length > 0);
     } finally {
@@ -239,29 +240,22 @@ export function createEngine(options: EngineOptions = {}): Engine {
     for (const p of [...batch, ...dependent]) p.reject(error);
   };
 
-  const publish = (published: PendingRune): void => {
+  /** Makes one durable rune visible: the instance's durable state, subscribers, a snapshot if due. */
+  const publish = (published: PendingRune, snapshotsDue: DueSnapshot[]): void => {
     const { instance, rune, state } = published;
     instance.durableState = state;
     instance.durableSeq = rune.seq;
-    instance.sinceSnapshot++;
+    if (snapshotEvery > 0 && ++instance.sinceSnapshot >= snapshotEvery && instances.get(instance.stream) === instance) {
+      instance.sinceSnapshot = 0;
+      snapshotsDue.push({ snapshot: { stream: instance.stream, seq: rune.seq, state }, machine: instance.machine.id });
+    }
     // A terminal state accepts no event: keeping the instance would only hold memory. Its state
     // stays in the log, where a later subscriber hydrates it from.
-    if (rune.to !== undefined && instance.machine.terminal.includes(rune.to)) instance.releasing = true;
-    liveStates.get(rune.stream)?.next(published); // no wrapper object per state: this is the hot path
+    if (rune.to !== undefined && instance.machine.terminal.length > 0 && instance.machine.terminal.includes(rune.to)) instance.releasing = true;
+    // The hot path: no wrapper object per state, and no subject call nobody hears.
+    liveStates.get(rune.stream)?.next(published);
     liveRunes.get(rune.stream)?.next(rune);
-    allRunes.next(rune);
-  };
-
-  /** The snapshots a batch makes due, taken before its streams may leave memory. */
-  const snapshotsDue = (batch: readonly PendingRune[]): DueSnapshot[] => {
-    if (snapshotEvery === 0) return [];
-    const due: DueSnapshot[] = [];
-    for (const { instance } of batch) {
-      if (instance.sinceSnapshot < snapshotEvery || instances.get(instance.stream) !== instance) continue;
-      instance.sinceSnapshot = 0;
-      due.push({ snapshot: { stream: instance.stream, seq: instance.durableSeq, state: instance.durableState }, machine: instance.machine.id });
-    }
-    return due;
+    if (allRunes.observed) allRunes.next(rune);
   };
 
   const saveSnapshots = async (due: readonly DueSnapshot[]): Promise<void> => {

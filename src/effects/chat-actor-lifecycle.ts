@@ -100,7 +100,14 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
       const heardLive = new Set<string>();
       let resuming = true;
       const subscription = runes$.pipe(filter((rune) => rune.machine === chatActor.id)).subscribe((rune) => {
-        if (resuming) heardLive.add(rune.stream);
+        if (resuming && !heardLive.has(rune.stream)) {
+          heardLive.add(rune.stream);
+          // A Ping to an actor that was running before this process started: its interaction died
+          // with the old process, and the listing will skip it as heard live. Pause it here.
+          if (rune.from === 'running' && rune.to === 'running' && rune.kind !== 'Shutdown') {
+            subscriber.next({ stream: rune.stream, event: { type: 'Pause', reason: INTERRUPTED_BY_RESTART } });
+          }
+        }
         onRune(rune);
       });
       // Durable clocks: an idle or paused actor in the store keeps its deadline across a restart

@@ -1,4 +1,4 @@
-import { EMPTY, map } from 'rxjs';
+import { EMPTY, Observable, filter } from 'rxjs';
 import { toolCall } from '../reducers/tool-call/machine.js';
 import type { Epic, EpicCommand } from '../streams/epic.js';
 
@@ -27,11 +27,33 @@ export function toolCallRecovery(): Epic {
   // Once per engine: a resubscription after a failure would find this process's own calls
   // executing and take them for leftovers of a crash.
   let listed = false;
-  return function toolCallRecovery(_runes$, context) {
+  return function toolCallRecovery(runes$, context) {
     if (listed) return EMPTY;
     listed = true;
-    return context
-      .streams({ machine: toolCall.id, values: ['executing'] })
-      .pipe(map((head): EpicCommand => ({ stream: head.stream, event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } })));
+    return new Observable<EpicCommand>((subscriber) => {
+      const interrupt = (stream: string): void => subscriber.next({ stream, event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } });
+      // A call heard live while the stored calls are listed is newer than the listing: one this
+      // process just started executing must not be taken for a leftover. Unless its first live rune
+      // shows it was executing already (a progress update): that execution predates this process.
+      const heardLive = new Set<string>();
+      const live = runes$.pipe(filter((rune) => rune.machine === toolCall.id && !heardLive.has(rune.stream))).subscribe((rune) => {
+        heardLive.add(rune.stream);
+        if (rune.from === 'executing' && rune.to === 'executing') interrupt(rune.stream);
+      });
+      const listing = context.streams({ machine: toolCall.id, values: ['executing'] }).subscribe({
+        next: (head) => {
+          if (!heardLive.has(head.stream)) interrupt(head.stream);
+        },
+        error: (error: unknown) => subscriber.error(error),
+        complete: () => {
+          live.unsubscribe();
+          subscriber.complete();
+        },
+      });
+      return () => {
+        live.unsubscribe();
+        listing.unsubscribe();
+      };
+    });
   };
 }

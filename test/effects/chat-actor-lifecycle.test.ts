@@ -1,7 +1,7 @@
 import { EMPTY, VirtualTimeScheduler, filter, firstValueFrom } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import { chatActorLifecycle, chatActorNotices, type ChatActorState, type Rune } from '../../src/index.js';
+import { chatActorLifecycle, chatActorNotices, type ChatActorState, type Rune, type StreamHead } from '../../src/index.js';
 import { createEngine, memoryStore } from '../../src/streams/index.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
@@ -160,5 +160,16 @@ describe('chatActorLifecycle across a restart: interrupted interactions', () => 
     scheduler.flush();
     expect(await timedOut).toMatchObject({ at: 660_000 }); // ten minutes after the pause
     await engine.close();
+  });
+
+  it('pauses a crash-left running actor whose Ping arrives while the stored streams are still being listed', () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    scheduler.run(({ hot, cold, expectObservable }) => {
+      // The listing takes 5 ms (a slow store); a client's Ping to the crash-left actor lands at 2 ms.
+      const runes = hot<Rune>('--p', { p: rune('a', 3, 'Ping', 'running', 'running', 2) });
+      const heads = cold<StreamHead>('-----(h|)', { h: { stream: 'a', machine: 'chat-actor', seq: 2, value: 'running', at: 0 } });
+      const commands = chatActorLifecycle({ heartbeatMs: 0 })(runes, { state: () => undefined, release: () => {}, streams: () => heads, scheduler }, undefined);
+      expectObservable(commands, '^ 1m !').toBe('--x', { x: { stream: 'a', event: { type: 'Pause', reason: 'interrupted by restart' } } });
+    });
   });
 });

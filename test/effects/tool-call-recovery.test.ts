@@ -1,6 +1,7 @@
 import { VirtualTimeScheduler } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import { INTERRUPTED_BY_RESTART, checkInvariants, toolCallRecovery, type Rune } from '../../src/index.js';
+import { INTERRUPTED_BY_RESTART, checkInvariants, toolCallRecovery, type Rune, type StreamHead } from '../../src/index.js';
 import { createEngine, memoryStore } from '../../src/streams/index.js';
 
 const settle = () => new Promise((r) => setImmediate(r));
@@ -60,5 +61,23 @@ describe('toolCallRecovery after a failure', () => {
     await engine.close(); // lets anything dispatched meanwhile land
     expect(reports).toEqual(['epic_failed']);
     expect((await inner.read('call-1')).at(-1)?.to).toBe('executing');
+  });
+
+  it('leaves alone a call approved while the stored calls are listed, and ends one whose progress shows it executing from before', () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    scheduler.run(({ hot, cold, expectObservable }) => {
+      const toolRune = (stream: string, seq: number, kind: string, from: string, to: string): Rune => ({ stream, seq, machine: 'tool-call', kind, event: { type: kind }, from, to, at: 0 });
+      // A slow listing (5 ms). Meanwhile call-1 is approved here (so the listing finds it executing),
+      // and call-2, executing since before the restart, reports progress.
+      const runes = hot<Rune>('-a-b', {
+        a: toolRune('call-1', 3, 'tool.approved', 'awaiting_approval', 'executing'),
+        b: toolRune('call-2', 3, 'progress_update', 'executing', 'executing'),
+      });
+      const head = (stream: string): StreamHead => ({ stream, machine: 'tool-call', seq: 3, value: 'executing', at: 0 });
+      const heads = cold<StreamHead>('-----(xyz|)', { x: head('call-1'), y: head('call-2'), z: head('call-3') });
+      const commands = toolCallRecovery()(runes, { state: () => undefined, release: () => {}, streams: () => heads, scheduler }, undefined);
+      const interrupted = (stream: string) => ({ stream, event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } });
+      expectObservable(commands).toBe('---b-(z|)', { b: interrupted('call-2'), z: interrupted('call-3') });
+    });
   });
 });

@@ -92,7 +92,11 @@ describe('connection: DESIGN.md resolution and extensions', () => {
       reason: 'event "unsubscribe" is not allowed in state "OPEN"',
     });
     const reconnecting = at('RECONNECTING');
-    expect(connection.transition(reconnecting, { type: 'close' })).toBe(reconnecting);
+    expect(connection.transition(reconnecting, { type: 'handshake_success' })).toBe(reconnecting);
+  });
+
+  it('extension: a client closed while it waits to reconnect ends DISCONNECTED', () => {
+    expect(connection.transition(at('RECONNECTING'), { type: 'close' })).toMatchObject({ value: 'DISCONNECTED' });
   });
 });
 

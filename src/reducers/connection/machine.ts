@@ -49,6 +49,13 @@ const table: readonly Row<S, E>[] = [
     note: 'unsubscribing one stream of several must not drop the others',
   },
   {
+    from: 'RECONNECTING',
+    on: 'close',
+    to: 'DISCONNECTED',
+    source: 'extension',
+    note: 'a client closed while it waits to reconnect ends disconnected, not waiting forever',
+  },
+  {
     from: 'CONNECTING',
     on: 'close',
     to: 'DISCONNECTED',

@@ -5,3 +5,4 @@
 export * from './reducers/index.js';
 export * from './streams/index.js';
 export * from './effects/index.js';
+export * from './server/index.js';

@@ -1,0 +1,216 @@
+import { WebSocket, type RawData } from 'ws';
+import type { DispatchResult } from '../streams/engine.js';
+import { askAuthorize, type AccessAction, type AccessRequest } from './access.js';
+import { sentChannel, slowClientChannel, type SentReport, type SlowClientReport } from './diagnostics.js';
+import type { Fanout } from './fanout.js';
+import { decodeFrame, encodeMessage, errorMessage } from './frames.js';
+import { InOrder } from './in-order.js';
+import type { ResolvedServerOptions } from './options.js';
+import { CLOSE_CODES, type ClientMessage, type DispatchMessage, type ErrorMessage, type ServerMessage, type SpawnMessage } from './protocol.js';
+import { rateLimitMessage, tokenBucket, type TokenBucket } from './rate-limit.js';
+import { StreamSubscription, type SubscriptionOutput } from './subscription.js';
+
+const TEXT = { binary: false } as const;
+
+const toBuffer = (data: RawData): Buffer =>
+  Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
+
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * One WebSocket client: reads its requests, answers them, and sends the frames of the streams
+ * it subscribed to. Nothing a client sends can throw past it.
+ *
+ * - Requests take effect in arrival order, even when the `authorize` hook is asynchronous.
+ * - `spawn` and `dispatch` spend a token of the connection's rate limit.
+ * - Past `maxBufferedBytes` of outbound data, the `slowClient` policy applies: `'close'` closes
+ *   with 4008; `'coalesce'` holds every subscription (no runes) and stops reading requests until
+ *   the buffer has drained (a ping's write callback says so), then resynchronizes each
+ *   subscription with a snapshot.
+ */
+export class ClientConnection {
+  private readonly subscriptions = new Map<string, StreamSubscription>();
+  private readonly bucket: TokenBucket;
+  private readonly inOrder = new InOrder();
+  /** Whether the client answered the last heartbeat ping (or drained its buffer since). */
+  private alive = true;
+  /** Over the high-water mark, waiting for the buffer to drain ('coalesce'). */
+  private draining = false;
+  private closed = false;
+  private readonly output: SubscriptionOutput = {
+    send: (frame) => this.send(frame),
+    fail: (subscription, error) => {
+      if (this.subscriptions.get(subscription.stream) === subscription) this.subscriptions.delete(subscription.stream);
+      this.sendMessage(error);
+    },
+  };
+  /** Resolves once the socket has closed. */
+  readonly closedPromise: Promise<void>;
+
+  constructor(
+    readonly id: number,
+    private readonly ws: WebSocket,
+    private readonly access: AccessRequest,
+    private readonly fanout: Fanout,
+    private readonly options: ResolvedServerOptions,
+  ) {
+    this.bucket = tokenBucket(options.dispatchRate, options.scheduler);
+    ws.on('message', (data, isBinary) => this.receive(data, isBinary));
+    ws.on('pong', () => (this.alive = true));
+    // ws reports protocol errors (a frame over maxPayload: 1009, invalid UTF-8: 1007) and closes
+    // the socket itself; 'close' follows.
+    ws.on('error', () => undefined);
+    this.closedPromise = new Promise((resolve) =>
+      ws.once('close', () => {
+        this.dispose();
+        resolve();
+      }),
+    );
+  }
+
+  /** A heartbeat tick: terminates a client that missed the last one, else pings it. */
+  heartbeat(): void {
+    if (this.closed) return;
+    if (!this.alive) {
+      this.ws.terminate();
+      return;
+    }
+    this.alive = false;
+    this.ws.ping();
+  }
+
+  /** Closes with 1001 (going away); a client that is not reading is terminated instead. Resolves once closed. */
+  shutdown(): Promise<void> {
+    if (this.draining || this.ws.bufferedAmount > 0) this.ws.terminate();
+    else this.ws.close(1001, 'server closing');
+    return this.closedPromise;
+  }
+
+  // --- requests ----------------------------------------------------------------------------------
+
+  private receive(data: RawData, isBinary: boolean): void {
+    if (this.closed) return;
+    try {
+      const decoded = decodeFrame(toBuffer(data), isBinary, this.options.maxFrameBytes);
+      if (!decoded.ok) return this.sendMessage(decoded.error);
+      this.handle(decoded.message);
+    } catch (error) {
+      this.sendMessage(errorMessage('internal', `the server failed on this frame: ${messageOf(error)}`));
+    }
+  }
+
+  private handle(message: ClientMessage): void {
+    switch (message.op) {
+      case 'spawn':
+      case 'dispatch': {
+        const about = { id: message.id, stream: message.stream };
+        if (!this.bucket.take()) return this.sendMessage(errorMessage('rate_limited', rateLimitMessage(this.options.dispatchRate), about));
+        return this.whenAllowed(message.stream, 'drive', about, () => this.drive(message));
+      }
+      case 'subscribe':
+        return this.whenAllowed(message.stream, 'see', { stream: message.stream }, () => this.subscribe(message.stream, message.afterSeq));
+      case 'unsubscribe':
+        return this.inOrder.run(
+          () => true,
+          () => this.unsubscribe(message.stream),
+        );
+    }
+  }
+
+  /** Runs `then` if the hook allows `action` on `stream`, in request order; else answers `forbidden`. */
+  private whenAllowed(stream: string, action: AccessAction, about: { id?: string | number; stream: string }, then: () => void): void {
+    this.inOrder.run(
+      () => askAuthorize(this.options.authorize, this.access, stream, action),
+      (answer) => {
+        if (this.closed) return;
+        if (answer === true) return then();
+        // The same words whether or not the stream exists: a refusal reveals nothing.
+        if (answer === false) return this.sendMessage(errorMessage('forbidden', `not allowed to ${action} stream "${stream}"`, about));
+        this.sendMessage(errorMessage('internal', `the authorization hook failed for stream "${stream}"`, about));
+      },
+    );
+  }
+
+  private drive(message: SpawnMessage | DispatchMessage): void {
+    const { engine } = this.options;
+    const about = { id: message.id, stream: message.stream };
+    let result: Promise<DispatchResult>;
+    try {
+      // Called synchronously, so requests reach the engine in arrival order.
+      result =
+        message.op === 'spawn' ? engine.spawn(message.stream, message.machine, message.input) : engine.dispatch(message.stream, message.event);
+    } catch (error) {
+      result = Promise.reject(error);
+    }
+    result.then(
+      (outcome) =>
+        this.sendMessage(
+          outcome.accepted ? { op: 'ack', id: message.id, seq: outcome.rune.seq } : errorMessage(outcome.code, outcome.reason, about),
+        ),
+      (error: unknown) => this.sendMessage(errorMessage('internal', `nothing was appended: ${messageOf(error)}`, about)),
+    );
+  }
+
+  private subscribe(stream: string, afterSeq: number | undefined): void {
+    let subscription = this.subscriptions.get(stream);
+    if (subscription === undefined) {
+      subscription = new StreamSubscription(stream, this.options.engine, this.fanout, this.output);
+      this.subscriptions.set(stream, subscription);
+    }
+    // Over the mark, it waits for the drain like the others, and then starts from a snapshot.
+    if (this.draining) subscription.hold();
+    else subscription.start(afterSeq);
+  }
+
+  private unsubscribe(stream: string): void {
+    this.subscriptions.get(stream)?.close();
+    this.subscriptions.delete(stream);
+  }
+
+  // --- sending and backpressure ------------------------------------------------------------------
+
+  private sendMessage(message: ServerMessage | ErrorMessage): void {
+    this.send(encodeMessage(message));
+  }
+
+  private send(frame: Buffer): void {
+    if (this.closed || this.ws.readyState !== WebSocket.OPEN) return;
+    this.ws.send(frame, TEXT);
+    const bufferedAmount = this.ws.bufferedAmount;
+    if (sentChannel.hasSubscribers) sentChannel.publish({ connection: this.id, bytes: frame.length, bufferedAmount } satisfies SentReport);
+    if (bufferedAmount > this.options.maxBufferedBytes) this.overMark(bufferedAmount);
+  }
+
+  private overMark(bufferedAmount: number): void {
+    if (this.draining) return;
+    const policy = this.options.slowClient;
+    if (slowClientChannel.hasSubscribers) slowClientChannel.publish({ connection: this.id, policy, bufferedAmount } satisfies SlowClientReport);
+    if (policy === 'close') {
+      this.dispose();
+      this.ws.close(CLOSE_CODES.slowClient, 'slow_client');
+      return;
+    }
+    this.draining = true;
+    this.ws.pause(); // no more requests, so no more answers, until it drains
+    for (const subscription of this.subscriptions.values()) subscription.hold();
+    // Written after everything buffered before it: its callback says the buffer has drained.
+    this.ws.ping(undefined, undefined, (error?: Error) => {
+      if (error === undefined || error === null) this.drained();
+    });
+  }
+
+  private drained(): void {
+    if (this.closed || !this.draining) return;
+    this.draining = false;
+    this.alive = true; // it read everything up to the ping: it is alive, even if its pong waits behind our pause
+    this.ws.resume();
+    for (const subscription of this.subscriptions.values()) subscription.start();
+  }
+
+  private dispose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const subscription of this.subscriptions.values()) subscription.close();
+    this.subscriptions.clear();
+  }
+}

@@ -1,0 +1,160 @@
+import { asyncScheduler, type SchedulerLike } from 'rxjs';
+import type { Engine } from '../streams/engine.js';
+import { isLoopbackHost, type Authorize } from './access.js';
+
+/** What the server does with a client whose outbound buffer passes `maxBufferedBytes`. */
+export type SlowClientPolicy = 'coalesce' | 'close';
+
+/** A token bucket: `burst` dispatches at once, refilled at `perSecond`. */
+export interface DispatchRate {
+  readonly perSecond: number;
+  readonly burst: number;
+}
+
+/** Options of {@link createServer}. Only `engine` is required; each other one is documented with its default. */
+export interface ServerOptions {
+  /** The engine whose streams the server serves. Required. The server never closes it. */
+  engine: Engine;
+  /**
+   * The interface to listen on. Default `'127.0.0.1'`. Without a `token`, only a loopback host
+   * (`127.0.0.1`, `::1`, `localhost`) is allowed: an open server on the network is refused.
+   */
+  host?: string;
+  /** The TCP port. Default `7070`; `0` picks any free port (see `RunestreamServer.port`). */
+  port?: number;
+  /**
+   * A shared secret every WebSocket and HTTP request must present, as `Authorization: Bearer T`
+   * or `?token=T` (browsers cannot set headers on a WebSocket); else HTTP 401, before any
+   * upgrade. `GET /healthz` needs none. Default: none (then the host must be loopback).
+   */
+  token?: string;
+  /**
+   * Decides which streams a connection may `see` (subscribe, SSE) and `drive` (spawn,
+   * dispatch); asked on every such request. A refusal is the error `forbidden`, with the same
+   * message whether or not the stream exists. Default: allow all.
+   */
+  authorize?: Authorize;
+  /** A text frame larger than this gets the error `frame_too_large`; the connection stays open. Default 1 MiB. */
+  maxFrameBytes?: number;
+  /** `ws`'s own hard limit (`maxPayload`): a larger frame closes the connection with 1009. Must be `>= maxFrameBytes`. Default 16 MiB. */
+  maxPayloadBytes?: number;
+  /** A connection's outbound high-water mark (`ws` `bufferedAmount`), past which `slowClient` applies. Default 1 MiB. */
+  maxBufferedBytes?: number;
+  /**
+   * What happens to a client past `maxBufferedBytes`. Default `'coalesce'`.
+   * - `'coalesce'`: stop sending it runes and stop reading its requests; once its buffer has
+   *   drained, send it a fresh `snapshot` of each of its streams and continue with the runes after it.
+   * - `'close'`: close the connection with 4008 `slow_client`.
+   */
+  slowClient?: SlowClientPolicy;
+  /**
+   * Each connection's rate limit on `spawn` and `dispatch` (a token bucket timed by `scheduler`);
+   * a request over it gets the error `rate_limited`. Default `{ perSecond: 1000, burst: 1000 }`.
+   */
+  dispatchRate?: DispatchRate;
+  /**
+   * Every this many ms: a WebSocket ping (a connection that has not answered the previous one,
+   * nor drained its buffer since, is terminated) and an SSE comment line. `0` turns both off.
+   * Default 30,000.
+   */
+  heartbeatMs?: number;
+  /** The clock of the heartbeat and the rate limit. Default rxjs `asyncScheduler`. */
+  scheduler?: SchedulerLike;
+}
+
+/** {@link ServerOptions} with every default filled in. */
+export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token'>> & { readonly token: string | undefined };
+
+const KNOWN_OPTIONS = [
+  'engine',
+  'host',
+  'port',
+  'token',
+  'authorize',
+  'maxFrameBytes',
+  'maxPayloadBytes',
+  'maxBufferedBytes',
+  'slowClient',
+  'dispatchRate',
+  'heartbeatMs',
+  'scheduler',
+] as const;
+
+const MIB = 1024 * 1024;
+
+const fail = (message: string): never => {
+  throw new TypeError(`createServer: ${message}`);
+};
+
+const show = (value: unknown): string => (typeof value === 'string' ? JSON.stringify(value) : String(value));
+
+const positiveInteger = (name: string, value: number): number =>
+  Number.isSafeInteger(value) && value > 0 ? value : fail(`"${name}" must be a positive integer, got ${show(value)}`);
+
+/**
+ * Fills in the defaults and checks every option, throwing a TypeError that names the option (or
+ * every option of a bad combination), the way `ws`'s `WebSocketServer` does.
+ */
+export function resolveServerOptions(options: ServerOptions): ResolvedServerOptions {
+  if (typeof options !== 'object' || options === null) fail(`expected an options object with an "engine", got ${show(options)}`);
+  const unknown = Object.keys(options).filter((key) => !(KNOWN_OPTIONS as readonly string[]).includes(key));
+  if (unknown.length > 0) fail(`unknown option ${unknown.map((k) => `"${k}"`).join(', ')}; the options are ${KNOWN_OPTIONS.join(', ')}`);
+  const {
+    engine,
+    host = '127.0.0.1',
+    port = 7070,
+    token,
+    authorize = () => true,
+    maxFrameBytes = MIB,
+    maxPayloadBytes = 16 * MIB,
+    maxBufferedBytes = MIB,
+    slowClient = 'coalesce',
+    dispatchRate = { perSecond: 1000, burst: 1000 },
+    heartbeatMs = 30_000,
+    scheduler = asyncScheduler,
+  } = options;
+
+  if (typeof engine !== 'object' || engine === null || typeof engine.dispatch !== 'function' || typeof engine.runes$ !== 'function') {
+    fail(`"engine" is required: an Engine from createEngine(), got ${show(engine)}`);
+  }
+  if (typeof host !== 'string' || host.length === 0) fail(`"host" must be a non-empty string, got ${show(host)}`);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) fail(`"port" must be an integer from 0 to 65535, got ${show(port)}`);
+  if (token !== undefined && (typeof token !== 'string' || token.length === 0)) fail(`"token" must be a non-empty string, got ${show(token)}`);
+  if (token === undefined && !isLoopbackHost(host)) {
+    fail(`"host" ${show(host)} is not a loopback address and no "token" is set: set "token" to serve the network, or use host "127.0.0.1"`);
+  }
+  if (typeof authorize !== 'function') fail(`"authorize" must be a function (request, stream, action) => boolean, got ${show(authorize)}`);
+  positiveInteger('maxFrameBytes', maxFrameBytes);
+  positiveInteger('maxPayloadBytes', maxPayloadBytes);
+  positiveInteger('maxBufferedBytes', maxBufferedBytes);
+  if (maxPayloadBytes < maxFrameBytes) {
+    fail(`"maxPayloadBytes" (${maxPayloadBytes}) must be >= "maxFrameBytes" (${maxFrameBytes}): frames between them get "frame_too_large"`);
+  }
+  if (slowClient !== 'coalesce' && slowClient !== 'close') fail(`"slowClient" must be 'coalesce' or 'close', got ${show(slowClient)}`);
+  if (
+    typeof dispatchRate !== 'object' ||
+    dispatchRate === null ||
+    !(typeof dispatchRate.perSecond === 'number' && dispatchRate.perSecond > 0 && Number.isFinite(dispatchRate.perSecond)) ||
+    !(Number.isSafeInteger(dispatchRate.burst) && dispatchRate.burst >= 1)
+  ) {
+    fail(`"dispatchRate" must be { perSecond: a positive number, burst: an integer >= 1 }, got ${JSON.stringify(dispatchRate)}`);
+  }
+  if (!Number.isSafeInteger(heartbeatMs) || heartbeatMs < 0) fail(`"heartbeatMs" must be a non-negative integer (0: off), got ${show(heartbeatMs)}`);
+  if (typeof scheduler !== 'object' || scheduler === null || typeof scheduler.now !== 'function' || typeof scheduler.schedule !== 'function') {
+    fail(`"scheduler" must be an rxjs SchedulerLike, got ${show(scheduler)}`);
+  }
+  return {
+    engine,
+    host,
+    port,
+    token,
+    authorize,
+    maxFrameBytes,
+    maxPayloadBytes,
+    maxBufferedBytes,
+    slowClient,
+    dispatchRate,
+    heartbeatMs,
+    scheduler,
+  };
+}

@@ -1,0 +1,137 @@
+import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import { interval, type Subscription } from 'rxjs';
+import { WebSocketServer } from 'ws';
+import { accessRequestOf } from './access.js';
+import { ClientConnection } from './connection.js';
+import { Fanout } from './fanout.js';
+import { resolveServerOptions, type ServerOptions } from './options.js';
+import { handleRequest, hasToken } from './routes.js';
+import { SseEndpoint } from './sse.js';
+
+/** A running server: where it listens, and how to stop it. */
+export interface RunestreamServer {
+  /** The WebSocket URL, `ws://host:port` (any path is accepted). */
+  readonly url: string;
+  /** The HTTP URL, `http://host:port`: `/healthz` and `/streams/:stream/events`. */
+  readonly httpUrl: string;
+  /** The port it listens on (the real one when `port` was 0). */
+  readonly port: number;
+  /** Open WebSocket connections plus open SSE responses. */
+  readonly connections: number;
+  /** Closes every WebSocket (1001) and SSE response, then the listener. Never closes the engine. */
+  close(): Promise<void>;
+}
+
+/** Refuses an upgrade with a plain HTTP response, before any WebSocket exists (as `ws` does). */
+function refuseUpgrade(socket: Duplex, status: number, message: string, headers: Record<string, string> = {}): void {
+  const body = JSON.stringify({ ok: false, code: status === 401 ? 'unauthorized' : 'unavailable', message });
+  const head = Object.entries({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close', ...headers })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
+  socket.once('finish', () => socket.destroy());
+  socket.end(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n${head}\r\n${body}`);
+}
+
+const listen = (server: Server, port: number, host: string): Promise<void> =>
+  new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+
+const urlHost = (host: string): string => (host.includes(':') ? `[${host}]` : host);
+
+/**
+ * Serves an engine's streams over WebSocket (the protocol of `protocol.ts`) and HTTP (SSE and a
+ * health check). Resolves once it listens.
+ *
+ * 1. WebSocket: every frame is one JSON message. `spawn` and `dispatch` are answered by `ack`
+ *    once durable or by `error`; `subscribe` sends a `snapshot` (or the runes after `afterSeq`),
+ *    then every rune. Each stream has one shared feed: a rune is serialized once, whatever the
+ *    number of clients.
+ * 2. Access: with `token`, every request but `GET /healthz` must present it, else HTTP 401
+ *    before any upgrade; `authorize` decides per stream who may see and drive it.
+ * 3. Limits: `maxFrameBytes`, `maxPayloadBytes`, `dispatchRate` per connection, and
+ *    `maxBufferedBytes` with the `slowClient` policy. Bad input gets an `error`; it never
+ *    reaches another client or the log.
+ *
+ * ## Example
+ * ```ts
+ * import { createEngine, createServer } from 'runestream';
+ * const engine = createEngine();
+ * const server = await createServer({ engine, port: 0 });
+ * console.log(server.url); // ws://127.0.0.1:54321
+ * await server.close();
+ * await engine.close();
+ * ```
+ */
+export async function createServer(options: ServerOptions): Promise<RunestreamServer> {
+  const resolved = resolveServerOptions(options);
+  const { engine, host, port, maxPayloadBytes, heartbeatMs, scheduler } = resolved;
+  const fanout = new Fanout(engine);
+  const sse = new SseEndpoint(resolved);
+  const clients = new Set<ClientConnection>();
+  let nextId = 1;
+  let closing: Promise<void> | undefined;
+
+  const connections = (): number => clients.size + sse.size;
+  const http = createHttpServer((req, res) => handleRequest({ options: resolved, sse, connections }, req, res));
+  // No server of its own: the upgrade is checked here first, so a refusal is a plain HTTP reply.
+  const wss = new WebSocketServer({ noServer: true, maxPayload: maxPayloadBytes, clientTracking: false, perMessageDeflate: false });
+
+  http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    if (closing !== undefined) return refuseUpgrade(socket, 503, 'the server is closing');
+    if (!hasToken(resolved, req)) {
+      return refuseUpgrade(socket, 401, 'a token is required: send "Authorization: Bearer <token>" or "?token=<token>"', {
+        'www-authenticate': 'Bearer',
+      });
+    }
+    const access = accessRequestOf(req);
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const client = new ClientConnection(nextId++, ws, access, fanout, resolved);
+      clients.add(client);
+      void client.closedPromise.then(() => clients.delete(client));
+    });
+  });
+
+  let heartbeat: Subscription | undefined;
+  if (heartbeatMs > 0) {
+    heartbeat = interval(heartbeatMs, scheduler).subscribe(() => {
+      for (const client of clients) client.heartbeat();
+      sse.heartbeat();
+    });
+  }
+
+  try {
+    await listen(http, port, host);
+  } catch (error) {
+    heartbeat?.unsubscribe();
+    throw error;
+  }
+  const actualPort = (http.address() as AddressInfo).port;
+
+  const shutDown = async (): Promise<void> => {
+    heartbeat?.unsubscribe();
+    const listenerClosed = new Promise<void>((resolve) => http.close(() => resolve()));
+    sse.closeAll();
+    await Promise.all([...clients].map((client) => client.shutdown()));
+    wss.close();
+    http.closeAllConnections(); // idle keep-alive sockets
+    await listenerClosed;
+  };
+
+  return {
+    url: `ws://${urlHost(host)}:${actualPort}`,
+    httpUrl: `http://${urlHost(host)}:${actualPort}`,
+    port: actualPort,
+    get connections() {
+      return connections();
+    },
+    close: () => (closing ??= shutDown()),
+  };
+}

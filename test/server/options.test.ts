@@ -1,0 +1,69 @@
+import { createServer as createNetServer } from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createEngine, createServer, isLoopbackHost, type ServerOptions } from '../../src/index.js';
+
+const engine = createEngine();
+afterAll(() => engine.close());
+const refuse = (options: Partial<ServerOptions>) => createServer({ engine, port: 0, ...options } as ServerOptions);
+
+describe('server options', () => {
+  it.each([
+    [{ engine: undefined }, 'createServer: "engine" is required: an Engine from createEngine(), got undefined'],
+    [{ host: '0.0.0.0' }, 'createServer: "host" "0.0.0.0" is not a loopback address and no "token" is set: set "token" to serve the network, or use host "127.0.0.1"'],
+    [{ host: '' }, 'createServer: "host" must be a non-empty string, got ""'],
+    [{ port: 70_000 }, 'createServer: "port" must be an integer from 0 to 65535, got 70000'],
+    [{ port: 1.5 }, 'createServer: "port" must be an integer from 0 to 65535, got 1.5'],
+    [{ token: '' }, 'createServer: "token" must be a non-empty string, got ""'],
+    [{ authorize: 'yes' }, 'createServer: "authorize" must be a function (request, stream, action) => boolean, got "yes"'],
+    [{ maxFrameBytes: 0 }, 'createServer: "maxFrameBytes" must be a positive integer, got 0'],
+    [{ maxBufferedBytes: -1 }, 'createServer: "maxBufferedBytes" must be a positive integer, got -1'],
+    [
+      { maxFrameBytes: 2048, maxPayloadBytes: 1024 },
+      'createServer: "maxPayloadBytes" (1024) must be >= "maxFrameBytes" (2048): frames between them get "frame_too_large"',
+    ],
+    [{ slowClient: 'drop' }, `createServer: "slowClient" must be 'coalesce' or 'close', got "drop"`],
+    [{ dispatchRate: { perSecond: 0, burst: 1 } }, 'createServer: "dispatchRate" must be { perSecond: a positive number, burst: an integer >= 1 }, got {"perSecond":0,"burst":1}'],
+    [{ dispatchRate: { perSecond: 5, burst: 0.5 } }, 'createServer: "dispatchRate" must be { perSecond: a positive number, burst: an integer >= 1 }, got {"perSecond":5,"burst":0.5}'],
+    [{ heartbeatMs: -5 }, 'createServer: "heartbeatMs" must be a non-negative integer (0: off), got -5'],
+    [{ scheduler: {} }, 'createServer: "scheduler" must be an rxjs SchedulerLike, got [object Object]'],
+    [
+      { heartbeat: 5 },
+      'createServer: unknown option "heartbeat"; the options are engine, host, port, token, authorize, maxFrameBytes, maxPayloadBytes, maxBufferedBytes, slowClient, dispatchRate, heartbeatMs, scheduler',
+    ],
+  ])('refuses %j with a TypeError naming the option', async (options, message) => {
+    // createServer is async: `await createServer(bad)` throws it.
+    const error: unknown = await refuse(options as Partial<ServerOptions>).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(TypeError);
+    expect((error as TypeError).message).toBe(message);
+  });
+
+  it('accepts a non-loopback host with a token, and reports where it listens', async () => {
+    const server = await createServer({ engine, host: '0.0.0.0', port: 0, token: 't' });
+    expect(server.url).toBe(`ws://0.0.0.0:${server.port}`);
+    expect(server.httpUrl).toBe(`http://0.0.0.0:${server.port}`);
+    expect(server.port).toBeGreaterThan(0);
+    await server.close();
+  });
+
+  it('formats an IPv6 host in its URLs', async () => {
+    const server = await createServer({ engine, host: '::1', port: 0 });
+    expect(server.url).toBe(`ws://[::1]:${server.port}`);
+    await server.close();
+  });
+
+  it('rejects when the port is taken', async () => {
+    const taken = createNetServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const { port } = taken.address() as { port: number };
+    await expect(createServer({ engine, port })).rejects.toThrow(/EADDRINUSE/);
+    await new Promise((resolve) => taken.close(resolve));
+  });
+
+  it('knows the loopback hosts', () => {
+    expect(['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1'].map(isLoopbackHost)).toEqual([true, true, true, true, true, true]);
+    expect(['0.0.0.0', '10.0.0.1', 'example.com', '::', '128.0.0.1'].map(isLoopbackHost)).toEqual([false, false, false, false, false]);
+  });
+});

@@ -1,0 +1,49 @@
+#!/usr/bin/env node
+import { parseCommand, USAGE, UsageError } from './args.js';
+import { serve } from './serve.js';
+
+/** `runestream`: exit code 0 on a clean stop, 1 when serving fails, 2 for a bad command line. */
+async function main(): Promise<void> {
+  let command;
+  try {
+    command = parseCommand(process.argv.slice(2), process.env);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    console.error(`runestream: ${error.message}\nRun "runestream --help" for usage.`);
+    process.exit(2);
+  }
+  if (command.command === 'help') {
+    console.log(USAGE);
+    return;
+  }
+  let serving;
+  try {
+    serving = await serve(command, console);
+  } catch (error) {
+    console.error(`runestream: ${error instanceof Error ? error.message : String(error)}`);
+    process.exit(error instanceof TypeError ? 2 : 1); // a TypeError is a bad option (a non-loopback host without a token)
+  }
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) process.exit(1); // a second signal: stop waiting
+    stopping = true;
+    console.log(`runestream: ${signal}: closing`);
+    serving.stop().then(
+      () => {
+        console.log('runestream: stopped, log flushed');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        console.error(`runestream: failed to stop cleanly: ${error instanceof Error ? error.message : String(error)}`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+main().catch((error: unknown) => {
+  console.error('runestream:', error);
+  process.exit(1);
+});

@@ -1,0 +1,108 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
+import { chromium, type Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEngine, createServer, type Engine, type RunestreamServer } from '../../src/index.js';
+
+/** Debian's chromium: `.ci/run` installs it; elsewhere these tests are skipped, saying why. */
+const CHROMIUM = '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium) console.warn(`test/browser: skipped, ${CHROMIUM} is missing (install Debian's chromium package to run them)`);
+
+const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
+
+describe.skipIf(!hasChromium)('a real browser', () => {
+  let browser: Browser;
+  let engine: Engine;
+  let server: RunestreamServer;
+
+  beforeAll(async () => {
+    // The flags keep a headless chromium off the network this machine does not have.
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    engine = createEngine();
+    server = await createServer({ engine, port: 0 });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await server?.close();
+    await engine?.close();
+  });
+
+  it("subscribes and dispatches with the browser's own WebSocket, and sees the state change", async () => {
+    await engine.spawn('chat-1', 'chat-actor');
+    const page = await browser.newPage();
+    await page.setContent('<!doctype html><title>runestream</title><p id="state">connecting</p>');
+    const seen = await page.evaluate(
+      ({ url, userId }) =>
+        new Promise<{ states: string[]; ack: unknown }>((resolve, reject) => {
+          const socket = new WebSocket(url);
+          const states: string[] = [];
+          let ack: unknown;
+          const show = (value: string) => {
+            states.push(value);
+            (globalThis as any).document.getElementById('state').textContent = value;
+          };
+          socket.onerror = () => reject(new Error('the socket failed'));
+          socket.onopen = () => socket.send(JSON.stringify({ op: 'subscribe', stream: 'chat-1' }));
+          socket.onmessage = (message) => {
+            const frame = JSON.parse(message.data as string);
+            if (frame.op === 'snapshot') {
+              show(frame.state.value);
+              socket.send(JSON.stringify({ op: 'dispatch', id: 'd1', stream: 'chat-1', event: { type: 'ProcessInteraction', userId } }));
+            } else if (frame.op === 'ack') {
+              ack = frame;
+            } else if (frame.op === 'rune') {
+              show(frame.rune.to);
+            } else {
+              reject(new Error(JSON.stringify(frame)));
+            }
+            if (ack !== undefined && states.at(-1) === 'running') resolve({ states, ack });
+          };
+        }),
+      { url: server.url, userId },
+    );
+    expect(seen).toEqual({ states: ['idle', 'running'], ack: { op: 'ack', id: 'd1', seq: 2 } });
+    expect(await page.textContent('#state')).toBe('running');
+    await page.close();
+  });
+
+  it('runs runestream/client, bundled for the browser, against the server', async () => {
+    // The client as a browser gets it: one bundle of src/server/client, no Node built-ins allowed.
+    const bundle = await build({
+      entryPoints: [fileURLToPath(new URL('../../src/server/client/index.ts', import.meta.url))],
+      bundle: true,
+      format: 'iife',
+      globalName: 'runestream',
+      platform: 'browser',
+      write: false,
+    });
+    await engine.spawn('chat-2', 'chat-actor');
+    const page = await browser.newPage();
+    await page.addScriptTag({ content: bundle.outputFiles[0]!.text });
+    const states = await page.evaluate(
+      ({ url, userId }) =>
+        new Promise<string[]>((resolve, reject) => {
+          const { createClient } = (globalThis as any).runestream;
+          const client = createClient({ url });
+          const states: string[] = [];
+          let dispatched: Promise<unknown> | undefined;
+          client.state$('chat-2').subscribe({
+            next: (state: { value: string }) => {
+              states.push(state.value);
+              dispatched ??= client.dispatch('chat-2', { type: 'ProcessInteraction', userId });
+              if (state.value === 'running') dispatched!.then(() => client.close()).then(() => resolve(states), reject);
+            },
+            error: reject,
+          });
+        }),
+      { url: server.url, userId },
+    );
+    expect(states).toEqual(['idle', 'running']);
+    await page.close();
+  });
+});

@@ -1,71 +1,12 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { sqliteStore } from '../../src/index.js';
+import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 import { fetchJson } from '../support/sse-client.js';
 import { TestClient } from '../support/ws-client.js';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 
-/** `runestream <args>` as a real process (node with the tsx loader: one process, so signals reach it directly). */
-function runestream(args: string[], env: Record<string, string> = {}) {
-  const { RUNESTREAM_TOKEN: _, ...inherited } = process.env;
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
-    cwd: root,
-    env: { ...inherited, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  const listeners: (() => void)[] = [];
-  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-    for (const listener of listeners) listener();
-  });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  children.push(child);
-  return {
-    child,
-    exited,
-    get stdout() {
-      return stdout;
-    },
-    get stderr() {
-      return stderr;
-    },
-    /** Waits for a line of stdout matching `pattern`; fails if the process exits first. */
-    line: (pattern: RegExp): Promise<RegExpExecArray> =>
-      new Promise((resolve, reject) => {
-        const check = (): boolean => {
-          const match = pattern.exec(stdout);
-          if (match) resolve(match);
-          return match !== null;
-        };
-        if (check()) return;
-        listeners.push(check);
-        void exited.then((code) => reject(new Error(`exited (${code}) before printing ${pattern}; stdout: ${stdout}; stderr: ${stderr}`)));
-      }),
-  };
-}
-
-const LISTENING = /^runestream: listening on (ws:\/\/127\.0\.0\.1:(\d+)) and (http:\/\/127\.0\.0\.1:\d+) \(log: .*\)$/m;
-
-const children: ChildProcess[] = [];
-const dirs: string[] = [];
-const tempDb = (): string => {
-  const dir = mkdtempSync(join(tmpdir(), 'runestream-cli-'));
-  dirs.push(dir);
-  return join(dir, 'log.db');
-};
-afterEach(() => {
-  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
-  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-});
+afterEach(cleanUpProcesses);
 
 describe('runestream (the command)', () => {
   it('--help prints the usage and exits 0', async () => {

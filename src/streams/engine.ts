@@ -3,7 +3,7 @@ import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, validateEvent } from '../reducers/validate.js';
-import { runEpics, type Epic, type EpicReport } from './epic.js';
+import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
 import type { RuneStore, Snapshot } from './store.js';
@@ -53,13 +53,6 @@ export interface RunesOptions {
   afterSeq?: number;
 }
 
-/** A stream's durable state as of rune `seq`. */
-export interface StreamSnapshot<S = unknown> {
-  readonly stream: string;
-  readonly seq: number;
-  readonly state: S;
-}
-
 /** An engine hosting many machine instances, each under a stream id. */
 export interface Engine {
   /** Creates `stream` as an instance of `machine` (an id or a machine): its first rune. */
@@ -73,7 +66,7 @@ export interface Engine {
    * if it is not in memory; `undefined` for an unknown stream. With `runes$(stream, {afterSeq: seq})`
    * it is how a server sends a snapshot and then every change, without gap or duplicate.
    */
-  snapshot<S = unknown>(stream: string): Promise<StreamSnapshot<S> | undefined>;
+  snapshot<S = unknown>(stream: string): Promise<Snapshot<S> | undefined>;
   /** The stream's stored runes after `afterSeq`, then its live ones: no gap, no duplicate. */
   runes$(stream: string, options?: RunesOptions): Observable<Rune>;
   /** Every live rune of every stream, from now on. */
@@ -421,7 +414,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       return stop;
     });
 
-  const snapshot = async <S>(stream: string): Promise<StreamSnapshot<S> | undefined> => {
+  const snapshot = async <S>(stream: string): Promise<Snapshot<S> | undefined> => {
     const instance = await load(stream);
     // durableSeq 0: its spawn is not durable yet; wait for the batch that carries it.
     while (instance !== undefined && instance.durableSeq === 0 && flushing !== undefined) await flushing;
@@ -439,6 +432,16 @@ export function createEngine(options: EngineOptions = {}): Engine {
       read: (afterSeq, limit) => store.read(stream, afterSeq, limit),
       live$: new Observable<Rune>((subscriber) => live(liveRunes, stream, subscriber)),
     });
+  }
+
+  /** A stream's stored runes after `afterSeq`, a page at a time. */
+  async function* storedRunes(stream: string, afterSeq: number): AsyncGenerator<Rune> {
+    for (let after = afterSeq; ; ) {
+      const page = await store.read(stream, after, 1000);
+      if (page.length === 0) return;
+      yield* page;
+      after = page[page.length - 1]!.seq;
+    }
   }
 
   const release = (stream: string): void => {
@@ -473,11 +476,13 @@ export function createEngine(options: EngineOptions = {}): Engine {
       deps,
       context: {
         state: <S>(stream: string) => instances.get(stream)?.durableState as S | undefined,
+        snapshot,
+        read: (stream, afterSeq = 0) => from(storedRunes(stream, afterSeq)),
         release,
         streams: (query) => from(store.heads(query)),
         scheduler,
       },
-      dispatch: ({ stream, event }) => dispatch(stream, event),
+      dispatch: (command) => (isSpawnCommand(command) ? spawn(command.stream, command.spawn, command.input) : dispatch(command.stream, command.event)),
       report: (report) => errors.next(report),
     });
   });

@@ -1,19 +1,41 @@
 import { Observable, defer, retry, timer, type SchedulerLike, type Subscription } from 'rxjs';
-import type { HeadsQuery, StreamHead } from './store.js';
+import type { HeadsQuery, Snapshot, StreamHead } from './store.js';
 import type { EventObject } from '../reducers/machine.js';
 import type { Rune } from '../reducers/rune.js';
 
-/** What an epic asks the engine to do: dispatch `event` to `stream`. */
-export interface EpicCommand {
+/** What an epic asks the engine to do: dispatch `event` to `stream`, or spawn `stream`. */
+export type EpicCommand = DispatchCommand | SpawnCommand;
+
+/** Dispatch `event` to `stream`. */
+export interface DispatchCommand {
   readonly stream: string;
   /** Any event object; the engine validates it against the stream's machine. */
   readonly event: EventObject & Readonly<Record<string, unknown>>;
 }
 
+/**
+ * Spawn `stream` as an instance of machine `spawn` with `input`. A stream that exists already is
+ * left as it is, unreported: epics that create streams on demand (a breaker per provider, say)
+ * may race each other, and the first one wins.
+ */
+export interface SpawnCommand {
+  readonly stream: string;
+  /** The machine id. */
+  readonly spawn: string;
+  readonly input?: unknown;
+}
+
+/** Whether a command spawns a stream (else it dispatches an event). */
+export const isSpawnCommand = (command: EpicCommand): command is SpawnCommand => 'spawn' in command;
+
 /** What an epic may read and do besides emitting commands. */
 export interface EpicContext {
   /** The durable state of a stream that is in memory, or `undefined` (not in memory, or unknown). */
   state<S = unknown>(stream: string): S | undefined;
+  /** The durable state of any stream and its seq, hydrating it if need be; `undefined` for an unknown stream. */
+  snapshot<S = unknown>(stream: string): Promise<Snapshot<S> | undefined>;
+  /** The stream's stored runes after `afterSeq` (default 0), then completes: its history, for an effect that needs it. */
+  read(stream: string, afterSeq?: number): Observable<Rune>;
   /** Releases a stream's instance from memory; the next use hydrates it from the store. */
   release(stream: string): void;
   /**
@@ -45,7 +67,7 @@ export interface RunEpicsOptions<Deps> {
   readonly runes$: Observable<Rune>;
   readonly context: EpicContext;
   readonly deps: Deps;
-  /** Dispatches one command; resolves to whether it was accepted. */
+  /** Carries out one command; resolves to whether it was accepted. */
   readonly dispatch: (command: EpicCommand) => Promise<{ accepted: true } | { accepted: false; code: string; reason: string }>;
   readonly report: (report: EpicReport) => void;
   /** First delay before resubscribing a failed epic; it doubles per consecutive failure. Default 1000 ms. */
@@ -87,7 +109,8 @@ export function runEpics<Deps>(options: RunEpicsOptions<Deps>): Subscription {
         commands$.subscribe((command) => {
           dispatch(command).then(
             (result) => {
-              if (!result.accepted) report({ type: 'command_rejected', epic: name, command, code: result.code, reason: result.reason });
+              if (result.accepted || (result.code === 'stream_exists' && isSpawnCommand(command))) return;
+              report({ type: 'command_rejected', epic: name, command, code: result.code, reason: result.reason });
             },
             (error: unknown) => report({ type: 'command_failed', epic: name, command, error }),
           );

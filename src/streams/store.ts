@@ -22,10 +22,10 @@ export interface HeadsQuery {
 }
 
 /** A state folded from a stream's runes `1..seq`: hydration starts here and folds the rest. */
-export interface Snapshot {
+export interface Snapshot<S = unknown> {
   readonly stream: string;
   readonly seq: number;
-  readonly state: unknown;
+  readonly state: S;
 }
 
 /**

@@ -1,8 +1,9 @@
-import { EMPTY, VirtualTimeScheduler, filter, firstValueFrom } from 'rxjs';
+import { VirtualTimeScheduler, filter, firstValueFrom } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { chatActorLifecycle, chatActorNotices, type ChatActorState, type Rune, type StreamHead } from '../../src/index.js';
 import { createEngine, memoryStore } from '../../src/streams/index.js';
+import { epicContext } from '../support/epic-context.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const rune = (stream: string, seq: number, kind: string, from: string | undefined, to: string, at = 0): Rune => ({
@@ -28,7 +29,7 @@ describe('chatActorLifecycle epic', () => {
         d: rune('c', 2, 'ProcessInteraction', 'idle', 'running', 60_000),
         e: rune('b', 2, 'Ping', 'idle', 'idle', 300_000),
       });
-      const commands = chatActorLifecycle({ heartbeatMs: 0 })(runes, { state: () => undefined, release: () => {}, streams: () => EMPTY, scheduler }, undefined);
+      const commands = chatActorLifecycle({ heartbeatMs: 0 })(runes, epicContext(scheduler), undefined);
       // No rune of a's timeout comes back here (as if its dispatch failed): it is tried again every minute.
       expectObservable(commands, '^ 15m !').toBe('10m a 59.999s a 59.999s a 59.999s a 59.999s a 59.999s (ba)', {
         a: { stream: 'a', event: { type: 'InactivityTimeout' } },
@@ -46,7 +47,7 @@ describe('chatActorLifecycle epic', () => {
         c: rune('a', 3, 'Ping', 'running', 'running', 32_000), // the first heartbeat's rune; the second's never comes
         d: rune('a', 4, 'InteractionComplete', 'running', 'idle', 95_000),
       });
-      const commands = chatActorLifecycle()(runes, { state: () => undefined, release: () => {}, streams: () => EMPTY, scheduler }, undefined);
+      const commands = chatActorLifecycle()(runes, epicContext(scheduler), undefined);
       expectObservable(commands, '^ 5m !').toBe('31s p 30.999s p 29.999s p', { p: { stream: 'a', event: { type: 'Ping' } } });
     });
   });
@@ -61,7 +62,7 @@ describe('chatActorLifecycle epic', () => {
         c: rune('a', 2, 'Cancel', 'idle', 'cancelled', 1000),
         d: rune('b', 2, 'Shutdown', 'idle', 'idle', 1000),
       });
-      const commands = chatActorLifecycle()(runes, { state: () => undefined, release: (s) => released.push(s), streams: () => EMPTY, scheduler }, undefined);
+      const commands = chatActorLifecycle()(runes, epicContext(scheduler, { release: (s) => void released.push(s) }), undefined);
       expectObservable(commands, '^ 20m !').toBe('');
       flush();
       expect(released).toEqual(['a', 'b']);
@@ -168,7 +169,7 @@ describe('chatActorLifecycle across a restart: interrupted interactions', () => 
       // The listing takes 5 ms (a slow store); a client's Ping to the crash-left actor lands at 2 ms.
       const runes = hot<Rune>('--p', { p: rune('a', 3, 'Ping', 'running', 'running', 2) });
       const heads = cold<StreamHead>('-----(h|)', { h: { stream: 'a', machine: 'chat-actor', seq: 2, value: 'running', at: 0 } });
-      const commands = chatActorLifecycle({ heartbeatMs: 0 })(runes, { state: () => undefined, release: () => {}, streams: () => heads, scheduler }, undefined);
+      const commands = chatActorLifecycle({ heartbeatMs: 0 })(runes, epicContext(scheduler, { streams: () => heads }), undefined);
       expectObservable(commands, '^ 1m !').toBe('--x', { x: { stream: 'a', event: { type: 'Pause', reason: 'interrupted by restart' } } });
     });
   });

@@ -3,6 +3,7 @@ import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { INTERRUPTED_BY_RESTART, checkInvariants, toolCallRecovery, type Rune, type StreamHead } from '../../src/index.js';
 import { createEngine, memoryStore } from '../../src/streams/index.js';
+import { epicContext } from '../support/epic-context.js';
 
 const settle = () => new Promise((r) => setImmediate(r));
 
@@ -75,7 +76,7 @@ describe('toolCallRecovery after a failure', () => {
       });
       const head = (stream: string): StreamHead => ({ stream, machine: 'tool-call', seq: 3, value: 'executing', at: 0 });
       const heads = cold<StreamHead>('-----(xyz|)', { x: head('call-1'), y: head('call-2'), z: head('call-3') });
-      const commands = toolCallRecovery()(runes, { state: () => undefined, release: () => {}, streams: () => heads, scheduler }, undefined);
+      const commands = toolCallRecovery()(runes, epicContext(scheduler, { streams: () => heads }), undefined);
       const interrupted = (stream: string) => ({ stream, event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } });
       expectObservable(commands).toBe('---b-(z|)', { b: interrupted('call-2'), z: interrupted('call-3') });
     });

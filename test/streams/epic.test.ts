@@ -1,8 +1,9 @@
-import { EMPTY, VirtualTimeScheduler, filter, map, mergeMap, of, throwError } from 'rxjs';
+import { EMPTY, VirtualTimeScheduler, filter, firstValueFrom, map, mergeMap, of, throwError, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/index.js';
-import { createEngine, runEpics, type Epic, type EpicCommand, type EpicReport } from '../../src/streams/index.js';
+import { createEngine, isSpawnCommand, runEpics, type Epic, type EpicCommand, type EpicReport } from '../../src/streams/index.js';
+import { epicContext } from '../support/epic-context.js';
 
 const rune = (stream: string, seq: number, kind: string): Rune => ({ stream, seq, machine: 'chat-actor', kind, event: { type: kind }, at: 0 });
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
@@ -29,8 +30,8 @@ describe('runEpics', () => {
         epics: [fragile, echo],
         runes$: runes,
         deps: undefined,
-        context: { state: () => undefined, release: () => {}, streams: () => EMPTY, scheduler },
-        dispatch: async (c) => (dispatched.push(`${scheduler.now()}:${c.event.type}`), { accepted: true }),
+        context: epicContext(scheduler),
+        dispatch: async (c) => (dispatched.push(`${scheduler.now()}:${isSpawnCommand(c) ? `spawn ${c.spawn}` : c.event.type}`), { accepted: true }),
         report: (r) => reports.push(r),
       });
       flush();
@@ -113,6 +114,34 @@ describe('engine epics', () => {
     expect(await engine.dispatch('a', { type: 'ProcessInteraction', userId })).toMatchObject({ accepted: true, rune: { seq: 3, from: 'paused', to: 'idle' } });
     scheduler.flush(); // the retry timers: it fails again at 1 s, 2 s, ...; flushed up to the cap
     expect(reports.slice(0, 3)).toEqual(['alwaysFails retry in 1000', 'alwaysFails retry in 2000', 'alwaysFails retry in 4000']);
+    await engine.close();
+  });
+
+  it('spawns the streams an epic asks for; a spawn of a stream that exists is no error; the context reads snapshots and history', async () => {
+    const reports: EpicReport[] = [];
+    const seen: unknown[] = [];
+    const engine = createEngine({
+      epics: [
+        function callsOnPing(runes$, context) {
+          return runes$.pipe(
+            filter((r) => r.kind === 'Ping'),
+            mergeMap(async (r) => {
+              seen.push(await context.snapshot(r.stream), (await firstValueFrom(context.read(r.stream).pipe(toArray()))).map((x) => x.kind));
+              const call: EpicCommand = { stream: 'call-1', spawn: 'tool-call', input: { callId: 'c1', toolName: 'clock', arguments: {} } };
+              return [call, call, { stream: 'call-1', event: { type: 'no_approval_needed' } }] satisfies EpicCommand[];
+            }),
+            mergeMap((commands) => commands),
+          );
+        },
+      ],
+    });
+    engine.errors$.subscribe((r) => reports.push(r as EpicReport));
+    await engine.spawn('chat-1', 'chat-actor');
+    const executing = firstValueFrom(engine.runes$('call-1').pipe(filter((r) => r.to === 'executing')));
+    await engine.dispatch('chat-1', { type: 'Ping' });
+    expect(await executing).toMatchObject({ seq: 2, kind: 'no_approval_needed' });
+    expect(seen).toEqual([{ stream: 'chat-1', seq: 2, state: { value: 'idle' } }, ['spawned', 'Ping']]);
+    expect(reports).toEqual([]);
     await engine.close();
   });
 });

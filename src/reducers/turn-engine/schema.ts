@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ToolCallInput } from '../tool-call/schema.js';
 
 /** Seed 003 "TurnEngine State Machine"; no state is terminal (`turn_finalized` returns to `idle`). */
 export const TurnEngineStateName = z.enum(['idle', 'streaming', 'tool_executing', 'completed', 'interrupted', 'error']);
@@ -32,7 +33,12 @@ export type TurnEngineState = z.infer<typeof TurnEngineState>;
 export const TurnEngineEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('start_turn'), input: z.string() }),
   z.object({ type: z.literal('assistant_delta'), content: z.string() }),
-  z.object({ type: z.literal('tool_calls_received'), callIds: z.array(z.string().min(1)).min(1) }),
+  z.object({
+    type: z.literal('tool_calls_received'),
+    callIds: z.array(z.string().min(1)).min(1),
+    /** What the model asked for, call by call: kept in the log so the calls can be created (again, after a crash) from it. */
+    calls: z.array(ToolCallInput).optional(),
+  }),
   z.object({ type: z.literal('response_done'), usage: Usage.optional() }),
   z.object({ type: z.literal('interrupt'), reason: z.string().optional() }),
   z.object({ type: z.literal('steer'), input: z.string() }),

@@ -1,0 +1,107 @@
+import { Observable, catchError, defer, filter, from, groupBy, lastValueFrom, mergeMap, of, switchMap, takeUntil, toArray } from 'rxjs';
+import type { Rune } from '../../reducers/rune.js';
+import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
+import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import type { TurnEngineEvent } from '../../reducers/turn-engine/schema.js';
+import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
+import { agentOfTurn, agentStreams } from './streams.js';
+import { transcriptOf } from './transcript.js';
+
+/** Makes one model call for a request: the model's parts, and any commands of its own (breakers). */
+export type ModelCaller = (request: ModelRequest, context: EpicContext) => Observable<ChainOutput>;
+
+/** Options of {@link agentModel}. */
+export interface AgentModelOptions {
+  /** The model call: `chainCall$` over a provider chain, usually (see `agentEpics`). */
+  readonly call: ModelCaller;
+  /** The tools the model may call, as it sees them. Default: none. */
+  readonly tools?: Readonly<Record<string, ToolSpec>>;
+  /** The system prompt. Default: none. */
+  readonly system?: string;
+}
+
+const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/** The model request of a turn stream: its whole conversation, from its runes and its calls' states. */
+async function requestOf(stream: string, context: EpicContext, options: AgentModelOptions): Promise<ModelRequest> {
+  const runes = await lastValueFrom(context.read(stream).pipe(toArray()));
+  const agent = agentOfTurn(stream)!;
+  const callIds = runes.flatMap((rune) => {
+    const event = rune.event as TurnEngineEvent;
+    return event.type === 'tool_calls_received' ? event.callIds : [];
+  });
+  const calls = new Map<string, ToolCallState>();
+  for (const callId of callIds) {
+    const call = await context.snapshot<ToolCallState>(agentStreams(agent).call(callId));
+    if (call !== undefined) calls.set(callId, call.state);
+  }
+  return { ...(options.system === undefined ? {} : { system: options.system }), messages: transcriptOf(runes, calls), tools: options.tools ?? {} };
+}
+
+/**
+ * One model response of a turn, as commands to its stream: every text delta an `assistant_delta`;
+ * at the end either `tool_calls_received` (with what each call asked for) or `response_done`; a
+ * failed call `stream_error`. Commands the call makes of its own (its breakers) pass through.
+ */
+function respond(stream: string, context: EpicContext, options: AgentModelOptions): Observable<EpicCommand> {
+  return defer(() => from(requestOf(stream, context, options))).pipe(
+    switchMap((request) => {
+      const asked: ToolCallInput[] = [];
+      let usage: Record<string, number> | undefined;
+      const toTurn = (event: TurnEngineEvent): EpicCommand => ({ stream, event });
+      return new Observable<EpicCommand>((subscriber) =>
+        options.call(request, context).subscribe({
+          next: (output) => {
+            if (output.type === 'command') return subscriber.next(output.command);
+            const { part } = output;
+            if (part.type === 'text-delta') {
+              if (part.text !== '') subscriber.next(toTurn({ type: 'assistant_delta', content: part.text }));
+            } else if (part.type === 'tool-call') {
+              asked.push({ callId: part.toolCallId, toolName: part.toolName, arguments: (part.input ?? null) as ToolCallInput['arguments'] });
+            } else if (part.usage !== undefined) {
+              usage = Object.fromEntries(Object.entries(part.usage).filter((entry): entry is [string, number] => typeof entry[1] === 'number'));
+            }
+          },
+          error: (error: unknown) => subscriber.error(error),
+          complete: () => {
+            subscriber.next(
+              toTurn(
+                asked.length > 0
+                  ? { type: 'tool_calls_received', callIds: asked.map((call) => call.callId), calls: asked }
+                  : { type: 'response_done', ...(usage === undefined ? {} : { usage }) },
+              ),
+            );
+            subscriber.complete();
+          },
+        }),
+      );
+    }),
+    catchError((error: unknown) => of<EpicCommand>({ stream, event: { type: 'stream_error', error: messageOf(error) } })),
+  );
+}
+
+/**
+ * The LLM side of every agent (seed 003 TurnEngine): whenever an agent's turn enters `streaming`
+ * (a `start_turn`, or `tools_finished` after a tool round), the model is called with the whole
+ * conversation, and its answer becomes runes of the turn: `turn.assistant_delta` per delta, then
+ * `turn.tool_calls_received` or `turn.completed`. When the turn leaves `streaming` otherwise
+ * (interrupt, steer), the call is unsubscribed, which aborts its HTTP request.
+ */
+export function agentModel(options: AgentModelOptions): Epic {
+  return function agentModel(runes$, context) {
+    const turns$ = runes$.pipe(filter((rune) => rune.machine === turnEngine.id && agentOfTurn(rune.stream) !== undefined));
+    return turns$.pipe(
+      // One group per turn stream while it is busy: it ends when the turn is back to idle.
+      groupBy((rune) => rune.stream, { duration: (group$) => group$.pipe(filter((rune) => rune.to === 'idle')) }),
+      mergeMap((group$) =>
+        group$.pipe(
+          filter((rune: Rune) => rune.to === 'streaming' && rune.from !== 'streaming'),
+          switchMap((rune) =>
+            respond(rune.stream, context, options).pipe(takeUntil(group$.pipe(filter((later) => later.to !== 'streaming')))),
+          ),
+        ),
+      ),
+    );
+  };
+}

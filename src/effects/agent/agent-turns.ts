@@ -1,0 +1,188 @@
+import { EMPTY, Observable, concatMap, defer, filter, from, groupBy, lastValueFrom, merge, mergeMap, of, toArray } from 'rxjs';
+import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
+import { conversation } from '../../reducers/conversation/machine.js';
+import type { ConversationState } from '../../reducers/conversation/schema.js';
+import type { Rune } from '../../reducers/rune.js';
+import { toolCall } from '../../reducers/tool-call/machine.js';
+import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
+import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import type { TurnEngineEvent, TurnEngineState } from '../../reducers/turn-engine/schema.js';
+import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
+import { agentOfCall, agentOfTurn, agentStreams } from './streams.js';
+
+const isTerminalCall = (state: ToolCallState | undefined): boolean => state !== undefined && toolCall.terminal.includes(state.value);
+
+/** The calls of a turn's latest tool round, as the model asked for them (from its log). */
+async function latestRound(turn: string, context: EpicContext): Promise<readonly ToolCallInput[]> {
+  const runes = await lastValueFrom(context.read(turn).pipe(toArray()));
+  for (let i = runes.length - 1; i >= 0; i--) {
+    const event = runes[i]!.event as TurnEngineEvent;
+    if (event.type === 'tool_calls_received') return event.calls ?? [];
+  }
+  return [];
+}
+
+/** An agent's companion streams, created with its turn stream, ready at once. */
+function created(agent: string): EpicCommand[] {
+  const streams = agentStreams(agent);
+  return [
+    { stream: streams.conversation, spawn: conversation.id, input: { conversationId: agent } },
+    { stream: streams.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent } },
+    { stream: streams.lifecycle, event: { type: 'init_complete' } },
+    { stream: streams.conversation, event: { type: 'agent_ready', rootAgentId: agent } },
+  ];
+}
+
+/** A turn started: the conversation counts it and the agent runs it, unless the conversation is not active. */
+async function started(agent: string, rune: Rune, context: EpicContext): Promise<EpicCommand[]> {
+  const streams = agentStreams(agent);
+  const talk = await context.snapshot<ConversationState>(streams.conversation);
+  // `created`: its `agent_ready`, dispatched when the turn stream was spawned, is ahead in its queue.
+  if (talk !== undefined && talk.state.value !== 'active' && talk.state.value !== 'created') {
+    return [{ stream: rune.stream, event: { type: 'interrupt', reason: `the conversation is ${talk.state.value}` } }];
+  }
+  const turn = await context.snapshot<TurnEngineState>(rune.stream);
+  return [
+    { stream: streams.conversation, event: { type: 'new_turn' } },
+    { stream: streams.lifecycle, event: { type: 'turn_assigned', turnId: String(turn?.state.turn ?? rune.seq) } },
+  ];
+}
+
+/** Every call of the round exists (created from the turn's log: again after a crash, harmlessly). */
+const callsOf = (agent: string, calls: readonly ToolCallInput[]): EpicCommand[] =>
+  calls.map((call) => ({ stream: agentStreams(agent).call(call.callId), spawn: toolCall.id, input: call }));
+
+/** Whether every call of the turn's round is done; then the model gets the results (`tools_finished`). */
+async function roundDone(agent: string, context: EpicContext): Promise<boolean> {
+  const turn = await context.snapshot<TurnEngineState>(agentStreams(agent).turn);
+  if (turn?.state.value !== 'tool_executing') return false;
+  for (const callId of turn.state.callIds) {
+    if (!isTerminalCall((await context.snapshot<ToolCallState>(agentStreams(agent).call(callId)))?.state)) return false;
+  }
+  return true;
+}
+
+/**
+ * A turn ended (completed, error, interrupted): its calls that are not done are cancelled (so the
+ * next model call never sees an orphan call), the agent and the conversation hear of it, the turn
+ * is finalized, and a steer starts the next turn with its input.
+ */
+async function ended(agent: string, rune: Rune, context: EpicContext): Promise<EpicCommand[]> {
+  const streams = agentStreams(agent);
+  const event = rune.event as TurnEngineEvent;
+  const commands: EpicCommand[] = [];
+  if (rune.to === 'interrupted' && rune.from === 'tool_executing') {
+    const reason = event.type === 'interrupt' && event.reason !== undefined ? event.reason : 'turn interrupted';
+    for (const call of await latestRound(streams.turn, context)) {
+      const stream = streams.call(call.callId);
+      const state = (await context.snapshot<ToolCallState>(stream))?.state;
+      if (isTerminalCall(state)) continue;
+      if (state === undefined) commands.push({ stream, spawn: toolCall.id, input: call });
+      commands.push({ stream, event: { type: 'cancelled', reason } });
+    }
+  }
+  const lifecycle = await context.snapshot<AgentLifecycleState>(streams.lifecycle);
+  if (lifecycle?.state.value === 'running_turn') {
+    commands.push({
+      stream: streams.lifecycle,
+      event:
+        rune.to === 'completed'
+          ? { type: 'turn_completed' }
+          : rune.to === 'error'
+            ? { type: 'turn_error', ...('error' in event ? { error: event.error } : {}) }
+            : { type: 'turn_interrupted', ...(event.type === 'interrupt' && event.reason !== undefined ? { reason: event.reason } : {}) },
+    });
+    commands.push({ stream: streams.conversation, event: { type: 'turn_completed' } });
+  }
+  commands.push({ stream: streams.turn, event: { type: 'turn_finalized' } });
+  if (event.type === 'steer') commands.push({ stream: streams.turn, event: { type: 'start_turn', input: event.input } });
+  return commands;
+}
+
+/**
+ * Runs every agent's turns through its seed-003 machines (a turn stream `<id>/turn` is an agent):
+ *
+ * 1. Its turn stream spawned: its `conversation` and `agentLifecycle` streams are created, ready.
+ * 2. A turn started: the conversation counts it (`new_turn`) and the agent runs it
+ *    (`turn_assigned`); if the conversation is paused, suspended or closed, the turn is interrupted.
+ * 3. The model asked for tools (`tool_calls_received`): a `toolCall` stream per call.
+ * 4. The last call of a round is done: `tools_finished`, and the model gets the results.
+ * 5. A turn ended: calls not done are cancelled (`cancelled_result`), the agent and conversation
+ *    hear of it, the turn is finalized; a steer starts the next turn.
+ *
+ * After a restart it derives from the stored turns what is left to do: a turn that was streaming
+ * (its model call died with the process) is interrupted, "interrupted by restart"; a tool round's
+ * missing calls are created and a finished round goes on; an ended turn is finalized.
+ */
+export function agentTurns(): Epic {
+  let resumed = false;
+  return function agentTurns(runes$, context) {
+    const resume = !resumed;
+    resumed = true;
+    const heardLive = new Set<string>();
+    let listing = resume;
+
+    const onRune = (rune: Rune): Observable<EpicCommand> => {
+      if (rune.machine === toolCall.id) {
+        const agent = agentOfCall(rune.stream);
+        if (agent === undefined || rune.to === undefined || !toolCall.terminal.includes(rune.to)) return EMPTY;
+        return from(roundDone(agent, context)).pipe(
+          mergeMap((done) => (done ? of<EpicCommand>({ stream: agentStreams(agent).turn, event: { type: 'tools_finished', more: true } }) : EMPTY)),
+        );
+      }
+      const agent = rune.machine === turnEngine.id ? agentOfTurn(rune.stream) : undefined;
+      if (agent === undefined) return EMPTY;
+      if (listing) heardLive.add(rune.stream);
+      const event = rune.event as TurnEngineEvent | { type: 'spawn' };
+      if (event.type === 'spawn') return from(created(agent));
+      if (event.type === 'start_turn') return defer(() => started(agent, rune, context)).pipe(mergeMap((commands) => commands));
+      if (event.type === 'tool_calls_received') return from(callsOf(agent, event.calls ?? []));
+      if (rune.to === 'completed' || rune.to === 'error' || rune.to === 'interrupted') {
+        return defer(() => ended(agent, rune, context)).pipe(mergeMap((commands) => commands));
+      }
+      return EMPTY;
+    };
+
+    /** What a stored turn still needs, after a restart. */
+    const resumeTurn = async (stream: string, value: string | undefined): Promise<EpicCommand[]> => {
+      const agent = agentOfTurn(stream);
+      if (agent === undefined || heardLive.has(stream)) return [];
+      if (value === 'streaming') return [{ stream, event: { type: 'interrupt', reason: INTERRUPTED_BY_RESTART } }];
+      if (value === 'tool_executing') {
+        const commands = callsOf(agent, await latestRound(stream, context));
+        if (await roundDone(agent, context)) commands.push({ stream, event: { type: 'tools_finished', more: true } });
+        return commands;
+      }
+      const lifecycle = await context.snapshot<AgentLifecycleState>(agentStreams(agent).lifecycle);
+      const commands: EpicCommand[] = [];
+      if (lifecycle?.state.value === 'running_turn') commands.push({ stream: agentStreams(agent).lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
+      commands.push({ stream, event: { type: 'turn_finalized' } });
+      return commands;
+    };
+
+    // Per agent, one rune at a time: its commands keep the order of its runes. Agents run side by
+    // side; an agent's group ends when its turn is idle again.
+    const agentKey = (rune: Rune): string | undefined =>
+      rune.machine === turnEngine.id ? agentOfTurn(rune.stream) : rune.machine === toolCall.id ? agentOfCall(rune.stream) : undefined;
+    const live$ = runes$.pipe(
+      filter((rune) => agentKey(rune) !== undefined),
+      groupBy((rune) => agentKey(rune)!, { duration: (group$) => group$.pipe(filter((rune) => rune.machine === turnEngine.id && rune.to === 'idle')) }),
+      mergeMap((group$) => group$.pipe(concatMap(onRune))),
+    );
+    if (!resume) return live$;
+    const stored$ = context.streams({ machine: turnEngine.id, values: ['streaming', 'tool_executing', 'completed', 'interrupted', 'error'] }).pipe(
+      concatMap((head) => from(resumeTurn(head.stream, head.value)).pipe(mergeMap((commands) => commands))),
+    );
+    return merge(live$, new Observable<EpicCommand>((subscriber) => stored$.subscribe({
+      next: (command) => subscriber.next(command),
+      error: (error: unknown) => subscriber.error(error),
+      complete: () => {
+        listing = false;
+        heardLive.clear();
+        subscriber.complete();
+      },
+    })));
+  };
+}

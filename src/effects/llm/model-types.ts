@@ -1,0 +1,31 @@
+import type { JSONSchema7, LanguageModel, ModelMessage } from 'ai';
+import type { EpicCommand } from '../../streams/epic.js';
+
+/** What a tool looks like to a model: no `execute`, so the model's stream stops at the tool call. */
+export interface ToolSpec {
+  readonly description: string;
+  /** JSON Schema of the tool's input (from its zod schema, by zod's own converter). */
+  readonly inputSchema: JSONSchema7;
+}
+
+/** One model call: the conversation so far and the tools the model may call. */
+export interface ModelRequest {
+  readonly system?: string;
+  readonly messages: readonly ModelMessage[];
+  readonly tools: Readonly<Record<string, ToolSpec>>;
+}
+
+/** What a model call streams, reduced to what a turn needs. */
+export type ModelPart =
+  | { readonly type: 'text-delta'; readonly text: string }
+  | { readonly type: 'tool-call'; readonly toolCallId: string; readonly toolName: string; readonly input: unknown }
+  | { readonly type: 'finish'; readonly finishReason: string; readonly usage?: Readonly<Record<string, number | undefined>> };
+
+/** A model behind a name: one link of a fallback chain, with its own circuit breaker. */
+export interface Provider {
+  readonly name: string;
+  readonly model: LanguageModel;
+}
+
+/** What a call through a provider chain emits: the model's parts, and commands for its breakers. */
+export type ChainOutput = { readonly type: 'part'; readonly part: ModelPart } | { readonly type: 'command'; readonly command: EpicCommand };

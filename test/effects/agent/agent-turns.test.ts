@@ -1,0 +1,237 @@
+import { NEVER, Observable, concat, filter, firstValueFrom, from, of, throwError } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkInvariants, type Rune, type TurnEngineState } from '../../../src/index.js';
+import { agentModel, type ModelCaller } from '../../../src/effects/agent/agent-model.js';
+import { agentTurns } from '../../../src/effects/agent/agent-turns.js';
+import { agentStreams } from '../../../src/effects/agent/streams.js';
+import type { ChainOutput, ModelPart, ModelRequest } from '../../../src/effects/llm/model-types.js';
+import { createEngine, memoryStore, type Engine, type RuneStore } from '../../../src/streams/index.js';
+
+/** A model caller that answers each call with the next of `answers`, recording the requests. */
+function scriptedCaller(answers: readonly (() => Observable<ModelPart>)[]) {
+  const requests: ModelRequest[] = [];
+  let unsubscribed = 0;
+  const call: ModelCaller = (request) => {
+    const answer = answers[requests.length];
+    requests.push(request);
+    if (answer === undefined) return throwError(() => new Error(`no answer scripted for call ${requests.length}`));
+    return new Observable<ChainOutput>((subscriber) => {
+      let ended = false;
+      const subscription = answer().subscribe({
+        next: (part) => subscriber.next({ type: 'part', part }),
+        error: (error: unknown) => ((ended = true), subscriber.error(error)),
+        complete: () => ((ended = true), subscriber.complete()),
+      });
+      return () => {
+        if (!ended) unsubscribed++; // unsubscribed before the answer ended: the request is aborted
+        subscription.unsubscribe();
+      };
+    });
+  };
+  return { call, requests, unsubscribedEarly: () => unsubscribed };
+}
+
+const text = (...deltas: string[]) => () =>
+  from<ModelPart[]>([...deltas.map((t): ModelPart => ({ type: 'text-delta', text: t })), { type: 'finish', finishReason: 'stop', usage: { outputTokens: deltas.length } }]);
+const toolCalls = (...calls: { id: string; name: string; input: unknown }[]) => () =>
+  from<ModelPart[]>([
+    ...calls.map((c): ModelPart => ({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.input })),
+    { type: 'finish', finishReason: 'tool-calls' },
+  ]);
+
+const engines: Engine[] = [];
+afterEach(async () => {
+  for (const engine of engines.splice(0)) await engine.close();
+});
+
+function start(caller: ModelCaller, store: RuneStore = memoryStore()) {
+  const engine = createEngine({ store, epics: [agentModel({ call: caller, system: 'be kind' }), agentTurns()] });
+  engines.push(engine);
+  return engine;
+}
+
+/** The first rune of `stream` (stored or live) that `matches`. */
+const runeWhere = (engine: Engine, stream: string, matches: (rune: Rune) => boolean): Promise<Rune> =>
+  firstValueFrom(engine.runes$(stream).pipe(filter(matches)));
+
+/** Waits until the agent's turn is back to idle after `turns` turns. */
+const turnsDone = (engine: Engine, agent: string, turns: number): Promise<unknown> =>
+  firstValueFrom(engine.state$<TurnEngineState>(agentStreams(agent).turn).pipe(filter((s) => s.value === 'idle' && s.turn === turns)));
+
+
+/** Every rune of the agent's streams, for checkInvariants. */
+async function logOf(store: RuneStore): Promise<Rune[]> {
+  const runes: Rune[] = [];
+  for await (const head of store.heads()) runes.push(...(await store.read(head.stream)));
+  return runes.sort((a, b) => a.at - b.at || a.stream.localeCompare(b.stream) || a.seq - b.seq);
+}
+
+const kinds = async (store: RuneStore, stream: string): Promise<string[]> => (await store.read(stream)).map((r) => r.kind);
+
+describe('agent turns: a turn stream is an agent', () => {
+  it('a text answer: deltas as runes, the turn completes and is finalized, conversation and lifecycle follow', async () => {
+    const store = memoryStore();
+    const model = scriptedCaller([text('Hel', 'lo', '!')]);
+    const engine = start(model.call, store);
+    const a = agentStreams('a1');
+    await engine.spawn(a.turn, 'turn-engine');
+    await runeWhere(engine, a.conversation, (r) => r.to === 'active');
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'hi' });
+    await turnsDone(engine, 'a1', 1);
+
+    expect(await kinds(store, a.turn)).toEqual([
+      'spawned',
+      'turn.started',
+      'turn.assistant_delta',
+      'turn.assistant_delta',
+      'turn.assistant_delta',
+      'turn.completed',
+      'turn_finalized',
+    ]);
+    expect((await engine.snapshot<TurnEngineState>(a.turn))?.state).toMatchObject({ output: 'Hello!', usage: { outputTokens: 3 } });
+    await runeWhere(engine, a.lifecycle, (r) => r.kind === 'turn.completed');
+    expect(await kinds(store, a.lifecycle)).toEqual(['agent.spawning', 'agent.ready', 'turn.started', 'turn.completed']);
+    expect(await kinds(store, a.conversation)).toEqual(['session.created', 'session.activated', 'new_turn', 'turn_completed']);
+    expect(model.requests[0]).toEqual({ system: 'be kind', messages: [{ role: 'user', content: 'hi' }], tools: {} });
+    expect(checkInvariants(await logOf(store))).toEqual([]);
+  });
+
+  it('a tool round: a call stream per call, and once every call is done the model gets the results', async () => {
+    const store = memoryStore();
+    const model = scriptedCaller([toolCalls({ id: 'c1', name: 'clock', input: {} }, { id: 'c2', name: 'add', input: { a: 1, b: 2 } }), text('It is noon; 3.')]);
+    const engine = start(model.call, store);
+    const a = agentStreams('a1');
+    await engine.spawn(a.turn, 'turn-engine');
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'time? 1+2?' });
+    // The tools' side, by hand here: each call runs and succeeds.
+    for (const [callId, output] of [['c1', '12:00'], ['c2', 3]] as const) {
+      await runeWhere(engine, a.call(callId), (r) => r.kind === 'tool.call');
+      await engine.dispatch(a.call(callId), { type: 'no_approval_needed' });
+      await engine.dispatch(a.call(callId), { type: 'success', output });
+    }
+    await turnsDone(engine, 'a1', 1);
+
+    expect(await kinds(store, a.turn)).toEqual(['spawned', 'turn.started', 'turn.tool_calls_received', 'turn.tools_finished', 'turn.assistant_delta', 'turn.completed', 'turn_finalized']);
+    expect(model.requests[1]!.messages).toEqual([
+      { role: 'user', content: 'time? 1+2?' },
+      {
+        role: 'assistant',
+        content: [
+          { type: 'tool-call', toolCallId: 'c1', toolName: 'clock', input: {} },
+          { type: 'tool-call', toolCallId: 'c2', toolName: 'add', input: { a: 1, b: 2 } },
+        ],
+      },
+      {
+        role: 'tool',
+        content: [
+          { type: 'tool-result', toolCallId: 'c1', toolName: 'clock', output: { type: 'json', value: '12:00' } },
+          { type: 'tool-result', toolCallId: 'c2', toolName: 'add', output: { type: 'json', value: 3 } },
+        ],
+      },
+    ]);
+    expect(checkInvariants(await logOf(store))).toEqual([]);
+  });
+
+  it('interrupting a tool round cancels every call not done: the next model call sees no orphan call', async () => {
+    const store = memoryStore();
+    const model = scriptedCaller([toolCalls({ id: 'c1', name: 'slow', input: {} }, { id: 'c2', name: 'risky', input: {} }), text('ok')]);
+    const engine = start(model.call, store);
+    const a = agentStreams('a1');
+    await engine.spawn(a.turn, 'turn-engine');
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'go' });
+    await runeWhere(engine, a.call('c2'), (r) => r.kind === 'tool.call');
+    await engine.dispatch(a.call('c1'), { type: 'no_approval_needed' }); // executing
+    await engine.dispatch(a.call('c2'), { type: 'requires_approval' }); // waiting for a person
+    await engine.dispatch(a.turn, { type: 'interrupt', reason: 'user stop' });
+    await turnsDone(engine, 'a1', 1);
+
+    for (const callId of ['c1', 'c2']) {
+      expect((await runeWhere(engine, a.call(callId), (r) => r.kind === 'tool.result')).event).toEqual({ type: 'cancelled', reason: 'user stop' });
+    }
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'again' });
+    await turnsDone(engine, 'a1', 2);
+    const tool = model.requests[1]!.messages.find((m) => m.role === 'tool');
+    expect(tool).toEqual({
+      role: 'tool',
+      content: [
+        { type: 'tool-result', toolCallId: 'c1', toolName: 'slow', output: { type: 'error-text', value: 'cancelled: user stop' } },
+        { type: 'tool-result', toolCallId: 'c2', toolName: 'risky', output: { type: 'error-text', value: 'cancelled: user stop' } },
+      ],
+    });
+    expect(checkInvariants(await logOf(store))).toEqual([]);
+  });
+
+  it('interrupting while the model streams unsubscribes the call (aborting its request) and keeps the partial text', async () => {
+    const store = memoryStore();
+    const model = scriptedCaller([() => concat(of<ModelPart>({ type: 'text-delta', text: 'Once upon' }), NEVER), text('Fine.')]);
+    const engine = start(model.call, store);
+    const a = agentStreams('a1');
+    await engine.spawn(a.turn, 'turn-engine');
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'a story' });
+    await runeWhere(engine, a.turn, (r) => r.kind === 'turn.assistant_delta');
+    await engine.dispatch(a.turn, { type: 'interrupt' });
+    await turnsDone(engine, 'a1', 1);
+    expect(model.unsubscribedEarly()).toBe(1);
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'shorter' });
+    await turnsDone(engine, 'a1', 2);
+    expect(model.requests[1]!.messages).toEqual([
+      { role: 'user', content: 'a story' },
+      { role: 'assistant', content: 'Once upon' },
+      { role: 'user', content: 'shorter' },
+    ]);
+  });
+
+  it('a steer interrupts the answer and starts the next turn with its input', async () => {
+    const model = scriptedCaller([() => concat(of<ModelPart>({ type: 'text-delta', text: 'Long' }), NEVER), text('Brief.')]);
+    const engine = start(model.call);
+    const a = agentStreams('a1');
+    await engine.spawn(a.turn, 'turn-engine');
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'explain' });
+    await runeWhere(engine, a.turn, (r) => r.kind === 'turn.assistant_delta');
+    await engine.dispatch(a.turn, { type: 'steer', input: 'be brief' });
+    await turnsDone(engine, 'a1', 2);
+    expect(model.requests[1]!.messages.at(-1)).toEqual({ role: 'user', content: 'be brief' });
+    expect((await engine.snapshot<TurnEngineState>(a.turn))?.state.output).toBe('Brief.');
+  });
+
+  it('a failed model call ends the turn in error; the agent hears it and is ready for the next turn', async () => {
+    const model = scriptedCaller([() => throwError(() => new Error('all providers failed: a: 500'))]);
+    const engine = start(model.call);
+    const a = agentStreams('a1');
+    await engine.spawn(a.turn, 'turn-engine');
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'hi' });
+    await turnsDone(engine, 'a1', 1);
+    expect((await runeWhere(engine, a.turn, (r) => r.kind === 'turn.error')).event).toEqual({ type: 'stream_error', error: 'all providers failed: a: 500' });
+    expect(await runeWhere(engine, a.lifecycle, (r) => r.kind === 'turn.error')).toMatchObject({ to: 'idle', event: { error: 'all providers failed: a: 500' } });
+  });
+
+  it('a paused conversation takes no new turn: the turn is interrupted, saying why', async () => {
+    const model = scriptedCaller([]);
+    const engine = start(model.call);
+    const a = agentStreams('a1');
+    await engine.spawn(a.turn, 'turn-engine');
+    await runeWhere(engine, a.conversation, (r) => r.to === 'active');
+    await engine.dispatch(a.conversation, { type: 'pause_requested', reason: 'lunch' });
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'hi' });
+    await turnsDone(engine, 'a1', 1);
+    expect((await runeWhere(engine, a.turn, (r) => r.kind === 'turn.interrupted')).event).toEqual({ type: 'interrupt', reason: 'the conversation is paused' });
+  });
+
+  it('after a restart, a turn whose model call died with the process is interrupted, and the agent is ready again', async () => {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} };
+    const before = start(scriptedCaller([() => NEVER]).call, kept);
+    const a = agentStreams('a1');
+    await before.spawn(a.turn, 'turn-engine');
+    await before.dispatch(a.turn, { type: 'start_turn', input: 'hi' });
+    await runeWhere(before, a.lifecycle, (r) => r.to === 'running_turn');
+    await before.close(); // the process dies mid-answer
+
+    const after = start(scriptedCaller([text('Back.')]).call, kept);
+    await turnsDone(after, 'a1', 1);
+    expect((await runeWhere(after, a.turn, (r) => r.kind === 'turn.interrupted')).event).toEqual({ type: 'interrupt', reason: 'interrupted by restart' });
+    await runeWhere(after, a.lifecycle, (r) => r.kind === 'turn.interrupted');
+    expect((await after.snapshot(a.lifecycle))?.state).toMatchObject({ value: 'idle' });
+    expect(checkInvariants(await logOf(store))).toEqual([]);
+  });
+});

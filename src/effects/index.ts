@@ -1,2 +1,3 @@
 export * from './chat-actor-lifecycle.js';
 export * from './tool-call-recovery.js';
+export * from './llm/index.js';

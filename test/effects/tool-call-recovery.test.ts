@@ -1,7 +1,7 @@
-import { VirtualTimeScheduler } from 'rxjs';
+import { VirtualTimeScheduler, filter, firstValueFrom } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import { INTERRUPTED_BY_RESTART, checkInvariants, toolCallRecovery, type Rune, type StreamHead } from '../../src/index.js';
+import { INTERRUPTED_BY_RESTART, checkInvariants, toolCallRecovery, type Rune, type StreamHead, type ToolCallState } from '../../src/index.js';
 import { createEngine, memoryStore } from '../../src/streams/index.js';
 import { epicContext } from '../support/epic-context.js';
 
@@ -80,5 +80,55 @@ describe('toolCallRecovery after a failure', () => {
       const interrupted = (stream: string) => ({ stream, event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } });
       expectObservable(commands).toBe('---b-(z|)', { b: interrupted('call-2'), z: interrupted('call-3') });
     });
+  });
+});
+
+describe('toolCallRecovery with rerun', () => {
+  it('leaves alone the calls something runs again, and interrupts the rest', async () => {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} };
+    const crashed = createEngine({ store: kept });
+    await crashed.spawn('call-1', 'tool-call', { callId: 'c1', toolName: 'lookup', arguments: { word: 'rune' } });
+    await crashed.dispatch('call-1', { type: 'no_approval_needed' });
+    await crashed.spawn('call-2', 'tool-call', { callId: 'c2', toolName: 'shell', arguments: { cmd: 'make' } });
+    await crashed.dispatch('call-2', { type: 'no_approval_needed' });
+    await crashed.spawn('call-3', 'tool-call', { callId: 'c3', toolName: 'flaky', arguments: {} });
+    await crashed.dispatch('call-3', { type: 'no_approval_needed' });
+
+    const asked: string[] = [];
+    const rerun = (call: { toolName: string }) => {
+      asked.push(call.toolName);
+      if (call.toolName === 'flaky') throw new Error('cannot tell'); // cannot vouch for it: interrupted
+      return call.toolName === 'lookup';
+    };
+    const engine = createEngine({ store: kept, epics: [toolCallRecovery({ rerun })] });
+    const interrupted = await Promise.all(['call-2', 'call-3'].map((s) => firstValueFrom(engine.runes$(s).pipe(filter((r) => r.kind === 'tool.result')))));
+    await engine.close();
+
+    expect(interrupted.map((r) => r.event)).toEqual([
+      { type: 'execution_error', error: INTERRUPTED_BY_RESTART },
+      { type: 'execution_error', error: INTERRUPTED_BY_RESTART },
+    ]);
+    expect((await store.read('call-1')).at(-1)?.to).toBe('executing'); // for the re-run
+    expect(asked.sort()).toEqual(['flaky', 'lookup', 'shell']);
+  });
+
+  it("does not interrupt a re-run whose progress it hears while listing; does interrupt another call's", () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    scheduler.run(({ hot, cold, expectObservable }) => {
+      const progress = (stream: string): Rune => ({ stream, seq: 3, machine: 'tool-call', kind: 'tool.progress', event: { type: 'progress_update', chunk: '.' }, from: 'executing', to: 'executing', at: 0 });
+      const runes = hot<Rune>('-a-b', { a: progress('call-1'), b: progress('call-2') });
+      const states: Record<string, ToolCallState> = {
+        'call-1': { callId: 'c1', toolName: 'lookup', arguments: {}, value: 'executing', progressCount: 1 },
+        'call-2': { callId: 'c2', toolName: 'shell', arguments: {}, value: 'executing', progressCount: 1 },
+      };
+      const context = epicContext(scheduler, { streams: () => cold<StreamHead>('-----|'), state: <S,>(s: string) => states[s] as S | undefined });
+      const commands = toolCallRecovery({ rerun: (call) => call.toolName === 'lookup' })(runes, context, undefined);
+      expectObservable(commands).toBe('---b-|', { b: { stream: 'call-2', event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } } });
+    });
+  });
+
+  it('refuses a rerun that is not a function', () => {
+    expect(() => toolCallRecovery({ rerun: true as never })).toThrow('toolCallRecovery: "rerun" must be a function of the call, got boolean');
   });
 });

@@ -1,0 +1,270 @@
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ProgressNotificationSchema, type CallToolResult, type Progress, type ProgressNotification, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import type { JSONSchema7 } from 'ai';
+import { errorText } from './error-text.js';
+import { checkToolName, type Tool, type ToolInputCheck } from './tool.js';
+
+/** An MCP tool as the server lists it: name, description, input schema, annotations (hints, untrusted). */
+export type McpToolInfo = McpToolDefinition;
+
+/** The arguments of an MCP tool call: a JSON object. */
+export type McpArguments = Record<string, unknown>;
+
+/** Options of {@link connectMcp}, with their defaults. */
+export interface ConnectMcpOptions {
+  /** The server's executable, e.g. `npx` or `process.execPath`. */
+  command: string;
+  /** Its arguments. Default none. */
+  args?: string[];
+  /**
+   * Extra environment variables for the server. The SDK starts it with only a safe few of this
+   * process's (`HOME`, `PATH`, `USER`, ... ) plus these: pass what the server needs (API keys).
+   */
+  env?: Record<string, string>;
+  /** Its working directory. Default: this process's. */
+  cwd?: string;
+  /**
+   * The prefix of its tools' names: `<name>__<tool>` (`github__create_issue`), so two servers'
+   * `search` tools do not collide and the model sees where a tool comes from. Default: no prefix.
+   */
+  name?: string;
+  /** What becomes of the server's stderr. Default `'inherit'` (this process's stderr). */
+  stderr?: 'inherit' | 'pipe' | 'ignore';
+  /**
+   * Whether a call waits for approval: a boolean, or a function of the tool (with its annotations,
+   * e.g. `(t) => !t.annotations?.readOnlyHint`) and the arguments. Default `false`.
+   */
+  needsApproval?: boolean | ((tool: McpToolInfo, input: McpArguments) => boolean);
+  /** Longest run of a call before `execution_timeout`, in scheduler ms; `Infinity` for none. Default 60,000. */
+  timeoutMs?: number;
+  /** Whether a call left executing by a crash may run again after a restart. Default `false`. */
+  rerunSafe?: boolean | ((tool: McpToolInfo) => boolean);
+  /** How this client introduces itself. Default `{ name: 'runestream', version: '0.1.0' }`. */
+  clientInfo?: { name: string; version: string };
+}
+
+/** An open connection to an MCP server, and its tools. */
+export interface McpConnection {
+  /** The server's tools as runestream tools, listed once at connect (a later `tools/list_changed` is not followed). */
+  readonly tools: readonly Tool<McpArguments, unknown>[];
+  /** The SDK client, for what the tools do not cover (resources, prompts). */
+  readonly client: Client;
+  /** Closes the connection and stops the server process. Calls in flight fail. */
+  close(): Promise<void>;
+}
+
+/** The longest delay a JavaScript timer takes. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** The SDK's own request timeout is only a backstop: the tool-call effects' timeout (on the engine's clock) comes first. */
+const SDK_TIMEOUT_MARGIN_MS = 5000;
+
+/**
+ * Starts an MCP server over stdio and exposes its tools as runestream {@link Tool}s.
+ *
+ * 1. Spawns `command` with `args` (the SDK's `StdioClientTransport`), initializes, and lists the
+ *    tools (every page). A server that fails to start or to answer is closed, and this rejects
+ *    naming the command.
+ * 2. Each tool keeps its JSON Schema input as the server lists it, straight through to the model.
+ *    Its name is `<name>__<tool>` when `name` is given, with any character model APIs refuse
+ *    (outside `A-Za-z0-9_-`) turned into `_`; the server is called with its own name.
+ * 3. Arguments are checked here, before any approval is asked: they must be a JSON object (`null`
+ *    or missing is `{}`) and match the tool's input schema (the SDK's own AJV validator). A schema
+ *    AJV cannot compile is left to the server, which validates too (its refusal is a tool error).
+ * 4. `execute` calls `tools/call` with the run's signal (an abort sends MCP's
+ *    `notifications/cancelled` to the server, whose handler sees `extra.signal` abort) and turns
+ *    each progress notification into a `progress(chunk)`: its `message`, else `progress/total`,
+ *    else `progress`. Progress is routed by a token of its own, open until the call returns (the
+ *    SDK's `onprogress` drops a notification that arrives together with the response), so every
+ *    progress rune comes before the result. The SDK rejects an aborted call and a timed-out one with the same code
+ *    (-32001): the signal tells them apart, and an aborted run rethrows the signal's reason.
+ * 5. The output is the result's `structuredContent` if it has one, else its text when every
+ *    content part is text (parts joined by newlines), else the content parts as they are. A result
+ *    with `isError: true` (the tool failed, or refused the arguments) throws an Error whose message
+ *    is its text, so the call ends with `execution_error` and the model reads why.
+ *
+ * ## Example
+ * ```ts
+ * import { connectMcp, createEngine, toolCallEffects } from 'runestream';
+ * const fs = await connectMcp({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'], name: 'fs' });
+ * const engine = createEngine({ epics: [toolCallEffects({ tools: fs.tools })] }); // tools named fs__read_file, ...
+ * // ... later
+ * await engine.close();
+ * await fs.close();
+ * ```
+ *
+ * @see toolCallEffects, toolSpecs
+ */
+export async function connectMcp(options: ConnectMcpOptions): Promise<McpConnection> {
+  const {
+    command,
+    args = [],
+    env,
+    cwd,
+    name,
+    stderr = 'inherit',
+    needsApproval = false,
+    timeoutMs = 60_000,
+    rerunSafe = false,
+    clientInfo = { name: 'runestream', version: '0.1.0' },
+  } = options;
+  if (typeof command !== 'string' || command === '') throw new TypeError('connectMcp: "command" must be a non-empty string (the server executable)');
+  if (name !== undefined) checkToolName('connectMcp: "name"', name);
+  if (!(timeoutMs > 0)) throw new TypeError(`connectMcp: "timeoutMs" must be positive (Infinity for none), got ${String(timeoutMs)}`);
+
+  const client = new Client(clientInfo);
+  const transport = new StdioClientTransport({ command, args, ...(env === undefined ? {} : { env }), ...(cwd === undefined ? {} : { cwd }), stderr });
+  const listed: McpToolInfo[] = [];
+  try {
+    await client.connect(transport);
+    let cursor: string | undefined;
+    do {
+      const page = await client.listTools(cursor === undefined ? undefined : { cursor });
+      listed.push(...page.tools);
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+  } catch (error) {
+    await client.close().catch(() => undefined);
+    throw new Error(`connectMcp: the MCP server "${[command, ...args].join(' ')}" did not start or answer: ${errorText(error)}`, { cause: error });
+  }
+
+  const progressOf = routeProgress(client);
+  const validator = new AjvJsonSchemaValidator();
+  const sdkTimeoutMs = Math.min(MAX_TIMER_MS, timeoutMs + SDK_TIMEOUT_MARGIN_MS);
+  const seen = new Map<string, string>();
+  const asTool = (info: McpToolInfo): Tool<McpArguments, unknown> => {
+    const toolName = exposedName(name, info.name);
+    const clash = seen.get(toolName);
+    if (clash !== undefined) throw new TypeError(`connectMcp: the server's tools "${clash}" and "${info.name}" would both be named "${toolName}"`);
+    seen.set(toolName, info.name);
+    const check = argumentsCheck(validator, info);
+    return {
+      name: toolName,
+      description: info.description ?? info.title ?? info.name,
+      inputSchema: info.inputSchema as JSONSchema7,
+      parseInput: check,
+      needsApproval: (input) => (typeof needsApproval === 'function' ? needsApproval(info, input) : needsApproval),
+      timeoutMs,
+      rerunSafe: typeof rerunSafe === 'function' ? rerunSafe(info) : rerunSafe,
+      async execute(input, { signal, progress }) {
+        let result: CallToolResult;
+        const progressToken = progressOf((p) => progress(progressChunk(p)));
+        try {
+          // A progress notification that arrived with the response is handled a microtask after
+          // it, but before this await resumes: the token stays open until then.
+          result = (await client.callTool({ name: info.name, arguments: input, _meta: { progressToken } }, undefined, { signal, timeout: sdkTimeoutMs })) as CallToolResult;
+        } catch (error) {
+          // Abort and timeout share McpError -32001: only the signal says it was ours.
+          if (signal.aborted) throw signal.reason;
+          throw error;
+        } finally {
+          progressOf.done(progressToken);
+        }
+        if (result.isError === true) throw new Error(textOf(result) || `MCP tool "${info.name}" failed without a message`);
+        return outputOf(result);
+      },
+    };
+  };
+  let tools: Tool<McpArguments, unknown>[];
+  try {
+    tools = listed.map(asTool);
+  } catch (error) {
+    await client.close().catch(() => undefined); // a name clash, a `rerunSafe` that threw: nothing is left running
+    throw error;
+  }
+
+  let closing: Promise<void> | undefined;
+  return { tools, client, close: () => (closing ??= client.close()) };
+}
+
+/** Opens a progress route: its token for a request's `_meta`, and `done(token)` to close it. */
+interface ProgressRoutes {
+  (onProgress: (progress: Progress) => void): string;
+  done(token: string): void;
+}
+
+/**
+ * Routes the client's progress notifications by token, ours first. The SDK's own `onprogress`
+ * forgets a request's token the moment its response arrives, while notifications are handled a
+ * microtask late: a progress notification that arrives with the response (the last step's,
+ * typically) is dropped (modelcontextprotocol/typescript-sdk#2580). Our tokens stay open until
+ * `done`. Tokens that are not ours go to the SDK's handler, so `client.callTool(..., {onprogress})`
+ * still works for callers of the raw client.
+ */
+function routeProgress(client: Client): ProgressRoutes {
+  const routes = new Map<string, (progress: Progress) => void>();
+  let next = 0;
+  const sdkHandler = (client as unknown as { _onprogress?: (n: ProgressNotification) => void })._onprogress?.bind(client);
+  client.setNotificationHandler(ProgressNotificationSchema, (notification) => {
+    const { progressToken, ...progress } = notification.params;
+    const route = routes.get(String(progressToken));
+    if (route !== undefined) route(progress);
+    else sdkHandler?.(notification);
+  });
+  const open = (onProgress: (progress: Progress) => void): string => {
+    const token = `runestream-${++next}`;
+    routes.set(token, onProgress);
+    return token;
+  };
+  return Object.assign(open, { done: (token: string) => void routes.delete(token) });
+}
+
+/** The tool's name for the model: prefixed, and with what model APIs refuse turned into `_`. */
+function exposedName(prefix: string | undefined, mcpName: string): string {
+  const full = prefix === undefined ? mcpName : `${prefix}__${mcpName}`;
+  return full.replace(/[^A-Za-z0-9_-]/g, '_');
+}
+
+/** Checks arguments against an MCP tool's input schema; compiled on first use. */
+function argumentsCheck(validator: AjvJsonSchemaValidator, info: McpToolInfo): (args: unknown) => ToolInputCheck<McpArguments> {
+  let validate: ((input: unknown) => { valid: boolean; errorMessage?: string | undefined }) | null | undefined;
+  return (args) => {
+    const input = args === null || args === undefined ? {} : args;
+    if (typeof input !== 'object' || Array.isArray(input)) {
+      return { ok: false, error: `(root): MCP tool arguments must be a JSON object, got ${Array.isArray(input) ? 'an array' : typeof input}` };
+    }
+    if (validate === undefined) {
+      try {
+        validate = validator.getValidator(info.inputSchema as Parameters<AjvJsonSchemaValidator['getValidator']>[0]);
+      } catch {
+        validate = null; // a schema AJV cannot compile: the server validates
+      }
+    }
+    const result = validate?.(input);
+    if (result !== undefined && !result.valid) return { ok: false, error: fieldsOf(result.errorMessage ?? '(root): does not match the input schema') };
+    return { ok: true, input: input as McpArguments };
+  };
+}
+
+/**
+ * AJV's message in `describeIssues`'s shape: `data/a must be number, data must have required
+ * property 'b'` becomes `a: must be number; (root): must have required property 'b'`.
+ */
+function fieldsOf(ajvMessage: string): string {
+  return ajvMessage.replace(/(^|, )data(\/\S*)? /g, (_, separator: string, path: string | undefined) => {
+    const field = path === undefined ? '(root)' : path.slice(1).replace(/\//g, '.');
+    return `${separator === '' ? '' : '; '}${field}: `;
+  });
+}
+
+/** One progress notification as a chunk: its message, else "progress/total", else the progress. */
+function progressChunk(p: Progress): string {
+  if (p.message !== undefined && p.message !== '') return p.message;
+  return p.total === undefined ? String(p.progress) : `${p.progress}/${p.total}`;
+}
+
+/** The text parts of a result, joined by newlines. */
+function textOf(result: CallToolResult): string {
+  return (result.content ?? [])
+    .filter((part): part is Extract<typeof part, { type: 'text' }> => part.type === 'text')
+    .map((part) => part.text)
+    .join('\n');
+}
+
+/** A successful result as the call's output: structured content, else all-text content as a string, else the parts. */
+function outputOf(result: CallToolResult): unknown {
+  if (result.structuredContent !== undefined) return result.structuredContent;
+  const content = result.content ?? [];
+  return content.every((part) => part.type === 'text') ? textOf(result) : content;
+}

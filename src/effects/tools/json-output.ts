@@ -1,0 +1,35 @@
+import type { ToolCallState } from '../../reducers/tool-call/schema.js';
+
+/** A JSON value: what a call's `success{output}` carries. */
+export type JsonValue = NonNullable<ToolCallState['output']> | null;
+
+/** A tool returned something that JSON cannot carry. */
+export class NonJsonOutputError extends TypeError {
+  override readonly name = 'NonJsonOutputError';
+}
+
+/**
+ * A tool's return value as the JSON a `success{output}` rune carries, the way `JSON.stringify`
+ * sees it: `toJSON` is honoured (a `Date` becomes its ISO string), `undefined`, functions and
+ * symbols are dropped from objects (and become `null` in arrays and at the top), `NaN` and
+ * `Infinity` become `null`, a `Map` or `Set` becomes `{}`. A `BigInt` or a cycle throws
+ * {@link NonJsonOutputError} naming the tool: the call then ends with `execution_error`.
+ *
+ * @example
+ * ```ts
+ * toJsonOutput('read', { at: new Date(0), skip: undefined }); // { at: '1970-01-01T00:00:00.000Z' }
+ * toJsonOutput('read', undefined);                            // null
+ * toJsonOutput('read', 1n);                                   // throws: tool "read" returned a value that is not JSON: ...
+ * ```
+ */
+export function toJsonOutput(toolName: string, value: unknown): JsonValue {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+  if (typeof value === 'number') return Number.isFinite(value) ? value : null;
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (error) {
+    throw new NonJsonOutputError(`tool "${toolName}" returned a value that is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return text === undefined ? null : (JSON.parse(text) as JsonValue);
+}

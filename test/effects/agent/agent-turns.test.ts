@@ -6,6 +6,7 @@ import { agentTurns } from '../../../src/effects/agent/agent-turns.js';
 import { agentStreams } from '../../../src/effects/agent/streams.js';
 import type { ChainOutput, ModelPart, ModelRequest } from '../../../src/effects/llm/model-types.js';
 import { createEngine, memoryStore, type Engine, type RuneStore } from '../../../src/streams/index.js';
+import { storeLog } from '../../support/store-log.js';
 
 /** A model caller that answers each call with the next of `answers`, recording the requests. */
 function scriptedCaller(answers: readonly (() => Observable<ModelPart>)[]) {
@@ -59,13 +60,6 @@ const turnsDone = (engine: Engine, agent: string, turns: number): Promise<unknow
   firstValueFrom(engine.state$<TurnEngineState>(agentStreams(agent).turn).pipe(filter((s) => s.value === 'idle' && s.turn === turns)));
 
 
-/** Every rune of the agent's streams, for checkInvariants. */
-async function logOf(store: RuneStore): Promise<Rune[]> {
-  const runes: Rune[] = [];
-  for await (const head of store.heads()) runes.push(...(await store.read(head.stream)));
-  return runes.sort((a, b) => a.at - b.at || a.stream.localeCompare(b.stream) || a.seq - b.seq);
-}
-
 const kinds = async (store: RuneStore, stream: string): Promise<string[]> => (await store.read(stream)).map((r) => r.kind);
 
 describe('agent turns: a turn stream is an agent', () => {
@@ -93,7 +87,7 @@ describe('agent turns: a turn stream is an agent', () => {
     expect(await kinds(store, a.lifecycle)).toEqual(['agent.spawning', 'agent.ready', 'turn.started', 'turn.completed']);
     expect(await kinds(store, a.conversation)).toEqual(['session.created', 'session.activated', 'new_turn', 'turn_completed']);
     expect(model.requests[0]).toEqual({ system: 'be kind', messages: [{ role: 'user', content: 'hi' }], tools: {} });
-    expect(checkInvariants(await logOf(store))).toEqual([]);
+    expect(checkInvariants(await storeLog(store))).toEqual([]);
   });
 
   it('a tool round: a call stream per call, and once every call is done the model gets the results', async () => {
@@ -129,7 +123,7 @@ describe('agent turns: a turn stream is an agent', () => {
         ],
       },
     ]);
-    expect(checkInvariants(await logOf(store))).toEqual([]);
+    expect(checkInvariants(await storeLog(store))).toEqual([]);
   });
 
   it('interrupting a tool round cancels every call not done: the next model call sees no orphan call', async () => {
@@ -158,7 +152,7 @@ describe('agent turns: a turn stream is an agent', () => {
         { type: 'tool-result', toolCallId: 'c2', toolName: 'risky', output: { type: 'error-text', value: 'cancelled: user stop' } },
       ],
     });
-    expect(checkInvariants(await logOf(store))).toEqual([]);
+    expect(checkInvariants(await storeLog(store))).toEqual([]);
   });
 
   it('interrupting while the model streams unsubscribes the call (aborting its request) and keeps the partial text', async () => {
@@ -232,6 +226,6 @@ describe('agent turns: a turn stream is an agent', () => {
     expect((await runeWhere(after, a.turn, (r) => r.kind === 'turn.interrupted')).event).toEqual({ type: 'interrupt', reason: 'interrupted by restart' });
     await runeWhere(after, a.lifecycle, (r) => r.kind === 'turn.interrupted');
     expect((await after.snapshot(a.lifecycle))?.state).toMatchObject({ value: 'idle' });
-    expect(checkInvariants(await logOf(store))).toEqual([]);
+    expect(checkInvariants(await storeLog(store))).toEqual([]);
   });
 });

@@ -1,0 +1,48 @@
+import type { LanguageModel } from 'ai';
+import type { Epic } from '../../streams/epic.js';
+import { chainCall$, type ProviderChain } from '../llm/provider-chain.js';
+import { providerBreakers } from '../llm/provider-breakers.js';
+import { toolCallEffects } from '../tools/tool-call-effects.js';
+import type { AnyTool } from '../tools/tool.js';
+import { toolSpecs } from '../tools/tool-specs.js';
+import { agentModel } from './agent-model.js';
+import { agentTurns } from './agent-turns.js';
+
+/** Options of {@link agentEpics}. */
+export interface AgentEpicsOptions {
+  /** One model (a chain of one provider, named `"model"`), or a provider chain with fallback. */
+  readonly model: LanguageModel | ProviderChain;
+  /** The tools every agent may call. Default: none. */
+  readonly tools?: readonly AnyTool[];
+  /** The system prompt of every agent. Default: none. */
+  readonly system?: string;
+  /** How long a tool call may wait for approval. Default 600,000 ms (10 minutes). */
+  readonly approvalTimeoutMs?: number;
+}
+
+const isChain = (model: LanguageModel | ProviderChain): model is ProviderChain =>
+  typeof model === 'object' && model !== null && Array.isArray((model as ProviderChain).providers);
+
+/**
+ * Every epic an engine needs to run agents (seeds 002–004): the model's answers (`agentModel`,
+ * through the provider chain and its breakers), the turns (`agentTurns`), the tool calls
+ * (`toolCallEffects`: approval, execution, timeouts, and their crash recovery). Pass them to
+ * `createEngine({ epics })`; then spawning `<id>/turn` (machine `turn-engine`) is an agent.
+ *
+ * ## Example
+ * ```ts
+ * const engine = createEngine({ store: sqliteStore('agents.db'), epics: agentEpics({ model, tools: [clock] }) });
+ * await engine.spawn('a1/turn', 'turn-engine');
+ * await engine.dispatch('a1/turn', { type: 'start_turn', input: 'What time is it?' });
+ * ```
+ */
+export function agentEpics(options: AgentEpicsOptions): Epic[] {
+  const { model, tools = [], system, approvalTimeoutMs } = options;
+  const chain: ProviderChain = isChain(model) ? model : { providers: [{ name: 'model', model }] };
+  return [
+    agentModel({ call: (request, context) => chainCall$(chain, request, context), tools: toolSpecs(tools), ...(system === undefined ? {} : { system }) }),
+    agentTurns(),
+    toolCallEffects({ tools, ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }) }),
+    providerBreakers(chain),
+  ];
+}

@@ -24,7 +24,7 @@ export interface AgentModelOptions {
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /** The model request of a turn stream: its whole conversation, from its runes and its calls' states. */
-async function requestOf(stream: string, context: EpicContext, options: AgentModelOptions): Promise<ModelRequest> {
+async function requestOf(stream: string, context: EpicContext, options: AgentModelOptions): Promise<{ request: ModelRequest; usedCallIds: Set<string> }> {
   const runes = await lastValueFrom(context.read(stream).pipe(toArray()));
   const agent = agentOfTurn(stream)!;
   const callIds = runes.flatMap((rune) => {
@@ -36,7 +36,19 @@ async function requestOf(stream: string, context: EpicContext, options: AgentMod
     const call = await context.snapshot<ToolCallState>(agentStreams(agent).call(callId));
     if (call !== undefined) calls.set(callId, call.state);
   }
-  return { ...(options.system === undefined ? {} : { system: options.system }), messages: transcriptOf(runes, calls), tools: options.tools ?? {} };
+  const request = { ...(options.system === undefined ? {} : { system: options.system }), messages: transcriptOf(runes, calls), tools: options.tools ?? {} };
+  return { request, usedCallIds: new Set(callIds) };
+}
+
+/**
+ * A call id not used before in this conversation: each call has its own stream, and some
+ * providers number calls per response (`call_0`), which would meet an earlier call's stream.
+ */
+function uniqueCallId(id: string, used: Set<string>): string {
+  let unique = id;
+  for (let n = 2; used.has(unique); n++) unique = `${id}-${n}`;
+  used.add(unique);
+  return unique;
 }
 
 /**
@@ -46,7 +58,7 @@ async function requestOf(stream: string, context: EpicContext, options: AgentMod
  */
 function respond(stream: string, context: EpicContext, options: AgentModelOptions): Observable<EpicCommand> {
   return defer(() => from(requestOf(stream, context, options))).pipe(
-    switchMap((request) => {
+    switchMap(({ request, usedCallIds }) => {
       const asked: ToolCallInput[] = [];
       let usage: Record<string, number> | undefined;
       const toTurn = (event: TurnEngineEvent): EpicCommand => ({ stream, event });
@@ -58,7 +70,8 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
             if (part.type === 'text-delta') {
               if (part.text !== '') subscriber.next(toTurn({ type: 'assistant_delta', content: part.text }));
             } else if (part.type === 'tool-call') {
-              asked.push({ callId: part.toolCallId, toolName: part.toolName, arguments: (part.input ?? null) as ToolCallInput['arguments'] });
+              const callId = uniqueCallId(part.toolCallId, usedCallIds);
+              asked.push({ callId, toolName: part.toolName, arguments: (part.input ?? null) as ToolCallInput['arguments'] });
             } else if (part.usage !== undefined) {
               usage = Object.fromEntries(Object.entries(part.usage).filter((entry): entry is [string, number] => typeof entry[1] === 'number'));
             }

@@ -228,4 +228,25 @@ describe('agent turns: a turn stream is an agent', () => {
     expect((await after.snapshot(a.lifecycle))?.state).toMatchObject({ value: 'idle' });
     expect(checkInvariants(await storeLog(store))).toEqual([]);
   });
+
+  it('gives each call its own stream when a provider reuses call ids across responses (call_0, call_0, ...)', async () => {
+    const store = memoryStore();
+    const model = scriptedCaller([toolCalls({ id: 'call_0', name: 'clock', input: {} }), text('noon'), toolCalls({ id: 'call_0', name: 'clock', input: {} }), text('one')]);
+    const engine = start(model.call, store);
+    const a = agentStreams('a1');
+    await engine.spawn(a.turn, 'turn-engine');
+    for (const [turn, callId, output] of [[1, 'call_0', '12:00'], [2, 'call_0-2', '13:00']] as const) {
+      await engine.dispatch(a.turn, { type: 'start_turn', input: 'time?' });
+      await runeWhere(engine, a.call(callId), (r) => r.kind === 'tool.call');
+      await engine.dispatch(a.call(callId), { type: 'no_approval_needed' });
+      await engine.dispatch(a.call(callId), { type: 'success', output });
+      await turnsDone(engine, 'a1', turn);
+    }
+    const last = model.requests[3]!.messages;
+    expect(last.filter((m) => m.role === 'tool').map((m) => JSON.stringify(m.content))).toEqual([
+      JSON.stringify([{ type: 'tool-result', toolCallId: 'call_0', toolName: 'clock', output: { type: 'json', value: '12:00' } }]),
+      JSON.stringify([{ type: 'tool-result', toolCallId: 'call_0-2', toolName: 'clock', output: { type: 'json', value: '13:00' } }]),
+    ]);
+    expect(checkInvariants(await storeLog(store))).toEqual([]);
+  });
 });

@@ -1,7 +1,10 @@
 import { parseArgs } from 'node:util';
+import type { DemoModelConfig } from './demo-agent.js';
 
 /** What the command line asks for. */
-export type Command = { command: 'help' } | { command: 'serve'; port: number; db: string; token: string | undefined; host: string };
+export type Command =
+  | { command: 'help' }
+  | { command: 'serve'; port: number; db: string; token: string | undefined; host: string; model: DemoModelConfig | undefined };
 
 /** A command line that cannot be run: printed with a pointer to `--help`, exit code 2. */
 export class UsageError extends Error {
@@ -22,6 +25,11 @@ Options:
   -h, --help     show this help
 
 Endpoints: ws://host:port (the protocol), GET /streams/:stream/events (SSE), GET /healthz.
+
+A demo agent is served too: spawn "<id>/turn" as machine "turn-engine", then dispatch
+{type: "start_turn", input} to it. Offline it answers with a scripted model; with
+OPENAI_BASE_URL and RUNESTREAM_MODEL set (and OPENAI_API_KEY if the server needs one) it
+uses that OpenAI-compatible model (Ollama, vLLM, ...).
 SIGINT or SIGTERM closes the server, flushes the log and exits 0.`;
 
 const OPTIONS = {
@@ -52,5 +60,15 @@ export function parseCommand(args: readonly string[], env: NodeJS.ProcessEnv): C
   const port = values.port === undefined ? 7070 : Number(values.port);
   if (!/^\d+$/.test(values.port ?? '7070') || port > 65_535) throw new UsageError(`--port must be an integer from 0 to 65535, got "${values.port}"`);
   const token = values.token ?? (env.RUNESTREAM_TOKEN || undefined);
-  return { command: 'serve', port, db: values.db ?? 'runestream.db', token, host: values.host ?? '127.0.0.1' };
+  return { command: 'serve', port, db: values.db ?? 'runestream.db', token, host: values.host ?? '127.0.0.1', model: modelConfigOf(env) };
+}
+
+/** The OpenAI-compatible model the environment names, if it names one; half a configuration is an error. */
+function modelConfigOf(env: NodeJS.ProcessEnv): DemoModelConfig | undefined {
+  const baseURL = env.OPENAI_BASE_URL || undefined;
+  const modelId = env.RUNESTREAM_MODEL || undefined;
+  if (baseURL === undefined && modelId === undefined) return undefined;
+  if (baseURL === undefined) throw new UsageError('RUNESTREAM_MODEL is set but OPENAI_BASE_URL is not: set both to use an OpenAI-compatible model');
+  if (modelId === undefined) throw new UsageError('OPENAI_BASE_URL is set but RUNESTREAM_MODEL is not: set both to use an OpenAI-compatible model');
+  return { baseURL, modelId, apiKey: env.OPENAI_API_KEY || undefined };
 }

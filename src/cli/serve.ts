@@ -1,10 +1,11 @@
 import { inspect } from 'node:util';
+import { agentEpics } from '../effects/agent/agent-epics.js';
 import { chatActorLifecycle } from '../effects/chat-actor-lifecycle.js';
-import { toolCallRecovery } from '../effects/tool-call-recovery.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import { sqliteStore } from '../streams/sqlite-store.js';
 import type { Command } from './args.js';
+import { DEMO_SYSTEM, demoModel, demoTools } from './demo-agent.js';
 
 /** A running `runestream serve`. */
 export interface Serving {
@@ -15,13 +16,18 @@ export interface Serving {
 }
 
 /**
- * `runestream serve`: a SQLite log, an engine with the chat actor's lifecycle and the tool-call
- * recovery epics, and a server in front. Prints where it listens (and, with no token, that it
- * listens on loopback only). Engine errors nobody waits for are printed to `log.error`.
+ * `runestream serve`: a SQLite log, an engine with the chat actor's lifecycle and a demo agent
+ * (its model, tools and tool-call recovery), and a server in front. Prints where it listens (and,
+ * with no token, that it listens on loopback only) and which model the agent uses. Engine errors
+ * nobody waits for are printed to `log.error`.
  */
 export async function serve(command: Extract<Command, { command: 'serve' }>, log: Pick<Console, 'log' | 'error'>): Promise<Serving> {
   const { port, db, token, host } = command;
-  const engine = createEngine({ store: sqliteStore(db), epics: [chatActorLifecycle(), toolCallRecovery()] });
+  const agent = demoModel(command.model);
+  const engine = createEngine({
+    store: sqliteStore(db),
+    epics: [chatActorLifecycle(), ...agentEpics({ model: agent.model, tools: demoTools(), system: DEMO_SYSTEM })],
+  });
   engine.errors$.subscribe((error) => log.error(`runestream: ${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
   let server: RunestreamServer;
   try {
@@ -32,6 +38,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   }
   log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${db})`);
   if (token === undefined) log.log(`runestream: no token set (--token or RUNESTREAM_TOKEN), so it listens on ${host} only`);
+  log.log(`runestream: demo agent on ${agent.description}: spawn "<id>/turn" as "turn-engine", then dispatch start_turn`);
   return {
     engine,
     server,

@@ -19,7 +19,7 @@ describe('runestream serve: the demo agent, offline', () => {
     await client.spawn('me/turn', 'turn-engine');
     const asked = firstValueFrom(client.runes$('me/turn').pipe(filter((rune: Rune) => rune.kind === 'turn.tool_calls_received')));
     await client.dispatch('me/turn', { type: 'start_turn', input: 'note: buy milk' });
-    const callId = ((await asked).event as { callIds: string[] }).callIds[0]!;
+    const callId = ((await asked).event as { callIds?: string[] }).callIds![0]!;
 
     const call = `me/call/${callId}`;
     await firstValueFrom(client.state$<ToolCallState>(call).pipe(filter((s) => s.value === 'awaiting_approval')));

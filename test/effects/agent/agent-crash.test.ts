@@ -1,0 +1,177 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { filter, firstValueFrom } from 'rxjs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  agentEpics,
+  agentStreams,
+  checkInvariants,
+  createEngine,
+  defineTool,
+  scriptedModel,
+  sqliteStore,
+  type EngineError,
+  type Rune,
+  type TurnEngineState,
+} from '../../../src/index.js';
+import { storeLog } from '../../support/store-log.js';
+
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const workerScript = fileURLToPath(new URL('../../fixtures/agent-crash-worker.ts', import.meta.url));
+/** How long the worker may take to get its call executing (tsx start-up included) on a loaded machine. */
+const SAFETY_MS = 20_000;
+
+const dir = mkdtempSync(join(tmpdir(), 'runestream-agent-crash-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/**
+ * Runs the worker on `path`, waits for its `executing <stream> <seq>` line, kills it with SIGKILL
+ * and resolves once it is dead. Rejects (after killing it) if it exits before that line, or does
+ * not get there within `SAFETY_MS`.
+ */
+function runAndKill(path: string, mode: 'interrupt' | 'rerun'): Promise<{ line: string; signal: NodeJS.Signals | null; stderr: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', workerScript, path, mode], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  let line: string | undefined;
+  return new Promise((resolve, reject) => {
+    const safety = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the worker did not get its call executing within ${SAFETY_MS} ms; stdout: ${stdout}; stderr: ${stderr}`));
+    }, SAFETY_MS);
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      if (line === undefined && stdout.includes('\n')) {
+        line = stdout.slice(0, stdout.indexOf('\n'));
+        child.kill('SIGKILL'); // the tool is running: the process dies in the middle of it
+      }
+    });
+    child.once('close', (code, signal) => {
+      clearTimeout(safety);
+      if (line !== undefined) resolve({ line, signal, stderr });
+      else reject(new Error(`the worker exited (code ${code}, signal ${signal}); stdout: ${stdout}; stderr: ${stderr}`));
+    });
+  });
+}
+
+/**
+ * The one refusal a restart may see: the restart listing and the live result rune can both find
+ * the round done and both send `tools_finished`; the turn takes the first and refuses the second.
+ */
+const duplicateRoundEnd = (error: EngineError): boolean =>
+  error.type === 'command_rejected' && 'event' in error.command && error.command.event.type === 'tools_finished' && error.code === 'not_allowed';
+
+const kinds = (runes: readonly Rune[]): string[] => runes.map((r) => r.kind);
+
+/** What a fresh engine on the file the killed worker left does with the call it had running. */
+async function restart(path: string, slowTool: ReturnType<typeof slow>['tool']) {
+  const store = sqliteStore(path); // recovers the WAL the dead worker left
+  const before = await storeLog(store);
+  const model = scriptedModel([{ text: 'The backup is settled.' }]);
+  const engine = createEngine({ store, epics: agentEpics({ model, tools: [slowTool] }) });
+  const errors: EngineError[] = [];
+  engine.errors$.subscribe((error) => errors.push(error));
+  const a = agentStreams('a1');
+  try {
+    await firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+    const after = await storeLog(store);
+    return { before, after, model, errors, runesOf: (stream: string) => after.filter((r) => r.stream === stream) };
+  } finally {
+    await engine.close(); // closes the store too
+  }
+}
+
+/** The tool `slow` as the restarted engine has it: it finishes at once, counting its runs. */
+function slow(rerunSafe: boolean) {
+  let runs = 0;
+  const tool = defineTool({
+    name: 'slow',
+    description: 'Takes its time.',
+    inputSchema: z.object({ job: z.string() }),
+    rerunSafe,
+    execute: ({ job }) => {
+      runs++;
+      return { done: job };
+    },
+  });
+  return { tool, runs: () => runs };
+}
+
+describe('agent crash: the process dies with SIGKILL while a tool call is executing', () => {
+  it('a tool that is not rerunSafe: the call ends "interrupted by restart", once, and the turn goes on to the answer', async () => {
+    const path = join(dir, 'interrupt.db');
+    const a = agentStreams('a1');
+    const run = await runAndKill(path, 'interrupt');
+    expect(run.signal).toBe('SIGKILL');
+    expect(run.stderr).not.toContain('agent-crash-worker:'); // it found nothing wrong before it died
+    expect(run.line).toBe(`executing ${a.call('s1')} 2`);
+
+    const tool = slow(false);
+    const { before, after, model, errors, runesOf } = await restart(path, tool.tool);
+
+    // The killed worker left the call executing: a live log, with a call that has no outcome.
+    expect(before.filter((r) => r.stream === a.call('s1')).map((r) => r.to)).toEqual(['pending_call', 'executing']);
+    expect(before.filter((r) => r.stream === a.turn).at(-1)?.to).toBe('tool_executing');
+    expect(checkInvariants(before).map((v) => `${v.invariant} ${v.rune.stream}`)).toEqual([`INV-TOOL-TERMINAL ${a.call('s1')}`]);
+
+    // After the restart: exactly one outcome, the interruption; the tool did not run again.
+    const results = runesOf(a.call('s1')).filter((r) => r.kind === 'tool.result');
+    expect(results).toHaveLength(1);
+    expect(results[0]).toMatchObject({ seq: 3, from: 'executing', to: 'error_result', event: { type: 'execution_error', error: 'interrupted by restart' } });
+    expect(tool.runs()).toBe(0);
+
+    // The turn went on: tools_finished, the model answered (having seen the interruption), completed, idle.
+    expect(kinds(runesOf(a.turn))).toEqual([
+      'spawned',
+      'turn.started',
+      'turn.assistant_delta', // 'Starting the job.': three deltas, before the crash
+      'turn.assistant_delta',
+      'turn.assistant_delta',
+      'turn.tool_calls_received',
+      'turn.tools_finished', // after the restart
+      'turn.assistant_delta', // 'The backup is settled.'
+      'turn.assistant_delta',
+      'turn.assistant_delta',
+      'turn.assistant_delta',
+      'turn.completed',
+      'turn_finalized',
+    ]);
+    expect(model.doStreamCalls).toHaveLength(1);
+    const toolMessage = model.doStreamCalls[0]!.prompt.find((message) => message.role === 'tool');
+    expect(toolMessage?.content).toEqual([
+      expect.objectContaining({ type: 'tool-result', toolCallId: 's1', toolName: 'slow', output: { type: 'error-text', value: 'interrupted by restart' } }),
+    ]);
+    expect(runesOf(a.lifecycle).at(-1)).toMatchObject({ kind: 'turn.completed', to: 'idle' });
+
+    // Every stream's runes, the dead process's and the restarted one's: a finished, clean log.
+    expect(checkInvariants(after)).toEqual([]);
+    expect(errors.filter((e) => !duplicateRoundEnd(e))).toEqual([]);
+  });
+
+  it('a rerunSafe tool: the call runs again after the restart and succeeds, with exactly one result', async () => {
+    const path = join(dir, 'rerun.db');
+    const a = agentStreams('a1');
+    const run = await runAndKill(path, 'rerun');
+    expect(run.signal).toBe('SIGKILL');
+    expect(run.stderr).not.toContain('agent-crash-worker:'); // it found nothing wrong before it died
+    expect(run.line).toBe(`executing ${a.call('s1')} 2`);
+
+    const tool = slow(true);
+    const { before, after, model, errors, runesOf } = await restart(path, tool.tool);
+
+    expect(before.filter((r) => r.stream === a.call('s1')).at(-1)?.to).toBe('executing');
+    expect(tool.runs()).toBe(1);
+    const results = runesOf(a.call('s1')).filter((r) => r.kind === 'tool.result');
+    expect(results).toHaveLength(1);
+    expect(results[0]).toMatchObject({ seq: 3, from: 'executing', to: 'completed_result', event: { type: 'success', output: { done: 'backup' } } });
+    expect(kinds(runesOf(a.turn)).slice(-3)).toEqual(['turn.assistant_delta', 'turn.completed', 'turn_finalized']);
+    expect(JSON.stringify(model.doStreamCalls[0]!.prompt)).toContain('"done":"backup"');
+    expect(checkInvariants(after)).toEqual([]);
+    expect(errors.filter((e) => !duplicateRoundEnd(e))).toEqual([]);
+  });
+});

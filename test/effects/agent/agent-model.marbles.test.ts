@@ -1,0 +1,261 @@
+import { defer, of, throwError, type Observable } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { describe, expect, it } from 'vitest';
+import type { EpicCommand, Rune, ToolCallState } from '../../../src/index.js';
+import { agentModel, type ModelCaller } from '../../../src/effects/agent/agent-model.js';
+import type { ChainOutput, ModelPart, ModelRequest } from '../../../src/effects/llm/model-types.js';
+import { epicContext } from '../../support/epic-context.js';
+
+/**
+ * The `agentModel` epic alone: a hot observable of runes in, commands out; the model caller
+ * returns cold observables; no engine, no store.
+ *
+ * Why not `testScheduler.run`: the epic builds each model request with `await` (the turn's runes
+ * from `context.read`, its calls' states from `context.snapshot`), so the model is called a few
+ * microtasks after the rune that asked for it, and `run()` flushes the whole diagram
+ * synchronously before any microtask runs: the model would never be called within virtual time.
+ * So {@link marbleTest} plays the diagrams one frame at a time and lets the pending promises
+ * settle between frames: a call the rune at frame F asked for is subscribed at frame F, which is
+ * what the subscription windows below say. Frames are the classic ones: each character is 10.
+ */
+
+interface Marbles {
+  readonly scheduler: TestScheduler;
+  hot: TestScheduler['createHotObservable'];
+  cold: TestScheduler['createColdObservable'];
+  expectObservable: TestScheduler['expectObservable'];
+  expectSubscriptions: TestScheduler['expectSubscriptions'];
+  /**
+   * Plays every diagram to its end: a frame's actions, then the promises they started settle
+   * (still at that frame), then the next frame. Call `toBe` on the expectations after it; they
+   * are checked when the test body returns.
+   */
+  play(): Promise<void>;
+}
+
+/** One turn of the event loop: every microtask queued so far (and those they queue) has run. */
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+async function marbleTest(body: (m: Marbles) => Promise<void>): Promise<void> {
+  const scheduler = new TestScheduler((actual, expected) => expect(actual).toStrictEqual(expected));
+  const play = async (): Promise<void> => {
+    for (;;) {
+      await settle();
+      const next = scheduler.actions[0];
+      if (next === undefined) return;
+      scheduler.maxFrames = next.delay; // this frame only
+      scheduler.flush();
+    }
+  };
+  await body({
+    scheduler,
+    hot: scheduler.createHotObservable.bind(scheduler),
+    cold: scheduler.createColdObservable.bind(scheduler),
+    expectObservable: scheduler.expectObservable.bind(scheduler),
+    expectSubscriptions: scheduler.expectSubscriptions.bind(scheduler),
+    play,
+  });
+  scheduler.maxFrames = Infinity;
+  scheduler.flush(); // checks every expectation whose `toBe` was called
+}
+
+// --- runes of agent a1's turn stream, and what the model streams ------------------------------------
+
+const TURN = 'a1/turn';
+const turnRune = (seq: number, event: Rune['event'], from: string, to: string, kind: string, stream = TURN): Rune => ({
+  stream,
+  seq,
+  machine: 'turn-engine',
+  kind,
+  event,
+  from,
+  to,
+  at: 0,
+});
+const started = (seq = 2, stream = TURN) => turnRune(seq, { type: 'start_turn', input: 'hi' }, 'idle', 'streaming', 'turn.started', stream);
+const delta = (seq: number, content: string) => turnRune(seq, { type: 'assistant_delta', content }, 'streaming', 'streaming', 'turn.assistant_delta');
+const interrupted = (seq: number, stream = TURN) => turnRune(seq, { type: 'interrupt', reason: 'user stop' }, 'streaming', 'interrupted', 'turn.interrupted', stream);
+const steered = (seq: number) => turnRune(seq, { type: 'steer', input: 'be brief' }, 'streaming', 'interrupted', 'turn.interrupted');
+const finalized = (seq: number, from: string, stream = TURN) => turnRune(seq, { type: 'turn_finalized' }, from, 'idle', 'turn_finalized', stream);
+
+const part = (p: ModelPart): ChainOutput => ({ type: 'part', part: p });
+const text = (t: string) => part({ type: 'text-delta', text: t });
+const toolCall = (toolCallId: string, toolName: string, input: unknown) => part({ type: 'tool-call', toolCallId, toolName, input });
+const finish = (finishReason: string, usage?: Record<string, number | undefined>) => part({ type: 'finish', finishReason, ...(usage === undefined ? {} : { usage }) });
+
+const toTurn = (event: { readonly type: string } & Readonly<Record<string, unknown>>, stream = TURN): EpicCommand => ({ stream, event });
+
+/**
+ * A model caller answering call n with `answers[n]`, recording each request; and a context whose
+ * `read` returns the runes of the stream seen so far on `runes$`, and whose `snapshot` finds the
+ * calls' states in `calls`.
+ */
+function setup(m: Marbles, runes$: Observable<Rune>, answers: readonly Observable<ChainOutput>[], calls: Record<string, ToolCallState> = {}) {
+  const requests: ModelRequest[] = [];
+  const call: ModelCaller = (request) => {
+    requests.push(request);
+    return answers[requests.length - 1] ?? throwError(() => new Error(`no answer for call ${requests.length}`));
+  };
+  const seen: Rune[] = [];
+  runes$.subscribe((rune) => seen.push(rune));
+  const context = epicContext(m.scheduler, {
+    read: (stream) => defer(() => of(...seen.filter((rune) => rune.stream === stream))),
+    snapshot: async <S>(stream: string) => (stream in calls ? { stream, seq: 4, state: calls[stream] as S } : undefined),
+  });
+  return { requests, context, call };
+}
+
+describe('agentModel: a turn entering streaming calls the model; its answer becomes commands to the turn', () => {
+  it('text deltas become assistant_delta commands (empty ones dropped), then response_done with the usage', () =>
+    marbleTest(async (m) => {
+      const runes = m.hot<Rune>('-s--------', { s: started() });
+      const llm = m.cold<ChainOutput>('-a-e-b-(f|)', {
+        a: text('Hel'),
+        e: text(''),
+        b: text('lo'),
+        f: finish('stop', { inputTokens: 3, outputTokens: 2, reasoningTokens: undefined }),
+      });
+      const { call, context, requests } = setup(m, runes, [llm]);
+      const commands = m.expectObservable(agentModel({ call, system: 'be kind' })(runes, context, undefined));
+      await m.play();
+      commands.toBe('--a---b-d', {
+        a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
+        b: toTurn({ type: 'assistant_delta', content: 'lo' }),
+        d: toTurn({ type: 'response_done', usage: { inputTokens: 3, outputTokens: 2 } }),
+      });
+      m.expectSubscriptions(llm.subscriptions).toBe('-^------!');
+      expect(requests).toEqual([{ system: 'be kind', messages: [{ role: 'user', content: 'hi' }], tools: {} }]);
+    }));
+
+  it('tool calls become one tool_calls_received, at the end, with the callIds and what each call asked for', () =>
+    marbleTest(async (m) => {
+      const runes = m.hot<Rune>('-s--------', { s: started() });
+      const llm = m.cold<ChainOutput>('-x-a-b-(f|)', {
+        x: text('Checking.'),
+        a: toolCall('c1', 'clock', {}),
+        b: toolCall('c2', 'add', { a: 1, b: 2 }),
+        f: finish('tool-calls'),
+      });
+      const { call, context } = setup(m, runes, [llm]);
+      const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
+      await m.play();
+      commands.toBe('--x-----r', {
+        x: toTurn({ type: 'assistant_delta', content: 'Checking.' }),
+        r: toTurn({
+          type: 'tool_calls_received',
+          callIds: ['c1', 'c2'],
+          calls: [
+            { callId: 'c1', toolName: 'clock', arguments: {} },
+            { callId: 'c2', toolName: 'add', arguments: { a: 1, b: 2 } },
+          ],
+        }),
+      });
+      m.expectSubscriptions(llm.subscriptions).toBe('-^------!');
+    }));
+
+  it.each([
+    ['an interrupt', interrupted(4)],
+    ['a steer', steered(4)],
+  ])('%s (the turn leaves streaming) unsubscribes the model call at that frame; deltas before it do not', (_name, leaving) =>
+    marbleTest(async (m) => {
+      const runes = m.hot<Rune>('-s--d-i---z', { s: started(), d: delta(3, 'Hel'), i: leaving, z: finalized(5, 'interrupted') });
+      const llm = m.cold<ChainOutput>('-a-b----c-(f|)', { a: text('Hel'), b: text('lo'), c: text(' there'), f: finish('stop') });
+      const { call, context, requests } = setup(m, runes, [llm]);
+      const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
+      await m.play();
+      commands.toBe('--a-b-------', { a: toTurn({ type: 'assistant_delta', content: 'Hel' }), b: toTurn({ type: 'assistant_delta', content: 'lo' }) });
+      m.expectSubscriptions(llm.subscriptions).toBe('-^----!');
+      expect(requests).toHaveLength(1);
+    }));
+
+  it("another agent's interrupt does not cut this agent's call", () =>
+    marbleTest(async (m) => {
+      const other = 'a2/turn';
+      const runes = m.hot<Rune>('-st--i-----', { s: started(), t: started(2, other), i: interrupted(3, other) });
+      const mine = m.cold<ChainOutput>('-a--b-(f|)', { a: text('Hel'), b: text('lo'), f: finish('stop') });
+      const theirs = m.cold<ChainOutput>('-x------(f|)', { x: text('Yo'), f: finish('stop') });
+      const { call, context } = setup(m, runes, [mine, theirs]);
+      const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
+      await m.play();
+      commands.toBe('--ax-b-d', {
+        a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
+        x: toTurn({ type: 'assistant_delta', content: 'Yo' }, other),
+        b: toTurn({ type: 'assistant_delta', content: 'lo' }),
+        d: toTurn({ type: 'response_done' }),
+      });
+      m.expectSubscriptions(mine.subscriptions).toBe('-^-----!');
+      m.expectSubscriptions(theirs.subscriptions).toBe('--^--!');
+    }));
+
+  it('a failed model call becomes stream_error, with what was streamed before it', () =>
+    marbleTest(async (m) => {
+      const runes = m.hot<Rune>('-s-------', { s: started() });
+      const llm = m.cold<ChainOutput>('-a--#', { a: text('Hel') }, new Error('all providers failed: model: HTTP 503'));
+      const { call, context } = setup(m, runes, [llm]);
+      const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
+      await m.play();
+      commands.toBe('--a--e', {
+        a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
+        e: toTurn({ type: 'stream_error', error: 'all providers failed: model: HTTP 503' }),
+      });
+      m.expectSubscriptions(llm.subscriptions).toBe('-^---!');
+    }));
+
+  it('a request that cannot be built (the log cannot be read) becomes stream_error, and the model is never called', () =>
+    marbleTest(async (m) => {
+      const runes = m.hot<Rune>('-s---', { s: started() });
+      const llm = m.cold<ChainOutput>('-a|', { a: text('never') });
+      const { call } = setup(m, runes, [llm]);
+      const context = epicContext(m.scheduler, { read: () => throwError(() => new Error('SQLITE_IOERR: disk I/O error')) });
+      const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
+      await m.play();
+      commands.toBe('-e', { e: toTurn({ type: 'stream_error', error: 'SQLITE_IOERR: disk I/O error' }) });
+      m.expectSubscriptions(llm.subscriptions).toBe([]);
+    }));
+
+  it("the call's own commands (its breakers) pass through as they come, among the deltas", () =>
+    marbleTest(async (m) => {
+      const spawnBreaker: EpicCommand = { stream: 'provider/model', spawn: 'circuit-breaker', input: { failureThreshold: 3, successThreshold: 1, openTimeoutMs: 30_000 } };
+      const success: EpicCommand = { stream: 'provider/model', event: { type: 'success' } };
+      const runes = m.hot<Rune>('-s--------', { s: started() });
+      const llm = m.cold<ChainOutput>('-a-(fkc|)', {
+        a: text('Hi'),
+        f: finish('stop'),
+        k: { type: 'command', command: spawnBreaker },
+        c: { type: 'command', command: success },
+      });
+      const { call, context } = setup(m, runes, [llm]);
+      const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
+      await m.play();
+      commands.toBe('--a-(kcd)', { a: toTurn({ type: 'assistant_delta', content: 'Hi' }), k: spawnBreaker, c: success, d: toTurn({ type: 'response_done' }) });
+      m.expectSubscriptions(llm.subscriptions).toBe('-^--!');
+    }));
+
+  it("tools_finished{more: true} (tool_executing -> streaming) starts a second call, which sees the round's results", () =>
+    marbleTest(async (m) => {
+      const asked = { callId: 'c1', toolName: 'clock', arguments: {} };
+      const round = turnRune(3, { type: 'tool_calls_received', callIds: ['c1'], calls: [asked] }, 'streaming', 'tool_executing', 'turn.tool_calls_received');
+      const more = turnRune(4, { type: 'tools_finished', more: true }, 'tool_executing', 'streaming', 'turn.tools_finished');
+      const runes = m.hot<Rune>('-s---r--f-------', { s: started(), r: round, f: more });
+      const first = m.cold<ChainOutput>('-a-(f|)', { a: toolCall('c1', 'clock', {}), f: finish('tool-calls') });
+      const second = m.cold<ChainOutput>('-x-(f|)', { x: text('Noon.'), f: finish('stop') });
+      const { call, context, requests } = setup(m, runes, [first, second], {
+        'a1/call/c1': { ...asked, value: 'completed_result', output: '12:00', progressCount: 0 },
+      });
+      const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
+      await m.play();
+      commands.toBe('----r----x-d', {
+        r: toTurn({ type: 'tool_calls_received', callIds: ['c1'], calls: [asked] }),
+        x: toTurn({ type: 'assistant_delta', content: 'Noon.' }),
+        d: toTurn({ type: 'response_done' }),
+      });
+      m.expectSubscriptions(first.subscriptions).toBe('-^--!');
+      m.expectSubscriptions(second.subscriptions).toBe('--------^--!');
+      expect(requests).toHaveLength(2);
+      expect(requests[1]!.messages).toEqual([
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'clock', input: {} }] },
+        { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'clock', output: { type: 'json', value: '12:00' } }] },
+      ]);
+    }));
+});

@@ -1,4 +1,4 @@
-import { EMPTY, Observable, concatMap, defer, filter, from, groupBy, lastValueFrom, merge, mergeMap, of, toArray } from 'rxjs';
+import { EMPTY, Observable, concatMap, defer, filter, from, groupBy, lastValueFrom, merge, mergeMap, toArray } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
@@ -54,14 +54,17 @@ async function started(agent: string, rune: Rune, context: EpicContext): Promise
 const callsOf = (agent: string, calls: readonly ToolCallInput[]): EpicCommand[] =>
   calls.map((call) => ({ stream: agentStreams(agent).call(call.callId), spawn: toolCall.id, input: call }));
 
-/** Whether every call of the turn's round is done; then the model gets the results (`tools_finished`). */
-async function roundDone(agent: string, context: EpicContext): Promise<boolean> {
+/**
+ * The round of the turn, if every one of its calls is done: then the model gets the results
+ * (`tools_finished`). Its key (turn number and call ids) says which round it was.
+ */
+async function doneRound(agent: string, context: EpicContext): Promise<string | undefined> {
   const turn = await context.snapshot<TurnEngineState>(agentStreams(agent).turn);
-  if (turn?.state.value !== 'tool_executing') return false;
+  if (turn?.state.value !== 'tool_executing') return undefined;
   for (const callId of turn.state.callIds) {
-    if (!isTerminalCall((await context.snapshot<ToolCallState>(agentStreams(agent).call(callId)))?.state)) return false;
+    if (!isTerminalCall((await context.snapshot<ToolCallState>(agentStreams(agent).call(callId)))?.state)) return undefined;
   }
-  return true;
+  return `${turn.state.turn}:${turn.state.callIds.join(',')}`;
 }
 
 /**
@@ -123,14 +126,21 @@ export function agentTurns(): Epic {
     resumed = true;
     const heardLive = new Set<string>();
     let listing = resume;
+    // The rounds this epic has finished: the restart listing and a live result may both find a
+    // round done, and the model must get its results once.
+    const finished = new Set<string>();
+    const finishRound = async (agent: string): Promise<EpicCommand[]> => {
+      const round = await doneRound(agent, context);
+      if (round === undefined || finished.has(`${agent}#${round}`)) return [];
+      finished.add(`${agent}#${round}`);
+      return [{ stream: agentStreams(agent).turn, event: { type: 'tools_finished', more: true } }];
+    };
 
     const onRune = (rune: Rune): Observable<EpicCommand> => {
       if (rune.machine === toolCall.id) {
         const agent = agentOfCall(rune.stream);
         if (agent === undefined || rune.to === undefined || !toolCall.terminal.includes(rune.to)) return EMPTY;
-        return from(roundDone(agent, context)).pipe(
-          mergeMap((done) => (done ? of<EpicCommand>({ stream: agentStreams(agent).turn, event: { type: 'tools_finished', more: true } }) : EMPTY)),
-        );
+        return defer(() => finishRound(agent)).pipe(mergeMap((commands) => commands));
       }
       const agent = rune.machine === turnEngine.id ? agentOfTurn(rune.stream) : undefined;
       if (agent === undefined) return EMPTY;
@@ -139,6 +149,10 @@ export function agentTurns(): Epic {
       if (event.type === 'spawn') return from(created(agent));
       if (event.type === 'start_turn') return defer(() => started(agent, rune, context)).pipe(mergeMap((commands) => commands));
       if (event.type === 'tool_calls_received') return from(callsOf(agent, event.calls ?? []));
+      if (rune.from === 'tool_executing') {
+        // The round is over (its results went to the model, or the turn ended): forget it.
+        for (const key of finished) if (key.startsWith(`${agent}#`)) finished.delete(key);
+      }
       if (rune.to === 'completed' || rune.to === 'error' || rune.to === 'interrupted') {
         return defer(() => ended(agent, rune, context)).pipe(mergeMap((commands) => commands));
       }
@@ -151,9 +165,7 @@ export function agentTurns(): Epic {
       if (agent === undefined || heardLive.has(stream)) return [];
       if (value === 'streaming') return [{ stream, event: { type: 'interrupt', reason: INTERRUPTED_BY_RESTART } }];
       if (value === 'tool_executing') {
-        const commands = callsOf(agent, await latestRound(stream, context));
-        if (await roundDone(agent, context)) commands.push({ stream, event: { type: 'tools_finished', more: true } });
-        return commands;
+        return [...callsOf(agent, await latestRound(stream, context)), ...(await finishRound(agent))];
       }
       const lifecycle = await context.snapshot<AgentLifecycleState>(agentStreams(agent).lifecycle);
       const commands: EpicCommand[] = [];

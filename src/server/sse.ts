@@ -64,7 +64,7 @@ export class SseEndpoint {
     const follow = (afterSeq: number, retried: boolean): void => {
       subscription = engine.runes$(stream, { afterSeq }).subscribe({
         next: (rune) => {
-          const text = sseEventsOf(rune);
+          const text = sseEventsOf(rune, engine.machines);
           if (text !== '') this.write(res, text);
         },
         error: () => {

@@ -77,6 +77,8 @@ export interface Engine {
   readonly errors$: Observable<EngineError>;
   /** How many instances are in memory. */
   readonly size: number;
+  /** The machines this engine hosts, by id (its `machines` option). */
+  readonly machines: Readonly<Record<string, AnyMachine>>;
   /** Waits for pending appends, then closes the store. Later calls are refused with `closed`. */
   close(): Promise<void>;
 }
@@ -498,6 +500,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     get size() {
       return instances.size;
     },
+    machines,
     close: () => (closing ??= shutDown()),
   };
 }

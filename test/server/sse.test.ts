@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineMachine } from '../../src/index.js';
 import { fetchJson, SseClient, type SseBlock } from '../support/sse-client.js';
 import { startServer } from '../support/ws-client.js';
 
@@ -13,8 +15,8 @@ afterEach(async () => {
   cleanup = [];
 });
 
-async function server(options: Parameters<typeof startServer>[0] = {}) {
-  const h = await startServer(options);
+async function server(options: Parameters<typeof startServer>[0] = {}, engineOptions: Parameters<typeof startServer>[1] = {}) {
+  const h = await startServer(options, engineOptions);
   cleanup.push(h.stop);
   const open = async (stream: string, query = '', headers: Record<string, string> = {}) => {
     const sse = await SseClient.open(`${h.server.httpUrl}/streams/${encodeURIComponent(stream)}/events${query}`, headers);
@@ -57,6 +59,28 @@ describe('server: SSE', () => {
       { id: '2', event: 'state_changed', data: { from_state: 'pending_call', to_state: 'executing', reason: 'no_approval_needed' } },
       { id: '4', event: 'state_changed', data: { from_state: 'executing', to_state: 'completed_result', reason: 'tool.result' } },
       { id: '4', event: 'stopped', data: { reason: 'tool.result', partial_response: '' } },
+    ]);
+  });
+
+  it("knows a custom machine's terminal states from the engine that hosts it", async () => {
+    type Door = { value: 'open' | 'gone' };
+    const door = defineMachine<Door, { type: 'demolish' }>({
+      id: 'door',
+      states: ['open', 'gone'],
+      terminal: ['gone'],
+      events: ['demolish'],
+      schemas: { state: z.object({ value: z.enum(['open', 'gone']) }), event: z.object({ type: z.literal('demolish') }), input: z.void() },
+      initial: () => ({ value: 'open' }),
+      table: [{ from: 'open', on: 'demolish', to: 'gone' }],
+    });
+    const h = await server({}, { machines: { door } });
+    await h.engine.spawn('d1', 'door');
+    const sse = await h.open('d1', '?lastEventId=0');
+    await h.engine.dispatch('d1', { type: 'demolish' });
+    await sse.next((b) => isEvent(b) && b.event === 'stopped');
+    expect(sse.events.map(({ event, data }) => ({ event, data }))).toEqual([
+      { event: 'state_changed', data: { from_state: 'open', to_state: 'gone', reason: 'demolish' } },
+      { event: 'stopped', data: { reason: 'demolish', partial_response: '' } },
     ]);
   });
 

@@ -59,9 +59,16 @@ export function memoryStore(): RuneStore {
     async append(runes) {
       open();
       checkBatch(runes, (stream) => streams.get(stream)?.seq ?? 0);
+      // A stream's runes usually come in a run: only the first of a run is looked up.
+      let s!: MemoryStream;
+      let current: string | undefined;
       for (const rune of runes) {
-        let s = streams.get(rune.stream);
-        if (s === undefined) streams.set(rune.stream, (s = newStream(rune.machine)));
+        if (rune.stream !== current) {
+          current = rune.stream;
+          let found = streams.get(current);
+          if (found === undefined) streams.set(current, (found = newStream(rune.machine)));
+          s = found;
+        }
         s.events.push(rune.event);
         s.kinds.push(rune.kind);
         s.froms.push(rune.from);

@@ -122,10 +122,18 @@ export const headMatches = (head: StreamHead, query: HeadsQuery): boolean =>
  */
 export function checkBatch(runes: readonly Rune[], headOf: (stream: string) => number): Map<string, number> {
   const next = new Map<string, number>();
+  // A stream's runes usually come in a run: only the first of a run is looked up.
+  let stream: string | undefined;
+  let last = 0;
   for (const rune of runes) {
-    const last = next.get(rune.stream) ?? headOf(rune.stream);
+    if (rune.stream !== stream) {
+      if (stream !== undefined) next.set(stream, last);
+      stream = rune.stream;
+      last = next.get(stream) ?? headOf(stream);
+    }
     if (rune.seq !== last + 1) throw new StoreConflictError(rune.stream, last + 1, rune.seq);
-    next.set(rune.stream, rune.seq);
+    last = rune.seq;
   }
+  if (stream !== undefined) next.set(stream, last);
   return next;
 }

@@ -3,6 +3,7 @@ import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { Rune } from '../reducers/rune.js';
 import type { Epic, EpicCommand } from '../streams/epic.js';
 import { timerWheel } from '../streams/timer-wheel.js';
+import { storedHeads } from './stored-heads.js';
 import { INTERRUPTED_BY_RESTART } from './tool-call-recovery.js';
 
 /** Options of {@link chatActorLifecycle}, with their defaults. */
@@ -96,47 +97,26 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         clocks.dispose();
         heartbeats.dispose();
       };
-      // Streams heard live while the stored ones are listed: their live rune is newer than any head.
-      const heardLive = new Set<string>();
-      let resuming = true;
-      const subscription = runes$.pipe(filter((rune) => rune.machine === chatActor.id)).subscribe((rune) => {
-        if (resuming && !heardLive.has(rune.stream)) {
-          heardLive.add(rune.stream);
-          // A Ping to an actor that was running before this process started: its interaction died
-          // with the old process, and the listing will skip it as heard live. Pause it here.
-          if (rune.from === 'running' && rune.to === 'running' && rune.kind !== 'Shutdown') {
-            subscriber.next({ stream: rune.stream, event: { type: 'Pause', reason: INTERRUPTED_BY_RESTART } });
-          }
-        }
-        onRune(rune);
-      });
+      const actors$ = runes$.pipe(filter((rune) => rune.machine === chatActor.id));
+      const subscription = actors$.subscribe(onRune);
       // Durable clocks: an idle or paused actor in the store keeps its deadline across a restart
       // (its last rune's `at` plus the timeout), firing at once if that has passed.
-      if (!resume) {
-        resuming = false;
-        return () => {
-          subscription.unsubscribe();
-          stop();
-        };
+      if (resume) {
+        const interrupted = (stream: string): EpicCommand => ({ stream, event: { type: 'Pause', reason: INTERRUPTED_BY_RESTART } });
+        subscription.add(
+          storedHeads(actors$, context, { machine: chatActor.id, values: [...CLOCKED, 'running'] }, {
+            // A Ping to an actor that was running before this process started: its interaction died
+            // with the old process, and the listing skips it as heard live. Pause it here.
+            firstLive: (rune) => {
+              if (rune.from === 'running' && rune.to === 'running' && rune.kind !== 'Shutdown') subscriber.next(interrupted(rune.stream));
+            },
+          }).subscribe((head) => {
+            // Its interaction died with the process: pause it, so the user can resume it.
+            if (head.value === 'running') subscriber.next(interrupted(head.stream));
+            else clocks.set(head.stream, head.at + inactivityTimeoutMs);
+          }),
+        );
       }
-      subscription.add(
-        context.streams({ machine: chatActor.id, values: [...CLOCKED, 'running'] }).subscribe({
-          next: (head) => {
-            if (heardLive.has(head.stream)) return;
-            if (head.value === 'running') {
-              // Its interaction died with the process: pause it, so the user can resume it.
-              subscriber.next({ stream: head.stream, event: { type: 'Pause', reason: INTERRUPTED_BY_RESTART } });
-            } else {
-              clocks.set(head.stream, head.at + inactivityTimeoutMs);
-            }
-          },
-          error: (error: unknown) => subscriber.error(error),
-          complete: () => {
-            resuming = false;
-            heardLive.clear();
-          },
-        }),
-      );
       return () => {
         subscription.unsubscribe();
         stop();

@@ -1,7 +1,8 @@
-import { EMPTY, Observable, filter } from 'rxjs';
+import { EMPTY, Observable, filter, from, map, mergeMap, of } from 'rxjs';
 import { toolCall } from '../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../reducers/tool-call/schema.js';
 import type { Epic, EpicCommand } from '../streams/epic.js';
+import { storedHeads } from './stored-heads.js';
 
 /** The error a tool call interrupted by a restart ends with. */
 export const INTERRUPTED_BY_RESTART = 'interrupted by restart';
@@ -23,9 +24,9 @@ export interface ToolCallRecoveryOptions {
  * execution died with the process; whether to run it again is the caller's decision: calls for
  * which `rerun(call)` is true are left to whatever runs them again.
  *
- * It lists the stored calls once per engine, at its first subscription: if that listing fails the
- * failure is reported and the calls wait for the next start, rather than risk ending calls this
- * process is running. Exactly one result: the result is a dispatch like any other, so if the process dies before it is
+ * It lists the stored calls once per engine, at its first subscription ({@link storedHeads}: a
+ * listing that fails is tried again, and a call heard live meanwhile is decided from its own rune,
+ * so a call this process runs is never taken for a leftover). Exactly one result: the result is a dispatch like any other, so if the process dies before it is
  * durable the next start sends it again, and once it is durable the call is terminal and a second
  * one would be refused.
  *
@@ -54,55 +55,34 @@ export function toolCallRecovery(options: ToolCallRecoveryOptions = {}): Epic {
   return function toolCallRecovery(runes$, context) {
     if (listed) return EMPTY;
     listed = true;
+    const interrupt = (stream: string): EpicCommand => ({ stream, event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } });
+    /** Whether a call in memory is one that something runs again. */
+    const rerunsInMemory = (stream: string): boolean => {
+      const state = rerun === undefined ? undefined : context.state<ToolCallState>(stream);
+      return state !== undefined && reruns(state);
+    };
     return new Observable<EpicCommand>((subscriber) => {
-      const interrupt = (stream: string): void => subscriber.next({ stream, event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } });
-      /** Whether a call in memory is one that something runs again. */
-      const rerunsInMemory = (stream: string): boolean => {
-        const state = rerun === undefined ? undefined : context.state<ToolCallState>(stream);
-        return state !== undefined && reruns(state);
-      };
-      // A call heard live while the stored calls are listed is newer than the listing: one this
-      // process just started executing must not be taken for a leftover. Unless its first live rune
-      // shows it was executing already (a progress update): that execution predates this process
-      // (or is the re-run of a rerun-safe call, which is left alone).
-      const heardLive = new Set<string>();
-      const live = runes$.pipe(filter((rune) => rune.machine === toolCall.id && !heardLive.has(rune.stream))).subscribe((rune) => {
-        heardLive.add(rune.stream);
-        if (rune.from === 'executing' && rune.to === 'executing' && !rerunsInMemory(rune.stream)) interrupt(rune.stream);
-      });
-      // With `rerun`, each listed call's state is read to ask it: the epic completes after the last answer.
-      let reading = 0;
-      let listingDone = false;
-      const completeIfDone = (): void => {
-        if (!listingDone || reading > 0) return;
-        live.unsubscribe();
-        subscriber.complete();
-      };
-      const listing = context.streams({ machine: toolCall.id, values: ['executing'] }).subscribe({
-        next: (head) => {
-          if (heardLive.has(head.stream)) return;
-          if (rerun === undefined) return interrupt(head.stream);
-          reading++;
-          context.snapshot<ToolCallState>(head.stream).then(
-            (snapshot) => {
-              const state = snapshot?.state;
-              if (state?.value === 'executing' && !heardLive.has(head.stream) && !reruns(state)) interrupt(head.stream);
-              reading--;
-              completeIfDone();
-            },
-            (error: unknown) => subscriber.error(error),
-          );
+      const calls$ = runes$.pipe(filter((rune) => rune.machine === toolCall.id));
+      return storedHeads(calls$, context, { machine: toolCall.id, values: ['executing'] }, {
+        // A call heard live during the listing is newer than the listing: one this process just
+        // started executing is no leftover. Unless its first live rune shows it executing already (a
+        // progress update): that execution predates this process (or is a rerun-safe call's re-run).
+        firstLive: (rune) => {
+          if (rune.from === 'executing' && rune.to === 'executing' && !rerunsInMemory(rune.stream)) subscriber.next(interrupt(rune.stream));
         },
-        error: (error: unknown) => subscriber.error(error),
-        complete: () => {
-          listingDone = true;
-          completeIfDone();
-        },
-      });
-      return () => {
-        live.unsubscribe();
-        listing.unsubscribe();
-      };
+      })
+        .pipe(
+          // With `rerun`, each listed call's state is read to ask it.
+          mergeMap((head) =>
+            rerun === undefined
+              ? of(head.stream)
+              : from(context.snapshot<ToolCallState>(head.stream)).pipe(
+                  filter((snapshot) => snapshot?.state.value === 'executing' && !reruns(snapshot.state)),
+                  map(() => head.stream),
+                ),
+          ),
+        )
+        .subscribe({ next: (stream) => subscriber.next(interrupt(stream)), error: (error: unknown) => subscriber.error(error), complete: () => subscriber.complete() });
     });
   };
 }

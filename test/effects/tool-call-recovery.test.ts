@@ -39,8 +39,11 @@ describe('toolCallRecovery', () => {
 });
 
 describe('toolCallRecovery after a failure', () => {
-  it('does not take a call this process is running for a crash leftover when it is retried', async () => {
+  it('tries a failed listing again: the crash leftover is ended, a call this process runs is not', async () => {
     const inner = memoryStore();
+    const leftover = createEngine({ store: { ...inner, close: async () => {} } });
+    await leftover.spawn('call-0', 'tool-call', { callId: 'c0', toolName: 'shell', arguments: {} });
+    await leftover.dispatch('call-0', { type: 'no_approval_needed' }); // executing when that process died
     let listings = 0;
     const flaky = {
       ...inner,
@@ -54,13 +57,16 @@ describe('toolCallRecovery after a failure', () => {
     const engine = createEngine({ store: flaky, scheduler, epics: [toolCallRecovery()] });
     const reports: string[] = [];
     engine.errors$.subscribe((r) => reports.push(r.type));
-    await settle(); // the listing fails: reported, retried in a second
+    await settle(); // the listing fails: tried again in a second
     await engine.spawn('call-1', 'tool-call', { callId: 'c1', toolName: 'shell', arguments: {} });
     await engine.dispatch('call-1', { type: 'no_approval_needed' }); // executing, in this process
-    scheduler.flush(); // the retry: it must not list the stored calls again
-    expect(listings).toBe(1);
+    scheduler.flush(); // the second listing
+    await settle();
+    await settle();
+    expect(listings).toBe(2);
     await engine.close(); // lets anything dispatched meanwhile land
-    expect(reports).toEqual(['epic_failed']);
+    expect(reports).toEqual([]);
+    expect((await inner.read('call-0')).at(-1)).toMatchObject({ to: 'error_result', event: { error: INTERRUPTED_BY_RESTART } });
     expect((await inner.read('call-1')).at(-1)?.to).toBe('executing');
   });
 

@@ -9,6 +9,7 @@ import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/sche
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { TurnEngineEvent, TurnEngineState } from '../../reducers/turn-engine/schema.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import { storedHeads } from '../stored-heads.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { agentOfCall, agentOfTurn, agentStreams } from './streams.js';
 
@@ -124,8 +125,6 @@ export function agentTurns(): Epic {
   return function agentTurns(runes$, context) {
     const resume = !resumed;
     resumed = true;
-    const heardLive = new Set<string>();
-    let listing = resume;
     // The rounds this epic has finished: the restart listing and a live result may both find a
     // round done, and the model must get its results once.
     const finished = new Set<string>();
@@ -144,7 +143,6 @@ export function agentTurns(): Epic {
       }
       const agent = rune.machine === turnEngine.id ? agentOfTurn(rune.stream) : undefined;
       if (agent === undefined) return EMPTY;
-      if (listing) heardLive.add(rune.stream);
       const event = rune.event as TurnEngineEvent | { type: 'spawn' };
       if (event.type === 'spawn') return from(created(agent));
       if (event.type === 'start_turn') return defer(() => started(agent, rune, context)).pipe(mergeMap((commands) => commands));
@@ -162,7 +160,7 @@ export function agentTurns(): Epic {
     /** What a stored turn still needs, after a restart. */
     const resumeTurn = async (stream: string, value: string | undefined): Promise<EpicCommand[]> => {
       const agent = agentOfTurn(stream);
-      if (agent === undefined || heardLive.has(stream)) return [];
+      if (agent === undefined) return [];
       if (value === 'streaming') return [{ stream, event: { type: 'interrupt', reason: INTERRUPTED_BY_RESTART } }];
       if (value === 'tool_executing') {
         return [...callsOf(agent, await latestRound(stream, context)), ...(await finishRound(agent))];
@@ -184,17 +182,10 @@ export function agentTurns(): Epic {
       mergeMap((group$) => group$.pipe(concatMap(onRune))),
     );
     if (!resume) return live$;
-    const stored$ = context.streams({ machine: turnEngine.id, values: ['streaming', 'tool_executing', 'completed', 'interrupted', 'error'] }).pipe(
+    const turns$ = runes$.pipe(filter((rune) => rune.machine === turnEngine.id));
+    const stored$ = storedHeads(turns$, context, { machine: turnEngine.id, values: ['streaming', 'tool_executing', 'completed', 'interrupted', 'error'] }).pipe(
       concatMap((head) => from(resumeTurn(head.stream, head.value)).pipe(mergeMap((commands) => commands))),
     );
-    return merge(live$, new Observable<EpicCommand>((subscriber) => stored$.subscribe({
-      next: (command) => subscriber.next(command),
-      error: (error: unknown) => subscriber.error(error),
-      complete: () => {
-        listing = false;
-        heardLive.clear();
-        subscriber.complete();
-      },
-    })));
+    return merge(live$, stored$);
   };
 }

@@ -1,4 +1,4 @@
-import { Observable, lastValueFrom, toArray } from 'rxjs';
+import { Observable, filter, lastValueFrom, toArray } from 'rxjs';
 import { circuitBreaker } from '../../reducers/circuit-breaker/machine.js';
 import type { CircuitBreakerState } from '../../reducers/circuit-breaker/schema.js';
 import type { Rune } from '../../reducers/rune.js';
@@ -6,6 +6,7 @@ import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { timerWheel } from '../../streams/timer-wheel.js';
 import type { Provider } from './model-types.js';
 import { providerBreakerStream, type ProviderChain } from './provider-chain.js';
+import { storedHeads } from '../stored-heads.js';
 
 /** Options of {@link providerBreakers}, with their defaults. A {@link ProviderChain} is one too. */
 export interface ProviderBreakersOptions {
@@ -150,12 +151,9 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
       // Durable clocks: every OPEN breaker in the store, at its original deadline. A breaker heard
       // live meanwhile is left to its live rune.
       subscription.add(
-        context.streams({ machine: circuitBreaker.id, values: ['OPEN'] }).subscribe({
-          next: (head) => {
-            if (!inScope(head) || generations.has(head.stream) || clocks.get(head.stream) !== undefined) return;
-            recover(head.stream, head.seq, head.at);
-          },
-          error: fail,
+        storedHeads(runes$.pipe(filter((rune: Rune) => inScope(rune))), context, { machine: circuitBreaker.id, values: ['OPEN'] }).subscribe((head) => {
+          if (!inScope(head) || generations.has(head.stream) || clocks.get(head.stream) !== undefined) return;
+          recover(head.stream, head.seq, head.at);
         }),
       );
       return () => {

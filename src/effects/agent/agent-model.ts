@@ -1,4 +1,4 @@
-import { Observable, catchError, defer, filter, from, groupBy, lastValueFrom, mergeMap, of, switchMap, takeUntil, toArray } from 'rxjs';
+import { Observable, catchError, defer, filter, forkJoin, from, groupBy, map, mergeMap, of, switchMap, takeUntil, toArray } from 'rxjs';
 import type { Rune } from '../../reducers/rune.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
@@ -23,21 +23,31 @@ export interface AgentModelOptions {
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
-/** The model request of a turn stream: its whole conversation, from its runes and its calls' states. */
-async function requestOf(stream: string, context: EpicContext, options: AgentModelOptions): Promise<{ request: ModelRequest; usedCallIds: Set<string> }> {
-  const runes = await lastValueFrom(context.read(stream).pipe(toArray()));
+/**
+ * The model request of a turn stream: its whole conversation, from its runes and its calls'
+ * states. An Observable all the way: with a context that answers at once (a test's), the model is
+ * called in the same frame as the rune that asked for it.
+ */
+function requestOf(stream: string, context: EpicContext, options: AgentModelOptions): Observable<{ request: ModelRequest; usedCallIds: Set<string> }> {
   const agent = agentOfTurn(stream)!;
-  const callIds = runes.flatMap((rune) => {
-    const event = rune.event as TurnEngineEvent;
-    return event.type === 'tool_calls_received' ? event.callIds : [];
-  });
-  const calls = new Map<string, ToolCallState>();
-  for (const callId of callIds) {
-    const call = await context.snapshot<ToolCallState>(agentStreams(agent).call(callId));
-    if (call !== undefined) calls.set(callId, call.state);
-  }
-  const request = { ...(options.system === undefined ? {} : { system: options.system }), messages: transcriptOf(runes, calls), tools: options.tools ?? {} };
-  return { request, usedCallIds: new Set(callIds) };
+  return context.read(stream).pipe(
+    toArray(),
+    switchMap((runes) => {
+      const callIds = runes.flatMap((rune) => {
+        const event = rune.event as TurnEngineEvent;
+        return event.type === 'tool_calls_received' ? event.callIds : [];
+      });
+      const states$ = callIds.length === 0 ? of([]) : forkJoin(callIds.map((callId) => from(context.snapshot<ToolCallState>(agentStreams(agent).call(callId)))));
+      return states$.pipe(
+        map((snapshots) => {
+          const calls = new Map<string, ToolCallState>();
+          for (const [i, call] of snapshots.entries()) if (call !== undefined) calls.set(callIds[i]!, call.state);
+          const request = { ...(options.system === undefined ? {} : { system: options.system }), messages: transcriptOf(runes, calls), tools: options.tools ?? {} };
+          return { request, usedCallIds: new Set(callIds) };
+        }),
+      );
+    }),
+  );
 }
 
 /**
@@ -57,7 +67,7 @@ function uniqueCallId(id: string, used: Set<string>): string {
  * failed call `stream_error`. Commands the call makes of its own (its breakers) pass through.
  */
 function respond(stream: string, context: EpicContext, options: AgentModelOptions): Observable<EpicCommand> {
-  return defer(() => from(requestOf(stream, context, options))).pipe(
+  return defer(() => requestOf(stream, context, options)).pipe(
     switchMap(({ request, usedCallIds }) => {
       const asked: ToolCallInput[] = [];
       let usage: Record<string, number> | undefined;

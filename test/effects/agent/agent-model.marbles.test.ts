@@ -10,11 +10,11 @@ import { epicContext } from '../../support/epic-context.js';
  * The `agentModel` epic alone: a hot observable of runes in, commands out; the model caller
  * returns cold observables; no engine, no store.
  *
- * Why not `testScheduler.run`: the epic builds each model request with `await` (the turn's runes
- * from `context.read`, its calls' states from `context.snapshot`), so the model is called a few
- * microtasks after the rune that asked for it, and `run()` flushes the whole diagram
- * synchronously before any microtask runs: the model would never be called within virtual time.
- * So {@link marbleTest} plays the diagrams one frame at a time and lets the pending promises
+ * The request is built from `context.read` (an Observable) and, for the calls of earlier tool
+ * rounds, `context.snapshot` (a Promise). Without such calls the epic runs under
+ * `testScheduler.run` (the last test). With them, the model is called a few microtasks after the
+ * rune that asked for it, and `run()` flushes the whole diagram synchronously before any microtask
+ * runs. So {@link marbleTest} plays the diagrams one frame at a time and lets the pending promises
  * settle between frames: a call the rune at frame F asked for is subscribed at frame F, which is
  * what the subscription windows below say. Frames are the classic ones: each character is 10.
  */
@@ -258,4 +258,19 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
         { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'clock', output: { type: 'json', value: '12:00' } }] },
       ]);
     }));
+
+  it('under TestScheduler.run: the call a rune asks for is subscribed in that frame, and ends with the answer', () => {
+    const scheduler = new TestScheduler((actual, expected) => expect(actual).toStrictEqual(expected));
+    scheduler.run(({ hot, cold, expectObservable, expectSubscriptions }) => {
+      const start: Rune = { stream: 'a1/turn', seq: 2, machine: 'turn-engine', kind: 'turn.started', event: { type: 'start_turn', input: 'hi' }, from: 'idle', to: 'streaming', at: 0 };
+      const runes = hot<Rune>('-s', { s: start });
+      const llm = cold<ChainOutput>('-a-(f|)', { a: { type: 'part', part: { type: 'text-delta', text: 'Hi' } }, f: { type: 'part', part: { type: 'finish', finishReason: 'stop' } } });
+      const context = epicContext(scheduler, { read: () => of(start) });
+      expectObservable(agentModel({ call: () => llm })(runes, context, undefined)).toBe('--a-d', {
+        a: { stream: 'a1/turn', event: { type: 'assistant_delta', content: 'Hi' } },
+        d: { stream: 'a1/turn', event: { type: 'response_done' } },
+      });
+      expectSubscriptions(llm.subscriptions).toBe('-^--!');
+    });
+  });
 });

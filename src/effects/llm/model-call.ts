@@ -1,5 +1,6 @@
 import { dynamicTool, jsonSchema, streamText, type LanguageModel, type LanguageModelUsage, type TextStreamPart, type ToolSet } from 'ai';
-import { Observable, asyncScheduler, throwError, timeout, type SchedulerLike } from 'rxjs';
+import { Observable, asyncScheduler, type SchedulerLike } from 'rxjs';
+import { idleTimeout } from './idle-timeout.js';
 import type { ModelPart, ModelRequest, ToolSpec } from './model-types.js';
 
 /** Options of {@link modelCall$}, with their defaults. */
@@ -131,7 +132,7 @@ export function modelCall$(model: LanguageModel, request: ModelRequest, options:
   const timed$ =
     timeoutMs === Infinity
       ? sdkParts$
-      : sdkParts$.pipe(timeout({ each: timeoutMs, scheduler, with: () => throwError(() => new ModelCallTimeoutError(name, timeoutMs)) }));
+      : sdkParts$.pipe(idleTimeout(timeoutMs, scheduler, () => new ModelCallTimeoutError(name, timeoutMs)));
 
   return new Observable<ModelPart>((subscriber) =>
     timed$.subscribe({

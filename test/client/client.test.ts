@@ -1,20 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { chatActor } from '../../src/reducers/chat-actor/index.js';
 import { ClientError } from '../../src/server/client/index.js';
-import { answerSubscribe, collect, counterRune, setup, valueWhere } from './fixtures.js';
+import { answerSubscribe, collect, counterRune, refuseReconnects, setupPerTest, valueWhere } from './fixtures.js';
 
 // Real sockets to a scripted server on 127.0.0.1; every wait is for an event, never for time.
 describe('client: connect, subscribe, fold, request', { timeout: 10_000 }, () => {
-  let teardown: (() => Promise<void>) | undefined;
-  afterEach(async () => {
-    await teardown?.();
-    teardown = undefined;
-  });
-  const start = async (options?: Parameters<typeof setup>[0]) => {
-    const env = await setup(options);
-    teardown = env.teardown;
-    return env;
-  };
+  const start = setupPerTest();
 
   it('connects lazily, on the first subscription, and subscribes the stream without afterSeq', async () => {
     const { client, server, sockets } = await start();

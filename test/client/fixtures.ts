@@ -1,3 +1,4 @@
+import { afterEach } from 'vitest';
 import { VirtualTimeScheduler, filter, firstValueFrom, type Observable, type SchedulerLike } from 'rxjs';
 import { WebSocket } from 'ws';
 import { z } from 'zod';
@@ -104,6 +105,37 @@ export async function setup(options: Partial<ClientOptions> = {}): Promise<{
       await server.close();
     },
   };
+}
+
+/**
+ * `setup` for the tests of one `describe`: each test's client and server are torn down after it.
+ * Call it in the `describe` body.
+ */
+export function setupPerTest(): (options?: Partial<ClientOptions>) => ReturnType<typeof setup> {
+  let teardown: (() => Promise<void>) | undefined;
+  afterEach(async () => {
+    await teardown?.();
+    teardown = undefined;
+  });
+  return async (options) => {
+    const env = await setup(options);
+    teardown = env.teardown;
+    return env;
+  };
+}
+
+/**
+ * Drops the client's socket and refuses its handshakes (401), so it backs off `failures` times:
+ * after each backoff (flushed here) it reconnects, is refused, and is RECONNECTING again.
+ */
+export async function refuseReconnects(env: Awaited<ReturnType<typeof setup>>, peer: ScriptedPeer, failures: number): Promise<void> {
+  env.server.refuse = true;
+  peer.drop();
+  await valueWhere(env.client.connectionState$, (s) => s === 'RECONNECTING');
+  for (let attempt = 2; attempt <= failures; attempt++) {
+    env.time.flush();
+    await valueWhere(env.client.connectionState$, (s) => s === 'RECONNECTING');
+  }
 }
 
 /** Subscribes `stream` and answers the client's subscribe with a snapshot at `seq`. */

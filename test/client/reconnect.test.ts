@@ -1,20 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ClientError } from '../../src/server/client/index.js';
-import { answerSubscribe, collect, counterRune, setup, valueWhere } from './fixtures.js';
+import { answerSubscribe, collect, counterRune, refuseReconnects, setupPerTest, valueWhere } from './fixtures.js';
 
 // The backoff timers run on a virtual-time scheduler with random() = 0.5, so each delay is half
 // its exponential cap: 250, 500, 1000, ... ms with the default baseMs 500. Sockets are real.
 describe('client: reconnect and resume', { timeout: 10_000 }, () => {
-  let teardown: (() => Promise<void>) | undefined;
-  afterEach(async () => {
-    await teardown?.();
-    teardown = undefined;
-  });
-  const start = async (options?: Parameters<typeof setup>[0]) => {
-    const env = await setup(options);
-    teardown = env.teardown;
-    return env;
-  };
+  const start = setupPerTest();
 
   it('a dropped socket: DISCONNECTED, RECONNECTING, a reconnect after the backoff, then resubscribe after the last seq seen', async () => {
     const { client, server, time, sockets } = await start();
@@ -63,19 +54,13 @@ describe('client: reconnect and resume', { timeout: 10_000 }, () => {
   });
 
   it('failed reconnects back off exponentially with full jitter; a handshake resets the attempt', async () => {
-    const { client, server, time } = await start();
+    const env = await start();
+    const { client, server, time } = env;
     const errors = collect(client.errors$);
     client.state$('c-1').subscribe();
     const first = await server.nextPeer();
     await first.next();
-
-    server.refuse = true;
-    first.drop();
-    await valueWhere(client.connectionState$, (s) => s === 'RECONNECTING');
-    for (let attempt = 2; attempt <= 4; attempt++) {
-      time.flush(); // reconnects; the server refuses the handshake with 401
-      await valueWhere(client.connectionState$, (s) => s === 'RECONNECTING');
-    }
+    await refuseReconnects(env, first, 4); // each reconnect is refused with 401
     expect(time.delays).toEqual([250, 500, 1000, 2000]);
     expect(server.attempts).toBe(4);
     expect(errors.values.at(-1)).toMatchObject({ code: 'connection_lost', message: expect.stringContaining('401') });
@@ -90,18 +75,12 @@ describe('client: reconnect and resume', { timeout: 10_000 }, () => {
   });
 
   it('the backoff is capped at maxMs', async () => {
-    const { client, server, time } = await start({ backoff: { baseMs: 100, maxMs: 300 }, random: () => 1 });
-    client.state$('c-1').subscribe();
-    const first = await server.nextPeer();
+    const env = await start({ backoff: { baseMs: 100, maxMs: 300 }, random: () => 1 });
+    env.client.state$('c-1').subscribe();
+    const first = await env.server.nextPeer();
     await first.next();
-    server.refuse = true;
-    first.drop();
-    await valueWhere(client.connectionState$, (s) => s === 'RECONNECTING');
-    for (let attempt = 2; attempt <= 4; attempt++) {
-      time.flush();
-      await valueWhere(client.connectionState$, (s) => s === 'RECONNECTING');
-    }
-    expect(time.delays).toEqual([100, 200, 300, 300]);
+    await refuseReconnects(env, first, 4);
+    expect(env.time.delays).toEqual([100, 200, 300, 300]);
   });
 
   it('a request in flight when the socket drops rejects with connection_lost and is not sent again', async () => {

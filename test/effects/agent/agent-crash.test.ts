@@ -95,14 +95,19 @@ function slow(rerunSafe: boolean) {
   return { tool, runs: () => runs };
 }
 
+/** Runs the worker on `path` and kills it with SIGKILL once its call is executing; checks it got that far cleanly. */
+async function crashWhileExecuting(path: string, mode: 'interrupt' | 'rerun'): Promise<void> {
+  const run = await runAndKill(path, mode);
+  expect(run.signal).toBe('SIGKILL');
+  expect(run.stderr).not.toContain('agent-crash-worker:'); // it found nothing wrong before it died
+  expect(run.line).toBe(`executing ${agentStreams('a1').call('s1')} 2`);
+}
+
 describe('agent crash: the process dies with SIGKILL while a tool call is executing', () => {
   it('a tool that is not rerunSafe: the call ends "interrupted by restart", once, and the turn goes on to the answer', async () => {
     const path = join(dir, 'interrupt.db');
     const a = agentStreams('a1');
-    const run = await runAndKill(path, 'interrupt');
-    expect(run.signal).toBe('SIGKILL');
-    expect(run.stderr).not.toContain('agent-crash-worker:'); // it found nothing wrong before it died
-    expect(run.line).toBe(`executing ${a.call('s1')} 2`);
+    await crashWhileExecuting(path, 'interrupt');
 
     const tool = slow(false);
     const { before, after, model, errors, runesOf } = await restart(path, tool.tool);
@@ -149,10 +154,7 @@ describe('agent crash: the process dies with SIGKILL while a tool call is execut
   it('a rerunSafe tool: the call runs again after the restart and succeeds, with exactly one result', async () => {
     const path = join(dir, 'rerun.db');
     const a = agentStreams('a1');
-    const run = await runAndKill(path, 'rerun');
-    expect(run.signal).toBe('SIGKILL');
-    expect(run.stderr).not.toContain('agent-crash-worker:'); // it found nothing wrong before it died
-    expect(run.line).toBe(`executing ${a.call('s1')} 2`);
+    await crashWhileExecuting(path, 'rerun');
 
     const tool = slow(true);
     const { before, after, model, errors, runesOf } = await restart(path, tool.tool);

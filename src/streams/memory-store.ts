@@ -1,5 +1,5 @@
 import type { Rune } from '../reducers/rune.js';
-import { StoreError, checkBatch, headMatches, prunePastSnapshot, storeClosed, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+import { StoreError, checkBatch, headMatches, prunePastSnapshot, openState, type RuneStore, type Snapshot, type StreamHead } from './store.js';
 
 /**
  * A stream's runes, column by column. Rune objects are rebuilt on read: a log kept as millions
@@ -50,10 +50,7 @@ const headOf = (stream: string, s: MemoryStream): StreamHead =>
  */
 export function memoryStore(): RuneStore {
   const streams = new Map<string, MemoryStream>();
-  let closed = false;
-  const open = (): void => {
-    if (closed) throw storeClosed();
-  };
+  const { open, close } = openState();
 
   return {
     async append(runes) {
@@ -131,7 +128,7 @@ export function memoryStore(): RuneStore {
       return count;
     },
     async close() {
-      closed = true;
+      close();
     },
   };
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, copyFileSync, linkSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Rune } from '../reducers/rune.js';
-import { StoreError, checkBatch, headMatches, prunePastSnapshot, storeClosed, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+import { StoreError, checkBatch, headMatches, prunePastSnapshot, openState, type RuneStore, type Snapshot, type StreamHead } from './store.js';
 
 /** Options of {@link sqliteStore}. Each is checked when the store opens. */
 export interface SqliteStoreOptions {
@@ -400,10 +400,7 @@ function openStore(db: Database.Database): RuneStore {
     return deleteRunes.run(stream, throughSeq).changes;
   });
 
-  let closed = false;
-  const open = (): void => {
-    if (closed) throw storeClosed();
-  };
+  const { open, close } = openState();
 
   return {
     async append(runes) {
@@ -462,9 +459,7 @@ function openStore(db: Database.Database): RuneStore {
       return prune.immediate(stream, throughSeq);
     },
     async close() {
-      if (closed) return;
-      closed = true;
-      db.close();
+      if (close()) db.close();
     },
   };
 }

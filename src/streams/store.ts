@@ -103,8 +103,23 @@ export class StoreConflictError extends StoreError {
   }
 }
 
-/** The error of any call to a closed store. */
-export const storeClosed = (): StoreError => new StoreError('closed', 'the store is closed');
+/**
+ * A store's open/closed state, shared by every store: `open()` throws a {@link StoreError} `closed`
+ * once `close()` was called; `close()` says whether this call is the one that closed it.
+ */
+export function openState(): { open(): void; close(): boolean } {
+  let closed = false;
+  return {
+    open() {
+      if (closed) throw new StoreError('closed', 'the store is closed');
+    },
+    close() {
+      const first = !closed;
+      closed = true;
+      return first;
+    },
+  };
+}
 
 /** The error of a prune that would drop runes no snapshot covers. */
 export const prunePastSnapshot = (stream: string, throughSeq: number, covered: number): StoreError =>

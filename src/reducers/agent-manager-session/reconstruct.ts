@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { describeIssues } from '../validate.js';
 import { agentManagerSession } from './machine.js';
-import type { AgentManagerSessionInput, AgentManagerSessionState, AgentManagerSessionStateName } from './schema.js';
+import type { AgentManagerSessionEvent, AgentManagerSessionInput, AgentManagerSessionState, AgentManagerSessionStateName } from './schema.js';
 
 /** What is persisted about a session (seed 001 "State Persistence"). */
 export const AgentManagerPersistedSession = z.object({
@@ -14,21 +14,17 @@ export const AgentManagerPersistedSession = z.object({
 });
 export type AgentManagerPersistedSession = z.infer<typeof AgentManagerPersistedSession>;
 
-/** The state a running session is in after its last complete ask. Other asks leave it working. */
-const stateAfterAsk = new Map<string, AgentManagerSessionStateName>([
-  ['tool', 'waiting_approval'],
-  ['command', 'waiting_approval'],
-  ['browser_action_launch', 'waiting_approval'],
-  ['use_mcp_server', 'waiting_approval'],
-  ['followup', 'waiting_input'],
-  ['completion_result', 'completed'],
-  ['api_req_failed', 'error'],
-  ['mistake_limit_reached', 'error'],
-  ['invalid_model', 'error'],
-  ['payment_required_prompt', 'error'],
-  ['resume_task', 'paused'],
-  ['resume_completed_task', 'paused'],
-]);
+/**
+ * The state a running session is in after its last complete ask, as the machine's own table has
+ * it (a complete `ask:<type>` while streaming); undefined for asks that leave it working.
+ */
+function stateAfterAsk(lastAsk: string): AgentManagerSessionStateName | undefined {
+  const type = `ask:${lastAsk}`;
+  if (!agentManagerSession.events.includes(type)) return undefined;
+  const streaming: AgentManagerSessionState = { ...agentManagerSession.initial(), value: 'streaming', sessionCreated: true, apiReqStarted: true };
+  const next = agentManagerSession.transition(streaming, { type } as AgentManagerSessionEvent);
+  return next.value === 'streaming' ? undefined : next.value;
+}
 
 function stateName({ status, lastAsk, processRunning }: AgentManagerPersistedSession): AgentManagerSessionStateName {
   switch (status) {
@@ -41,7 +37,7 @@ function stateName({ status, lastAsk, processRunning }: AgentManagerPersistedSes
       return lastAsk === 'resume_completed_task' ? 'paused' : 'completed';
     case 'running':
       // A running task whose process is gone was interrupted: it can be resumed.
-      return stateAfterAsk.get(lastAsk ?? '') ?? (processRunning ? 'streaming' : 'paused');
+      return (lastAsk === undefined ? undefined : stateAfterAsk(lastAsk)) ?? (processRunning ? 'streaming' : 'paused');
   }
 }
 

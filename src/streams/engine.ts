@@ -1,9 +1,10 @@
-import { Observable, Subject, asyncScheduler, from, type Observer, type SchedulerLike, type Subscription } from 'rxjs';
+import { Observable, Subject, asyncScheduler, from, type SchedulerLike, type Subscription } from 'rxjs';
 import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine.js';
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, validateEvent } from '../reducers/validate.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
+import { KeyedListeners } from './keyed-listeners.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
 import type { RuneStore, Snapshot } from './store.js';
@@ -127,17 +128,25 @@ class UnknownMachineError extends Error {
   }
 }
 
-/** The next turn of the event loop (Node's `setImmediate`); a microtask where there is none. */
-const nextTurn = (): Promise<void> =>
-  typeof setImmediate === 'function' ? new Promise((resolve) => setImmediate(resolve)) : Promise.resolve();
+/** Calls `fn` on the next turn of the event loop: Node's `setImmediate`, a timer where there is none. */
+const onNextTurn: (fn: () => void) => void = typeof setImmediate === 'function' ? (fn) => setImmediate(fn) : (fn) => setTimeout(fn, 0);
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => onNextTurn(resolve));
+
+/**
+ * How many dispatches a store with `appendSync` commits at once in one turn of the event loop; the
+ * rest of the turn's dispatches wait for the next turn, as with any store.
+ */
+const MAX_BURST = 10_000;
 
 /**
  * Creates an engine: keyed machine instances folded by their pure transitions, every accepted
  * event appended as a rune to a durable store, state and runes multicast to subscribers.
  *
  * 1. `dispatch` validates the event with the machine's zod schema, applies the transition, and
- *    queues the rune. Dispatches that arrive in the same tick are appended in one batch; each
- *    resolves only once its batch is durable. A rejection appends nothing and says why.
+ *    commits the rune; it resolves only once the rune is durable. A store that does I/O gets the
+ *    dispatches of one turn in one batch; the memory store (`appendSync`) takes each at once. A
+ *    rejection appends nothing and says why.
  * 2. Subscribers see only durable states and runes: `state$` and `runes$` publish after the commit.
  * 3. An instance not in memory is hydrated from the store on its next dispatch or subscription:
  *    from its newest snapshot, then folding the runes after it. An instance that reaches a
@@ -174,21 +183,54 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const instances = new Map<string, Instance>();
   /** Hydrations and spawns in progress, so two callers never build the same instance twice. */
   const loading = new Map<string, Promise<Instance | undefined>>();
-  const liveStates = new Map<string, Subject<PendingRune>>();
+  /** Per stream, the instance at each durable rune: its listeners read its durable state and seq. */
+  const liveStates = new KeyedListeners<Instance>();
   const errors = new Subject<EngineError>();
-  const liveRunes = new Map<string, Subject<Rune>>();
+  const liveRunes = new KeyedListeners<Rune>();
   const allRunes = new Subject<Rune>();
   let pending: PendingRune[] = [];
   let flushing: Promise<void> | undefined;
+  const snapshotsDue: DueSnapshot[] = [];
+  let savingSnapshots: Promise<void> | undefined;
   let closed = false;
 
-  // --- the write path: batch, append, then publish ---------------------------------------------
+  // --- the write path: append, then publish ----------------------------------------------------
 
-  const enqueue = (instance: Instance, rune: Rune, state: unknown): Promise<DispatchResult> =>
-    new Promise((resolve, reject) => {
-      pending.push({ instance, rune, state, resolve, reject });
-      if (flushing === undefined) flushing = flushSoon();
-    });
+  const appendSync = store.appendSync?.bind(store);
+  /** Runes committed at once in this turn of the event loop. */
+  let burst = 0;
+  /** Whether subscribers are being called: a dispatch from inside one waits for the next batch. */
+  let publishing = false;
+
+  /**
+   * Commits an accepted rune. A store with `appendSync` (nothing to wait for) takes it at once, and
+   * it is published before `dispatch` returns. Otherwise it joins the next batch: with a store
+   * that does I/O; behind a rune of its stream still in a batch; when dispatched from inside a
+   * subscriber (an epic that answers its own runes goes round once a turn, not in a loop that
+   * never yields); and after {@link MAX_BURST} at-once commits in one turn (a caller that
+   * dispatches again whenever a dispatch resolves must not starve timers and I/O).
+   */
+  const enqueue = (instance: Instance, rune: Rune, state: unknown): Promise<DispatchResult> => {
+    if (appendSync === undefined || publishing || instance.durableSeq !== rune.seq - 1 || burst >= MAX_BURST) {
+      return new Promise((resolve, reject) => {
+        pending.push({ instance, rune, state, resolve, reject });
+        if (flushing === undefined) flushing = flushSoon();
+      });
+    }
+    if (burst++ === 0) onNextTurn(endBurst);
+    try {
+      appendSync(rune);
+    } catch (error) {
+      forget(instance.stream);
+      return Promise.reject(error);
+    }
+    publish(instance, rune, state);
+    if (snapshotsDue.length > 0) void saveSnapshotsSoon();
+    return Promise.resolve({ accepted: true, rune });
+  };
+  const endBurst = (): void => {
+    burst = 0;
+  };
 
   /** Appends batches until none is pending: one append in flight at a time keeps each stream in order. */
   const flushSoon = async (): Promise<void> => {
@@ -206,51 +248,74 @@ export function createEngine(options: EngineOptions = {}): Engine {
           fail(batch, error);
           continue;
         }
-        const snapshots: DueSnapshot[] = [];
-        for (const p of batch) publish(p, snapshots);
-        for (const p of batch) {
-          const { instance } = p;
-          if (instance.releasing && instance.durableSeq === instance.seq && instances.get(instance.stream) === instance) {
-            instances.delete(instance.stream);
-          }
-          p.resolve({ accepted: true, rune: p.rune });
-        }
-        await saveSnapshots(snapshots);
+        for (const p of batch) publish(p.instance, p.rune, p.state);
+        for (const p of batch) p.resolve({ accepted: true, rune: p.rune });
+        await saveSnapshotsSoon();
       } while (pending.length > 0);
     } finally {
       flushing = undefined;
     }
   };
 
+  /** Drops a stream's instance whose runes the store refused: the next use hydrates what it really holds. */
+  const forget = (stream: string): void => {
+    instances.delete(stream);
+  };
+
   /**
    * A batch the store refused: nothing of it is durable, so its dispatches fail, and so do the
-   * queued ones of the same streams (built on it). Those instances leave memory: the next use
-   * hydrates them from what the store really holds.
+   * queued ones of the same streams (built on it). Those instances leave memory.
    */
   const fail = (batch: readonly PendingRune[], error: unknown): void => {
     const streams = new Set(batch.map((p) => p.rune.stream));
     const dependent = pending.filter((p) => streams.has(p.rune.stream));
     pending = pending.filter((p) => !streams.has(p.rune.stream));
-    for (const stream of streams) instances.delete(stream);
+    for (const stream of streams) forget(stream);
     for (const p of [...batch, ...dependent]) p.reject(error);
   };
 
-  /** Makes one durable rune visible: the instance's durable state, subscribers, a snapshot if due. */
-  const publish = (published: PendingRune, snapshotsDue: DueSnapshot[]): void => {
-    const { instance, rune, state } = published;
+  /** Makes one durable rune visible. */
+  const publish = (instance: Instance, rune: Rune, state: unknown): void => {
+    publishing = true;
+    try {
+      publishNow(instance, rune, state);
+    } finally {
+      publishing = false;
+    }
+  };
+
+  /** One durable rune: the instance's durable state, a snapshot if due, subscribers, release. */
+  const publishNow = (instance: Instance, rune: Rune, state: unknown): void => {
     instance.durableState = state;
     instance.durableSeq = rune.seq;
-    if (snapshotEvery > 0 && ++instance.sinceSnapshot >= snapshotEvery && instances.get(instance.stream) === instance) {
+    const current = instances.get(instance.stream) === instance;
+    if (snapshotEvery > 0 && ++instance.sinceSnapshot >= snapshotEvery && current) {
       instance.sinceSnapshot = 0;
       snapshotsDue.push({ snapshot: { stream: instance.stream, seq: rune.seq, state }, machine: instance.machine.id });
     }
+    // The hot path: no wrapper object per state, and no subject call nobody hears.
+    liveStates.next(rune.stream, instance);
+    liveRunes.next(rune.stream, rune);
+    if (allRunes.observed) allRunes.next(rune);
     // A terminal state accepts no event: keeping the instance would only hold memory. Its state
     // stays in the log, where a later subscriber hydrates it from.
     if (rune.to !== undefined && instance.machine.terminal.length > 0 && instance.machine.terminal.includes(rune.to)) instance.releasing = true;
-    // The hot path: no wrapper object per state, and no subject call nobody hears.
-    liveStates.get(rune.stream)?.next(published);
-    liveRunes.get(rune.stream)?.next(rune);
-    if (allRunes.observed) allRunes.next(rune);
+    if (instance.releasing && instance.durableSeq === instance.seq && current) instances.delete(instance.stream);
+  };
+
+  /** Saves the due snapshots, one save at a time; resolves once none is due. */
+  const saveSnapshotsSoon = (): Promise<void> => {
+    if (savingSnapshots === undefined && snapshotsDue.length > 0) savingSnapshots = drainSnapshots();
+    return savingSnapshots ?? Promise.resolve();
+  };
+
+  const drainSnapshots = async (): Promise<void> => {
+    try {
+      do await saveSnapshots(snapshotsDue.splice(0));
+      while (snapshotsDue.length > 0);
+    } finally {
+      savingSnapshots = undefined;
+    }
   };
 
   const saveSnapshots = async (due: readonly DueSnapshot[]): Promise<void> => {
@@ -384,17 +449,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   // --- reading: state$ and runes$ ---------------------------------------------------------------
 
-  /** The subject of a stream's live values, created on first subscriber and dropped after the last. */
-  const live = <T>(map: Map<string, Subject<T>>, stream: string, subscriber: Partial<Observer<T>> | ((value: T) => void)): (() => void) => {
-    let subject = map.get(stream);
-    if (subject === undefined) map.set(stream, (subject = new Subject<T>()));
-    const subscription = subject.subscribe(subscriber);
-    return () => {
-      subscription.unsubscribe();
-      if (!subject.observed && map.get(stream) === subject) map.delete(stream);
-    };
-  };
-
   const state$ = <S>(stream: string): Observable<S> =>
     new Observable<S>((subscriber) => {
       // The seq of the last state emitted: each durable state is emitted once, in order.
@@ -405,14 +459,18 @@ export function createEngine(options: EngineOptions = {}): Engine {
         subscriber.next(state as S);
       };
       // Subscribed before loading, so a state published meanwhile is not missed.
-      const stop = live(liveStates, stream, ({ rune, state }) => emit(rune.seq, state));
-      Promise.resolve(load(stream)).then(
-        (loaded) => {
-          if (loaded === undefined) subscriber.error(new Error(`unknown stream "${stream}"`));
-          else emit(loaded.durableSeq, loaded.durableState); // durableSeq 0: a spawn not yet durable
-        },
-        (error: unknown) => subscriber.error(error),
-      );
+      const stop = liveStates.add(stream, {
+        next: (instance) => emit(instance.durableSeq, instance.durableState),
+        complete: () => subscriber.complete(),
+      });
+      const current = (loaded: Instance | undefined): void => {
+        if (loaded === undefined) subscriber.error(new Error(`unknown stream "${stream}"`));
+        else emit(loaded.durableSeq, loaded.durableState); // durableSeq 0: a spawn not yet durable
+      };
+      // In memory, the current state comes at once: a dispatch right after subscribing follows it.
+      const loaded = load(stream);
+      if (loaded instanceof Promise) loaded.then(current, (error: unknown) => subscriber.error(error));
+      else current(loaded);
       return stop;
     });
 
@@ -432,7 +490,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       stream,
       afterSeq: options.afterSeq ?? 0,
       read: (afterSeq, limit) => store.read(stream, afterSeq, limit),
-      live$: new Observable<Rune>((subscriber) => live(liveRunes, stream, subscriber)),
+      live$: new Observable<Rune>((subscriber) => liveRunes.add(stream, subscriber)),
     });
   }
 
@@ -459,10 +517,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
     epicsRunning?.unsubscribe();
     await Promise.allSettled([...loading.values()]);
     while (flushing !== undefined) await flushing;
+    await savingSnapshots;
     allRunes.complete();
     errors.complete();
-    for (const subject of liveStates.values()) subject.complete();
-    for (const subject of liveRunes.values()) subject.complete();
+    liveStates.complete();
+    liveRunes.complete();
     await store.close();
   };
   let closing: Promise<void> | undefined;

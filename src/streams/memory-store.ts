@@ -1,5 +1,5 @@
 import type { Rune } from '../reducers/rune.js';
-import { StoreError, checkBatch, headMatches, prunePastSnapshot, openState, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+import { StoreConflictError, StoreError, checkBatch, headMatches, prunePastSnapshot, openState, type RuneStore, type Snapshot, type StreamHead } from './store.js';
 
 /**
  * A stream's runes, column by column. Rune objects are rebuilt on read: a log kept as millions
@@ -39,8 +39,9 @@ const headOf = (stream: string, s: MemoryStream): StreamHead =>
 
 /**
  * A store in process memory: for tests, demos and embedding where durability is not wanted.
- * Same contract as every store (gapless seq enforced, atomic batches, snapshots, pruning); a
- * batch is "durable" once `append` resolves, that is on the next microtask.
+ * Same contract as every store (gapless seq enforced, atomic batches, snapshots, pruning). It has
+ * `appendSync`, so an engine on it commits every dispatch as it is accepted: a rune is "durable"
+ * (in this process's memory) before `dispatch` returns.
  *
  * @example
  * ```ts
@@ -52,29 +53,31 @@ export function memoryStore(): RuneStore {
   const streams = new Map<string, MemoryStream>();
   const { open, close } = openState();
 
+  /** Adds a rune whose seq was checked to continue `s`, its stream (undefined: a new stream). */
+  const push = (s: MemoryStream | undefined, rune: Rune): void => {
+    if (s === undefined) streams.set(rune.stream, (s = newStream(rune.machine)));
+    s.events.push(rune.event);
+    s.kinds.push(rune.kind);
+    s.froms.push(rune.from);
+    s.tos.push(rune.to);
+    s.ats.push(rune.at);
+    s.seq = rune.seq;
+    s.value = rune.to;
+    s.at = rune.at;
+  };
+
   return {
     async append(runes) {
       open();
       checkBatch(runes, (stream) => streams.get(stream)?.seq ?? 0);
-      // A stream's runes usually come in a run: only the first of a run is looked up.
-      let s!: MemoryStream;
-      let current: string | undefined;
-      for (const rune of runes) {
-        if (rune.stream !== current) {
-          current = rune.stream;
-          let found = streams.get(current);
-          if (found === undefined) streams.set(current, (found = newStream(rune.machine)));
-          s = found;
-        }
-        s.events.push(rune.event);
-        s.kinds.push(rune.kind);
-        s.froms.push(rune.from);
-        s.tos.push(rune.to);
-        s.ats.push(rune.at);
-        s.seq = rune.seq;
-        s.value = rune.to;
-        s.at = rune.at;
-      }
+      for (const rune of runes) push(streams.get(rune.stream), rune);
+    },
+    appendSync(rune) {
+      open();
+      const s = streams.get(rune.stream);
+      const seq = s?.seq ?? 0;
+      if (rune.seq !== seq + 1) throw new StoreConflictError(rune.stream, seq + 1, rune.seq);
+      push(s, rune);
     },
     async head(stream): Promise<StreamHead | undefined> {
       open();

@@ -49,6 +49,12 @@ export interface Snapshot<S = unknown> {
 export interface RuneStore {
   /** Commits a batch atomically. Rejects with {@link StoreConflictError} when a seq does not continue its stream. */
   append(runes: readonly Rune[]): Promise<void>;
+  /**
+   * Commits one rune at once, for a store with nothing to wait for (the memory store): same checks
+   * and errors as `append`, thrown. A store that has it is written to as each dispatch is accepted,
+   * so a dispatch costs no batching turn; a store that does I/O leaves it out and gets batches.
+   */
+  appendSync?(rune: Rune): void;
   /** The stream's machine and last seq, or `undefined` for a stream never spawned. */
   head(stream: string): Promise<StreamHead | undefined>;
   /**

@@ -45,13 +45,21 @@ async function setUp(slowClient: 'coalesce' | 'close') {
   await Promise.all([slow, fast].map((c) => c.next((m) => m.op === 'snapshot')));
   slow.ws.pause(); // its socket stops reading: the kernel buffers fill, then the server's
   let dispatched = 0;
+  /**
+   * One dispatch, then a turn of the event loop for the sockets: a memory store commits at once,
+   * and a loop that never yields would leave the reading client no time to read either.
+   */
+  const dispatchOne = async () => {
+    await h.engine.dispatch('chat', nth(dispatched++));
+    await new Promise((resolve) => setImmediate(resolve));
+  };
   /** Dispatches until the server reports the slow client (the kernel's buffers vary), then `extra` more. */
   const flood = async (extra: number) => {
     while (diagnostics.slow.length === 0) {
       if (dispatched > 20_000) throw new Error('the server never reported the slow client');
-      await h.engine.dispatch('chat', nth(dispatched++));
+      await dispatchOne();
     }
-    for (let i = 0; i < extra; i++) await h.engine.dispatch('chat', nth(dispatched++));
+    for (let i = 0; i < extra; i++) await dispatchOne();
     return dispatched + 1; // the last seq
   };
   return { h, slow, fast, diagnostics, flood };

@@ -1,4 +1,4 @@
-import { VirtualTimeScheduler, filter, firstValueFrom, take, toArray } from 'rxjs';
+import { VirtualTimeScheduler, filter, firstValueFrom, lastValueFrom, map, take, tap, toArray, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { chatActor, type ChatActorState, type Rune } from '../../src/index.js';
 import { createEngine, memoryStore, type RuneStore } from '../../src/streams/index.js';
@@ -14,6 +14,7 @@ function recordingStore(inner: RuneStore = memoryStore()) {
   let failNext: Error | undefined;
   const store: RuneStore = {
     ...inner,
+    appendSync: undefined, // every rune goes through `append`, batched, where the test can hold it
     append: async (runes) => {
       appends.push([...runes]);
       await gate;
@@ -193,6 +194,84 @@ describe('engine: durability first', () => {
     await expect(engine.dispatch('a', interact)).rejects.toThrow('disk full');
     // Nothing of it is durable, and the engine's idea of the stream is what the store holds.
     expect(await recorder.inner.read('a')).toHaveLength(1);
+    expect(await engine.dispatch('a', interact)).toMatchObject({ accepted: true, rune: { seq: 2, from: 'idle', to: 'running' } });
+    await engine.close();
+  });
+});
+
+describe('engine: a store that commits at once (the memory store)', () => {
+  it('publishes a dispatch before it returns, and its rune is in the store', async () => {
+    const store = memoryStore();
+    const engine = createEngine({ store });
+    await engine.spawn('a', 'chat-actor');
+    const states: string[] = [];
+    engine.state$<ChatActorState>('a').subscribe((s) => states.push(s.value)); // in memory: the current state at once
+    const result = engine.dispatch('a', interact);
+    expect(states).toEqual(['idle', 'running']);
+    expect((await store.head('a'))?.seq).toBe(2);
+    expect(await result).toMatchObject({ accepted: true, rune: { seq: 2, to: 'running' } });
+    await engine.close();
+  });
+
+  it('takes a dispatch made from inside a subscriber in the next batch: every subscriber sees every rune in seq order', async () => {
+    const engine = createEngine();
+    await engine.spawn('a', 'chat-actor');
+    const first: number[] = [];
+    const second: number[] = [];
+    const answered: Promise<unknown>[] = [];
+    engine.runes$('a', { afterSeq: 1 }).subscribe((rune) => {
+      first.push(rune.seq);
+      if (rune.kind === 'ProcessInteraction') answered.push(engine.dispatch('a', complete)); // answers from inside
+    });
+    engine.runes$('a', { afterSeq: 1 }).subscribe((rune) => second.push(rune.seq));
+    await settle(); // both replays are done
+    const dispatched = engine.dispatch('a', interact);
+    const right = engine.dispatch('a', { type: 'Ping' }); // behind the answer still in its batch
+    expect(first).toEqual([2]);
+    await Promise.all([dispatched, right, ...answered]);
+    expect(first).toEqual([2, 3, 4]);
+    expect(second).toEqual([2, 3, 4]);
+    expect((await lastValueFrom(engine.runes$('a').pipe(take(4), toArray()))).map((r) => r.kind)).toEqual(['spawned', 'ProcessInteraction', 'InteractionComplete', 'Ping']);
+    await engine.close();
+  });
+
+  it('lets timers run while an epic answers its own runes forever', async () => {
+    let stop = false;
+    let rounds = 0;
+    let fiftyRounds!: () => void;
+    const goneRound = new Promise<void>((resolve) => (fiftyRounds = resolve));
+    const pingPong = (runes$: Observable<Rune>) =>
+      runes$.pipe(
+        filter((rune) => rune.kind === 'Ping' && !stop),
+        tap(() => ++rounds === 50 && fiftyRounds()),
+        map((rune) => ({ stream: rune.stream, event: { type: 'Ping' } })),
+      );
+    const engine = createEngine({ epics: [pingPong] });
+    await engine.spawn('a', 'chat-actor');
+    await engine.dispatch('a', { type: 'Ping' });
+    await goneRound;
+    // Starved, this timer would never fire and the test would time out.
+    await new Promise((resolve) => setTimeout(resolve, 0));
+    stop = true;
+    expect((await engine.snapshot('a'))!.seq).toBeGreaterThan(50);
+    await engine.close();
+  });
+
+  it('fails a dispatch whose rune the store refused at once, and rebuilds the stream from the store', async () => {
+    const inner = memoryStore();
+    let refuse = false;
+    const store: RuneStore = {
+      ...inner,
+      appendSync: (rune) => {
+        if (refuse) throw new Error('out of memory');
+        inner.appendSync!(rune);
+      },
+    };
+    const engine = createEngine({ store });
+    await engine.spawn('a', 'chat-actor');
+    refuse = true;
+    await expect(engine.dispatch('a', interact)).rejects.toThrow('out of memory');
+    refuse = false;
     expect(await engine.dispatch('a', interact)).toMatchObject({ accepted: true, rune: { seq: 2, from: 'idle', to: 'running' } });
     await engine.close();
   });

@@ -1,37 +1,60 @@
 import type { Rune } from '../reducers/rune.js';
 import { StoreConflictError, StoreError, checkBatch, headMatches, prunePastSnapshot, openState, type RuneStore, type Snapshot, type StreamHead } from './store.js';
 
+/** Runes per chunk: a power of two, so a seq finds its chunk with a shift and a mask. */
+const CHUNK_BITS = 10;
+const CHUNK = 1 << CHUNK_BITS;
+
 /**
- * A stream's runes, column by column. Rune objects are rebuilt on read: a log kept as millions
- * of rune objects is what the garbage collector spends its time copying, while these columns
- * keep only each event object and values the rune shares with its machine (kind and state names).
+ * Up to {@link CHUNK} consecutive runes of a stream, column by column. Rune objects are rebuilt on
+ * read: a log kept as millions of rune objects is what the garbage collector spends its time
+ * copying, while these columns keep only each event object and values the rune shares with its
+ * machine (kind and state names). Chunks, not one growing array per column: a column grown by
+ * copying is a new large array at every growth, and the copies cost as much as the runes.
  */
+interface Chunk {
+  events: (Rune['event'] | undefined)[];
+  kinds: string[];
+  froms: (string | undefined)[];
+  tos: (string | undefined)[];
+  ats: number[];
+}
+
 interface MemoryStream {
   machine: string;
   seq: number;
   value?: string;
   at: number;
-  /** Columns of the runes not pruned, in seq order: index `i` holds seq `firstSeq + i`. */
-  events: Rune['event'][];
-  kinds: string[];
-  froms: (string | undefined)[];
-  tos: (string | undefined)[];
-  ats: number[];
+  /** The runes, in seq order: seq `base + i` is in chunk `i >> CHUNK_BITS` at index `i & (CHUNK - 1)`. */
+  chunks: Chunk[];
+  /** The seq of the first rune of the first chunk. */
+  base: number;
+  /** The first seq not pruned (a pruned rune may still be in a chunk, its event dropped). */
   firstSeq: number;
   snapshot?: Snapshot;
 }
 
-const newStream = (machine: string): MemoryStream => ({ machine, seq: 0, at: 0, events: [], kinds: [], froms: [], tos: [], ats: [], firstSeq: 1 });
+const newStream = (machine: string): MemoryStream => ({ machine, seq: 0, at: 0, chunks: [], base: 1, firstSeq: 1 });
 
-/** The rune at column index `i`, rebuilt as the engine built it (no `from`/`to` keys when absent). */
-function runeAt(stream: string, s: MemoryStream, i: number): Rune {
-  const seq = s.firstSeq + i;
-  const from = s.froms[i];
-  const to = s.tos[i];
-  const rune: Rune = { stream, seq, machine: s.machine, kind: s.kinds[i]!, event: s.events[i]!, at: s.ats[i]! };
+const newChunk = (): Chunk => ({ events: [], kinds: [], froms: [], tos: [], ats: [] });
+
+/** The rune of `seq`, rebuilt as the engine built it (no `from`/`to` keys when absent). */
+function runeAt(stream: string, s: MemoryStream, seq: number): Rune {
+  const i = seq - s.base;
+  const c = s.chunks[i >> CHUNK_BITS]!;
+  const j = i & (CHUNK - 1);
+  const from = c.froms[j];
+  const to = c.tos[j];
+  const rune: Rune = { stream, seq, machine: s.machine, kind: c.kinds[j]!, event: c.events[j]!, at: c.ats[j]! };
   if (from !== undefined) rune.from = from;
   if (to !== undefined) rune.to = to;
   return rune;
+}
+
+/** The seqs `read(afterSeq, limit)` covers: `[first, last]`, empty when `first > last`. */
+function seqRange(s: MemoryStream, afterSeq: number, limit: number): [number, number] {
+  const first = Math.max(afterSeq + 1, s.firstSeq);
+  return [first, Math.min(s.seq, first + limit - 1)];
 }
 
 const headOf = (stream: string, s: MemoryStream): StreamHead =>
@@ -56,11 +79,13 @@ export function memoryStore(): RuneStore {
   /** Adds a rune whose seq was checked to continue `s`, its stream (undefined: a new stream). */
   const push = (s: MemoryStream | undefined, rune: Rune): void => {
     if (s === undefined) streams.set(rune.stream, (s = newStream(rune.machine)));
-    s.events.push(rune.event);
-    s.kinds.push(rune.kind);
-    s.froms.push(rune.from);
-    s.tos.push(rune.to);
-    s.ats.push(rune.at);
+    let c = s.chunks[s.chunks.length - 1];
+    if (c === undefined || c.events.length === CHUNK) s.chunks.push((c = newChunk()));
+    c.events.push(rune.event);
+    c.kinds.push(rune.kind);
+    c.froms.push(rune.from);
+    c.tos.push(rune.to);
+    c.ats.push(rune.at);
     s.seq = rune.seq;
     s.value = rune.to;
     s.at = rune.at;
@@ -95,18 +120,22 @@ export function memoryStore(): RuneStore {
       open();
       const s = streams.get(stream);
       if (s === undefined) return [];
-      const from = Math.max(0, afterSeq + 1 - s.firstSeq);
-      const to = Math.min(s.events.length, from + limit);
+      const [first, last] = seqRange(s, afterSeq, limit);
       const runes: Rune[] = [];
-      for (let i = from; i < to; i++) runes.push(runeAt(stream, s, i));
+      for (let seq = first; seq <= last; seq++) runes.push(runeAt(stream, s, seq));
       return runes;
     },
     async readEvents(stream, afterSeq = 0, limit = Infinity) {
       open();
       const s = streams.get(stream);
       if (s === undefined) return [];
-      const from = Math.max(0, afterSeq + 1 - s.firstSeq);
-      return s.events.slice(from, limit === Infinity ? undefined : from + limit);
+      const [first, last] = seqRange(s, afterSeq, limit);
+      const events: Rune['event'][] = [];
+      for (let seq = first; seq <= last; seq++) {
+        const i = seq - s.base;
+        events.push(s.chunks[i >> CHUNK_BITS]!.events[i & (CHUNK - 1)]!);
+      }
+      return events;
     },
     async latestSnapshot(stream) {
       open();
@@ -126,7 +155,12 @@ export function memoryStore(): RuneStore {
       const covered = s.snapshot?.seq ?? 0;
       if (throughSeq > covered) throw prunePastSnapshot(stream, throughSeq, covered);
       const count = Math.max(0, throughSeq - s.firstSeq + 1);
-      for (const column of [s.events, s.kinds, s.froms, s.tos, s.ats]) column.splice(0, count);
+      // Whole chunks go; in a chunk pruned in part, the pruned events are let go of.
+      while (s.chunks.length > 0 && s.base + CHUNK - 1 <= throughSeq) {
+        s.chunks.shift();
+        s.base += CHUNK;
+      }
+      for (let seq = Math.max(s.firstSeq, s.base); seq <= throughSeq; seq++) s.chunks[0]!.events[seq - s.base] = undefined;
       s.firstSeq += count;
       return count;
     },

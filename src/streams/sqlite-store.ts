@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, copyFileSync, linkSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Rune } from '../reducers/rune.js';
+import { storeErrorOf } from './sqlite-errors.js';
 import { StoreError, checkBatch, headMatches, prunePastSnapshot, openState, type RuneStore, type Snapshot, type StreamHead } from './store.js';
 
 /** Options of {@link sqliteStore}. Each is checked when the store opens. */
@@ -16,6 +17,11 @@ export interface SqliteStoreOptions {
    *   a power loss too. Each `append` then waits for one fsync.
    */
   readonly synchronous?: 'normal' | 'full';
+  /**
+   * How long an operation waits for another connection's lock on the file (another process
+   * writing to it) before it fails with a {@link StoreError} `busy`. Default: 5000 ms.
+   */
+  readonly busyTimeoutMs?: number;
 }
 
 /** `PRAGMA application_id` of every runestream file: "RUNE" in ASCII. */
@@ -188,19 +194,19 @@ type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: 
  * @see memoryStore for a store in memory, with the same contract.
  */
 export function sqliteStore(path: string, options: SqliteStoreOptions = {}): RuneStore {
-  const { synchronous } = checkOptions(path, options);
+  const { synchronous, busyTimeoutMs } = checkOptions(path, options);
   createIfAbsent(path);
   checkFile(path);
 
-  const db = new Database(path, { fileMustExist: true });
+  const db = new Database(path, { fileMustExist: true, timeout: busyTimeoutMs });
   try {
     const mode = db.pragma('journal_mode = WAL', { simple: true });
     if (mode !== 'wal') throw new StoreError('invalid_file', `cannot open "${path}": SQLite cannot use WAL mode there (journal_mode stays "${String(mode)}")`);
     db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
-    return openStore(db);
+    return openStore(db, path);
   } catch (error) {
     db.close();
-    throw error;
+    throw storeErrorOf(path, error);
   }
 }
 
@@ -214,13 +220,18 @@ function checkOptions(path: unknown, options: unknown): Required<SqliteStoreOpti
     throw new TypeError(`sqliteStore: the options must be an object, got ${shown(options)}`);
   }
   for (const key of Object.keys(options)) {
-    if (key !== 'synchronous') throw new TypeError(`sqliteStore: unknown option "${key}"; the options are "synchronous"`);
+    if (key !== 'synchronous' && key !== 'busyTimeoutMs') {
+      throw new TypeError(`sqliteStore: unknown option "${key}"; the options are "synchronous" and "busyTimeoutMs"`);
+    }
   }
-  const { synchronous = 'normal' } = options as SqliteStoreOptions;
+  const { synchronous = 'normal', busyTimeoutMs = 5000 } = options as SqliteStoreOptions;
   if (synchronous !== 'normal' && synchronous !== 'full') {
     throw new TypeError(`sqliteStore: the "synchronous" option must be 'normal' or 'full', got ${shown(synchronous)}`);
   }
-  return { synchronous };
+  if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
+    throw new TypeError(`sqliteStore: the "busyTimeoutMs" option must be a non-negative integer (milliseconds), got ${shown(busyTimeoutMs)}`);
+  }
+  return { synchronous, busyTimeoutMs };
 }
 
 const shown = (value: unknown): string => (typeof value === 'string' ? JSON.stringify(value) : String(value));
@@ -332,7 +343,7 @@ function checkIds(path: string, applicationId: number, version: number): void {
 }
 
 /** The store over an open, checked database: every statement prepared once. */
-function openStore(db: Database.Database): RuneStore {
+function openStore(db: Database.Database, path: string): RuneStore {
   const selectHead = db.prepare<[string], HeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream = ?');
   // Pages, not one open cursor: better-sqlite3 cannot write while a read iterates.
   const selectHeads = db.prepare<[string, number], HeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream > ? ORDER BY stream LIMIT ?');
@@ -401,28 +412,30 @@ function openStore(db: Database.Database): RuneStore {
   });
 
   const { open, close } = openState();
+  /** Runs `operation` on the open database; what SQLite throws becomes a {@link StoreError}. */
+  const run = <T>(operation: () => T): T => {
+    open();
+    try {
+      return operation();
+    } catch (error) {
+      throw storeErrorOf(path, error);
+    }
+  };
 
   return {
     async append(runes) {
-      open();
-      if (runes.length === 0) return;
-      try {
-        appendBatch.immediate(runes);
-      } catch (error) {
-        throw refusal(error);
-      }
+      if (runes.length > 0) run(() => appendBatch.immediate(runes));
+      else open();
     },
     async head(stream): Promise<StreamHead | undefined> {
-      open();
-      const row = selectHead.get(stream);
+      const row = run(() => selectHead.get(stream));
       return row === undefined ? undefined : headOf(row);
     },
     async *heads(query = {}) {
       const page = 1000;
       let after = '';
       for (;;) {
-        open();
-        const rows = query.machine === undefined ? selectHeads.all(after, page) : selectHeadsOf.all(query.machine, after, page);
+        const rows = run(() => (query.machine === undefined ? selectHeads.all(after, page) : selectHeadsOf.all(query.machine, after, page)));
         for (const row of rows) {
           const head = headOf(row);
           if (headMatches(head, query)) yield head;
@@ -432,34 +445,36 @@ function openStore(db: Database.Database): RuneStore {
       }
     },
     async read(stream, afterSeq = 0, limit = Infinity) {
-      open();
-      const head = selectHead.get(stream);
-      if (head === undefined) return [];
-      const rows = selectRunes.all(stream, afterSeq, limit === Infinity ? -1 : Math.max(0, Math.floor(limit)));
-      return rows.map(({ seq, kind, body }): Rune => ({ stream, seq, machine: head.machine, kind, ...(JSON.parse(body) as RuneBody) }));
+      const { head, rows } = run(() => {
+        const head = selectHead.get(stream);
+        return { head, rows: head === undefined ? [] : selectRunes.all(stream, afterSeq, limit === Infinity ? -1 : Math.max(0, Math.floor(limit))) };
+      });
+      return rows.map(({ seq, kind, body }): Rune => ({ stream, seq, machine: head!.machine, kind, ...(JSON.parse(body) as RuneBody) }));
     },
     async readEvents(stream, afterSeq = 0, limit = Infinity) {
-      open();
-      const events = selectEvents.get(stream, afterSeq, limit === Infinity ? -1 : Math.max(0, Math.floor(limit)));
+      const events = run(() => selectEvents.get(stream, afterSeq, limit === Infinity ? -1 : Math.max(0, Math.floor(limit))));
       return events == null ? [] : (JSON.parse(events) as Rune['event'][]);
     },
     async latestSnapshot(stream) {
-      open();
-      const row = selectSnapshot.get(stream);
+      const row = run(() => selectSnapshot.get(stream));
       return row === undefined ? undefined : { stream, seq: row.seq, state: JSON.parse(row.state) as unknown };
     },
     async saveSnapshot(snapshot) {
       open();
       const state = JSON.stringify(snapshot.state) as string | undefined;
       if (state === undefined) throw new TypeError(`stream "${snapshot.stream}": a snapshot's state must be JSON; JSON.stringify gave undefined`);
-      saveSnapshot.immediate(snapshot, state);
+      run(() => saveSnapshot.immediate(snapshot, state));
     },
     async prune(stream, throughSeq) {
-      open();
-      return prune.immediate(stream, throughSeq);
+      return run(() => prune.immediate(stream, throughSeq));
     },
     async close() {
-      if (close()) db.close();
+      if (!close()) return;
+      try {
+        db.close();
+      } catch (error) {
+        throw storeErrorOf(path, error);
+      }
     },
   };
 }
@@ -475,12 +490,4 @@ function encodeBody(rune: Rune, machine: string): string {
       ? { event: rune.event, from: rune.from, to: rune.to, at: rune.at }
       : { machine: rune.machine, event: rune.event, from: rune.from, to: rune.to, at: rune.at },
   );
-}
-
-/** A constraint the database itself refused (its triggers, the primary key) is a seq conflict. */
-function refusal(error: unknown): unknown {
-  if (error instanceof Database.SqliteError && (error.code === 'SQLITE_CONSTRAINT_TRIGGER' || error.code === 'SQLITE_CONSTRAINT_PRIMARYKEY')) {
-    return new StoreError('seq_conflict', `the database refused the batch (${error.message}); nothing of the batch was written`);
-  }
-  return error;
 }

@@ -83,17 +83,37 @@ export interface RuneStore {
   close(): Promise<void>;
 }
 
-/** Stable codes of store errors, safe to branch on. */
-export type StoreErrorCode = 'seq_conflict' | 'unknown_stream' | 'prune_past_snapshot' | 'closed' | 'invalid_file';
+/**
+ * Stable codes of store errors, safe to branch on:
+ * - `seq_conflict`: a rune does not continue its stream (another writer got there first, or a bug).
+ * - `unknown_stream`, `prune_past_snapshot`: a snapshot or prune the stream cannot take.
+ * - `closed`: the store is closed.
+ * - `invalid_file`: the file is not a runestream file this code reads (checked at open).
+ * - `busy`: another connection held the file's lock longer than the store waits; worth retrying.
+ * - `disk_full`: the disk (or the file's size limit) is full.
+ * - `read_only`: the file, or its directory, cannot be written.
+ * - `io_error`: the operating system failed to read or write the file, or found it corrupt.
+ */
+export type StoreErrorCode =
+  | 'seq_conflict'
+  | 'unknown_stream'
+  | 'prune_past_snapshot'
+  | 'closed'
+  | 'invalid_file'
+  | 'busy'
+  | 'disk_full'
+  | 'read_only'
+  | 'io_error';
 
-/** A store refused an operation; nothing of it was written. */
+/** A store refused or failed an operation; nothing of a failed write was written. */
 export class StoreError extends Error {
   override readonly name: string = 'StoreError';
   constructor(
     readonly code: StoreErrorCode,
     message: string,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }
 

@@ -359,11 +359,28 @@ describe('sqliteStore: options', () => {
     const path = freshPath();
     const openWith = (options: unknown) => () => sqliteStore(path, options as SqliteStoreOptions);
     expect(openWith({ synchronous: 'fast' })).toThrow(new TypeError(`sqliteStore: the "synchronous" option must be 'normal' or 'full', got "fast"`));
-    expect(openWith({ synchronus: 'full' })).toThrow(new TypeError('sqliteStore: unknown option "synchronus"; the options are "synchronous"'));
+    expect(openWith({ synchronus: 'full' })).toThrow(new TypeError('sqliteStore: unknown option "synchronus"; the options are "synchronous" and "busyTimeoutMs"'));
+    expect(openWith({ busyTimeoutMs: -1 })).toThrow(new TypeError('sqliteStore: the "busyTimeoutMs" option must be a non-negative integer (milliseconds), got -1'));
     expect(openWith(null)).toThrow(new TypeError('sqliteStore: the options must be an object, got null'));
     expect(() => sqliteStore(':memory:')).toThrow(new TypeError('sqliteStore: ":memory:" is not a file; use memoryStore() for a store in memory'));
     expect(() => sqliteStore('')).toThrow(new TypeError('sqliteStore: the path must be a non-empty string (a file path), got ""'));
     expect(existsSync(path)).toBe(false);
+  });
+
+  it("fails with code 'busy' when another connection holds the file's lock past busyTimeoutMs, and works once it lets go", async () => {
+    const path = freshPath();
+    const store = openStore(path, { busyTimeoutMs: 20 });
+    await store.append(runesOf('a', 1, 2));
+    const other = new Database(path);
+    other.exec('BEGIN IMMEDIATE'); // another process writing
+    const error = await store.append([runeOf('a', 3)]).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(StoreError);
+    expect(error).toMatchObject({ code: 'busy', cause: { code: 'SQLITE_BUSY' } });
+    expect((error as Error).message).toContain(`sqliteStore "${path}": another connection held the file locked for longer than the busy timeout; nothing was written, try again`);
+    other.exec('ROLLBACK');
+    other.close();
+    await store.append([runeOf('a', 3)]);
+    expect((await store.head('a'))?.seq).toBe(3);
   });
 
   it('runs with synchronous: \'full\' as with the default', async () => {

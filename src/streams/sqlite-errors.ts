@@ -1,0 +1,26 @@
+import Database from 'better-sqlite3';
+import { StoreError, type StoreErrorCode } from './store.js';
+
+/**
+ * What SQLite threw, as a {@link StoreError} with a stable code and the SQLite error as its
+ * `cause`; any other error as it is. A constraint the database itself refused (its triggers, the
+ * primary key) is a seq conflict: the write broke the log's rules.
+ */
+export function storeErrorOf(path: string, error: unknown): unknown {
+  if (!(error instanceof Database.SqliteError)) return error;
+  const { code } = error;
+  const said = `(${code}: ${error.message})`;
+  const as = (storeCode: StoreErrorCode, problem: string): StoreError => new StoreError(storeCode, `sqliteStore "${path}": ${problem} ${said}`, { cause: error });
+  if (code === 'SQLITE_CONSTRAINT_TRIGGER' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+    return new StoreError('seq_conflict', `the database refused the batch (${error.message}); nothing of the batch was written`, { cause: error });
+  }
+  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
+    return as('busy', 'another connection held the file locked for longer than the busy timeout; nothing was written, try again');
+  }
+  if (code === 'SQLITE_FULL') return as('disk_full', 'the disk is full; nothing was written');
+  if (code.startsWith('SQLITE_READONLY')) return as('read_only', 'the file cannot be written; nothing was written');
+  if (code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CANTOPEN')) {
+    return as('io_error', 'SQLite could not read or write the file');
+  }
+  return error;
+}

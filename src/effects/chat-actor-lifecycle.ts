@@ -1,4 +1,4 @@
-import { Observable, filter } from 'rxjs';
+import { Observable, Subscription, defaultIfEmpty, filter, take } from 'rxjs';
 import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { Rune } from '../reducers/rune.js';
 import type { Epic, EpicCommand } from '../streams/epic.js';
@@ -37,7 +37,8 @@ const CLOCKED = new Set(['idle', 'paused']);
  *
  * The deadline is the last rune's `at` plus the timeout, so it is kept in the log itself: when the
  * epic starts (after a restart, say) it arms the clock of every idle or paused chat actor in the
- * store at its original deadline, or fires it at once if that has passed. An actor left `running`
+ * store at its original deadline, or fires it at once if that has passed (unless the actor's last
+ * rune is a `Shutdown`: a shut-down actor has no clock). An actor left `running`
  * by a crash (its interaction died with the process) is paused, "interrupted by restart": the
  * next interaction resumes it, and meanwhile its clock runs.
  *
@@ -67,10 +68,32 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
     resumed = true;
     return new Observable<EpicCommand>((subscriber) => {
       const { scheduler } = context;
+      const subscription = new Subscription();
+      const timeOut = (stream: string): void => subscriber.next({ stream, event: { type: 'InactivityTimeout' } });
+      /**
+       * Idle or paused streams armed from the store, by the seq of their last rune: which may be a
+       * `Shutdown`, and a shut-down actor has no clock, here as in the process that shut it down.
+       * Only the head is listed, so that rune is read when the clock runs out, if no rune came since.
+       */
+      const armedFromStore = new Map<string, number>();
+      const checking = new Set<string>();
       const clocks = timerWheel<string>(scheduler, resolutionMs, (due) => {
         for (const stream of due) {
           clocks.set(stream, scheduler.now() + retryMs);
-          subscriber.next({ stream, event: { type: 'InactivityTimeout' } });
+          if (checking.has(stream)) continue; // its last rune is still being read
+          const seq = armedFromStore.get(stream);
+          if (seq === undefined) {
+            timeOut(stream);
+            continue;
+          }
+          armedFromStore.delete(stream);
+          checking.add(stream);
+          const decide = (last: Rune | undefined): void => {
+            if (!checking.delete(stream)) return; // a rune came meanwhile: its own clock runs
+            if (last?.kind === 'Shutdown') clocks.delete(stream);
+            else timeOut(stream);
+          };
+          subscription.add(context.read(stream, seq - 1).pipe(take(1), defaultIfEmpty(undefined)).subscribe({ next: decide, error: () => decide(undefined) }));
         }
       });
       // Each Ping is a rune of the running actor, which arms the next one.
@@ -81,6 +104,8 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         }
       });
       const onRune = (rune: Rune): void => {
+        armedFromStore.delete(rune.stream);
+        checking.delete(rune.stream);
         const to = rune.to ?? '';
         if (to === 'running' && rune.kind !== 'Shutdown' && heartbeatMs > 0) heartbeats.set(rune.stream, rune.at + heartbeatMs);
         else heartbeats.delete(rune.stream);
@@ -98,7 +123,7 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         heartbeats.dispose();
       };
       const actors$ = runes$.pipe(filter((rune) => rune.machine === chatActor.id));
-      const subscription = actors$.subscribe(onRune);
+      subscription.add(actors$.subscribe(onRune));
       // Durable clocks: an idle or paused actor in the store keeps its deadline across a restart
       // (its last rune's `at` plus the timeout), firing at once if that has passed.
       if (resume) {
@@ -112,8 +137,12 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
             },
           }).subscribe((head) => {
             // Its interaction died with the process: pause it, so the user can resume it.
-            if (head.value === 'running') subscriber.next(interrupted(head.stream));
-            else clocks.set(head.stream, head.at + inactivityTimeoutMs);
+            if (head.value === 'running') {
+              subscriber.next(interrupted(head.stream));
+            } else {
+              clocks.set(head.stream, head.at + inactivityTimeoutMs);
+              armedFromStore.set(head.stream, head.seq);
+            }
           }),
         );
       }

@@ -91,6 +91,8 @@ interface Instance {
   /** Includes accepted events whose runes are not durable yet. */
   state: unknown;
   seq: number;
+  /** The `at` of its last rune: a later rune's `at` is never earlier. */
+  at: number;
   /** What subscribers see: the state as of the last durable rune. */
   durableState: unknown;
   durableSeq: number;
@@ -362,7 +364,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (seq !== head.seq) throw new Error(`stream "${stream}": the store's head is seq ${head.seq} but its runes end at ${seq}`);
     // Runes since the snapshot count toward the next one, so a stream released often still gets one.
     const sinceSnapshot = seq - (snapshot?.seq ?? 0);
-    const instance: Instance = { stream, machine, state, seq, durableState: state, durableSeq: seq, sinceSnapshot, releasing: false };
+    const instance: Instance = { stream, machine, state, seq, at: head.at, durableState: state, durableSeq: seq, sinceSnapshot, releasing: false };
     instances.set(stream, instance);
     return instance;
   };
@@ -390,10 +392,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const claim = (async () => {
       if ((await store.head(stream)) !== undefined) return hydrate(stream);
       const state = machine.initial(parsed.data);
-      const instance: Instance = { stream, machine, state, seq: 1, durableState: undefined, durableSeq: 0, sinceSnapshot: 0, releasing: false };
+      const at = scheduler.now();
+      const instance: Instance = { stream, machine, state, seq: 1, at, durableState: undefined, durableSeq: 0, sinceSnapshot: 0, releasing: false };
       const to = valueOf(state);
       const event = { type: SPAWN_EVENT_TYPE, input: parsed.data };
-      const at = scheduler.now();
       const rune: Rune =
         to === undefined
           ? { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, at }
@@ -410,7 +412,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   // --- dispatch ---------------------------------------------------------------------------------
 
-  const apply = (instance: Instance, value: unknown): Promise<DispatchResult> => {
+  /** Applies an event dispatched at `dispatchedAt` (scheduler time) to an instance in memory. */
+  const apply = (instance: Instance, value: unknown, dispatchedAt: number): Promise<DispatchResult> => {
     const { machine } = instance;
     const check = validateEvent(machine, value);
     if (!check.ok) return Promise.resolve(rejected(check.code, check.reason));
@@ -423,7 +426,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const to = valueOf(step.state);
     const { stream } = instance;
     const event = check.event as Rune['event'];
-    const at = scheduler.now();
+    const at = dispatchedAt > instance.at ? dispatchedAt : instance.at;
+    instance.at = at;
     // Whole literals: conditional spreads would cost a slow copy on the hot path.
     const rune: Rune =
       fromValue !== undefined && to !== undefined
@@ -435,14 +439,17 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const dispatch = (stream: string, event: unknown): Promise<DispatchResult> => {
     if (closed) return Promise.resolve(rejected('closed', 'the engine is closed'));
     const loaded = load(stream);
-    if (!(loaded instanceof Promise)) return apply(loaded, event);
+    // A rune's `at` is when its event was dispatched, even if the stream had to be hydrated first:
+    // a timer that fires at its deadline stamps its rune with the deadline.
+    const dispatchedAt = scheduler.now();
+    if (!(loaded instanceof Promise)) return apply(loaded, event, dispatchedAt);
     return loaded.then(
       (instance) =>
         closed
           ? rejected('closed', 'the engine is closed')
           : instance === undefined
             ? rejected('unknown_stream', `unknown stream "${stream}"`)
-            : apply(instance, event),
+            : apply(instance, event, dispatchedAt),
       (error: unknown) => (error instanceof UnknownMachineError ? rejected('unknown_machine', error.message) : Promise.reject(error)),
     );
   };

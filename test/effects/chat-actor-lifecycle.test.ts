@@ -142,6 +142,49 @@ describe('chatActorLifecycle across a restart: durable clocks', () => {
   });
 });
 
+describe('chatActorLifecycle across a restart: shut-down actors', () => {
+  it('arms no clock for an actor shut down while idle, as the process that shut it down did not; its idle neighbour times out', async () => {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} };
+    const before = createEngine({ store: kept, scheduler: new VirtualTimeScheduler(), epics: [chatActorLifecycle()] });
+    await before.spawn('stopped', 'chat-actor');
+    await before.dispatch('stopped', { type: 'Shutdown' });
+    await before.spawn('idle', 'chat-actor');
+    await before.close();
+
+    const scheduler = new VirtualTimeScheduler(undefined, 10 * 60_000);
+    const after = createEngine({ store: kept, scheduler, epics: [chatActorLifecycle()] });
+    const timedOut = firstValueFrom(after.runes$().pipe(filter((r) => r.kind === 'InactivityTimeout')));
+    await new Promise((r) => setImmediate(r)); // epics start, list the stored heads, arm the clocks
+    scheduler.flush(); // to the deadline: both clocks run out, and each reads its stream's last rune
+    expect(await timedOut).toMatchObject({ stream: 'idle', at: 600_000 });
+    scheduler.maxFrames = 60 * 60_000;
+    scheduler.flush(); // an hour: a timeout of the shut-down one, or a retry of it, would land here
+    await new Promise((r) => setImmediate(r));
+    expect((await store.read('stopped')).map((r) => r.kind)).toEqual(['spawned', 'Shutdown']);
+    expect((await store.read('idle')).map((r) => r.kind)).toEqual(['spawned', 'InactivityTimeout']);
+    await after.close();
+  });
+
+  it('times out an actor armed from the store whose last rune is not a Shutdown, reading that rune first', async () => {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} };
+    const before = createEngine({ store: kept, scheduler: new VirtualTimeScheduler() });
+    await before.spawn('chat-1', 'chat-actor');
+    await before.dispatch('chat-1', { type: 'Shutdown' });
+    await before.dispatch('chat-1', { type: 'Ping' }); // used again after its shutdown
+    await before.close();
+
+    const scheduler = new VirtualTimeScheduler(undefined, 10 * 60_000);
+    const after = createEngine({ store: kept, scheduler, epics: [chatActorLifecycle()] });
+    const timedOut = firstValueFrom(after.runes$().pipe(filter((r) => r.kind === 'InactivityTimeout')));
+    await new Promise((r) => setImmediate(r));
+    scheduler.flush();
+    expect(await timedOut).toMatchObject({ stream: 'chat-1', from: 'idle', to: 'completed', at: 600_000 });
+    await after.close();
+  });
+});
+
 describe('chatActorLifecycle across a restart: interrupted interactions', () => {
   it('pauses an actor left running by a crash, and its clock then runs from the pause', async () => {
     const store = memoryStore();

@@ -312,6 +312,20 @@ describe('engine: hydration, snapshots and retention', () => {
     await second.close();
   });
 
+  it("stamps a rune with the time of its dispatch, even when the stream had to be hydrated first; at never goes back", async () => {
+    const scheduler = new VirtualTimeScheduler();
+    const engine = createEngine({ scheduler });
+    await engine.spawn('a', 'chat-actor');
+    engine.release('a');
+    scheduler.frame = 100;
+    const dispatched = engine.dispatch('a', interact); // hydrates 'a' first
+    scheduler.frame = 500; // time moves on while it loads
+    expect(await dispatched).toMatchObject({ accepted: true, rune: { seq: 2, at: 100 } });
+    scheduler.frame = 50; // a clock that went back
+    expect(await engine.dispatch('a', complete)).toMatchObject({ accepted: true, rune: { seq: 3, at: 100 } });
+    await engine.close();
+  });
+
   it('releases an instance from memory; the next dispatch respawns it from the log', async () => {
     const engine = createEngine();
     await engine.spawn('a', 'chat-actor');

@@ -7,3 +7,4 @@ export * from './epic.js';
 export * from './timer-wheel.js';
 export * from './sqlite-store.js';
 export * from './replay-then-live.js';
+export * from './notices.js';

@@ -278,11 +278,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   /** Makes one durable rune visible. */
   const publish = (instance: Instance, rune: Rune, state: unknown): void => {
+    const outer = publishing;
     publishing = true;
     try {
       publishNow(instance, rune, state);
     } finally {
-      publishing = false;
+      publishing = outer;
     }
   };
 

@@ -28,6 +28,8 @@ type Command =
   /** Dispatch `event` from inside a subscriber, when the stream's next rune is published. */
   | { op: 'answer'; stream: string; event: number }
   | { op: 'release'; stream: string }
+  /** Subscribe to the stream's runes after a seq: stored ones, then live ones. */
+  | { op: 'join'; stream: string; afterSeq: number }
   | { op: 'turn' };
 
 const stream = fc.constantFrom(...STREAMS);
@@ -37,6 +39,7 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { arbitrary: fc.record({ op: fc.constant('dispatch' as const), stream, event }), weight: 6 },
   { arbitrary: fc.record({ op: fc.constant('answer' as const), stream, event }), weight: 2 },
   { arbitrary: fc.record({ op: fc.constant('release' as const), stream }), weight: 1 },
+  { arbitrary: fc.record({ op: fc.constant('join' as const), stream, afterSeq: fc.nat({ max: 6 }) }), weight: 1 },
   { arbitrary: fc.constant({ op: 'turn' as const }), weight: 1 },
 );
 
@@ -60,6 +63,7 @@ async function check(store: RuneStore, commands: readonly Command[]): Promise<vo
   });
   engine.runes$().subscribe((rune) => seen.set(rune.stream, [...(seen.get(rune.stream) ?? []), rune.seq]));
   const watched = new Set<string>();
+  const joiners: { stream: string; afterSeq: number; seqs: number[] }[] = [];
   for (const c of commands) {
     if (c.op === 'spawn') {
       results.push(engine.spawn(c.stream, chatActor));
@@ -70,6 +74,11 @@ async function check(store: RuneStore, commands: readonly Command[]): Promise<vo
     } else if (c.op === 'dispatch') results.push(engine.dispatch(c.stream, EVENTS[c.event]));
     else if (c.op === 'answer') answers.set(c.stream, [...(answers.get(c.stream) ?? []), c.event]);
     else if (c.op === 'release') engine.release(c.stream);
+    else if (c.op === 'join') {
+      const joiner = { stream: c.stream, afterSeq: c.afterSeq, seqs: [] as number[] };
+      joiners.push(joiner);
+      engine.runes$(c.stream, { afterSeq: c.afterSeq }).subscribe({ next: (r) => joiner.seqs.push(r.seq), error: () => {} });
+    }
     else await turn();
   }
   // Answers dispatched late land in `results` as it grows: wait until it stops growing.
@@ -94,6 +103,11 @@ async function check(store: RuneStore, commands: readonly Command[]): Promise<vo
     if (watched.has(name)) expect(lastStates.get(name)).toEqual(folded);
     // Every live rune reached the subscriber once, in seq order.
     expect(seen.get(name)).toEqual(stored.map((r) => r.seq));
+  }
+  // A joiner got every rune after its seq, stored then live, with no gap and no duplicate.
+  for (const { stream: name, afterSeq, seqs } of joiners) {
+    const head = (await store.head(name))?.seq ?? 0;
+    expect(seqs).toEqual(Array.from({ length: Math.max(0, head - afterSeq) }, (_, i) => afterSeq + i + 1));
   }
   // Each accepted result is the rune the store holds; a rejection appended nothing.
   const accepted = outcomes.filter((o): o is { accepted: true; rune: Rune } => o.accepted);

@@ -80,13 +80,16 @@ export function timerWheel<K>(scheduler: SchedulerLike, resolutionMs: number, fi
       let bucket = buckets.get(at);
       if (bucket === undefined) buckets.set(at, (bucket = new Set()));
       bucket.add(key);
-      if (action === undefined || at < action.at) reschedule();
+      // Earlier than the action, or the action's bucket emptied by the move: schedule anew.
+      if (action === undefined || at < action.at || !buckets.has(action.at)) reschedule();
     },
     delete(key) {
       const previous = deadlines.get(key);
       if (previous === undefined) return;
       deadlines.delete(key);
       unbucket(key, previous);
+      // The action's bucket emptied: cancel it, or move it to the next bucket.
+      if (action !== undefined && !buckets.has(action.at)) reschedule();
     },
     get: (key) => deadlines.get(key),
     get size() {

@@ -58,6 +58,21 @@ describe('timerWheel', () => {
     expect(wheel.size).toBe(0);
   });
 
+  it('cancels its scheduled action when the keys of its bucket are deleted or moved later', () => {
+    const scheduler = new VirtualTimeScheduler();
+    const fired: string[] = [];
+    const wheel = timerWheel<string>(scheduler, 100, (due) => fired.push(`${scheduler.now()}:${due.join(',')}`));
+    wheel.set('a', 250);
+    wheel.delete('a');
+    expect(scheduler.actions).toHaveLength(0); // nothing left to fire, nothing scheduled
+    wheel.set('b', 250);
+    wheel.set('c', 900);
+    wheel.set('b', 2000); // moved later: the action moves to c's bucket
+    expect(scheduler.actions.map((a) => a.delay)).toEqual([900]);
+    scheduler.flush();
+    expect(fired).toEqual(['900:c', '2000:b']);
+  });
+
   it('refuses a resolution that is not positive, naming it', () => {
     expect(() => timerWheel(new VirtualTimeScheduler(), 0, () => {})).toThrow('timerWheel: "resolutionMs" must be positive, got 0');
   });

@@ -76,7 +76,7 @@ export function toolCallRecovery(options: ToolCallRecoveryOptions = {}): Epic {
           mergeMap((head) =>
             rerun === undefined
               ? of(head.stream)
-              : from(context.snapshot<ToolCallState>(head.stream)).pipe(
+              : context.snapshot<ToolCallState>(head.stream).pipe(
                   filter((snapshot) => snapshot?.state.value === 'executing' && !reruns(snapshot.state)),
                   map(() => head.stream),
                 ),

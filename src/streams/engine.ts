@@ -1,4 +1,4 @@
-import { Observable, Subject, asyncScheduler, from, type SchedulerLike, type Subscription } from 'rxjs';
+import { Observable, Subject, asyncScheduler, defer, from, type SchedulerLike, type Subscription } from 'rxjs';
 import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine.js';
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
@@ -545,7 +545,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       deps,
       context: {
         state: <S>(stream: string) => instances.get(stream)?.durableState as S | undefined,
-        snapshot,
+        snapshot: <S>(stream: string) => defer(() => snapshot<S>(stream)),
         read: (stream, afterSeq = 0) => from(storedRunes(stream, afterSeq)),
         release,
         streams: (query) => from(store.heads(query)),

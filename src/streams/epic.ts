@@ -32,8 +32,12 @@ export const isSpawnCommand = (command: EpicCommand): command is SpawnCommand =>
 export interface EpicContext {
   /** The durable state of a stream that is in memory, or `undefined` (not in memory, or unknown). */
   state<S = unknown>(stream: string): S | undefined;
-  /** The durable state of any stream and its seq, hydrating it if need be; `undefined` for an unknown stream. */
-  snapshot<S = unknown>(stream: string): Promise<Snapshot<S> | undefined>;
+  /**
+   * The durable state of any stream and its seq, hydrating it if need be, then completes;
+   * `undefined` for an unknown stream. An Observable, like `read` and `streams`: a test context
+   * answers with `of(...)`, and the epic runs in the frames of a marble test.
+   */
+  snapshot<S = unknown>(stream: string): Observable<Snapshot<S> | undefined>;
   /** The stream's stored runes after `afterSeq` (default 0), then completes: its history, for an effect that needs it. */
   read(stream: string, afterSeq?: number): Observable<Rune>;
   /** Releases a stream's instance from memory; the next use hydrates it from the store. */

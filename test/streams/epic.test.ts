@@ -126,7 +126,7 @@ describe('engine epics', () => {
           return runes$.pipe(
             filter((r) => r.kind === 'Ping'),
             mergeMap(async (r) => {
-              seen.push(await context.snapshot(r.stream), (await firstValueFrom(context.read(r.stream).pipe(toArray()))).map((x) => x.kind));
+              seen.push(await firstValueFrom(context.snapshot(r.stream)), (await firstValueFrom(context.read(r.stream).pipe(toArray()))).map((x) => x.kind));
               const call: EpicCommand = { stream: 'call-1', spawn: 'tool-call', input: { callId: 'c1', toolName: 'clock', arguments: {} } };
               return [call, call, { stream: 'call-1', event: { type: 'no_approval_needed' } }] satisfies EpicCommand[];
             }),

@@ -37,7 +37,7 @@ function requestOf(stream: string, context: EpicContext, options: AgentModelOpti
         const event = rune.event as TurnEngineEvent;
         return event.type === 'tool_calls_received' ? event.callIds : [];
       });
-      const states$ = callIds.length === 0 ? of([]) : forkJoin(callIds.map((callId) => from(context.snapshot<ToolCallState>(agentStreams(agent).call(callId)))));
+      const states$ = callIds.length === 0 ? of([]) : forkJoin(callIds.map((callId) => context.snapshot<ToolCallState>(agentStreams(agent).call(callId))));
       return states$.pipe(
         map((snapshots) => {
           const calls = new Map<string, ToolCallState>();

@@ -1,4 +1,4 @@
-import { EMPTY, Observable, concatMap, defer, filter, from, groupBy, lastValueFrom, merge, mergeMap, toArray } from 'rxjs';
+import { EMPTY, Observable, concatMap, defer, filter, firstValueFrom, from, groupBy, lastValueFrom, merge, mergeMap, toArray } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
@@ -36,18 +36,21 @@ function created(agent: string): EpicCommand[] {
   ];
 }
 
+/** A stream's durable state now (hydrated if need be), for the async steps of these epics. */
+const stateOf = async <S>(context: EpicContext, stream: string): Promise<S | undefined> => (await firstValueFrom(context.snapshot<S>(stream)))?.state;
+
 /** A turn started: the conversation counts it and the agent runs it, unless the conversation is not active. */
 async function started(agent: string, rune: Rune, context: EpicContext): Promise<EpicCommand[]> {
   const streams = agentStreams(agent);
-  const talk = await context.snapshot<ConversationState>(streams.conversation);
+  const talk = await stateOf<ConversationState>(context, streams.conversation);
   // `created`: its `agent_ready`, dispatched when the turn stream was spawned, is ahead in its queue.
-  if (talk !== undefined && talk.state.value !== 'active' && talk.state.value !== 'created') {
-    return [{ stream: rune.stream, event: { type: 'interrupt', reason: `the conversation is ${talk.state.value}` } }];
+  if (talk !== undefined && talk.value !== 'active' && talk.value !== 'created') {
+    return [{ stream: rune.stream, event: { type: 'interrupt', reason: `the conversation is ${talk.value}` } }];
   }
-  const turn = await context.snapshot<TurnEngineState>(rune.stream);
+  const turn = await stateOf<TurnEngineState>(context, rune.stream);
   return [
     { stream: streams.conversation, event: { type: 'new_turn' } },
-    { stream: streams.lifecycle, event: { type: 'turn_assigned', turnId: String(turn?.state.turn ?? rune.seq) } },
+    { stream: streams.lifecycle, event: { type: 'turn_assigned', turnId: String(turn?.turn ?? rune.seq) } },
   ];
 }
 
@@ -60,12 +63,12 @@ const callsOf = (agent: string, calls: readonly ToolCallInput[]): EpicCommand[] 
  * (`tools_finished`). Its key (turn number and call ids) says which round it was.
  */
 async function doneRound(agent: string, context: EpicContext): Promise<string | undefined> {
-  const turn = await context.snapshot<TurnEngineState>(agentStreams(agent).turn);
-  if (turn?.state.value !== 'tool_executing') return undefined;
-  for (const callId of turn.state.callIds) {
-    if (!isTerminalCall((await context.snapshot<ToolCallState>(agentStreams(agent).call(callId)))?.state)) return undefined;
+  const turn = await stateOf<TurnEngineState>(context, agentStreams(agent).turn);
+  if (turn?.value !== 'tool_executing') return undefined;
+  for (const callId of turn.callIds) {
+    if (!isTerminalCall(await stateOf<ToolCallState>(context, agentStreams(agent).call(callId)))) return undefined;
   }
-  return `${turn.state.turn}:${turn.state.callIds.join(',')}`;
+  return `${turn.turn}:${turn.callIds.join(',')}`;
 }
 
 /**
@@ -81,14 +84,14 @@ async function ended(agent: string, rune: Rune, context: EpicContext): Promise<E
     const reason = event.type === 'interrupt' && event.reason !== undefined ? event.reason : 'turn interrupted';
     for (const call of await latestRound(streams.turn, context)) {
       const stream = streams.call(call.callId);
-      const state = (await context.snapshot<ToolCallState>(stream))?.state;
+      const state = await stateOf<ToolCallState>(context, stream);
       if (isTerminalCall(state)) continue;
       if (state === undefined) commands.push({ stream, spawn: toolCall.id, input: call });
       commands.push({ stream, event: { type: 'cancelled', reason } });
     }
   }
-  const lifecycle = await context.snapshot<AgentLifecycleState>(streams.lifecycle);
-  if (lifecycle?.state.value === 'running_turn') {
+  const lifecycle = await stateOf<AgentLifecycleState>(context, streams.lifecycle);
+  if (lifecycle?.value === 'running_turn') {
     commands.push({
       stream: streams.lifecycle,
       event:
@@ -165,9 +168,9 @@ export function agentTurns(): Epic {
       if (value === 'tool_executing') {
         return [...callsOf(agent, await latestRound(stream, context)), ...(await finishRound(agent))];
       }
-      const lifecycle = await context.snapshot<AgentLifecycleState>(agentStreams(agent).lifecycle);
+      const lifecycle = await stateOf<AgentLifecycleState>(context, agentStreams(agent).lifecycle);
       const commands: EpicCommand[] = [];
-      if (lifecycle?.state.value === 'running_turn') commands.push({ stream: agentStreams(agent).lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
+      if (lifecycle?.value === 'running_turn') commands.push({ stream: agentStreams(agent).lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
       commands.push({ stream, event: { type: 'turn_finalized' } });
       return commands;
     };

@@ -10,5 +10,5 @@ export {
   type ScriptedToolCall,
 } from './scripted-model.js';
 export { ModelCallTimeoutError, modelCall$, type ModelCallOptions } from './model-call.js';
-export { AllProvidersFailedError, chainCall$, providerBreakerStream, type ProviderChain, type ProviderFailure } from './provider-chain.js';
+export { AllProvidersFailedError, chainCall$, providerBreakerStream, type ChainContext, type ProviderChain, type ProviderFailure } from './provider-chain.js';
 export { providerBreakers, type ProviderBreakersOptions } from './provider-breakers.js';

@@ -1,4 +1,4 @@
-import { Observable, filter, lastValueFrom, toArray } from 'rxjs';
+import { Observable, filter, firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { circuitBreaker } from '../../reducers/circuit-breaker/machine.js';
 import type { CircuitBreakerState } from '../../reducers/circuit-breaker/schema.js';
 import type { Rune } from '../../reducers/rune.js';
@@ -107,7 +107,7 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
       const fail = (error: unknown): void => subscriber.error(error);
       /** The breaker's open timeout, from its state as it was spawned. */
       const openTimeoutOf = async (stream: string): Promise<number | undefined> =>
-        context.state<CircuitBreakerState>(stream)?.openTimeoutMs ?? (await context.snapshot<CircuitBreakerState>(stream))?.state.openTimeoutMs;
+        context.state<CircuitBreakerState>(stream)?.openTimeoutMs ?? (await firstValueFrom(context.snapshot<CircuitBreakerState>(stream)))?.state.openTimeoutMs;
 
       /** Arms a breaker found OPEN without the rune that opened it: its deadline from its history. */
       const recover = (stream: string, lastSeq: number, lastAt: number): void => {

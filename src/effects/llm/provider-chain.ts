@@ -1,7 +1,8 @@
-import { Observable, type Subscription } from 'rxjs';
+import { Observable, firstValueFrom, from, type ObservableInput, type SchedulerLike, type Subscription } from 'rxjs';
 import { circuitBreaker, circuitBreakerAllowsCall } from '../../reducers/circuit-breaker/machine.js';
 import type { CircuitBreakerEvent, CircuitBreakerInput, CircuitBreakerState } from '../../reducers/circuit-breaker/schema.js';
-import type { EpicCommand, EpicContext } from '../../streams/epic.js';
+import type { EpicCommand } from '../../streams/epic.js';
+import type { Snapshot } from '../../streams/store.js';
 import { modelCall$ } from './model-call.js';
 import type { ChainOutput, ModelRequest, Provider } from './model-types.js';
 
@@ -95,6 +96,15 @@ interface Link {
 }
 
 /**
+ * What {@link chainCall$} needs of its caller: the breakers' states and a clock. An epic passes
+ * its context; outside an epic, an engine's `snapshot` (a Promise) does as well.
+ */
+export interface ChainContext {
+  snapshot<S = unknown>(stream: string): ObservableInput<Snapshot<S> | undefined>;
+  readonly scheduler: SchedulerLike;
+}
+
+/**
  * One model call through a provider fallback chain (seed 002, DESIGN.md "provider fallback
  * chain"), as an Observable of {@link ChainOutput}s: the answering provider's parts, and the
  * commands that record each provider's outcome on its circuit breaker. The caller (an epic)
@@ -137,11 +147,7 @@ interface Link {
  *
  * @see providerBreakers for the epic that half-opens an OPEN breaker after its timeout.
  */
-export function chainCall$(
-  chain: ProviderChain,
-  request: ModelRequest,
-  context: Pick<EpicContext, 'snapshot' | 'scheduler'>,
-): Observable<ChainOutput> {
+export function chainCall$(chain: ProviderChain, request: ModelRequest, context: ChainContext): Observable<ChainOutput> {
   checkChain(chain, 'chainCall$');
   const input = breakerInputOf(chain);
   const { callTimeoutMs = 120_000 } = chain;
@@ -187,7 +193,7 @@ export function chainCall$(
     Promise.all(
       chain.providers.map(async (provider): Promise<Link> => {
         const stream = providerBreakerStream(provider.name);
-        const snapshot = await context.snapshot<CircuitBreakerState>(stream).catch(() => undefined);
+        const snapshot = await firstValueFrom(from(context.snapshot<CircuitBreakerState>(stream))).catch(() => undefined);
         return { provider, stream, state: snapshot?.state };
       }),
     )

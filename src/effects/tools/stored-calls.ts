@@ -20,6 +20,6 @@ export function callState$(context: EpicContext, stream: string): Observable<Too
     const state = context.state<ToolCallState>(stream);
     // In memory: synchronously, so the run starts in the same tick as the rune that asked for it.
     if (state !== undefined) return of(state);
-    return from(context.snapshot<ToolCallState>(stream)).pipe(map((snapshot) => snapshot?.state));
+    return context.snapshot<ToolCallState>(stream).pipe(map((snapshot) => snapshot?.state));
   });
 }

@@ -7,16 +7,10 @@ import type { ChainOutput, ModelPart, ModelRequest } from '../../../src/effects/
 import { epicContext } from '../../support/epic-context.js';
 
 /**
- * The `agentModel` epic alone: a hot observable of runes in, commands out; the model caller
- * returns cold observables; no engine, no store.
- *
- * The request is built from `context.read` (an Observable) and, for the calls of earlier tool
- * rounds, `context.snapshot` (a Promise). Without such calls the epic runs under
- * `testScheduler.run` (the last test). With them, the model is called a few microtasks after the
- * rune that asked for it, and `run()` flushes the whole diagram synchronously before any microtask
- * runs. So {@link marbleTest} plays the diagrams one frame at a time and lets the pending promises
- * settle between frames: a call the rune at frame F asked for is subscribed at frame F, which is
- * what the subscription windows below say. Frames are the classic ones: each character is 10.
+ * The `agentModel` epic alone, under `TestScheduler.run`: a hot observable of runes in, commands
+ * out; the model caller returns cold observables; no engine, no store. The context answers `read`
+ * and `snapshot` with Observables at once, so the call a rune asks for is subscribed in that
+ * rune's frame, which is what the subscription windows below say.
  */
 
 interface Marbles {
@@ -25,38 +19,13 @@ interface Marbles {
   cold: TestScheduler['createColdObservable'];
   expectObservable: TestScheduler['expectObservable'];
   expectSubscriptions: TestScheduler['expectSubscriptions'];
-  /**
-   * Plays every diagram to its end: a frame's actions, then the promises they started settle
-   * (still at that frame), then the next frame. Call `toBe` on the expectations after it; they
-   * are checked when the test body returns.
-   */
-  play(): Promise<void>;
 }
 
-/** One turn of the event loop: every microtask queued so far (and those they queue) has run. */
-const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
-async function marbleTest(body: (m: Marbles) => Promise<void>): Promise<void> {
+/** Runs the diagrams; what `body` returns is checked once they have played (what the model was asked, say). */
+function marbleTest(body: (m: Marbles) => void | (() => void)): void {
   const scheduler = new TestScheduler((actual, expected) => expect(actual).toStrictEqual(expected));
-  const play = async (): Promise<void> => {
-    for (;;) {
-      await settle();
-      const next = scheduler.actions[0];
-      if (next === undefined) return;
-      scheduler.maxFrames = next.delay; // this frame only
-      scheduler.flush();
-    }
-  };
-  await body({
-    scheduler,
-    hot: scheduler.createHotObservable.bind(scheduler),
-    cold: scheduler.createColdObservable.bind(scheduler),
-    expectObservable: scheduler.expectObservable.bind(scheduler),
-    expectSubscriptions: scheduler.expectSubscriptions.bind(scheduler),
-    play,
-  });
-  scheduler.maxFrames = Infinity;
-  scheduler.flush(); // checks every expectation whose `toBe` was called
+  const after = scheduler.run((helpers) => body({ scheduler, ...helpers }));
+  after?.();
 }
 
 // --- runes of agent a1's turn stream, and what the model streams ------------------------------------
@@ -100,14 +69,14 @@ function setup(m: Marbles, runes$: Observable<Rune>, answers: readonly Observabl
   runes$.subscribe((rune) => seen.push(rune));
   const context = epicContext(m.scheduler, {
     read: (stream) => defer(() => of(...seen.filter((rune) => rune.stream === stream))),
-    snapshot: async <S>(stream: string) => (stream in calls ? { stream, seq: 4, state: calls[stream] as S } : undefined),
+    snapshot: <S>(stream: string) => of(stream in calls ? { stream, seq: 4, state: calls[stream] as S } : undefined),
   });
   return { requests, context, call };
 }
 
 describe('agentModel: a turn entering streaming calls the model; its answer becomes commands to the turn', () => {
   it('text deltas become assistant_delta commands (empty ones dropped), then response_done with the usage', () =>
-    marbleTest(async (m) => {
+    marbleTest((m) => {
       const runes = m.hot<Rune>('-s--------', { s: started() });
       const llm = m.cold<ChainOutput>('-a-e-b-(f|)', {
         a: text('Hel'),
@@ -117,18 +86,17 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       });
       const { call, context, requests } = setup(m, runes, [llm]);
       const commands = m.expectObservable(agentModel({ call, system: 'be kind' })(runes, context, undefined));
-      await m.play();
       commands.toBe('--a---b-d', {
         a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
         b: toTurn({ type: 'assistant_delta', content: 'lo' }),
         d: toTurn({ type: 'response_done', usage: { inputTokens: 3, outputTokens: 2 } }),
       });
       m.expectSubscriptions(llm.subscriptions).toBe('-^------!');
-      expect(requests).toEqual([{ system: 'be kind', messages: [{ role: 'user', content: 'hi' }], tools: {} }]);
+      return () => expect(requests).toEqual([{ system: 'be kind', messages: [{ role: 'user', content: 'hi' }], tools: {} }]);
     }));
 
   it('tool calls become one tool_calls_received, at the end, with the callIds and what each call asked for', () =>
-    marbleTest(async (m) => {
+    marbleTest((m) => {
       const runes = m.hot<Rune>('-s--------', { s: started() });
       const llm = m.cold<ChainOutput>('-x-a-b-(f|)', {
         x: text('Checking.'),
@@ -138,7 +106,6 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       });
       const { call, context } = setup(m, runes, [llm]);
       const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
-      await m.play();
       commands.toBe('--x-----r', {
         x: toTurn({ type: 'assistant_delta', content: 'Checking.' }),
         r: toTurn({
@@ -157,26 +124,24 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
     ['an interrupt', interrupted(4)],
     ['a steer', steered(4)],
   ])('%s (the turn leaves streaming) unsubscribes the model call at that frame; deltas before it do not', (_name, leaving) =>
-    marbleTest(async (m) => {
+    marbleTest((m) => {
       const runes = m.hot<Rune>('-s--d-i---z', { s: started(), d: delta(3, 'Hel'), i: leaving, z: finalized(5, 'interrupted') });
       const llm = m.cold<ChainOutput>('-a-b----c-(f|)', { a: text('Hel'), b: text('lo'), c: text(' there'), f: finish('stop') });
       const { call, context, requests } = setup(m, runes, [llm]);
       const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
-      await m.play();
       commands.toBe('--a-b-------', { a: toTurn({ type: 'assistant_delta', content: 'Hel' }), b: toTurn({ type: 'assistant_delta', content: 'lo' }) });
       m.expectSubscriptions(llm.subscriptions).toBe('-^----!');
-      expect(requests).toHaveLength(1);
+      return () => expect(requests).toHaveLength(1);
     }));
 
   it("another agent's interrupt does not cut this agent's call", () =>
-    marbleTest(async (m) => {
+    marbleTest((m) => {
       const other = 'a2/turn';
       const runes = m.hot<Rune>('-st--i-----', { s: started(), t: started(2, other), i: interrupted(3, other) });
       const mine = m.cold<ChainOutput>('-a--b-(f|)', { a: text('Hel'), b: text('lo'), f: finish('stop') });
       const theirs = m.cold<ChainOutput>('-x------(f|)', { x: text('Yo'), f: finish('stop') });
       const { call, context } = setup(m, runes, [mine, theirs]);
       const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
-      await m.play();
       commands.toBe('--ax-b-d', {
         a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
         x: toTurn({ type: 'assistant_delta', content: 'Yo' }, other),
@@ -188,12 +153,11 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
     }));
 
   it('a failed model call becomes stream_error, with what was streamed before it', () =>
-    marbleTest(async (m) => {
+    marbleTest((m) => {
       const runes = m.hot<Rune>('-s-------', { s: started() });
       const llm = m.cold<ChainOutput>('-a--#', { a: text('Hel') }, new Error('all providers failed: model: HTTP 503'));
       const { call, context } = setup(m, runes, [llm]);
       const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
-      await m.play();
       commands.toBe('--a--e', {
         a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
         e: toTurn({ type: 'stream_error', error: 'all providers failed: model: HTTP 503' }),
@@ -202,19 +166,18 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
     }));
 
   it('a request that cannot be built (the log cannot be read) becomes stream_error, and the model is never called', () =>
-    marbleTest(async (m) => {
+    marbleTest((m) => {
       const runes = m.hot<Rune>('-s---', { s: started() });
       const llm = m.cold<ChainOutput>('-a|', { a: text('never') });
       const { call } = setup(m, runes, [llm]);
       const context = epicContext(m.scheduler, { read: () => throwError(() => new Error('SQLITE_IOERR: disk I/O error')) });
       const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
-      await m.play();
       commands.toBe('-e', { e: toTurn({ type: 'stream_error', error: 'SQLITE_IOERR: disk I/O error' }) });
       m.expectSubscriptions(llm.subscriptions).toBe([]);
     }));
 
   it("the call's own commands (its breakers) pass through as they come, among the deltas", () =>
-    marbleTest(async (m) => {
+    marbleTest((m) => {
       const spawnBreaker: EpicCommand = { stream: 'provider/model', spawn: 'circuit-breaker', input: { failureThreshold: 3, successThreshold: 1, openTimeoutMs: 30_000 } };
       const success: EpicCommand = { stream: 'provider/model', event: { type: 'success' } };
       const runes = m.hot<Rune>('-s--------', { s: started() });
@@ -226,13 +189,12 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       });
       const { call, context } = setup(m, runes, [llm]);
       const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
-      await m.play();
       commands.toBe('--a-(kcd)', { a: toTurn({ type: 'assistant_delta', content: 'Hi' }), k: spawnBreaker, c: success, d: toTurn({ type: 'response_done' }) });
       m.expectSubscriptions(llm.subscriptions).toBe('-^--!');
     }));
 
   it("tools_finished{more: true} (tool_executing -> streaming) starts a second call, which sees the round's results", () =>
-    marbleTest(async (m) => {
+    marbleTest((m) => {
       const asked = { callId: 'c1', toolName: 'clock', arguments: {} };
       const round = turnRune(3, { type: 'tool_calls_received', callIds: ['c1'], calls: [asked] }, 'streaming', 'tool_executing', 'turn.tool_calls_received');
       const more = turnRune(4, { type: 'tools_finished', more: true }, 'tool_executing', 'streaming', 'turn.tools_finished');
@@ -243,7 +205,6 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
         'a1/call/c1': { ...asked, value: 'completed_result', output: '12:00', progressCount: 0 },
       });
       const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
-      await m.play();
       commands.toBe('----r----x-d', {
         r: toTurn({ type: 'tool_calls_received', callIds: ['c1'], calls: [asked] }),
         x: toTurn({ type: 'assistant_delta', content: 'Noon.' }),
@@ -251,26 +212,13 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       });
       m.expectSubscriptions(first.subscriptions).toBe('-^--!');
       m.expectSubscriptions(second.subscriptions).toBe('--------^--!');
-      expect(requests).toHaveLength(2);
-      expect(requests[1]!.messages).toEqual([
-        { role: 'user', content: 'hi' },
-        { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'clock', input: {} }] },
-        { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'clock', output: { type: 'json', value: '12:00' } }] },
-      ]);
+      return () => {
+        expect(requests).toHaveLength(2);
+        expect(requests[1]!.messages).toEqual([
+          { role: 'user', content: 'hi' },
+          { role: 'assistant', content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'clock', input: {} }] },
+          { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'clock', output: { type: 'json', value: '12:00' } }] },
+        ]);
+      };
     }));
-
-  it('under TestScheduler.run: the call a rune asks for is subscribed in that frame, and ends with the answer', () => {
-    const scheduler = new TestScheduler((actual, expected) => expect(actual).toStrictEqual(expected));
-    scheduler.run(({ hot, cold, expectObservable, expectSubscriptions }) => {
-      const start: Rune = { stream: 'a1/turn', seq: 2, machine: 'turn-engine', kind: 'turn.started', event: { type: 'start_turn', input: 'hi' }, from: 'idle', to: 'streaming', at: 0 };
-      const runes = hot<Rune>('-s', { s: start });
-      const llm = cold<ChainOutput>('-a-(f|)', { a: { type: 'part', part: { type: 'text-delta', text: 'Hi' } }, f: { type: 'part', part: { type: 'finish', finishReason: 'stop' } } });
-      const context = epicContext(scheduler, { read: () => of(start) });
-      expectObservable(agentModel({ call: () => llm })(runes, context, undefined)).toBe('--a-d', {
-        a: { stream: 'a1/turn', event: { type: 'assistant_delta', content: 'Hi' } },
-        d: { stream: 'a1/turn', event: { type: 'response_done' } },
-      });
-      expectSubscriptions(llm.subscriptions).toBe('-^--!');
-    });
-  });
 });

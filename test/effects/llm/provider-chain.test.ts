@@ -1,3 +1,4 @@
+import { of, throwError } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../../src/index.js';
 import {
@@ -196,7 +197,7 @@ describe('chainCall$', () => {
     const clock = new ManualClock();
     const a = scriptedModel([{ text: 'one two three', hang: true, afterDeltas: 1 }]);
     const outputs: ChainOutput[] = [];
-    const subscription = chainCall$({ providers: [{ name: 'a', model: a }] }, request, { snapshot: async () => undefined, scheduler: clock }).subscribe(
+    const subscription = chainCall$({ providers: [{ name: 'a', model: a }] }, request, { snapshot: () => of(undefined), scheduler: clock }).subscribe(
       (output) => outputs.push(output),
     );
     for (let i = 0; i < 100 && outputs.length === 0; i++) await settle();
@@ -209,7 +210,7 @@ describe('chainCall$', () => {
   it('lets a call through when its breaker cannot be read, and spawns it with the outcome', async () => {
     const { values } = await collect(
       chainCall$({ providers: [{ name: 'a', model: answering('a', 'ok') }] }, request, {
-        snapshot: () => Promise.reject(new Error('store offline')),
+        snapshot: () => throwError(() => new Error('store offline')),
         scheduler: new ManualClock(),
       }),
     );
@@ -220,7 +221,7 @@ describe('chainCall$', () => {
   });
 
   it('refuses a chain without providers, with a name twice, with a bad breaker configuration or call timeout', () => {
-    const context = { snapshot: async () => undefined, scheduler: new ManualClock() };
+    const context = { snapshot: () => of(undefined), scheduler: new ManualClock() };
     const model = answering('m', 'x');
     expect(() => chainCall$({ providers: [] }, request, context)).toThrow('chainCall$: a chain needs at least one provider in "providers"');
     expect(() => chainCall$({ providers: [{ name: 'a', model }, { name: 'a', model }] }, request, context)).toThrow(

@@ -1,4 +1,4 @@
-import { Subject, VirtualTimeScheduler, merge, of } from 'rxjs';
+import { NEVER, Subject, VirtualTimeScheduler, merge, of } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { marbles } from 'rxjs-marbles';
 import { describe, expect, it } from 'vitest';
@@ -266,7 +266,7 @@ describe('toolCallEffects: the approval timeout', () => {
         g: callRune('call-4', 3, { type: 'cancelled' }, 'awaiting_approval', 'cancelled_result', { kind: 'tool.result', at: 10_000 }),
       });
       // No state in memory: the approved call-2 does not run here; this is about clocks.
-      const commands = toolCallEffects({ tools: [rm], approvalTimeoutMs: 60_000 })(runes, epicContext(scheduler, { snapshot: () => new Promise(() => {}) }), undefined);
+      const commands = toolCallEffects({ tools: [rm], approvalTimeoutMs: 60_000 })(runes, epicContext(scheduler, { snapshot: () => NEVER }), undefined);
       expectObservable(commands, '^ 90s !').toBe('60s t', { t: cmd('call-1', { type: 'approval_timeout' }) });
     });
   });

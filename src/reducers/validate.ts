@@ -26,26 +26,29 @@ function eventTypesOf(machine: AnyMachine): ReadonlySet<string> {
  * misses its schema is reported naming each failing field. Never throws.
  */
 export function validateEvent<M extends AnyMachine>(machine: M, value: unknown): EventCheck<EventOf<M>> {
-  const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
-  if (typeof type !== 'string') {
-    return {
-      ok: false,
-      code: 'invalid_event',
-      reason: `invalid event: expected an object with a string "type", got ${describeValue(value)}`,
-      issues: [],
-    };
-  }
-  if (!eventTypesOf(machine).has(type)) {
-    return { ok: false, code: 'unknown_event', reason: unknownEventReason(machine.id, type, machine.events), issues: [] };
-  }
   const parsed = machine.schemas.event.safeParse(value);
   if (parsed.success) return { ok: true, event: parsed.data as EventOf<M> };
-  return {
-    ok: false,
-    code: 'invalid_event',
-    reason: `invalid "${type}" event: ${describeIssues(parsed.error.issues)}`,
-    issues: parsed.error.issues,
-  };
+  return { ok: false, ...eventRejection(machine, value, parsed.error.issues) };
+}
+
+/**
+ * Why a value that failed a machine's event schema (with `issues`) is refused: no string `type`,
+ * an unknown `type` (named, with the types the machine accepts), or the fields that failed.
+ * For a caller that ran the parse itself, as the engine does on every dispatch.
+ */
+export function eventRejection(
+  machine: AnyMachine,
+  value: unknown,
+  issues: readonly z.core.$ZodIssue[],
+): Omit<Extract<EventCheck<never>, { ok: false }>, 'ok'> {
+  const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
+  if (typeof type !== 'string') {
+    return { code: 'invalid_event', reason: `invalid event: expected an object with a string "type", got ${describeValue(value)}`, issues: [] };
+  }
+  if (!eventTypesOf(machine).has(type)) {
+    return { code: 'unknown_event', reason: unknownEventReason(machine.id, type, machine.events), issues: [] };
+  }
+  return { code: 'invalid_event', reason: `invalid "${type}" event: ${describeIssues(issues)}`, issues };
 }
 
 /**

@@ -2,7 +2,7 @@ import { Observable, Subject, asyncScheduler, defer, from, type SchedulerLike, t
 import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine.js';
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
-import { describeIssues, validateEvent } from '../reducers/validate.js';
+import { describeIssues, eventRejection } from '../reducers/validate.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
 import { KeyedListeners } from './keyed-listeners.js';
 import { memoryStore } from './memory-store.js';
@@ -416,17 +416,20 @@ export function createEngine(options: EngineOptions = {}): Engine {
   /** Applies an event dispatched at `dispatchedAt` (scheduler time) to an instance in memory. */
   const apply = (instance: Instance, value: unknown, dispatchedAt: number): Promise<DispatchResult> => {
     const { machine } = instance;
-    const check = validateEvent(machine, value);
-    if (!check.ok) return Promise.resolve(rejected(check.code, check.reason));
+    const parsed = machine.schemas.event.safeParse(value);
+    if (!parsed.success) {
+      const { code, reason } = eventRejection(machine, value, parsed.error.issues);
+      return Promise.resolve(rejected(code, reason));
+    }
     const from = instance.state;
-    const step = machine.step(from, check.event);
+    const step = machine.step(from, parsed.data as EventObject);
     if (!step.accepted) return Promise.resolve(rejected(step.code, step.reason));
     instance.state = step.state;
     const seq = ++instance.seq;
     const fromValue = valueOf(from);
     const to = valueOf(step.state);
     const { stream } = instance;
-    const event = check.event as Rune['event'];
+    const event = parsed.data as Rune['event'];
     const at = dispatchedAt > instance.at ? dispatchedAt : instance.at;
     instance.at = at;
     // Whole literals: conditional spreads would cost a slow copy on the hot path.

@@ -6,8 +6,29 @@ import { benchIdleSessions } from './idle-sessions.js';
 import { benchSqliteAppend } from './sqlite-append.js';
 import { benchWsFanout } from './ws-fanout.js';
 
-/** `npm run bench`: every benchmark, each against its anchor in this same process run. */
-const results = [benchChatActorTransition(), await benchEngineDispatch(), await benchSqliteAppend(), await benchIdleSessions(), await benchHydration(), await benchWsFanout(), await benchAgentDeltas()];
+/** Every benchmark by name, in the order `npm run bench` runs them. */
+const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
+  'chat-actor-transition': benchChatActorTransition,
+  'engine-dispatch': benchEngineDispatch,
+  'sqlite-append': benchSqliteAppend,
+  'idle-sessions': benchIdleSessions,
+  hydration: benchHydration,
+  'ws-fanout': benchWsFanout,
+  'agent-deltas': benchAgentDeltas,
+};
+
+/**
+ * `npm run bench`: every benchmark, each against its anchor in this same process run.
+ * `npm run bench -- engine-dispatch hydration`: only those named.
+ */
+const names = process.argv.slice(2);
+const unknown = names.filter((name) => !(name in benchmarks));
+if (unknown.length > 0) {
+  console.error(`unknown benchmark ${unknown.map((n) => `"${n}"`).join(', ')}; the benchmarks are: ${Object.keys(benchmarks).join(', ')}`);
+  process.exit(2);
+}
+const results: boolean[] = [];
+for (const [name, bench] of Object.entries(benchmarks)) if (names.length === 0 || names.includes(name)) results.push(await bench());
 const failed = results.filter((ok) => !ok).length;
 console.log(`\n${results.length - failed} of ${results.length} benchmarks meet their bar`);
 process.exitCode = failed === 0 ? 0 : 1;

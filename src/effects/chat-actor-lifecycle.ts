@@ -11,14 +11,20 @@ export interface ChatActorLifecycleOptions {
   /** Idle or paused this long, an actor gets `InactivityTimeout` (seed 000: 10 minutes). Default 600,000 ms. */
   inactivityTimeoutMs?: number;
   /**
-   * Seed 000's heartbeat task: while an actor is `running`, it gets a `Ping` this often, so its
-   * log shows it alive (a `running` stream whose last rune is older than this was left behind by
-   * a process that died). 0 turns it off. Default 30,000 ms.
+   * Running this long without a rune, an actor is seen stale: its interaction went silent, and it
+   * gets one `Pause` with the reason "stale: no activity" (so the user can resume it and its
+   * inactivity clock runs). Any rune on the actor, a client's `Ping` included, restarts the window.
+   * 0 turns it off. Default 600,000 ms.
    */
-  heartbeatMs?: number;
-  /** How late a timeout or heartbeat may fire: the timer wheels' bucket size. Default 1,000 ms. */
+  staleAfterMs?: number;
+  /** How late a timeout or a stale check may fire: the timer wheels' bucket size. Default 1,000 ms. */
   resolutionMs?: number;
 }
+
+const OPTIONS = ['inactivityTimeoutMs', 'staleAfterMs', 'resolutionMs'];
+
+/** The reason of the `Pause` a running actor gets when it is seen stale. */
+const STALE_NO_ACTIVITY = 'stale: no activity';
 
 /** States in which the inactivity clock runs: seed 000 takes `InactivityTimeout` only there. */
 const CLOCKED = new Set(['idle', 'paused']);
@@ -30,8 +36,11 @@ const CLOCKED = new Set(['idle', 'paused']);
  *    restarts its clock; after `inactivityTimeoutMs` without one, it gets `InactivityTimeout`
  *    (and completes). While it is `running` no clock runs. All clocks share one timer wheel: a
  *    million idle actors are a million map entries and one scheduled action.
- * 2. Heartbeat: while an actor is `running`, it gets a `Ping` every `heartbeatMs`, so the log
- *    shows it alive. (No clock runs while it is running, so a Ping there restarts none.)
+ * 2. Heartbeat (seed 000's heartbeat task), kept in memory: while this process owns a `running`
+ *    actor, the epic holds its heartbeat on a second timer wheel, one entry moved by each of the
+ *    actor's runes, and appends nothing for it. An actor that goes `staleAfterMs` without a rune
+ *    is seen stale and gets one `Pause` ("stale: no activity"); paused, its inactivity clock runs.
+ *    So a running actor costs the log at most that one rune, however long it runs.
  * 3. Shutdown: a terminal state or `Shutdown` releases the actor from memory; its state stays in
  *    the log, and the next dispatch respawns it from there (seed 000 "Respawning").
  *
@@ -49,15 +58,21 @@ const CLOCKED = new Set(['idle', 'paused']);
  * ```
  */
 export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epic {
-  const { inactivityTimeoutMs = 600_000, heartbeatMs = 30_000, resolutionMs = 1000 } = options;
+  for (const key of Object.keys(options)) {
+    if (!OPTIONS.includes(key)) throw new TypeError(`chatActorLifecycle: unknown option "${key}"; the options are ${OPTIONS.join(', ')}`);
+  }
+  const { inactivityTimeoutMs = 600_000, staleAfterMs = 600_000, resolutionMs = 1000 } = options;
   if (!(inactivityTimeoutMs > 0)) {
     throw new TypeError(`chatActorLifecycle: "inactivityTimeoutMs" must be positive, got ${String(inactivityTimeoutMs)}`);
   }
-  if (!(heartbeatMs >= 0)) {
-    throw new TypeError(`chatActorLifecycle: "heartbeatMs" must be 0 (off) or positive, got ${String(heartbeatMs)}`);
+  if (!(staleAfterMs >= 0)) {
+    throw new TypeError(`chatActorLifecycle: "staleAfterMs" must be 0 (off) or positive, got ${String(staleAfterMs)}`);
   }
-  // A timeout whose dispatch fails (a store error) is tried again this much later; one that
-  // succeeds ends the clock with its own rune.
+  if (!(resolutionMs > 0)) {
+    throw new TypeError(`chatActorLifecycle: "resolutionMs" must be positive, got ${String(resolutionMs)}`);
+  }
+  // A timeout or stale pause whose dispatch fails (a store error) is tried again this much later;
+  // one that succeeds ends the clock or the heartbeat with its own rune.
   const retryMs = Math.min(inactivityTimeoutMs, 60_000);
   // Stored streams are resumed once per engine: a resubscription after a failure would find this
   // process's own running actors and take them for leftovers of a crash. Clocks armed by live
@@ -96,18 +111,18 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
           subscription.add(context.read(stream, seq - 1).pipe(take(1), defaultIfEmpty(undefined)).subscribe({ next: decide, error: () => decide(undefined) }));
         }
       });
-      // Each Ping is a rune of the running actor, which arms the next one.
+      // Each running actor's heartbeat is its stale deadline; any rune of the actor moves it.
       const heartbeats = timerWheel<string>(scheduler, resolutionMs, (due) => {
         for (const stream of due) {
-          heartbeats.set(stream, scheduler.now() + heartbeatMs);
-          subscriber.next({ stream, event: { type: 'Ping' } });
+          heartbeats.set(stream, scheduler.now() + retryMs);
+          subscriber.next({ stream, event: { type: 'Pause', reason: STALE_NO_ACTIVITY } });
         }
       });
       const onRune = (rune: Rune): void => {
         armedFromStore.delete(rune.stream);
         checking.delete(rune.stream);
         const to = rune.to ?? '';
-        if (to === 'running' && rune.kind !== 'Shutdown' && heartbeatMs > 0) heartbeats.set(rune.stream, rune.at + heartbeatMs);
+        if (to === 'running' && rune.kind !== 'Shutdown' && staleAfterMs > 0) heartbeats.set(rune.stream, rune.at + staleAfterMs);
         else heartbeats.delete(rune.stream);
         if (chatActor.terminal.includes(to) || rune.kind === 'Shutdown') {
           clocks.delete(rune.stream);
@@ -130,8 +145,10 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         const interrupted = (stream: string): EpicCommand => ({ stream, event: { type: 'Pause', reason: INTERRUPTED_BY_RESTART } });
         subscription.add(
           storedHeads(actors$, context, { machine: chatActor.id, values: [...CLOCKED, 'running'] }, {
-            // A Ping to an actor that was running before this process started: its interaction died
-            // with the old process, and the listing skips it as heard live. Pause it here.
+            // A rune that leaves running as it was (a client's Ping, say) on an actor running before
+            // this process started: its interaction died with the old process, and the listing skips
+            // it as heard live. Pause it here. (This process's own running actors are first heard
+            // entering running, and its heartbeats append nothing, so they never match.)
             firstLive: (rune) => {
               if (rune.from === 'running' && rune.to === 'running' && rune.kind !== 'Shutdown') subscriber.next(interrupted(rune.stream));
             },

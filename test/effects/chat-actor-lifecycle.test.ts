@@ -29,7 +29,7 @@ describe('chatActorLifecycle epic', () => {
         d: rune('c', 2, 'ProcessInteraction', 'idle', 'running', 60_000),
         e: rune('b', 2, 'Ping', 'idle', 'idle', 300_000),
       });
-      const commands = chatActorLifecycle({ heartbeatMs: 0 })(runes, epicContext(scheduler), undefined);
+      const commands = chatActorLifecycle({ staleAfterMs: 0 })(runes, epicContext(scheduler), undefined);
       // No rune of a's timeout comes back here (as if its dispatch failed): it is tried again every minute.
       expectObservable(commands, '^ 15m !').toBe('10m a 59.999s a 59.999s a 59.999s a 59.999s a 59.999s (ba)', {
         a: { stream: 'a', event: { type: 'InactivityTimeout' } },
@@ -38,17 +38,22 @@ describe('chatActorLifecycle epic', () => {
     });
   });
 
-  it('pings a running actor every 30 seconds (its heartbeat), even when a Ping did not land, and stops when it leaves running', () => {
+  it('appends nothing for a running actor while runes come; one stale for staleAfterMs gets a Pause, retried until its rune lands', () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     scheduler.run(({ hot, expectObservable }) => {
-      const runes = hot<Rune>('a 999ms b 29999ms 1s c 62999ms d', {
+      // a: running at 1 s, a client's Ping at 32 s, then silent. b: running at 1 s, done at 50 s.
+      const runes = hot<Rune>('(ab) 999ms (cd) 30999ms e 17999ms f 101999ms g', {
         a: rune('a', 1, 'spawned', undefined, 'idle'),
-        b: rune('a', 2, 'ProcessInteraction', 'idle', 'running', 1000),
-        c: rune('a', 3, 'Ping', 'running', 'running', 32_000), // the first heartbeat's rune; the second's never comes
-        d: rune('a', 4, 'InteractionComplete', 'running', 'idle', 95_000),
+        b: rune('b', 1, 'spawned', undefined, 'idle'),
+        c: rune('a', 2, 'ProcessInteraction', 'idle', 'running', 1000),
+        d: rune('b', 2, 'ProcessInteraction', 'idle', 'running', 1000),
+        e: rune('a', 3, 'Ping', 'running', 'running', 32_000), // restarts a's stale window
+        f: rune('b', 3, 'InteractionComplete', 'running', 'idle', 50_000),
+        g: rune('a', 4, 'Pause', 'running', 'paused', 152_000), // the retried Pause lands
       });
-      const commands = chatActorLifecycle()(runes, epicContext(scheduler), undefined);
-      expectObservable(commands, '^ 5m !').toBe('31s p 30.999s p 29.999s p', { p: { stream: 'a', event: { type: 'Ping' } } });
+      const commands = chatActorLifecycle({ staleAfterMs: 60_000, inactivityTimeoutMs: 3_600_000 })(runes, epicContext(scheduler), undefined);
+      // a is stale at 92 s; that Pause's rune never comes (as if its dispatch failed): tried again a minute later.
+      expectObservable(commands, '^ 30m !').toBe('92s p 59.999s p', { p: { stream: 'a', event: { type: 'Pause', reason: 'stale: no activity' } } });
     });
   });
 
@@ -69,9 +74,13 @@ describe('chatActorLifecycle epic', () => {
     });
   });
 
-  it('refuses a timeout that is not positive and a negative heartbeat', () => {
+  it('refuses a timeout or resolution that is not positive, a negative staleness window and an unknown option, naming it', () => {
     expect(() => chatActorLifecycle({ inactivityTimeoutMs: 0 })).toThrow('"inactivityTimeoutMs" must be positive, got 0');
-    expect(() => chatActorLifecycle({ heartbeatMs: -1 })).toThrow('"heartbeatMs" must be 0 (off) or positive, got -1');
+    expect(() => chatActorLifecycle({ staleAfterMs: -1 })).toThrow('"staleAfterMs" must be 0 (off) or positive, got -1');
+    expect(() => chatActorLifecycle({ resolutionMs: 0 })).toThrow('"resolutionMs" must be positive, got 0');
+    expect(() => chatActorLifecycle({ heartbeatMs: 30_000 } as never)).toThrow(
+      new TypeError('chatActorLifecycle: unknown option "heartbeatMs"; the options are inactivityTimeoutMs, staleAfterMs, resolutionMs'),
+    );
   });
 });
 
@@ -212,8 +221,92 @@ describe('chatActorLifecycle across a restart: interrupted interactions', () => 
       // The listing takes 5 ms (a slow store); a client's Ping to the crash-left actor lands at 2 ms.
       const runes = hot<Rune>('--p', { p: rune('a', 3, 'Ping', 'running', 'running', 2) });
       const heads = cold<StreamHead>('-----(h|)', { h: { stream: 'a', machine: 'chat-actor', seq: 2, value: 'running', at: 0 } });
-      const commands = chatActorLifecycle({ heartbeatMs: 0 })(runes, epicContext(scheduler, { streams: () => heads }), undefined);
+      const commands = chatActorLifecycle()(runes, epicContext(scheduler, { streams: () => heads }), undefined);
       expectObservable(commands, '^ 1m !').toBe('--x', { x: { stream: 'a', event: { type: 'Pause', reason: 'interrupted by restart' } } });
     });
+  });
+});
+
+describe('chatActorLifecycle: the log does not grow on its own', () => {
+  const actors = 10_000;
+  const hour = 60 * 60_000;
+  const streamIds = Array.from({ length: actors }, (_, i) => `chat-${i}`);
+
+  /**
+   * Runs virtual time up to `until`, one due time at a time, letting the engine commit what each
+   * tick dispatched before the next: a rune's `at` is then the time of the tick that caused it.
+   */
+  async function runVirtualTime(scheduler: VirtualTimeScheduler, until: number): Promise<void> {
+    for (let next = scheduler.actions[0]?.delay; next !== undefined && next <= until; next = scheduler.actions[0]?.delay) {
+      scheduler.maxFrames = next;
+      scheduler.flush();
+      await new Promise((r) => setImmediate(r));
+    }
+    scheduler.frame = until;
+  }
+
+  async function putInRunning(engine: ReturnType<typeof createEngine>): Promise<void> {
+    for (const stream of streamIds) {
+      await engine.spawn(stream, 'chat-actor');
+      await engine.dispatch(stream, { type: 'ProcessInteraction', userId });
+    }
+  }
+
+  /** Each kind appended, with how many of it. */
+  const countKinds = (runes: readonly Rune[]): Record<string, number> => {
+    const counts: Record<string, number> = {};
+    for (const r of runes) counts[r.kind] = (counts[r.kind] ?? 0) + 1;
+    return counts;
+  };
+
+  it('10,000 running actors through an hour append one stale Pause each, then their timeout: no Ping per beat', async () => {
+    const scheduler = new VirtualTimeScheduler(undefined, hour);
+    const engine = createEngine({ scheduler, epics: [chatActorLifecycle()] });
+    await new Promise((r) => queueMicrotask(() => r(undefined))); // epics start on the next microtask
+    await putInRunning(engine);
+    const appended: Rune[] = [];
+    engine.runes$().subscribe((r) => appended.push(r));
+
+    await runVirtualTime(scheduler, hour);
+    expect(appended.length).toBe(2 * actors);
+    expect(countKinds(appended)).toEqual({ Pause: actors, InactivityTimeout: actors });
+    expect(appended.filter((r) => r.kind === 'Pause').every((r) => r.at === 600_000 && r.event.reason === 'stale: no activity')).toBe(true);
+    expect(appended.filter((r) => r.kind === 'InactivityTimeout').every((r) => r.at === 1_200_000 && r.to === 'completed')).toBe(true);
+    expect(engine.size).toBe(0); // completed, so released: nothing of them is left in memory
+    await engine.close();
+  });
+
+  it('with staleAfterMs 0, 10,000 running actors through an hour append nothing', async () => {
+    const scheduler = new VirtualTimeScheduler(undefined, hour);
+    const engine = createEngine({ scheduler, epics: [chatActorLifecycle({ staleAfterMs: 0 })] });
+    await new Promise((r) => queueMicrotask(() => r(undefined)));
+    await putInRunning(engine);
+    const appended: Rune[] = [];
+    engine.runes$().subscribe((r) => appended.push(r));
+
+    await runVirtualTime(scheduler, hour);
+    expect(appended.length).toBe(0);
+    expect(engine.size).toBe(actors); // still running, owned by this process
+    await engine.close();
+  });
+
+  it('10,000 actors left running by a crash are each paused once after the restart, and their log then grows only by their timeout', async () => {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} };
+    const crashed = createEngine({ store: kept, scheduler: new VirtualTimeScheduler() });
+    await putInRunning(crashed); // running when the process dies
+
+    const scheduler = new VirtualTimeScheduler(undefined, hour);
+    scheduler.frame = 60_000; // back a minute later
+    const engine = createEngine({ store: kept, scheduler, epics: [chatActorLifecycle()] });
+    const appended: Rune[] = [];
+    engine.runes$().subscribe((r) => appended.push(r));
+    await new Promise((r) => setImmediate(r)); // epics start, list the stored heads, pause the running ones
+    await runVirtualTime(scheduler, hour);
+
+    expect(countKinds(appended)).toEqual({ Pause: actors, InactivityTimeout: actors });
+    expect(appended.filter((r) => r.kind === 'Pause').every((r) => r.at === 60_000 && r.event.reason === 'interrupted by restart')).toBe(true);
+    expect((await store.read('chat-0')).map((r) => `${r.kind}@${r.at}`)).toEqual(['spawned@0', 'ProcessInteraction@0', 'Pause@60000', 'InactivityTimeout@660000']);
+    await engine.close();
   });
 });

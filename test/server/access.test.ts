@@ -114,6 +114,14 @@ describe('server: Origin and Host', () => {
     }
   });
 
+  it('brackets an IPv6 host in its own origin and host names', async () => {
+    const h = await startServer({ host: '::1' });
+    stop = h.stop;
+    const c = await h.connect({ origin: `http://[::1]:${h.server.port}` });
+    expect(await c.request({ op: 'spawn', id: 1, stream: 'v6', machine: 'chat-actor' })).toMatchObject({ op: 'ack' });
+    expect(await upgrade(h.server.httpUrl, { origin: `http://[::2]:${h.server.port}` })).toMatchObject({ status: 403, body: { code: 'forbidden_origin' } });
+  });
+
   it('accepts the allowedOrigins (normalized), and every origin with "*"', async () => {
     const h = await startServer({ allowedOrigins: ['http://App.example:5173/index.html'] });
     stop = h.stop;

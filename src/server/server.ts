@@ -32,6 +32,8 @@ export interface RunestreamServer {
   reauthorize(): Promise<void>;
 }
 
+const CLOSING: HttpRefusal = { status: 503, code: 'unavailable', message: 'the server is closing' };
+
 /** Refuses an upgrade with a plain HTTP response, before any WebSocket exists (as `ws` does). */
 function refuseUpgrade(socket: Duplex, { status, code, message, headers }: HttpRefusal): void {
   const body = JSON.stringify({ ok: false, code, message });
@@ -95,12 +97,11 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
 
   http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
-    const unavailable: HttpRefusal = { status: 503, code: 'unavailable', message: 'the server is closing' };
-    if (closing !== undefined) return refuseUpgrade(socket, unavailable);
+    if (closing !== undefined) return refuseUpgrade(socket, CLOSING);
     void gate.admit(req).then((admission) => {
       if (!admission.ok) return refuseUpgrade(socket, admission);
       if (socket.destroyed) return;
-      if (closing !== undefined) return refuseUpgrade(socket, unavailable);
+      if (closing !== undefined) return refuseUpgrade(socket, CLOSING);
       wss.handleUpgrade(req, socket, head, (ws) => {
         const client = new ClientConnection(nextId++, ws, admission.request, fanout, resolved);
         clients.add(client);

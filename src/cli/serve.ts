@@ -22,7 +22,7 @@ export interface Serving {
  * nobody waits for are printed to `log.error`.
  */
 export async function serve(command: Extract<Command, { command: 'serve' }>, log: Pick<Console, 'log' | 'error'>): Promise<Serving> {
-  const { port, db, token, host } = command;
+  const { port, db, token, host, allowedOrigins } = command;
   const agent = demoModel(command.model);
   const engine = createEngine({
     store: sqliteStore(db),
@@ -31,13 +31,13 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   engine.errors$.subscribe((error) => log.error(`runestream: ${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
   let server: RunestreamServer;
   try {
-    server = await createServer({ engine, port, host, ...(token === undefined ? {} : { token }) });
+    server = await createServer({ engine, port, host, allowedOrigins, ...(token === undefined ? {} : { token }) });
   } catch (error) {
     await engine.close();
     throw error;
   }
   log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${db})`);
-  if (token === undefined) log.log(`runestream: no token set (--token or RUNESTREAM_TOKEN), so it listens on ${host} only`);
+  if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
   log.log(`runestream: demo agent on ${agent.description}: spawn "<id>/turn" as "turn-engine", then dispatch start_turn`);
   return {
     engine,

@@ -1,6 +1,6 @@
 import { WebSocket, type RawData } from 'ws';
 import type { DispatchResult } from '../streams/engine.js';
-import { askAuthorize, type AccessAction, type AccessRequest } from './access.js';
+import { askAuthorize, type AccessAction, type AccessGate, type AccessRequest } from './access.js';
 import { sentChannel, slowClientChannel, type SentReport, type SlowClientReport } from './diagnostics.js';
 import type { Fanout } from './fanout.js';
 import { decodeFrame, encodeMessage, errorMessage } from './frames.js';
@@ -27,6 +27,8 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
  *   with 4008; `'coalesce'` holds every subscription (no runes) and stops reading requests until
  *   the buffer has drained (a ping's write callback says so), then resynchronizes each
  *   subscription with a snapshot.
+ * - `reauthorize` applies a revocation: a credential that no longer verifies closes the
+ *   connection with 4001, a subscription `authorize` now refuses is ended with `forbidden`.
  */
 export class ClientConnection {
   private readonly subscriptions = new Map<string, StreamSubscription>();
@@ -50,7 +52,7 @@ export class ClientConnection {
   constructor(
     readonly id: number,
     private readonly ws: WebSocket,
-    private readonly access: AccessRequest,
+    private access: AccessRequest,
     private readonly fanout: Fanout,
     private readonly options: ResolvedServerOptions,
   ) {
@@ -84,6 +86,47 @@ export class ClientConnection {
     if (this.draining || this.ws.bufferedAmount > 0) this.ws.terminate();
     else this.ws.close(1001, 'server closing');
     return this.closedPromise;
+  }
+
+  /**
+   * Verifies the connection's credential again (closing it with 4001 `unauthorized` if it no
+   * longer verifies, or if the hook fails), then, in request order, asks `authorize` again to
+   * `see` each live subscription as the identity it now verifies as: each refused (or failing)
+   * is ended with an `error` naming the stream, and no more of its runes are sent.
+   */
+  async reauthorize(gate: AccessGate): Promise<void> {
+    if (this.closed) return;
+    const identity = await gate.identify(this.access);
+    if (this.closed) return;
+    if (identity === undefined || identity === 'failed') {
+      this.dispose();
+      this.ws.close(CLOSE_CODES.unauthorized, 'unauthorized');
+      return;
+    }
+    this.access = { ...this.access, identity };
+    await new Promise<void>((resolve) =>
+      this.inOrder.run(
+        () => {
+          const subscriptions = [...this.subscriptions.values()];
+          const answers = subscriptions.map((s) => askAuthorize(this.options.authorize, this.access, s.stream, 'see'));
+          return Promise.all(answers).then((settled) => settled.map((answer, i) => ({ subscription: subscriptions[i]!, answer })));
+        },
+        (verdicts) => {
+          for (const { subscription, answer } of verdicts) if (answer !== true) this.revoke(subscription, answer);
+          resolve();
+        },
+      ),
+    );
+  }
+
+  private revoke(subscription: StreamSubscription, answer: false | 'failed'): void {
+    const { stream } = subscription;
+    if (this.closed || this.subscriptions.get(stream) !== subscription) return;
+    subscription.close();
+    this.subscriptions.delete(stream);
+    const message =
+      answer === false ? `access to stream "${stream}" was revoked` : `the authorization hook failed for stream "${stream}"; its subscription was ended`;
+    this.sendMessage(errorMessage(answer === false ? 'forbidden' : 'internal', message, { stream }));
   }
 
   // --- requests ----------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import type { Engine } from '../streams/engine.js';
-import { isLoopbackHost, type Authorize } from './access.js';
+import { isLoopbackHost, originOf, tokenVerify, type Authorize, type Verify } from './access.js';
 
 /** What the server does with a client whose outbound buffer passes `maxBufferedBytes`. */
 export type SlowClientPolicy = 'coalesce' | 'close';
@@ -16,8 +16,9 @@ export interface ServerOptions {
   /** The engine whose streams the server serves. Required. The server never closes it. */
   engine: Engine;
   /**
-   * The interface to listen on. Default `'127.0.0.1'`. Without a `token`, only a loopback host
-   * (`127.0.0.1`, `::1`, `localhost`) is allowed: an open server on the network is refused.
+   * The interface to listen on. Default `'127.0.0.1'`. Without a `token` or `verify`, only a
+   * loopback host (`127.0.0.1`, `::1`, `localhost`) is allowed: an open server on the network is
+   * refused.
    */
   host?: string;
   /** The TCP port. Default `7070`; `0` picks any free port (see `RunestreamServer.port`). */
@@ -25,12 +26,22 @@ export interface ServerOptions {
   /**
    * A shared secret every WebSocket and HTTP request must present, as `Authorization: Bearer T`
    * or `?token=T` (browsers cannot set headers on a WebSocket); else HTTP 401, before any
-   * upgrade. `GET /healthz` needs none. Default: none (then the host must be loopback).
+   * upgrade. A shorthand for a `verify` that compares it in constant time and yields the
+   * identity `{id: 'token'}`; setting both is a TypeError. Default: none.
    */
   token?: string;
   /**
+   * Turns the credential a request presents (`{token?, remoteAddress?, headers}`, the token from
+   * `Authorization: Bearer T` or `?token=T`) into an authenticated {@link Identity}, which
+   * `authorize` receives; `undefined` is HTTP 401 before any upgrade (a throw: 500). Asked once
+   * per connection or SSE request, and again by `server.reauthorize()`. Default: none; with
+   * neither `token` nor `verify` every request is `{id: 'anonymous'}` and the host must be loopback.
+   */
+  verify?: Verify;
+  /**
    * Decides which streams a connection may `see` (subscribe, SSE) and `drive` (spawn,
-   * dispatch); asked on every such request. A refusal is the error `forbidden`, with the same
+   * dispatch), from `request.identity`; asked on every such request, and again for every live
+   * subscription by `server.reauthorize()`. A refusal is the error `forbidden`, with the same
    * message whether or not the stream exists. Default: allow all.
    */
   authorize?: Authorize;
@@ -60,10 +71,22 @@ export interface ServerOptions {
   heartbeatMs?: number;
   /** The clock of the heartbeat and the rate limit. Default rxjs `asyncScheduler`. */
   scheduler?: SchedulerLike;
+  /**
+   * Origins (`https://app.example:8443`, normalized like `new URL(x).origin`) allowed besides the
+   * server's own, on the WebSocket upgrade and every HTTP route but bare `/healthz`; another
+   * `Origin` is refused with 403 `forbidden_origin`. Requests with no `Origin` (Node, curl) always
+   * pass. The server's own origins are `http://<host>:<port>` and, on a loopback host, the same
+   * with `127.0.0.1`, `localhost` and `[::1]`. `'*'` allows every origin: any web page the
+   * user opens can then drive the server with the user's network position (dangerous). Default `[]`.
+   */
+  allowedOrigins?: readonly string[];
 }
 
 /** {@link ServerOptions} with every default filled in. */
-export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token'>> & { readonly token: string | undefined };
+export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify'>> & {
+  /** `verify`, or the `token` shorthand's; undefined when neither is set (loopback mode). */
+  readonly verify: Verify | undefined;
+};
 
 const KNOWN_OPTIONS = [
   'engine',
@@ -78,6 +101,8 @@ const KNOWN_OPTIONS = [
   'dispatchRate',
   'heartbeatMs',
   'scheduler',
+  'verify',
+  'allowedOrigins',
 ] as const;
 
 const MIB = 1024 * 1024;
@@ -112,6 +137,8 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     dispatchRate = { perSecond: 1000, burst: 1000 },
     heartbeatMs = 30_000,
     scheduler = asyncScheduler,
+    verify,
+    allowedOrigins = [],
   } = options;
 
   if (typeof engine !== 'object' || engine === null || typeof engine.dispatch !== 'function' || typeof engine.runes$ !== 'function') {
@@ -120,8 +147,10 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
   if (typeof host !== 'string' || host.length === 0) fail(`"host" must be a non-empty string, got ${show(host)}`);
   if (!Number.isInteger(port) || port < 0 || port > 65_535) fail(`"port" must be an integer from 0 to 65535, got ${show(port)}`);
   if (token !== undefined && (typeof token !== 'string' || token.length === 0)) fail(`"token" must be a non-empty string, got ${show(token)}`);
-  if (token === undefined && !isLoopbackHost(host)) {
-    fail(`"host" ${show(host)} is not a loopback address and no "token" is set: set "token" to serve the network, or use host "127.0.0.1"`);
+  if (verify !== undefined && typeof verify !== 'function') fail(`"verify" must be a function (credential) => Identity | undefined, got ${show(verify)}`);
+  if (token !== undefined && verify !== undefined) fail(`"token" and "verify" are both set: set one ("token" is a shorthand for a verify that compares it)`);
+  if (token === undefined && verify === undefined && !isLoopbackHost(host)) {
+    fail(`"host" ${show(host)} is not a loopback address and neither "token" nor "verify" is set: set one to serve the network, or use host "127.0.0.1"`);
   }
   if (typeof authorize !== 'function') fail(`"authorize" must be a function (request, stream, action) => boolean, got ${show(authorize)}`);
   positiveInteger('maxFrameBytes', maxFrameBytes);
@@ -143,11 +172,17 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
   if (typeof scheduler !== 'object' || scheduler === null || typeof scheduler.now !== 'function' || typeof scheduler.schedule !== 'function') {
     fail(`"scheduler" must be an rxjs SchedulerLike, got ${show(scheduler)}`);
   }
+  if (!Array.isArray(allowedOrigins)) fail(`"allowedOrigins" must be an array of origins, got ${show(allowedOrigins)}`);
+  const origins = (allowedOrigins as readonly unknown[]).map((entry) =>
+    entry === '*'
+      ? entry
+      : ((typeof entry === 'string' ? originOf(entry) : undefined) ??
+        fail(`"allowedOrigins" must hold origins like "https://app.example:8443" (or '*'), got ${show(entry)}`)),
+  );
   return {
     engine,
     host,
     port,
-    token,
     authorize,
     maxFrameBytes,
     maxPayloadBytes,
@@ -156,5 +191,7 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     dispatchRate,
     heartbeatMs,
     scheduler,
+    verify: token === undefined ? verify : tokenVerify(token),
+    allowedOrigins: origins,
   };
 }

@@ -95,7 +95,8 @@ export type AckMessage = z.infer<typeof AckMessage>;
  * - `binary_frame`: a binary frame; the protocol is text only.
  * - `frame_too_large`: a frame over the server's `maxFrameBytes`.
  * - `rate_limited`: more dispatches than the connection's rate limit allows.
- * - `forbidden`: the authorization hook refused this stream to this connection.
+ * - `forbidden`: the authorization hook refused this stream to this connection (or, from
+ *   `server.reauthorize()`, no longer allows a live subscription to it).
  * - `internal`: the server failed (a store error, ...); nothing was appended.
  */
 export const PROTOCOL_ERROR_CODES = [
@@ -136,8 +137,8 @@ export type ServerMessage = z.infer<typeof ServerMessage>;
 /**
  * WebSocket close codes the server uses, besides the standard ones (1000 normal, 1001 going away,
  * 1009 a frame over the hard limit).
- * - 4001 `unauthorized`: never sent after the handshake (a missing or wrong token is refused
- *   with HTTP 401 before the upgrade); reserved for a token that expires.
+ * - 4001 `unauthorized`: `server.reauthorize()` found that the connection's credential no longer
+ *   verifies (a missing or wrong one is refused with HTTP 401 before the upgrade).
  * - 4008 `slow_client`: the connection's outbound buffer passed its high-water mark and the
  *   server's policy for slow clients is to close.
  */

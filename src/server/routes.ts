@@ -1,30 +1,34 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { accessRequestOf, presentedToken, tokenMatches } from './access.js';
-import { replyError, replyJson } from './http-reply.js';
-import type { ResolvedServerOptions } from './options.js';
+import type { AccessGate } from './access.js';
+import { replyError, replyJson, replyRefusal } from './http-reply.js';
 import type { SseEndpoint } from './sse.js';
 
 const EVENTS_PATH = /^\/streams\/([^/]+)\/events$/;
 
 /** What the HTTP routes need from the server. */
 export interface Routes {
-  readonly options: ResolvedServerOptions;
+  readonly gate: AccessGate;
   readonly sse: SseEndpoint;
   /** Open WebSocket connections plus open SSE responses. */
   connections(): number;
 }
 
-/** Whether the request carries the server's token (always true when none is set). */
-export const hasToken = (options: ResolvedServerOptions, req: IncomingMessage): boolean =>
-  options.token === undefined || tokenMatches(options.token, presentedToken(req));
-
 /**
  * The HTTP side (every request but WebSocket upgrades):
- * - `GET /healthz`: 200 `{ok: true, connections}`, without a token;
+ * - `GET /healthz`: 200 `{ok: true}` to anyone (liveness); `{ok: true, connections}` to a
+ *   request the gate lets in (a verified credential, or any request of this site in loopback mode);
  * - `GET /streams/:stream/events`: the stream's SSE events (see {@link SseEndpoint});
- * - 401 without the token, 404 for any other path, 405 for any other method.
+ * - 403 `forbidden_host` / `forbidden_origin` and 401 from the {@link AccessGate}, then 404 for
+ *   any other path, 405 for any other method.
  */
 export function handleRequest(routes: Routes, req: IncomingMessage, res: ServerResponse): void {
+  route(routes, req, res).catch((error: unknown) => {
+    if (!res.headersSent) replyError(res, 500, 'internal', error instanceof Error ? error.message : String(error));
+    else res.destroy();
+  });
+}
+
+async function route(routes: Routes, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const onlyGet = (): boolean => {
     if (req.method === 'GET') return true;
@@ -32,14 +36,12 @@ export function handleRequest(routes: Routes, req: IncomingMessage, res: ServerR
     return false;
   };
   if (url.pathname === '/healthz') {
-    if (onlyGet()) replyJson(res, 200, { ok: true, connections: routes.connections() });
-    return;
+    if (!onlyGet()) return;
+    const admission = await routes.gate.admit(req);
+    return replyJson(res, 200, admission.ok ? { ok: true, connections: routes.connections() } : { ok: true });
   }
-  if (!hasToken(routes.options, req)) {
-    return replyError(res, 401, 'unauthorized', 'a token is required: send "Authorization: Bearer <token>" or "?token=<token>"', {
-      'www-authenticate': 'Bearer',
-    });
-  }
+  const admission = await routes.gate.admit(req);
+  if (!admission.ok) return replyRefusal(res, admission);
   const events = EVENTS_PATH.exec(url.pathname);
   if (events === null) return replyError(res, 404, 'not_found', `no route for ${url.pathname}; see GET /streams/:stream/events and GET /healthz`);
   if (!onlyGet()) return;
@@ -49,8 +51,5 @@ export function handleRequest(routes: Routes, req: IncomingMessage, res: ServerR
   } catch {
     return replyError(res, 400, 'invalid_message', `the stream id in ${url.pathname} is not valid percent-encoding`);
   }
-  routes.sse.serve(req, res, url, stream, accessRequestOf(req)).catch((error: unknown) => {
-    if (!res.headersSent) replyError(res, 500, 'internal', error instanceof Error ? error.message : String(error));
-    else res.destroy();
-  });
+  await routes.sse.serve(req, res, url, stream, admission.request);
 }

@@ -3,11 +3,12 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { interval, type Subscription } from 'rxjs';
 import { WebSocketServer } from 'ws';
-import { accessRequestOf } from './access.js';
+import { AccessGate, urlHost } from './access.js';
 import { ClientConnection } from './connection.js';
 import { Fanout } from './fanout.js';
+import type { HttpRefusal } from './http-reply.js';
 import { resolveServerOptions, type ServerOptions } from './options.js';
-import { handleRequest, hasToken } from './routes.js';
+import { handleRequest } from './routes.js';
 import { SseEndpoint } from './sse.js';
 
 /** A running server: where it listens, and how to stop it. */
@@ -22,11 +23,20 @@ export interface RunestreamServer {
   readonly connections: number;
   /** Closes every WebSocket (1001) and SSE response, then the listener. Never closes the engine. */
   close(): Promise<void>;
+  /**
+   * Applies a revocation: verifies every open connection's credential again (one that no longer
+   * verifies is closed with 4001 `unauthorized`, an SSE response ended) and asks `authorize`
+   * again for every live subscription and SSE response (each refused is cut: the client gets a
+   * `forbidden` error naming the stream and none of its later runes). Resolves once applied.
+   */
+  reauthorize(): Promise<void>;
 }
 
+const CLOSING: HttpRefusal = { status: 503, code: 'unavailable', message: 'the server is closing' };
+
 /** Refuses an upgrade with a plain HTTP response, before any WebSocket exists (as `ws` does). */
-function refuseUpgrade(socket: Duplex, status: number, message: string, headers: Record<string, string> = {}): void {
-  const body = JSON.stringify({ ok: false, code: status === 401 ? 'unauthorized' : 'unavailable', message });
+function refuseUpgrade(socket: Duplex, { status, code, message, headers }: HttpRefusal): void {
+  const body = JSON.stringify({ ok: false, code, message });
   const head = Object.entries({ 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close', ...headers })
     .map(([name, value]) => `${name}: ${value}\r\n`)
     .join('');
@@ -43,8 +53,6 @@ const listen = (server: Server, port: number, host: string): Promise<void> =>
     });
   });
 
-const urlHost = (host: string): string => (host.includes(':') ? `[${host}]` : host);
-
 /**
  * Serves an engine's streams over WebSocket (the protocol of `protocol.ts`) and HTTP (SSE and a
  * health check). Resolves once it listens.
@@ -53,8 +61,11 @@ const urlHost = (host: string): string => (host.includes(':') ? `[${host}]` : ho
  *    once durable or by `error`; `subscribe` sends a `snapshot` (or the runes after `afterSeq`),
  *    then every rune. Each stream has one shared feed: a rune is serialized once, whatever the
  *    number of clients.
- * 2. Access: with `token`, every request but `GET /healthz` must present it, else HTTP 401
- *    before any upgrade; `authorize` decides per stream who may see and drive it.
+ * 2. Access: the `Origin` (and, with no credential configured, the `Host`) must be the server's
+ *    own or allowed, else HTTP 403; with `token` or `verify`, every request but a bare
+ *    `GET /healthz` must present a credential that verifies, else HTTP 401, before any upgrade;
+ *    `authorize` decides per stream what the verified identity may see and drive, and
+ *    `reauthorize()` applies a revocation to open connections.
  * 3. Limits: `maxFrameBytes`, `maxPayloadBytes`, `dispatchRate` per connection, and
  *    `maxBufferedBytes` with the `slowClient` policy. Bad input gets an `error`; it never
  *    reaches another client or the log.
@@ -74,28 +85,28 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
   const { engine, host, port, maxPayloadBytes, heartbeatMs, scheduler } = resolved;
   const fanout = new Fanout(engine);
   const sse = new SseEndpoint(resolved);
+  const gate = new AccessGate(host, resolved.allowedOrigins, resolved.verify);
   const clients = new Set<ClientConnection>();
   let nextId = 1;
   let closing: Promise<void> | undefined;
 
   const connections = (): number => clients.size + sse.size;
-  const http = createHttpServer((req, res) => handleRequest({ options: resolved, sse, connections }, req, res));
+  const http = createHttpServer((req, res) => handleRequest({ gate, sse, connections }, req, res));
   // No server of its own: the upgrade is checked here first, so a refusal is a plain HTTP reply.
   const wss = new WebSocketServer({ noServer: true, maxPayload: maxPayloadBytes, clientTracking: false, perMessageDeflate: false });
 
   http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
-    if (closing !== undefined) return refuseUpgrade(socket, 503, 'the server is closing');
-    if (!hasToken(resolved, req)) {
-      return refuseUpgrade(socket, 401, 'a token is required: send "Authorization: Bearer <token>" or "?token=<token>"', {
-        'www-authenticate': 'Bearer',
+    if (closing !== undefined) return refuseUpgrade(socket, CLOSING);
+    void gate.admit(req).then((admission) => {
+      if (!admission.ok) return refuseUpgrade(socket, admission);
+      if (socket.destroyed) return;
+      if (closing !== undefined) return refuseUpgrade(socket, CLOSING);
+      wss.handleUpgrade(req, socket, head, (ws) => {
+        const client = new ClientConnection(nextId++, ws, admission.request, fanout, resolved);
+        clients.add(client);
+        void client.closedPromise.then(() => clients.delete(client));
       });
-    }
-    const access = accessRequestOf(req);
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      const client = new ClientConnection(nextId++, ws, access, fanout, resolved);
-      clients.add(client);
-      void client.closedPromise.then(() => clients.delete(client));
     });
   });
 
@@ -114,6 +125,7 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
     throw error;
   }
   const actualPort = (http.address() as AddressInfo).port;
+  gate.listening(actualPort);
 
   const shutDown = async (): Promise<void> => {
     heartbeat?.unsubscribe();
@@ -133,5 +145,8 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
       return connections();
     },
     close: () => (closing ??= shutDown()),
+    reauthorize: async () => {
+      await Promise.all([...[...clients].map((client) => client.reauthorize(gate)), sse.reauthorize(gate)]);
+    },
   };
 }

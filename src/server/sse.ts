@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Subscription } from 'rxjs';
-import { askAuthorize, type AccessRequest } from './access.js';
+import { askAuthorize, type AccessGate, type AccessRequest } from './access.js';
 import { replyError } from './http-reply.js';
 import { sseEventsOf } from './notices.js';
 import type { ResolvedServerOptions } from './options.js';
@@ -23,9 +23,11 @@ function lastEventIdOf(req: IncomingMessage, url: URL): number | undefined | 'in
  *    Where the runes after it were pruned by retention, it continues from the current state.
  * 3. A client that lets more than `maxBufferedBytes` pile up is disconnected: it resumes from its
  *    `Last-Event-ID` when it reconnects, so it loses nothing.
+ * 4. `reauthorize` ends each response whose credential or access to its stream was revoked.
  */
 export class SseEndpoint {
-  private readonly open = new Set<ServerResponse>();
+  /** Each open response, with who asked for which stream. */
+  private readonly open = new Map<ServerResponse, { readonly access: AccessRequest; readonly stream: string }>();
 
   constructor(private readonly options: ResolvedServerOptions) {}
 
@@ -59,7 +61,7 @@ export class SseEndpoint {
       'x-accel-buffering': 'no', // proxies must not hold events back
     });
     res.write(`: runestream ${JSON.stringify(stream)}\n\n`);
-    this.open.add(res);
+    this.open.set(res, { access, stream });
     let subscription: Subscription | undefined;
     const follow = (afterSeq: number, retried: boolean): void => {
       subscription = engine.runes$(stream, { afterSeq }).subscribe({
@@ -87,12 +89,30 @@ export class SseEndpoint {
 
   /** Writes a comment line to every open response (keeps proxies from timing them out). */
   heartbeat(): void {
-    for (const res of this.open) this.write(res, ': ping\n\n');
+    for (const res of this.open.keys()) this.write(res, ': ping\n\n');
   }
 
   /** Ends every open response. */
   closeAll(): void {
-    for (const res of this.open) res.end();
+    for (const res of this.open.keys()) res.end();
+  }
+
+  /**
+   * Verifies each open response's credential again, with the identity it verifies as asks
+   * `authorize` again to `see` its stream, and ends each response refused either (a comment line
+   * says why). A failing hook ends it too: access that cannot be confirmed is not kept.
+   */
+  async reauthorize(gate: AccessGate): Promise<void> {
+    const { authorize } = this.options;
+    await Promise.all(
+      [...this.open].map(async ([res, { access, stream }]) => {
+        const identity = await gate.identify(access);
+        const allowed = identity !== undefined && identity !== 'failed' && (await askAuthorize(authorize, { ...access, identity }, stream, 'see')) === true;
+        if (allowed || res.writableEnded) return;
+        res.write(`: forbidden: access to stream ${JSON.stringify(stream)} was revoked\n\n`);
+        res.end();
+      }),
+    );
   }
 
   private write(res: ServerResponse, text: string): void {

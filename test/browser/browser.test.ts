@@ -1,4 +1,6 @@
 import { existsSync } from 'node:fs';
+import { createServer as createHttpServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { chromium, type Browser } from 'playwright-core';
@@ -33,9 +35,16 @@ describe.skipIf(!hasChromium)('a real browser', () => {
     await engine?.close();
   });
 
+  /** A page of the server's own origin (a blank page's origin is opaque, and the server refuses it). */
+  const ownPage = async () => {
+    const page = await browser.newPage();
+    await page.goto(`${server.httpUrl}/healthz`);
+    return page;
+  };
+
   it("subscribes and dispatches with the browser's own WebSocket, and sees the state change", async () => {
     await engine.spawn('chat-1', 'chat-actor');
-    const page = await browser.newPage();
+    const page = await ownPage();
     await page.setContent('<!doctype html><title>runestream</title><p id="state">connecting</p>');
     const seen = await page.evaluate(
       ({ url, userId }) =>
@@ -82,7 +91,7 @@ describe.skipIf(!hasChromium)('a real browser', () => {
       write: false,
     });
     await engine.spawn('chat-2', 'chat-actor');
-    const page = await browser.newPage();
+    const page = await ownPage();
     await page.addScriptTag({ content: bundle.outputFiles[0]!.text });
     const states = await page.evaluate(
       ({ url, userId }) =>
@@ -104,5 +113,30 @@ describe.skipIf(!hasChromium)('a real browser', () => {
     );
     expect(states).toEqual(['idle', 'running']);
     await page.close();
+  });
+
+  it("refuses a page of another origin: its WebSocket never opens and the stream it spawns never exists", async () => {
+    // Another port of the same host is another origin: the attacker's site, as far as the browser knows.
+    const attackerSite: Server = createHttpServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end('<!doctype html><title>a page on another site</title>');
+    });
+    await new Promise<void>((resolve) => attackerSite.listen(0, '127.0.0.1', resolve));
+    const page = await browser.newPage();
+    await page.goto(`http://127.0.0.1:${(attackerSite.address() as AddressInfo).port}/`);
+    const outcome = await page.evaluate(
+      (url) =>
+        new Promise<string>((resolve) => {
+          const socket = new WebSocket(url);
+          socket.onopen = () => socket.send(JSON.stringify({ op: 'spawn', id: 1, stream: 'hijacked', machine: 'chat-actor' }));
+          socket.onmessage = (message) => resolve(`answered ${String(message.data)}`);
+          socket.onclose = (event) => resolve(`closed ${event.code}`);
+        }),
+      server.url,
+    );
+    expect(outcome).toBe('closed 1006'); // the handshake failed: the server answered 403
+    expect(await engine.snapshot('hijacked')).toBeUndefined();
+    await page.close();
+    await new Promise((resolve) => attackerSite.close(resolve));
   });
 });

@@ -1,4 +1,7 @@
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseCommand, UsageError } from '../../src/cli/args.js';
 import { sqliteStore } from '../../src/index.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 import { fetchJson } from '../support/sse-client.js';
@@ -13,7 +16,9 @@ describe('runestream (the command)', () => {
     const cli = runestream(['--help']);
     expect(await cli.exited).toBe(0);
     expect(cli.stdout).toContain('Usage: runestream serve [options]');
-    for (const flag of ['--port <n>', '--db <file>', '--token <t>', '--host <h>', 'RUNESTREAM_TOKEN']) expect(cli.stdout).toContain(flag);
+    for (const flag of ['--port <n>', '--db <file>', '--token-file <file>', '--token <t>', '--host <h>', '--allow-origin <origin>', 'RUNESTREAM_TOKEN']) {
+      expect(cli.stdout).toContain(flag);
+    }
   });
 
   it('refuses an unknown flag, naming it, with exit code 2', async () => {
@@ -27,7 +32,7 @@ describe('runestream (the command)', () => {
     const cli = runestream(['serve', '--port', '0', '--db', db]);
     const [, url, port, httpUrl] = await cli.line(LISTENING);
     expect(Number(port)).toBeGreaterThan(0);
-    await cli.line(/^runestream: no token set \(--token or RUNESTREAM_TOKEN\), so it listens on 127\.0\.0\.1 only$/m);
+    await cli.line(/^runestream: no token set \(--token-file, RUNESTREAM_TOKEN or --token\), so it listens on 127\.0\.0\.1 only$/m);
     expect(await fetchJson(`${httpUrl}/healthz`)).toMatchObject({ status: 200, body: { ok: true, connections: 0 } });
 
     const client = await TestClient.connect(url!);
@@ -58,5 +63,65 @@ describe('runestream (the command)', () => {
     expect(cli.stdout).not.toContain('no token set');
     cli.child.kill('SIGINT');
     expect(await cli.exited).toBe(0);
+  });
+
+  it('takes the token from --token-file (trimmed): refuses a client without it', async () => {
+    const db = tempDb();
+    const tokenFile = join(dirname(db), 'token');
+    writeFileSync(tokenFile, '  from-file\n');
+    const cli = runestream(['serve', '--port', '0', '--db', db, '--token-file', tokenFile], { RUNESTREAM_TOKEN: 'from-env' });
+    const [, url] = await cli.line(LISTENING);
+    await expect(TestClient.connect(`${url}/?token=from-env`)).rejects.toMatchObject({ statusCode: 401 });
+    const client = await TestClient.connect(url!, { headers: { authorization: 'Bearer from-file' } });
+    expect(await client.request({ op: 'spawn', id: 1, stream: 'chat', machine: 'chat-actor' })).toMatchObject({ op: 'ack' });
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  });
+
+  it('refuses an empty or unreadable --token-file with exit code 2, naming it', async () => {
+    const empty = join(dirname(tempDb()), 'empty-token');
+    writeFileSync(empty, ' \n');
+    const cli = runestream(['serve', '--port', '0', '--token-file', empty]);
+    expect(await cli.exited).toBe(2);
+    expect(cli.stderr).toBe(`runestream: --token-file "${empty}" is empty: put the token in it\nRun "runestream --help" for usage.\n`);
+    const missing = runestream(['serve', '--port', '0', '--token-file', '/nonexistent/token']);
+    expect(await missing.exited).toBe(2);
+    expect(missing.stderr).toContain('runestream: --token-file "/nonexistent/token" cannot be read: ENOENT');
+  });
+
+  it('--allow-origin lets that web origin connect; others are refused with 403', async () => {
+    const cli = runestream(['serve', '--port', '0', '--db', tempDb(), '--allow-origin', 'http://localhost:5173']);
+    const [, url] = await cli.line(LISTENING);
+    const app = await TestClient.connect(url!, { origin: 'http://localhost:5173' });
+    expect(await app.request({ op: 'spawn', id: 1, stream: 'chat', machine: 'chat-actor' })).toMatchObject({ op: 'ack' });
+    await expect(TestClient.connect(url!, { origin: 'http://localhost:5174' })).rejects.toMatchObject({ statusCode: 403 });
+  });
+});
+
+describe('runestream arguments', () => {
+  const parse = (args: string[], env: NodeJS.ProcessEnv = {}) => parseCommand(['serve', ...args], env);
+
+  it('collects every --allow-origin, normalized', () => {
+    expect(parse([])).toMatchObject({ allowedOrigins: [] });
+    expect(parse(['--allow-origin', 'http://LOCALHOST:5173/app', '--allow-origin', 'https://ui.example', '--allow-origin', '*'])).toMatchObject({
+      allowedOrigins: ['http://localhost:5173', 'https://ui.example', '*'],
+    });
+  });
+
+  it.each([
+    [['--allow-origin', 'localhost:5173x'], '--allow-origin must be an origin like http://localhost:5173 (or "*"), got "localhost:5173x"'],
+    [['--allow-origin', 'file:///index.html'], '--allow-origin must be an origin like http://localhost:5173 (or "*"), got "file:///index.html"'],
+    [['--token', 'a', '--token-file', 'f'], '--token and --token-file are both set: use one'],
+  ])('refuses %j with a usage error', (args, message) => {
+    expect(() => parse(args)).toThrow(new UsageError(message));
+  });
+
+  it('takes the token from --token, else --token-file, else RUNESTREAM_TOKEN', () => {
+    const file = join(dirname(tempDb()), 'token');
+    writeFileSync(file, 'from-file\n');
+    expect(parse(['--token', 'from-flag'], { RUNESTREAM_TOKEN: 'from-env' })).toMatchObject({ token: 'from-flag' });
+    expect(parse(['--token-file', file], { RUNESTREAM_TOKEN: 'from-env' })).toMatchObject({ token: 'from-file' });
+    expect(parse([], { RUNESTREAM_TOKEN: 'from-env' })).toMatchObject({ token: 'from-env' });
+    expect(parse([])).toMatchObject({ token: undefined });
   });
 });

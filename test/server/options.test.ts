@@ -9,11 +9,19 @@ const refuse = (options: Partial<ServerOptions>) => createServer({ engine, port:
 describe('server options', () => {
   it.each([
     [{ engine: undefined }, 'createServer: "engine" is required: an Engine from createEngine(), got undefined'],
-    [{ host: '0.0.0.0' }, 'createServer: "host" "0.0.0.0" is not a loopback address and no "token" is set: set "token" to serve the network, or use host "127.0.0.1"'],
+    [{ host: '0.0.0.0' }, 'createServer: "host" "0.0.0.0" is not a loopback address and neither "token" nor "verify" is set: set one to serve the network, or use host "127.0.0.1"'],
     [{ host: '' }, 'createServer: "host" must be a non-empty string, got ""'],
     [{ port: 70_000 }, 'createServer: "port" must be an integer from 0 to 65535, got 70000'],
     [{ port: 1.5 }, 'createServer: "port" must be an integer from 0 to 65535, got 1.5'],
     [{ token: '' }, 'createServer: "token" must be a non-empty string, got ""'],
+    [{ verify: 'yes' }, 'createServer: "verify" must be a function (credential) => Identity | undefined, got "yes"'],
+    [
+      { token: 't', verify: () => ({ id: 'a' }) },
+      'createServer: "token" and "verify" are both set: set one ("token" is a shorthand for a verify that compares it)',
+    ],
+    [{ allowedOrigins: 'http://a.example' }, 'createServer: "allowedOrigins" must be an array of origins, got "http://a.example"'],
+    [{ allowedOrigins: ['a.example'] }, `createServer: "allowedOrigins" must hold origins like "https://app.example:8443" (or '*'), got "a.example"`],
+    [{ allowedOrigins: ['file:///index.html'] }, `createServer: "allowedOrigins" must hold origins like "https://app.example:8443" (or '*'), got "file:///index.html"`],
     [{ authorize: 'yes' }, 'createServer: "authorize" must be a function (request, stream, action) => boolean, got "yes"'],
     [{ maxFrameBytes: 0 }, 'createServer: "maxFrameBytes" must be a positive integer, got 0'],
     [{ maxBufferedBytes: -1 }, 'createServer: "maxBufferedBytes" must be a positive integer, got -1'],
@@ -28,7 +36,7 @@ describe('server options', () => {
     [{ scheduler: {} }, 'createServer: "scheduler" must be an rxjs SchedulerLike, got [object Object]'],
     [
       { heartbeat: 5 },
-      'createServer: unknown option "heartbeat"; the options are engine, host, port, token, authorize, maxFrameBytes, maxPayloadBytes, maxBufferedBytes, slowClient, dispatchRate, heartbeatMs, scheduler',
+      'createServer: unknown option "heartbeat"; the options are engine, host, port, token, authorize, maxFrameBytes, maxPayloadBytes, maxBufferedBytes, slowClient, dispatchRate, heartbeatMs, scheduler, verify, allowedOrigins',
     ],
   ])('refuses %j with a TypeError naming the option', async (options, message) => {
     // createServer is async: `await createServer(bad)` throws it.
@@ -44,6 +52,12 @@ describe('server options', () => {
     const server = await createServer({ engine, host: '0.0.0.0', port: 0, token: 't' });
     expect(server.url).toBe(`ws://0.0.0.0:${server.port}`);
     expect(server.httpUrl).toBe(`http://0.0.0.0:${server.port}`);
+    expect(server.port).toBeGreaterThan(0);
+    await server.close();
+  });
+
+  it('accepts a non-loopback host with a verify hook', async () => {
+    const server = await createServer({ engine, host: '0.0.0.0', port: 0, verify: () => undefined });
     expect(server.port).toBeGreaterThan(0);
     await server.close();
   });

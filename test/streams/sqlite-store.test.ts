@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/index.js';
+import { createEngine } from '../../src/streams/engine.js';
 import { SQLITE_APPLICATION_ID, sqliteStore, type SqliteStoreOptions } from '../../src/streams/sqlite-store.js';
 import { StoreConflictError, StoreError, type RuneStore } from '../../src/streams/store.js';
 import { describeStoreContract, runeOf, runesOf } from '../support/store-contract.js';
@@ -139,6 +140,50 @@ describe('sqliteStore: the file', () => {
       ['a', 3, 'tick', '{"machine":"other","event":{"type":"tick","n":3,"text":"é✓ \\"quoted\\" 3"},"to":"idle","at":30}'],
     ]);
     expect(raw.prepare('SELECT * FROM streams').all()).toEqual([{ stream: 'a', machine: 'counter', seq: 3, value: 'idle', at: 30 }]);
+  });
+});
+
+describe('sqliteStore: nothing stored can brick a stream', () => {
+  /**
+   * Three times SQLite's JSON depth limit (1,000, past which its JSON functions say "malformed
+   * JSON"), and under V8's: JSON.stringify overflows the stack at about 4,100 levels.
+   */
+  const DEPTH = 3_000;
+  const nested = (depth: number): unknown => {
+    let value: unknown = { leaf: 'here' };
+    for (let i = 0; i < depth; i++) value = { a: value };
+    return value;
+  };
+  const depthOf = (value: unknown): number => {
+    let depth = 0;
+    for (let v = value as { a?: unknown }; v.a !== undefined; v = v.a as { a?: unknown }) depth++;
+    return depth;
+  };
+
+  it('reads, reads the events of, and hydrates a stream whose spawn input nests 3,000 levels, after a reopen', async () => {
+    const path = freshPath();
+    const first = openStore(path);
+    const input = { callId: 'call-deep', toolName: 'shell', arguments: nested(DEPTH) };
+    const spawn: Rune = { stream: 'deep', seq: 1, machine: 'tool-call', kind: 'tool.call', event: { type: 'spawn', input }, to: 'pending_call', at: 1 };
+    await first.append([spawn]);
+    await first.close();
+
+    const again = openStore(path);
+    const [event] = await again.readEvents('deep');
+    expect(depthOf((event as { input: { arguments: unknown } }).input.arguments)).toBe(DEPTH);
+    // Compared level by level here: a deep equality check of this would overflow the stack itself.
+    const [rune] = await again.read('deep');
+    expect({ ...rune, event: undefined }).toEqual({ ...spawn, event: undefined });
+    expect(depthOf((rune!.event as { input: { arguments: unknown } }).input.arguments)).toBe(DEPTH);
+
+    const engine = createEngine({ store: again });
+    const hydrated = await engine.snapshot<{ value: string; arguments: unknown }>('deep');
+    expect([hydrated?.seq, hydrated?.state.value]).toEqual([1, 'pending_call']);
+    expect(depthOf(hydrated!.state.arguments)).toBe(DEPTH);
+    expect(await engine.dispatch('deep', { type: 'no_approval_needed' })).toMatchObject({ accepted: true, rune: { seq: 2, to: 'executing' } });
+    engine.release('deep');
+    expect(await engine.dispatch('deep', { type: 'success', output: 'done' })).toMatchObject({ accepted: true, rune: { seq: 3 } });
+    await engine.close(); // closes the store
   });
 });
 

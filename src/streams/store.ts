@@ -89,7 +89,7 @@ export interface RuneStore {
  * - `unknown_stream`, `prune_past_snapshot`: a snapshot or prune the stream cannot take.
  * - `closed`: the store is closed.
  * - `invalid_file`: the file is not a runestream file this code reads (checked at open).
- * - `busy`: another connection held the file's lock longer than the store waits; worth retrying.
+ * - `locked`: another process has the file open for writing (checked at open: one writer process per file).
  * - `disk_full`: the disk (or the file's size limit) is full.
  * - `read_only`: the file, or its directory, cannot be written.
  * - `io_error`: the operating system failed to read or write the file, or found it corrupt.
@@ -100,7 +100,7 @@ export type StoreErrorCode =
   | 'prune_past_snapshot'
   | 'closed'
   | 'invalid_file'
-  | 'busy'
+  | 'locked'
   | 'disk_full'
   | 'read_only'
   | 'io_error';

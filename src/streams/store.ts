@@ -42,9 +42,11 @@ export interface Snapshot<S = unknown> {
  * Several writer processes (a PostgreSQL store behind several servers) fit the same contract: the
  * expected seq of every stream in a batch is `first rune's seq - 1`, so the store checks it the
  * way PostgreSQL does with `UPDATE streams SET seq = seq + n WHERE stream = $1 AND seq = $expected`
- * (0 rows: another writer got there first). The engine then fails the batch's dispatches and drops
- * their streams from memory, so the next dispatch folds the other writer's runes first. (Re-applying
- * the refused events to that newer state, instead of failing them, is for the PostgreSQL store.)
+ * (0 rows: another writer got there first). The engine then fails that stream's dispatches and
+ * drops it from memory, so its next dispatch folds the other writer's runes first, and appends the
+ * batch's other streams again. (Re-applying the refused events to that newer state, instead of
+ * failing them, is for the PostgreSQL store.) A store that refuses for one stream says which with a
+ * {@link StoreConflictError}; any other error fails the whole batch.
  */
 export interface RuneStore {
   /** Commits a batch atomically. Rejects with {@link StoreConflictError} when a seq does not continue its stream. */

@@ -7,7 +7,7 @@ import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js'
 import { KeyedListeners } from './keyed-listeners.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
-import type { RuneStore, Snapshot } from './store.js';
+import { StoreConflictError, type RuneStore, type Snapshot } from './store.js';
 
 /**
  * Why the engine refused a spawn or a dispatch. The machine's own codes, plus:
@@ -265,15 +265,22 @@ export function createEngine(options: EngineOptions = {}): Engine {
   };
 
   /**
-   * A batch the store refused: nothing of it is durable, so its dispatches fail, and so do the
-   * queued ones of the same streams (built on it). Those instances leave memory.
+   * A batch the store refused: nothing of it is durable. A conflict on one of its streams (another
+   * writer got there first) fails only that stream's dispatches and the queued ones built on them;
+   * the rest of the batch, refused only for the company it kept, goes back to the head of the
+   * queue and is appended again. Any other error is the store's own (a full disk, I/O), so every
+   * dispatch of the batch fails with it, and so do the queued ones of its streams. The instances
+   * of the failed streams leave memory.
    */
   const fail = (batch: readonly PendingRune[], error: unknown): void => {
-    const streams = new Set(batch.map((p) => p.rune.stream));
-    const dependent = pending.filter((p) => streams.has(p.rune.stream));
-    pending = pending.filter((p) => !streams.has(p.rune.stream));
+    const conflict = error instanceof StoreConflictError && batch.some((p) => p.rune.stream === error.stream) ? error.stream : undefined;
+    const streams = new Set(conflict === undefined ? batch.map((p) => p.rune.stream) : [conflict]);
+    const failed: PendingRune[] = conflict === undefined ? [...batch] : [];
+    const queue = conflict === undefined ? pending : [...batch, ...pending];
+    pending = [];
+    for (const p of queue) (streams.has(p.rune.stream) ? failed : pending).push(p);
     for (const stream of streams) forget(stream);
-    for (const p of [...batch, ...dependent]) p.reject(error);
+    for (const p of failed) p.reject(error);
   };
 
   /** Makes one durable rune visible. */

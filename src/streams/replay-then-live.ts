@@ -23,7 +23,8 @@ export interface ReplayThenLiveSource {
  * 2. Reads the store page by page from `afterSeq`, emitting each rune.
  * 3. Emits the buffered live runes, then every live rune as it comes.
  * 4. Emits each seq once, in order: a rune both read and heard live is dropped the second time. A
- *    rune that skips ahead (its predecessors pruned by retention) errors, naming the missing seqs.
+ *    rune that skips ahead errors, naming the missing seqs: they were neither in the store when
+ *    read nor heard live (pruned by retention, or written by another process).
  *
  * @see Engine.runes$, which serves each stream's `runes$(stream, { afterSeq })` with it.
  */
@@ -37,7 +38,11 @@ export function replayThenLive(source: ReplayThenLiveSource): Observable<Rune> {
     const emit = (rune: Rune): void => {
       if (rune.seq <= last) return; // read from the store and also heard live: once is enough
       if (rune.seq !== last + 1) {
-        subscriber.error(new Error(`stream "${stream}": runes ${last + 1}..${rune.seq - 1} are not in the store (pruned by retention)`));
+        subscriber.error(
+          new Error(
+            `stream "${stream}": runes ${last + 1}..${rune.seq - 1} were not in the store when read, nor heard live (pruned by retention, or written by another process)`,
+          ),
+        );
         return;
       }
       last = rune.seq;

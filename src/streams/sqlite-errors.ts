@@ -2,6 +2,13 @@ import Database from 'better-sqlite3';
 import { StoreError, type StoreErrorCode } from './store.js';
 
 /**
+ * Whether SQLite refused for another connection's lock on the file. A store holds its file's lock
+ * from open to close, so this is another process (or store) holding the file.
+ */
+export const isLockedError = (error: unknown): boolean =>
+  error instanceof Database.SqliteError && (error.code.startsWith('SQLITE_BUSY') || error.code.startsWith('SQLITE_LOCKED'));
+
+/**
  * What SQLite threw, as a {@link StoreError} with a stable code and the SQLite error as its
  * `cause`; any other error as it is. A constraint the database itself refused (its triggers, the
  * primary key) is a seq conflict: the write broke the log's rules.
@@ -14,8 +21,11 @@ export function storeErrorOf(path: string, error: unknown): unknown {
   if (code === 'SQLITE_CONSTRAINT_TRIGGER' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
     return new StoreError('seq_conflict', `the database refused the batch (${error.message}); nothing of the batch was written`, { cause: error });
   }
-  if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
-    return as('busy', 'another connection held the file locked for longer than the busy timeout; nothing was written, try again');
+  if (isLockedError(error)) {
+    return as(
+      'locked',
+      'another process has the file open for writing (a runestream server, or another program holding its lock); stop that process first, or use the PostgreSQL store for several processes on one log',
+    );
   }
   if (code === 'SQLITE_FULL') return as('disk_full', 'the disk is full; nothing was written');
   if (code.startsWith('SQLITE_READONLY')) return as('read_only', 'the file cannot be written; nothing was written');

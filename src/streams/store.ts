@@ -42,9 +42,11 @@ export interface Snapshot<S = unknown> {
  * Several writer processes (a PostgreSQL store behind several servers) fit the same contract: the
  * expected seq of every stream in a batch is `first rune's seq - 1`, so the store checks it the
  * way PostgreSQL does with `UPDATE streams SET seq = seq + n WHERE stream = $1 AND seq = $expected`
- * (0 rows: another writer got there first). The engine then fails the batch's dispatches and drops
- * their streams from memory, so the next dispatch folds the other writer's runes first. (Re-applying
- * the refused events to that newer state, instead of failing them, is for the PostgreSQL store.)
+ * (0 rows: another writer got there first). The engine then fails that stream's dispatches and
+ * drops it from memory, so its next dispatch folds the other writer's runes first, and appends the
+ * batch's other streams again. (Re-applying the refused events to that newer state, instead of
+ * failing them, is for the PostgreSQL store.) A store that refuses for one stream says which with a
+ * {@link StoreConflictError}; any other error fails the whole batch.
  */
 export interface RuneStore {
   /** Commits a batch atomically. Rejects with {@link StoreConflictError} when a seq does not continue its stream. */
@@ -89,7 +91,7 @@ export interface RuneStore {
  * - `unknown_stream`, `prune_past_snapshot`: a snapshot or prune the stream cannot take.
  * - `closed`: the store is closed.
  * - `invalid_file`: the file is not a runestream file this code reads (checked at open).
- * - `busy`: another connection held the file's lock longer than the store waits; worth retrying.
+ * - `locked`: another process has the file open for writing (checked at open: one writer process per file).
  * - `disk_full`: the disk (or the file's size limit) is full.
  * - `read_only`: the file, or its directory, cannot be written.
  * - `io_error`: the operating system failed to read or write the file, or found it corrupt.
@@ -100,7 +102,7 @@ export type StoreErrorCode =
   | 'prune_past_snapshot'
   | 'closed'
   | 'invalid_file'
-  | 'busy'
+  | 'locked'
   | 'disk_full'
   | 'read_only'
   | 'io_error';

@@ -7,9 +7,9 @@ import { StoreError } from '../../src/streams/store.js';
 // better-sqlite3 throws it, checked to come out as the StoreError an operator can act on.
 describe('storeErrorOf: what SQLite says, as a StoreError code', () => {
   const cases: [sqliteCode: string, storeCode: string][] = [
-    ['SQLITE_BUSY', 'busy'],
-    ['SQLITE_BUSY_SNAPSHOT', 'busy'],
-    ['SQLITE_LOCKED', 'busy'],
+    ['SQLITE_BUSY', 'locked'],
+    ['SQLITE_BUSY_SNAPSHOT', 'locked'],
+    ['SQLITE_LOCKED', 'locked'],
     ['SQLITE_FULL', 'disk_full'],
     ['SQLITE_READONLY', 'read_only'],
     ['SQLITE_READONLY_DIRECTORY', 'read_only'],

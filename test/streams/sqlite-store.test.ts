@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/index.js';
+import { createEngine } from '../../src/streams/engine.js';
 import { SQLITE_APPLICATION_ID, sqliteStore, type SqliteStoreOptions } from '../../src/streams/sqlite-store.js';
 import { StoreConflictError, StoreError, type RuneStore } from '../../src/streams/store.js';
 import { describeStoreContract, runeOf, runesOf } from '../support/store-contract.js';
@@ -33,7 +34,10 @@ const openStore = (path = freshPath(), options?: SqliteStoreOptions): RuneStore 
   stores.push(store);
   return store;
 };
-/** A second, raw connection to the file, as another process writing SQL would have. */
+/**
+ * A raw connection to the file, as another program writing SQL would have. A store holds its file
+ * locked from open to close, so this one is opened while no store has the file.
+ */
 const rawConnection = (path: string, options?: Database.Options): Database.Database => {
   const db = new Database(path, options);
   connections.push(db);
@@ -47,6 +51,7 @@ describe('sqliteStore: the file', () => {
     const path = freshPath();
     const store = openStore(path);
     await store.append(runesOf('a', 1, 2));
+    await store.close();
     const raw = rawConnection(path, { readonly: true });
     expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(raw.pragma('application_id', { simple: true })).toBe(SQLITE_APPLICATION_ID);
@@ -95,10 +100,10 @@ describe('sqliteStore: the file', () => {
     await expect(store.append(duplicateLast)).rejects.toMatchObject({ code: 'seq_conflict' });
 
     for (const stream of streams) expect(await store.head(stream)).toEqual({ stream, machine: 'counter', seq: 10, value: 'idle', at: 100 });
-    const raw = rawConnection(path, { readonly: true });
-    expect(raw.prepare('SELECT count(*) FROM runes').pluck().get()).toBe(1000);
+    const stored = async (): Promise<number> => (await Promise.all(streams.map((stream) => store.read(stream)))).flat().length;
+    expect(await stored()).toBe(1000);
     await store.append(batchOf(11));
-    expect(raw.prepare('SELECT count(*) FROM runes').pluck().get()).toBe(2000);
+    expect(await stored()).toBe(2000);
   });
 
   it('reads back unicode, nested objects and numbers exactly, and runes whose machine is not their stream\'s', async () => {
@@ -132,6 +137,7 @@ describe('sqliteStore: the file', () => {
     const path = freshPath();
     const store = openStore(path);
     await store.append([...runesOf('a', 1, 2), { ...runeOf('a', 3), machine: 'other', from: undefined }]);
+    await store.close();
     const raw = rawConnection(path, { readonly: true });
     expect(raw.prepare(`SELECT stream, seq, kind, body FROM runes ORDER BY seq`).raw().all()).toEqual([
       ['a', 1, 'spawned', '{"event":{"type":"spawn","input":{"n":1}},"to":"idle","at":1}'],
@@ -142,18 +148,73 @@ describe('sqliteStore: the file', () => {
   });
 });
 
-describe('sqliteStore: the database keeps each stream gapless on its own', () => {
-  /** A store holding runes a1..a3, and a raw second connection to its file. */
-  async function storeAndRaw(): Promise<{ store: RuneStore; raw: Database.Database }> {
+describe('sqliteStore: nothing stored can brick a stream', () => {
+  /**
+   * Three times SQLite's JSON depth limit (1,000, past which its JSON functions say "malformed
+   * JSON"), and under V8's: JSON.stringify overflows the stack at about 4,100 levels.
+   */
+  const DEPTH = 3_000;
+  const nested = (depth: number): unknown => {
+    let value: unknown = { leaf: 'here' };
+    for (let i = 0; i < depth; i++) value = { a: value };
+    return value;
+  };
+  const depthOf = (value: unknown): number => {
+    let depth = 0;
+    for (let v = value as { a?: unknown }; v.a !== undefined; v = v.a as { a?: unknown }) depth++;
+    return depth;
+  };
+  const argumentsOf = (spawnEvent: unknown): unknown => (spawnEvent as { input: { arguments: unknown } }).input.arguments;
+
+  it('reads, reads the events of, and hydrates a stream whose spawn input nests 3,000 levels, after a reopen', async () => {
     const path = freshPath();
-    const store = openStore(path);
-    await store.append(runesOf('a', 1, 3));
-    return { store, raw: rawConnection(path) };
+    const first = openStore(path);
+    const input = { callId: 'call-deep', toolName: 'shell', arguments: nested(DEPTH) };
+    const spawn: Rune = { stream: 'deep', seq: 1, machine: 'tool-call', kind: 'tool.call', event: { type: 'spawn', input }, to: 'pending_call', at: 1 };
+    await first.append([spawn]);
+    await first.close();
+
+    const again = openStore(path);
+    const [event] = await again.readEvents('deep');
+    expect(depthOf(argumentsOf(event))).toBe(DEPTH);
+    // Compared level by level here: a deep equality check of this would overflow the stack itself.
+    const [rune] = await again.read('deep');
+    expect({ ...rune, event: undefined }).toEqual({ ...spawn, event: undefined });
+    expect(depthOf(argumentsOf(rune!.event))).toBe(DEPTH);
+
+    const engine = createEngine({ store: again });
+    const hydrated = await engine.snapshot<{ value: string; arguments: unknown }>('deep');
+    expect([hydrated?.seq, hydrated?.state.value]).toEqual([1, 'pending_call']);
+    expect(depthOf(hydrated!.state.arguments)).toBe(DEPTH);
+    expect(await engine.dispatch('deep', { type: 'no_approval_needed' })).toMatchObject({ accepted: true, rune: { seq: 2, to: 'executing' } });
+    engine.release('deep');
+    expect(await engine.dispatch('deep', { type: 'success', output: 'done' })).toMatchObject({ accepted: true, rune: { seq: 3 } });
+    await engine.close(); // closes the store
+  });
+});
+
+describe('sqliteStore: the database keeps each stream gapless on its own', () => {
+  /**
+   * A file holding runes a1..a3, written by a store and closed, and a raw connection to it:
+   * another program writing SQL to the file while no store holds it.
+   */
+  async function fileAndRaw(count = 3): Promise<{ path: string; raw: Database.Database }> {
+    const path = freshPath();
+    const store = sqliteStore(path);
+    await store.append(runesOf('a', 1, count));
+    await store.close();
+    return { path, raw: rawConnection(path) };
   }
+  /** Closes the raw connection and opens a store on the file: what runestream finds there next. */
+  const storeAfter = (path: string, raw: Database.Database): RuneStore => {
+    raw.close();
+    return openStore(path);
+  };
   const body = (seq: number): string => JSON.stringify({ event: { type: 'tick', n: seq }, at: seq });
+  const seqsOf = (raw: Database.Database): number[] => raw.prepare<[], number>(`SELECT seq FROM runes WHERE stream = 'a' ORDER BY seq`).pluck().all();
 
   it('refuses, from another connection, a rune that does not continue its stream', async () => {
-    const { store, raw } = await storeAndRaw();
+    const { path, raw } = await fileAndRaw();
     const insert = raw.prepare('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)');
     const gapless = 'runestream: a rune must continue its stream without gap (seq = last seq + 1)';
     expect(() => insert.run('a', 5, 'tick', body(5))).toThrow(gapless); // a gap
@@ -164,19 +225,20 @@ describe('sqliteStore: the database keeps each stream gapless on its own', () =>
     expect(() => raw.prepare('INSERT OR REPLACE INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)').run('a', 2, 'tick', body(2))).toThrow(gapless);
     // A statement of several runes is refused whole: a4 does not stay behind a6.
     expect(() => raw.prepare('INSERT INTO runes (stream, seq, kind, body) VALUES (?, 4, ?, ?), (?, 6, ?, ?)').run('a', 'tick', body(4), 'a', 'tick', body(6))).toThrow(gapless);
-    expect(await store.read('a')).toEqual(runesOf('a', 1, 3));
+    expect(seqsOf(raw)).toEqual([1, 2, 3]);
 
     // What the store itself does, done by hand in one transaction, is accepted and read back.
     raw.transaction(() => {
       insert.run('a', 4, 'tick', body(4));
       raw.prepare('UPDATE streams SET seq = 4 WHERE stream = ? AND seq = 3').run('a');
     })();
+    const store = storeAfter(path, raw);
     await store.append([runeOf('a', 5)]);
-    expect(await store.read('a', 3)).toEqual([{ stream: 'a', seq: 4, machine: 'counter', kind: 'tick', event: { type: 'tick', n: 4 }, at: 4 }, runeOf('a', 5)]);
+    expect(await store.read('a')).toEqual([...runesOf('a', 1, 3), { stream: 'a', seq: 4, machine: 'counter', kind: 'tick', event: { type: 'tick', n: 4 }, at: 4 }, runeOf('a', 5)]);
   });
 
   it('refuses a head moved anywhere but to its last rune, a stream created twice or deleted, and runes rewritten', async () => {
-    const { store, raw } = await storeAndRaw();
+    const { path, raw } = await fileAndRaw();
     const head = 'runestream: a stream\'s head only moves forward, to its last rune';
     expect(() => raw.exec(`UPDATE streams SET seq = 4 WHERE stream = 'a'`)).toThrow(head); // no rune 4: the next rune would leave a gap
     expect(() => raw.exec(`UPDATE streams SET seq = 2 WHERE stream = 'a'`)).toThrow(head); // back: rune 3 would come twice
@@ -188,16 +250,16 @@ describe('sqliteStore: the database keeps each stream gapless on its own', () =>
     expect(() => raw.exec(`DELETE FROM streams`)).toThrow('runestream: streams are never deleted');
     expect(() => raw.exec(`UPDATE runes SET seq = 9 WHERE stream = 'a' AND seq = 3`)).toThrow('runestream: runes are immutable');
     expect(() => raw.exec(`UPDATE runes SET body = '{}' WHERE stream = 'a'`)).toThrow('runestream: runes are immutable');
+    const store = storeAfter(path, raw);
     expect(await store.head('a')).toMatchObject({ stream: 'a', machine: 'counter', seq: 3 });
     expect(await store.read('a')).toEqual(runesOf('a', 1, 3));
   });
 
   it('deletes only the oldest runes a snapshot covers, and keeps snapshots from moving back', async () => {
-    const { store, raw } = await storeAndRaw();
-    await store.append(runesOf('a', 4, 3));
+    const { path, raw } = await fileAndRaw(6);
     const prune = 'runestream: only a stream\'s oldest runes, covered by its snapshot, may be deleted';
     expect(() => raw.exec(`DELETE FROM runes WHERE stream = 'a' AND seq = 1`)).toThrow(prune); // no snapshot yet
-    await store.saveSnapshot({ stream: 'a', seq: 4, state: { n: 4 } });
+    raw.exec(`INSERT INTO snapshots (stream, seq, state) VALUES ('a', 4, '{"n":4}')`);
     expect(() => raw.exec(`DELETE FROM runes WHERE stream = 'a' AND seq = 2`)).toThrow(prune); // a hole after rune 1
     expect(() => raw.exec(`DELETE FROM runes WHERE stream = 'a' AND seq <= 5`)).toThrow(prune); // rune 5 is not covered
     expect(() => raw.exec(`DELETE FROM runes WHERE stream = 'a' AND seq = 6`)).toThrow(prune); // the last rune
@@ -210,14 +272,16 @@ describe('sqliteStore: the database keeps each stream gapless on its own', () =>
     expect(() => raw.exec(`UPDATE snapshots SET seq = 7`)).toThrow(snapshot); // past the head
     expect(() => raw.exec(`DELETE FROM snapshots`)).toThrow('runestream: snapshots are replaced, never deleted');
 
+    const store = storeAfter(path, raw);
     expect((await store.read('a')).map((r) => r.seq)).toEqual([4, 5, 6]);
     expect(await store.latestSnapshot('a')).toEqual({ stream: 'a', seq: 4, state: { n: 4 } });
     expect(await store.prune('a', 4)).toBe(1);
   });
 
   it('refuses appends, rather than leave a gap, after a writer stored runes without advancing the head', async () => {
-    const { store, raw } = await storeAndRaw();
+    const { path, raw } = await fileAndRaw();
     raw.prepare('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)').run('a', 4, 'tick', body(4)); // no head update
+    const store = storeAfter(path, raw);
     expect(await store.head('a')).toMatchObject({ stream: 'a', machine: 'counter', seq: 3 });
     const error = await store.append([runeOf('a', 4)]).then(() => undefined, (e: unknown) => e);
     expect(error).toBeInstanceOf(StoreError);
@@ -225,19 +289,91 @@ describe('sqliteStore: the database keeps each stream gapless on its own', () =>
     expect((error as Error).message).toBe(
       'the database refused the batch (runestream: a rune must continue its stream without gap (seq = last seq + 1)); nothing of the batch was written',
     );
-    raw.exec(`UPDATE streams SET seq = 4 WHERE stream = 'a'`); // repaired: the head moves to its last rune
-    await store.append([runeOf('a', 5)]);
-    expect((await store.read('a')).map((r) => r.seq)).toEqual([1, 2, 3, 4, 5]);
+    await store.close();
+    const repair = rawConnection(path);
+    repair.exec(`UPDATE streams SET seq = 4 WHERE stream = 'a'`); // repaired: the head moves to its last rune
+    const repaired = storeAfter(path, repair);
+    await repaired.append([runeOf('a', 5)]);
+    expect((await repaired.read('a')).map((r) => r.seq)).toEqual([1, 2, 3, 4, 5]);
+  });
+});
+
+describe('sqliteStore: one writer process per file', () => {
+  const tsx = fileURLToPath(new URL('../../node_modules/.bin/tsx', import.meta.url));
+  const opener = fileURLToPath(new URL('../fixtures/open-store.ts', import.meta.url));
+  /** What test/fixtures/open-store.ts prints. */
+  type Opened = { opened: true; runes: number } | { opened: false; code: string; message: string };
+  const lockedMessage = (path: string): string =>
+    `sqliteStore "${path}": another process has the file open for writing (a runestream server, or another program holding its lock); stop that process first, or use the PostgreSQL store for several processes on one log (SQLITE_BUSY: database is locked)`;
+
+  /**
+   * Runs the fixture in another process on `path`; resolves to its line and the process. One that
+   * holds the file runs in node itself (`--import tsx`), so that SIGKILL reaches the process with
+   * the lock: the tsx command runs the script in a child process of its own.
+   */
+  async function openElsewhere(path: string, hold = false): Promise<{ line: Opened; child: ChildProcess }> {
+    const [command, args] = hold ? [process.execPath, ['--import', 'tsx', opener, path, '50', 'hold']] : [tsx, [opener, path, '50']];
+    const child = spawn(command, args, { cwd: fileURLToPath(new URL('../../', import.meta.url)), stdio: ['ignore', 'pipe', 'pipe'] });
+    return { line: JSON.parse(await firstLine(child)) as Opened, child };
+  }
+  const exitOf = (child: ChildProcess): Promise<number | NodeJS.Signals | null> =>
+    child.exitCode !== null || child.signalCode !== null
+      ? Promise.resolve(child.exitCode ?? child.signalCode)
+      : new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? signal)));
+
+  it("refuses another process's store with 'locked' while this one holds the file, which keeps working; opens once it is closed", async () => {
+    const path = freshPath();
+    const store = openStore(path);
+    await store.append(runesOf('a', 1, 2));
+
+    const refused = await openElsewhere(path);
+    expect(refused.line).toEqual({ opened: false, code: 'locked', message: lockedMessage(path) });
+    expect(await exitOf(refused.child)).toBe(0);
+
+    await store.append([runeOf('a', 3)]); // the holder carries on
+    expect(await store.read('a')).toEqual(runesOf('a', 1, 3));
+    await store.close();
+
+    const opened = await openElsewhere(path);
+    expect(opened.line).toEqual({ opened: true, runes: 3 });
+    expect(await exitOf(opened.child)).toBe(0);
   });
 
-  it('reads the heads inside the transaction: two stores on one file refuse each other\'s stale batches', async () => {
+  it('is free again once the holding process is killed with SIGKILL: no stale lock', async () => {
     const path = freshPath();
-    const one = openStore(path);
-    const two = openStore(path);
-    await one.append(runesOf('a', 1, 2));
-    await two.append([runeOf('a', 3)]);
-    await expect(one.append([runeOf('a', 3)])).rejects.toThrow('stream "a": expected seq 4, got 3; nothing of the batch was written');
-    expect(await one.read('a')).toEqual(runesOf('a', 1, 3));
+    const first = sqliteStore(path);
+    await first.append(runesOf('a', 1, 2));
+    await first.close();
+    const holder = await openElsewhere(path, true);
+    try {
+      expect(holder.line).toEqual({ opened: true, runes: 2 });
+      expect(() => sqliteStore(path, { busyTimeoutMs: 0 })).toThrow(expect.objectContaining({ code: 'locked' }));
+    } finally {
+      holder.child.kill('SIGKILL');
+    }
+    expect(await exitOf(holder.child)).toBe('SIGKILL');
+    const store = openStore(path, { busyTimeoutMs: 0 });
+    expect(await store.read('a')).toEqual(runesOf('a', 1, 2));
+  });
+
+  it('refuses a second store in this process too, and any other SQLite connection to the file while the store holds it', async () => {
+    const path = freshPath();
+    const store = openStore(path);
+    await store.append(runesOf('a', 1, 2));
+    let error: unknown;
+    try {
+      stores.push(sqliteStore(path, { busyTimeoutMs: 0 }));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(StoreError);
+    expect(error).toMatchObject({ code: 'locked', message: lockedMessage(path), cause: { code: 'SQLITE_BUSY' } });
+    // Another program's connection can neither write nor read: no runes behind the store's back.
+    const raw = rawConnection(path, { timeout: 0 });
+    expect(() => raw.prepare(`INSERT INTO streams (stream, machine, seq) VALUES ('b', 'counter', 0)`).run()).toThrow('database is locked');
+    expect(() => raw.prepare('SELECT count(*) FROM runes').get()).toThrow('database is locked');
+    await store.append([runeOf('a', 3)]);
+    expect(await store.read('a')).toEqual(runesOf('a', 1, 3));
   });
 });
 
@@ -367,18 +503,25 @@ describe('sqliteStore: options', () => {
     expect(existsSync(path)).toBe(false);
   });
 
-  it("fails with code 'busy' when another connection holds the file's lock past busyTimeoutMs, and works once it lets go", async () => {
+  it("waits up to busyTimeoutMs at open for another connection's lock, then refuses with 'locked'; opens once it lets go", async () => {
     const path = freshPath();
-    const store = openStore(path, { busyTimeoutMs: 20 });
-    await store.append(runesOf('a', 1, 2));
-    const other = new Database(path);
-    other.exec('BEGIN IMMEDIATE'); // another process writing
-    const error = await store.append([runeOf('a', 3)]).then(() => undefined, (e: unknown) => e);
+    const first = sqliteStore(path);
+    await first.append(runesOf('a', 1, 2));
+    await first.close();
+    const other = rawConnection(path);
+    other.exec('BEGIN IMMEDIATE'); // another program writing
+    let error: unknown;
+    try {
+      stores.push(sqliteStore(path, { busyTimeoutMs: 20 }));
+    } catch (e) {
+      error = e;
+    }
     expect(error).toBeInstanceOf(StoreError);
-    expect(error).toMatchObject({ code: 'busy', cause: { code: 'SQLITE_BUSY' } });
-    expect((error as Error).message).toContain(`sqliteStore "${path}": another connection held the file locked for longer than the busy timeout; nothing was written, try again`);
+    expect(error).toMatchObject({ code: 'locked', cause: { code: 'SQLITE_BUSY' } });
+    expect((error as Error).message).toContain(`sqliteStore "${path}": another process has the file open for writing`);
     other.exec('ROLLBACK');
     other.close();
+    const store = openStore(path, { busyTimeoutMs: 20 });
     await store.append([runeOf('a', 3)]);
     expect((await store.head('a'))?.seq).toBe(3);
   });

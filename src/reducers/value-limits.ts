@@ -52,7 +52,14 @@ export const noValueLimits = (limits: ValueLimits): boolean =>
  * ```
  */
 export function checkValueLimits(value: unknown, limits: ValueLimits, root: string): ValueViolation | undefined {
-  const found = walk(value, 1, limits);
+  const found =
+    typeof value === 'string'
+      ? value.length > limits.maxStringLength
+        ? stringTooLong('a string', value.length, limits)
+        : undefined
+      : typeof value === 'object' && value !== null
+        ? walk(value, 1, limits)
+        : undefined;
   if (found === undefined) return undefined;
   return { code: found.code, reason: `${describePath(found.path.reverse(), root)}: ${found.detail}` };
 }
@@ -64,15 +71,17 @@ interface Found {
   readonly path: PropertyKey[];
 }
 
-const stringTooLong = (what: string, length: number, limits: ValueLimits): Found => ({
+const stringTooLong = (what: string, length: number, limits: ValueLimits, key?: PropertyKey): Found => ({
   code: 'string_too_long',
   detail: `${what} of ${length} characters is over ${limits.maxStringLength} (limits.maxStringLength)`,
-  path: [],
+  path: key === undefined ? [] : [key],
 });
 
-function walk(value: unknown, depth: number, limits: ValueLimits): Found | undefined {
-  if (typeof value === 'string') return value.length > limits.maxStringLength ? stringTooLong('a string', value.length, limits) : undefined;
-  if (typeof value !== 'object' || value === null) return undefined;
+/**
+ * Walks an object or array at nesting level `depth`. Strings and other leaves are checked inline,
+ * so a flat event costs one call and one key loop.
+ */
+function walk(value: object, depth: number, limits: ValueLimits): Found | undefined {
   if (depth > limits.maxDepth) return { code: 'too_deep', detail: `nested deeper than ${limits.maxDepth} levels (limits.maxDepth)`, path: [] };
   if (Array.isArray(value)) {
     const { length } = value;
@@ -81,12 +90,14 @@ function walk(value: unknown, depth: number, limits: ValueLimits): Found | undef
     }
     for (let i = 0; i < length; i++) {
       const item: unknown = value[i];
-      // Numbers, booleans and null need no call: the common flat case stays a loop.
-      if (typeof item !== 'object' && typeof item !== 'string') continue;
-      const found = walk(item, depth + 1, limits);
-      if (found !== undefined) {
-        found.path.push(i);
-        return found;
+      if (typeof item === 'string') {
+        if (item.length > limits.maxStringLength) return stringTooLong('a string', item.length, limits, i);
+      } else if (typeof item === 'object' && item !== null) {
+        const found = walk(item, depth + 1, limits);
+        if (found !== undefined) {
+          found.path.push(i);
+          return found;
+        }
       }
     }
     return undefined;
@@ -98,11 +109,14 @@ function walk(value: unknown, depth: number, limits: ValueLimits): Found | undef
     if (key.length > limits.maxStringLength) return stringTooLong('a key', key.length, limits);
     if (key === '__proto__') return { code: 'forbidden_key', detail: 'the key "__proto__" is not allowed', path: [] };
     const item: unknown = (value as Record<string, unknown>)[key];
-    if (typeof item !== 'object' && typeof item !== 'string') continue;
-    const found = walk(item, depth + 1, limits);
-    if (found !== undefined) {
-      found.path.push(key);
-      return found;
+    if (typeof item === 'string') {
+      if (item.length > limits.maxStringLength) return stringTooLong('a string', item.length, limits, key);
+    } else if (typeof item === 'object' && item !== null) {
+      const found = walk(item, depth + 1, limits);
+      if (found !== undefined) {
+        found.path.push(key);
+        return found;
+      }
     }
   }
   return undefined;

@@ -191,8 +191,9 @@ const MAX_BURST = 10_000;
  * Creates an engine: keyed machine instances folded by their pure transitions, every accepted
  * event appended as a rune to a durable store, state and runes multicast to subscribers.
  *
- * 1. `dispatch` validates the event with the machine's zod schema, applies the transition, and
- *    commits the rune; it resolves only once the rune is durable. A store that does I/O gets the
+ * 1. `dispatch` checks the event against `limits` (as `spawn` does its input), validates it with
+ *    the machine's zod schema, applies the transition, and commits the rune; it resolves only
+ *    once the rune is durable. A store that does I/O gets the
  *    dispatches of one turn in one batch; the memory store (`appendSync`) takes each at once. A
  *    rejection appends nothing and says why.
  * 2. Subscribers see only durable states and runes: `state$` and `runes$` publish after the commit.

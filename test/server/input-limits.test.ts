@@ -52,6 +52,23 @@ describe('server: input limits and untrusted names', () => {
     expect(await h.engine.snapshot('turns')).toMatchObject({ seq: 2 });
   });
 
+  it('answers an event with a __proto__ key (as JSON.parse keeps it) with invalid_event, appending nothing', async () => {
+    const store = memoryStore();
+    const h = await startServer({}, { store });
+    stop = h.stop;
+    await h.engine.spawn('chat', 'chat-actor');
+    const client = await h.connect();
+    client.send('{"op":"dispatch","id":"proto","stream":"chat","event":{"type":"Pause","__proto__":{"reason":"x"}}}');
+    expect(await client.next((m) => (m.op === 'error' || m.op === 'ack') && m.id === 'proto', 'the answer to the dispatch')).toEqual({
+      op: 'error',
+      id: 'proto',
+      stream: 'chat',
+      code: 'invalid_event',
+      message: 'event: the key "__proto__" is not allowed',
+    });
+    expect(await store.head('chat')).toMatchObject({ seq: 1 });
+  });
+
   it('answers machine "constructor" and "__proto__" with unknown_machine, not internal', async () => {
     const h = await startServer();
     stop = h.stop;

@@ -81,7 +81,8 @@ export function eventRejection(
     return { code: 'invalid_event', reason: `invalid event: expected an object with a string "type", got ${describeValue(value)}`, issues: [] };
   }
   if (!eventTypesOf(machine).has(type)) {
-    return { code: 'unknown_event', reason: unknownEventReason(machine.id, type, machine.events), issues: [] };
+    // Cut: an unknown type may be as long as the limits allow, and the reason must stay small.
+    return { code: 'unknown_event', reason: unknownEventReason(machine.id, truncate(type, MAX_SEGMENT_CHARS), machine.events), issues: [] };
   }
   return { code: 'invalid_event', reason: `invalid "${type}" event: ${describeIssues(issues)}`, issues };
 }

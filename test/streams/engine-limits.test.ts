@@ -91,6 +91,15 @@ describe('engine: limits on spawn inputs and events', () => {
     await engine.close();
   });
 
+  it('cuts an unknown event type of 100,000 characters to 40 in its reason', async () => {
+    const engine = createEngine();
+    await engine.spawn('chat-1', 'chat-actor');
+    const result = await engine.dispatch('chat-1', { type: 'x'.repeat(100_000) });
+    expect(result).toMatchObject({ accepted: false, code: 'unknown_event', reason: expect.stringContaining(`unknown event type "${'x'.repeat(39)}…" for machine "chat-actor"`) });
+    expect((result as { reason: string }).reason.length).toBeLessThan(500);
+    await engine.close();
+  });
+
   it('checks the limits option the ws way: a TypeError naming it', () => {
     expect(() => createEngine({ limits: { maxDepth: 0 } })).toThrow(new TypeError('createEngine: "limits.maxDepth" must be a positive integer or Infinity, got 0'));
     expect(() => createEngine({ limits: { maxKeys: 1.5 } })).toThrow(new TypeError('createEngine: "limits.maxKeys" must be a positive integer or Infinity, got 1.5'));

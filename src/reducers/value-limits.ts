@@ -39,29 +39,85 @@ export interface ValueViolation {
 export const noValueLimits = (limits: ValueLimits): boolean =>
   limits.maxDepth === Infinity && limits.maxStringLength === Infinity && limits.maxKeys === Infinity && limits.maxArrayLength === Infinity;
 
+/** Checks an untrusted value; `root` names it in the reason (`event`, `input`). */
+export type ValueCheck = (value: unknown, root: string) => ValueViolation | undefined;
+
 /**
- * Checks `value` against `limits`; `root` names it in the reason (`event`, `input`). Stops at the
- * first violation and never descends past `maxDepth + 1` levels. Allocates nothing for a value
- * within the limits: the path is only built, from the violation up, for a refused one.
+ * A check of values against `limits`. It stops at the first violation and never descends past
+ * `maxDepth + 1` levels. It allocates nothing for a value within the limits (the path is only
+ * built, from the violation up, for a refused one), and a flat object of strings, numbers and
+ * booleans costs one key loop: it runs on every dispatch.
  *
  * ## Example
  * ```ts
- * checkValueLimits({ type: 'Ping' }, DEFAULT_VALUE_LIMITS, 'event'); // undefined
- * checkValueLimits({ type: 'Tag', tags: ['a', 'b'] }, { ...DEFAULT_VALUE_LIMITS, maxArrayLength: 1 }, 'event');
+ * const check = valueCheck({ ...DEFAULT_VALUE_LIMITS, maxArrayLength: 1 });
+ * check({ type: 'Ping' }, 'event'); // undefined
+ * check({ type: 'Tag', tags: ['a', 'b'] }, 'event');
  * // { code: 'array_too_long', reason: 'event.tags: an array of 2 elements is over 1 (limits.maxArrayLength)' }
  * ```
  */
-export function checkValueLimits(value: unknown, limits: ValueLimits, root: string): ValueViolation | undefined {
-  const found =
-    typeof value === 'string'
-      ? value.length > limits.maxStringLength
-        ? stringTooLong('a string', value.length, limits)
-        : undefined
-      : typeof value === 'object' && value !== null
-        ? walk(value, 1, limits)
-        : undefined;
-  if (found === undefined) return undefined;
-  return { code: found.code, reason: `${describePath(found.path.reverse(), root)}: ${found.detail}` };
+export function valueCheck(limits: ValueLimits): ValueCheck {
+  // Locals, not property loads: the walk reads them for every key.
+  const { maxDepth, maxStringLength, maxKeys, maxArrayLength } = limits;
+
+  const stringTooLong = (what: string, length: number, key?: PropertyKey): Found => ({
+    code: 'string_too_long',
+    detail: `${what} of ${length} characters is over ${maxStringLength} (limits.maxStringLength)`,
+    path: key === undefined ? [] : [key],
+  });
+
+  /** Walks an object or array at nesting level `depth`; strings and other leaves are checked inline. */
+  const walk = (value: object, depth: number): Found | undefined => {
+    if (depth > maxDepth) return { code: 'too_deep', detail: `nested deeper than ${maxDepth} levels (limits.maxDepth)`, path: [] };
+    if (Array.isArray(value)) {
+      const { length } = value;
+      if (length > maxArrayLength) {
+        return { code: 'array_too_long', detail: `an array of ${length} elements is over ${maxArrayLength} (limits.maxArrayLength)`, path: [] };
+      }
+      for (let i = 0; i < length; i++) {
+        const item: unknown = value[i];
+        if (typeof item === 'string') {
+          if (item.length > maxStringLength) return stringTooLong('a string', item.length, i);
+        } else if (typeof item === 'object' && item !== null) {
+          const found = walk(item, depth + 1);
+          if (found !== undefined) {
+            found.path.push(i);
+            return found;
+          }
+        }
+      }
+      return undefined;
+    }
+    let keys = 0;
+    // for-in, not Object.keys: no array per object.
+    for (const key in value) {
+      if (++keys > maxKeys) return { code: 'too_many_keys', detail: `more than ${maxKeys} keys (limits.maxKeys)`, path: [] };
+      if (key.length > maxStringLength) return stringTooLong('a key', key.length);
+      if (key === '__proto__') return { code: 'forbidden_key', detail: 'the key "__proto__" is not allowed', path: [] };
+      const item: unknown = (value as Record<string, unknown>)[key];
+      if (typeof item === 'string') {
+        if (item.length > maxStringLength) return stringTooLong('a string', item.length, key);
+      } else if (typeof item === 'object' && item !== null) {
+        const found = walk(item, depth + 1);
+        if (found !== undefined) {
+          found.path.push(key);
+          return found;
+        }
+      }
+    }
+    return undefined;
+  };
+
+  return (value, root) => {
+    const found =
+      typeof value === 'object' && value !== null
+        ? walk(value, 1)
+        : typeof value === 'string' && value.length > maxStringLength
+          ? stringTooLong('a string', value.length)
+          : undefined;
+    if (found === undefined) return undefined;
+    return { code: found.code, reason: `${describePath(found.path.reverse(), root)}: ${found.detail}` };
+  };
 }
 
 /** A violation on its way up: `path` collects keys from the innermost outwards. */
@@ -69,57 +125,6 @@ interface Found {
   readonly code: ValueViolation['code'];
   readonly detail: string;
   readonly path: PropertyKey[];
-}
-
-const stringTooLong = (what: string, length: number, limits: ValueLimits, key?: PropertyKey): Found => ({
-  code: 'string_too_long',
-  detail: `${what} of ${length} characters is over ${limits.maxStringLength} (limits.maxStringLength)`,
-  path: key === undefined ? [] : [key],
-});
-
-/**
- * Walks an object or array at nesting level `depth`. Strings and other leaves are checked inline,
- * so a flat event costs one call and one key loop.
- */
-function walk(value: object, depth: number, limits: ValueLimits): Found | undefined {
-  if (depth > limits.maxDepth) return { code: 'too_deep', detail: `nested deeper than ${limits.maxDepth} levels (limits.maxDepth)`, path: [] };
-  if (Array.isArray(value)) {
-    const { length } = value;
-    if (length > limits.maxArrayLength) {
-      return { code: 'array_too_long', detail: `an array of ${length} elements is over ${limits.maxArrayLength} (limits.maxArrayLength)`, path: [] };
-    }
-    for (let i = 0; i < length; i++) {
-      const item: unknown = value[i];
-      if (typeof item === 'string') {
-        if (item.length > limits.maxStringLength) return stringTooLong('a string', item.length, limits, i);
-      } else if (typeof item === 'object' && item !== null) {
-        const found = walk(item, depth + 1, limits);
-        if (found !== undefined) {
-          found.path.push(i);
-          return found;
-        }
-      }
-    }
-    return undefined;
-  }
-  let keys = 0;
-  // for-in, not Object.keys: no array per object on the hot path.
-  for (const key in value) {
-    if (++keys > limits.maxKeys) return { code: 'too_many_keys', detail: `more than ${limits.maxKeys} keys (limits.maxKeys)`, path: [] };
-    if (key.length > limits.maxStringLength) return stringTooLong('a key', key.length, limits);
-    if (key === '__proto__') return { code: 'forbidden_key', detail: 'the key "__proto__" is not allowed', path: [] };
-    const item: unknown = (value as Record<string, unknown>)[key];
-    if (typeof item === 'string') {
-      if (item.length > limits.maxStringLength) return stringTooLong('a string', item.length, limits, key);
-    } else if (typeof item === 'object' && item !== null) {
-      const found = walk(item, depth + 1, limits);
-      if (found !== undefined) {
-        found.path.push(key);
-        return found;
-      }
-    }
-  }
-  return undefined;
 }
 
 /** Whether `text` is well-formed UTF-16 (no lone surrogate), so it survives UTF-8 storage unchanged. */

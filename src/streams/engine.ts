@@ -3,7 +3,7 @@ import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, eventRejection } from '../reducers/validate.js';
-import { DEFAULT_VALUE_LIMITS, checkValueLimits, isWellFormed, noValueLimits, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
+import { DEFAULT_VALUE_LIMITS, isWellFormed, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
 import { KeyedListeners } from './keyed-listeners.js';
 import { memoryStore } from './memory-store.js';
@@ -229,8 +229,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     throw new TypeError(`createEngine: "snapshotEvery" must be a non-negative integer, got ${String(snapshotEvery)}`);
   }
   const limits = valueLimitsOption(options.limits);
-  /** Decided once: with every limit off, the hot path does not even call the check. */
-  const checkLimits = !noValueLimits(limits);
+  /** Decided once: with every limit off, the hot path does not even call a check. */
+  const checkValue = noValueLimits(limits) ? undefined : valueCheck(limits);
 
   const instances = new Map<string, Instance>();
   /** Hydrations and spawns in progress, so two callers never build the same instance twice. */
@@ -430,10 +430,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (machine === undefined) {
       return rejected('unknown_machine', `unknown machine ${quoted(String(machineOrId))}; this engine hosts: ${Object.keys(machines).join(', ')}`);
     }
-    if (checkLimits) {
-      const violation = checkValueLimits(input, limits, 'input');
-      if (violation !== undefined) return refusedValue(violation, 'invalid_input');
-    }
+    const violation = checkValue?.(input, 'input');
+    if (violation !== undefined) return refusedValue(violation, 'invalid_input');
     const parsed = machine.schemas.input.safeParse(input);
     if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.error.issues)}`);
     // A load in progress (a dispatch or subscription that came first) may find nothing: wait for it.
@@ -499,10 +497,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   const dispatch = (stream: string, event: unknown): Promise<DispatchResult> => {
     if (closed) return Promise.resolve(rejected('closed', 'the engine is closed'));
-    if (checkLimits) {
-      const violation = checkValueLimits(event, limits, 'event');
-      if (violation !== undefined) return Promise.resolve(refusedValue(violation, 'invalid_event'));
-    }
+    const violation = checkValue?.(event, 'event');
+    if (violation !== undefined) return Promise.resolve(refusedValue(violation, 'invalid_event'));
     const loaded = load(stream);
     // A rune's `at` is when its event was dispatched, even if the stream had to be hydrated first:
     // a timer that fires at its deadline stamps its rune with the deadline.

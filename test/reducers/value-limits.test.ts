@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { describeIssues, describePath } from '../../src/reducers/validate.js';
-import { DEFAULT_VALUE_LIMITS, checkValueLimits, isWellFormed, noValueLimits, type ValueLimits } from '../../src/reducers/value-limits.js';
+import { DEFAULT_VALUE_LIMITS, isWellFormed, noValueLimits, valueCheck, type ValueLimits } from '../../src/reducers/value-limits.js';
+
+/** One value through a check of `limits`. */
+const check = (value: unknown, limits: ValueLimits, root: string) => valueCheck(limits)(value, root);
 
 const small: ValueLimits = { maxDepth: 3, maxStringLength: 5, maxKeys: 2, maxArrayLength: 2 };
 const off: ValueLimits = { maxDepth: Infinity, maxStringLength: Infinity, maxKeys: Infinity, maxArrayLength: Infinity };
@@ -13,37 +16,37 @@ const nested = (levels: number, leaf: unknown = 1): unknown => {
   return value;
 };
 
-describe('checkValueLimits', () => {
+describe('valueCheck', () => {
   it('accepts a value exactly at every limit', () => {
-    expect(checkValueLimits({ type: 'Ping', tags: ['abcde', 'x'] }, small, 'event')).toBeUndefined();
-    expect(checkValueLimits(nested(3), small, 'event')).toBeUndefined();
-    expect(checkValueLimits([[[1]]], small, 'input')).toBeUndefined();
-    expect(checkValueLimits(undefined, small, 'input')).toBeUndefined();
-    expect(checkValueLimits('abcde', small, 'input')).toBeUndefined();
+    expect(check({ type: 'Ping', tags: ['abcde', 'x'] }, small, 'event')).toBeUndefined();
+    expect(check(nested(3), small, 'event')).toBeUndefined();
+    expect(check([[[1]]], small, 'input')).toBeUndefined();
+    expect(check(undefined, small, 'input')).toBeUndefined();
+    expect(check('abcde', small, 'input')).toBeUndefined();
   });
 
   it('refuses a value one past each limit, with its code, the path, the option and its value', () => {
-    expect(checkValueLimits({ type: 'Ping', args: nested(3) }, small, 'event')).toEqual({
+    expect(check({ type: 'Ping', args: nested(3) }, small, 'event')).toEqual({
       code: 'too_deep',
       reason: 'event.args.a.a: nested deeper than 3 levels (limits.maxDepth)',
     });
-    expect(checkValueLimits({ type: 'Ping', list: [1, 'abcdef'] }, small, 'event')).toEqual({
+    expect(check({ type: 'Ping', list: [1, 'abcdef'] }, small, 'event')).toEqual({
       code: 'string_too_long',
       reason: 'event.list.1: a string of 6 characters is over 5 (limits.maxStringLength)',
     });
-    expect(checkValueLimits({ type: 'Ping', o: { abcdef: 1 } }, small, 'event')).toEqual({
+    expect(check({ type: 'Ping', o: { abcdef: 1 } }, small, 'event')).toEqual({
       code: 'string_too_long',
       reason: 'event.o: a key of 6 characters is over 5 (limits.maxStringLength)',
     });
-    expect(checkValueLimits({ type: 'Ping', o: { a: 1, b: 2, c: 3 } }, small, 'event')).toEqual({
+    expect(check({ type: 'Ping', o: { a: 1, b: 2, c: 3 } }, small, 'event')).toEqual({
       code: 'too_many_keys',
       reason: 'event.o: more than 2 keys (limits.maxKeys)',
     });
-    expect(checkValueLimits({ list: [1, 2, 3] }, small, 'input')).toEqual({
+    expect(check({ list: [1, 2, 3] }, small, 'input')).toEqual({
       code: 'array_too_long',
       reason: 'input.list: an array of 3 elements is over 2 (limits.maxArrayLength)',
     });
-    expect(checkValueLimits('abcdef', small, 'input')).toEqual({
+    expect(check('abcdef', small, 'input')).toEqual({
       code: 'string_too_long',
       reason: 'input: a string of 6 characters is over 5 (limits.maxStringLength)',
     });
@@ -51,36 +54,36 @@ describe('checkValueLimits', () => {
 
   it('refuses an own __proto__ key, as JSON.parse makes one, naming where it is', () => {
     const parsed: unknown = JSON.parse('{"type":"Ping","x":{"__proto__":{"admin":true}}}');
-    expect(checkValueLimits(parsed, DEFAULT_VALUE_LIMITS, 'event')).toEqual({
+    expect(check(parsed, DEFAULT_VALUE_LIMITS, 'event')).toEqual({
       code: 'forbidden_key',
       reason: 'event.x: the key "__proto__" is not allowed',
     });
-    expect(checkValueLimits(parsed, off, 'event')).toMatchObject({ code: 'forbidden_key' });
+    expect(check(parsed, off, 'event')).toMatchObject({ code: 'forbidden_key' });
   });
 
   it('reports the first violation in key order and stops there', () => {
-    expect(checkValueLimits({ a: 'abcdef', b: [1, 2, 3] }, small, 'input')).toMatchObject({ code: 'string_too_long' });
-    expect(checkValueLimits({ b: [1, 2, 3], a: 'abcdef' }, small, 'input')).toMatchObject({ code: 'array_too_long' });
+    expect(check({ a: 'abcdef', b: [1, 2, 3] }, small, 'input')).toMatchObject({ code: 'string_too_long' });
+    expect(check({ b: [1, 2, 3], a: 'abcdef' }, small, 'input')).toMatchObject({ code: 'array_too_long' });
   });
 
   it('never walks past maxDepth + 1: a cyclic value is too deep, not a stack overflow', () => {
     const cyclic: Record<string, unknown> = { type: 'Ping' };
     cyclic.self = cyclic;
-    expect(checkValueLimits(cyclic, DEFAULT_VALUE_LIMITS, 'event')).toMatchObject({ code: 'too_deep' });
+    expect(check(cyclic, DEFAULT_VALUE_LIMITS, 'event')).toMatchObject({ code: 'too_deep' });
   });
 
   it('names a long path by its first and last segments, and cuts long keys', () => {
-    const violation = checkValueLimits({ arguments: nested(1_000) }, DEFAULT_VALUE_LIMITS, 'input');
+    const violation = check({ arguments: nested(1_000) }, DEFAULT_VALUE_LIMITS, 'input');
     expect(violation).toEqual({ code: 'too_deep', reason: 'input.arguments.a.a.a.….a.a.a: nested deeper than 64 levels (limits.maxDepth)' });
     const longKey = 'k'.repeat(1_000);
-    const reason = checkValueLimits({ [longKey]: [1, 2, 3] }, { ...small, maxStringLength: Infinity }, 'input')?.reason;
+    const reason = check({ [longKey]: [1, 2, 3] }, { ...small, maxStringLength: Infinity }, 'input')?.reason;
     expect(reason).toBe(`input.${'k'.repeat(39)}…: an array of 3 elements is over 2 (limits.maxArrayLength)`);
   });
 
   it('with every limit Infinity, accepts what the defaults refuse', () => {
     expect(noValueLimits(off)).toBe(true);
     expect(noValueLimits(DEFAULT_VALUE_LIMITS)).toBe(false);
-    expect(checkValueLimits({ deep: nested(200), long: Array.from({ length: 20_000 }, () => 0) }, off, 'input')).toBeUndefined();
+    expect(check({ deep: nested(200), long: Array.from({ length: 20_000 }, () => 0) }, off, 'input')).toBeUndefined();
   });
 });
 

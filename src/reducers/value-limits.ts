@@ -5,11 +5,14 @@ import { describePath } from './validate.js';
  * what is stored must stay cheap to describe, store and hydrate. Each may be `Infinity`.
  */
 export interface ValueLimits {
-  /** How deeply objects and arrays may nest; the value itself is level 1. Default: 64. */
+  /**
+   * How deeply objects and arrays may nest; the value itself is level 1. Default: 64.
+   * `Infinity` leaves nesting to the stack (a cyclic value then overflows it, as in a schema).
+   */
   readonly maxDepth: number;
   /** The length of a string, and of an object key, in UTF-16 code units. Default: 1,000,000. */
   readonly maxStringLength: number;
-  /** Own keys of one object. Default: 1,000. */
+  /** Keys of one object (its enumerable ones, as JSON gives). Default: 1,000. */
   readonly maxKeys: number;
   /** Elements of one array. Default: 10,000. */
   readonly maxArrayLength: number;
@@ -128,4 +131,4 @@ interface Found {
 }
 
 /** Whether `text` is well-formed UTF-16 (no lone surrogate), so it survives UTF-8 storage unchanged. */
-export const isWellFormed = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed();
+export const isWellFormedUtf16 = (text: string): boolean => (text as string & { isWellFormed(): boolean }).isWellFormed();

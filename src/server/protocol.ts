@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Rune } from '../reducers/rune.js';
-import { isWellFormed } from '../reducers/value-limits.js';
+import { isWellFormedUtf16 } from '../reducers/value-limits.js';
 
 /**
  * The runestream wire protocol: every WebSocket message, in both directions, is one JSON object
@@ -25,7 +25,7 @@ import { isWellFormed } from '../reducers/value-limits.js';
  */
 
 /** Well-formed UTF-16 (no lone surrogate): stored as UTF-8, a lone surrogate would come back as another id. */
-const StreamId = z.string().min(1).max(256).refine(isWellFormed, 'must be well-formed UTF-16 (it has a lone surrogate)');
+const StreamId = z.string().min(1).max(256).refine(isWellFormedUtf16, 'must be well-formed UTF-16 (it has a lone surrogate)');
 /** A request id chosen by the client, echoed in its `ack` or `error`. */
 const RequestId = z.union([z.string().min(1).max(128), z.number().int()]);
 

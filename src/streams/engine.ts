@@ -3,7 +3,7 @@ import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, eventRejection } from '../reducers/validate.js';
-import { DEFAULT_VALUE_LIMITS, isWellFormed, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
+import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
 import { KeyedListeners } from './keyed-listeners.js';
 import { memoryStore } from './memory-store.js';
@@ -424,7 +424,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (closed) return rejected('closed', 'the engine is closed');
     // Stored as UTF-8: a lone surrogate would come back as another id.
     if (typeof stream !== 'string' || stream.length === 0) return rejected('invalid_stream', `a stream id must be a non-empty string, got ${typeof stream === 'string' ? '""' : typeof stream}`);
-    if (!isWellFormed(stream)) return rejected('invalid_stream', 'a stream id must be well-formed UTF-16: this one has a lone surrogate');
+    if (!isWellFormedUtf16(stream)) return rejected('invalid_stream', 'a stream id must be well-formed UTF-16: this one has a lone surrogate');
     // Own properties only: "constructor" or "__proto__" must not find Object's.
     const machine = typeof machineOrId !== 'string' ? machineOrId : Object.hasOwn(machines, machineOrId) ? machines[machineOrId] : undefined;
     if (machine === undefined) {

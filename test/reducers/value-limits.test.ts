@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { describeIssues, describePath } from '../../src/reducers/validate.js';
-import { DEFAULT_VALUE_LIMITS, isWellFormed, noValueLimits, valueCheck, type ValueLimits } from '../../src/reducers/value-limits.js';
+import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimits } from '../../src/reducers/value-limits.js';
 
 /** One value through a check of `limits`. */
 const check = (value: unknown, limits: ValueLimits, root: string) => valueCheck(limits)(value, root);
@@ -87,12 +87,12 @@ describe('valueCheck', () => {
   });
 });
 
-describe('isWellFormed', () => {
+describe('isWellFormedUtf16', () => {
   it('refuses lone surrogates and accepts pairs', () => {
-    expect(isWellFormed('chat-1')).toBe(true);
-    expect(isWellFormed('chat-\u{1F642}')).toBe(true);
-    expect(isWellFormed('\ud800')).toBe(false);
-    expect(isWellFormed('a\udc00b')).toBe(false);
+    expect(isWellFormedUtf16('chat-1')).toBe(true);
+    expect(isWellFormedUtf16('chat-\u{1F642}')).toBe(true);
+    expect(isWellFormedUtf16('\ud800')).toBe(false);
+    expect(isWellFormedUtf16('a\udc00b')).toBe(false);
   });
 });
 

@@ -165,9 +165,6 @@ function valueLimitsOption(given: Partial<ValueLimits> | undefined): ValueLimits
   return limits;
 }
 
-/** An untrusted name, quoted and cut short, for a reason. */
-const quoted = (name: string): string => JSON.stringify(name.length > 64 ? `${name.slice(0, 63)}…` : name);
-
 /** A stored stream whose machine this engine does not host: a configuration mistake, not a crash. */
 class UnknownMachineError extends Error {
   override readonly name = 'UnknownMachineError';
@@ -193,9 +190,9 @@ const MAX_BURST = 10_000;
  *
  * 1. `dispatch` checks the event against `limits` (as `spawn` does its input), validates it with
  *    the machine's zod schema, applies the transition, and commits the rune; it resolves only
- *    once the rune is durable. A store that does I/O gets the
- *    dispatches of one turn in one batch; the memory store (`appendSync`) takes each at once. A
- *    rejection appends nothing and says why.
+ *    once the rune is durable. A store that does I/O gets the dispatches of one turn in one
+ *    batch; the memory store (`appendSync`) takes each at once. A rejection appends nothing and
+ *    says why.
  * 2. Subscribers see only durable states and runes: `state$` and `runes$` publish after the commit.
  * 3. An instance not in memory is hydrated from the store on its next dispatch or subscription:
  *    from its newest snapshot, then folding the runes after it. An instance that reaches a
@@ -422,13 +419,15 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   const spawn = async (stream: string, machineOrId: string | AnyMachine, input?: unknown): Promise<DispatchResult> => {
     if (closed) return rejected('closed', 'the engine is closed');
+    if (typeof stream !== 'string' || stream.length === 0) {
+      return rejected('invalid_stream', `a stream id must be a non-empty string, got ${typeof stream === 'string' ? '""' : typeof stream}`);
+    }
     // Stored as UTF-8: a lone surrogate would come back as another id.
-    if (typeof stream !== 'string' || stream.length === 0) return rejected('invalid_stream', `a stream id must be a non-empty string, got ${typeof stream === 'string' ? '""' : typeof stream}`);
     if (!isWellFormedUtf16(stream)) return rejected('invalid_stream', 'a stream id must be well-formed UTF-16: this one has a lone surrogate');
     // Own properties only: "constructor" or "__proto__" must not find Object's.
     const machine = typeof machineOrId !== 'string' ? machineOrId : Object.hasOwn(machines, machineOrId) ? machines[machineOrId] : undefined;
     if (machine === undefined) {
-      return rejected('unknown_machine', `unknown machine ${quoted(String(machineOrId))}; this engine hosts: ${Object.keys(machines).join(', ')}`);
+      return rejected('unknown_machine', `unknown machine ${JSON.stringify(String(machineOrId).slice(0, 64))}; this engine hosts: ${Object.keys(machines).join(', ')}`);
     }
     const violation = checkValue?.(input, 'input');
     if (violation !== undefined) return refusedValue(violation, 'invalid_input');

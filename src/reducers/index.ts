@@ -2,6 +2,7 @@ export * from './machine.js';
 export * from './table.js';
 export * from './mermaid.js';
 export * from './validate.js';
+export * from './value-limits.js';
 // Seed 000
 export * from './chat-actor/index.js';
 // Seed 001

@@ -7,9 +7,44 @@ export type EventCheck<E> =
   | { ok: true; event: E }
   | { ok: false; code: Extract<RejectionCode, 'unknown_event' | 'invalid_event'>; reason: string; issues: readonly z.core.$ZodIssue[] };
 
-/** One line naming every failing field, e.g. `userId: Invalid UUID; reason: expected string`. */
+/** How many issues {@link describeIssues} describes; the rest are counted. */
+const MAX_DESCRIBED_ISSUES = 5;
+/** The most characters shown of one issue (its path and message), and of one path segment. */
+const MAX_ISSUE_CHARS = 200;
+const MAX_SEGMENT_CHARS = 40;
+/** A longer path shows its first and last few segments around an ellipsis. */
+const PATH_HEAD = 4;
+const PATH_TAIL = 3;
+
+/** `text`, cut to `max` characters with an ellipsis. */
+const truncate = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/**
+ * A path as dotted text, bounded whatever the path: each segment cut to 40 characters, and a path
+ * of more than 7 segments shown as its first 4 and last 3, e.g. `event.a.b.c.d.….x.y.z`. `root`
+ * (`event`, `input`) comes first when given; an empty path without one is `(root)`.
+ */
+export function describePath(path: readonly PropertyKey[], root?: string): string {
+  const shown = path.length > PATH_HEAD + PATH_TAIL ? [...path.slice(0, PATH_HEAD), '…', ...path.slice(-PATH_TAIL)] : path;
+  const segments = shown.map((segment) => truncate(String(segment), MAX_SEGMENT_CHARS));
+  if (root !== undefined) segments.unshift(root);
+  return segments.length > 0 ? segments.join('.') : '(root)';
+}
+
+/**
+ * One line naming the failing fields, e.g. `userId: Invalid UUID; reason: expected string`.
+ * Bounded whatever was parsed: the first 5 issues (each cut to 200 characters), then
+ * `; and N more issues`; the rest are only counted.
+ */
 export function describeIssues(issues: readonly z.core.$ZodIssue[]): string {
-  return issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
+  const described = Math.min(issues.length, MAX_DESCRIBED_ISSUES);
+  let text = '';
+  for (let i = 0; i < described; i++) {
+    const issue = issues[i]!;
+    text += `${i > 0 ? '; ' : ''}${truncate(`${describePath(issue.path)}: ${issue.message}`, MAX_ISSUE_CHARS)}`;
+  }
+  const more = issues.length - described;
+  return more > 0 ? `${text}; and ${more} more issue${more === 1 ? '' : 's'}` : text;
 }
 
 const eventTypeSets = new WeakMap<AnyMachine, ReadonlySet<string>>();
@@ -46,7 +81,8 @@ export function eventRejection(
     return { code: 'invalid_event', reason: `invalid event: expected an object with a string "type", got ${describeValue(value)}`, issues: [] };
   }
   if (!eventTypesOf(machine).has(type)) {
-    return { code: 'unknown_event', reason: unknownEventReason(machine.id, type, machine.events), issues: [] };
+    // Cut: an unknown type may be as long as the limits allow, and the reason must stay small.
+    return { code: 'unknown_event', reason: unknownEventReason(machine.id, truncate(type, MAX_SEGMENT_CHARS), machine.events), issues: [] };
   }
   return { code: 'invalid_event', reason: `invalid "${type}" event: ${describeIssues(issues)}`, issues };
 }

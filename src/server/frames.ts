@@ -80,5 +80,8 @@ export function decodeFrame(data: Buffer, isBinary: boolean, maxFrameBytes: numb
   }
   const parsed = SCHEMAS[op as keyof typeof SCHEMAS].safeParse(value);
   if (!parsed.success) return refuse('invalid_message', `invalid "${op}" message: ${describeIssues(parsed.error.issues)}`, about);
+  // The event as sent, not the schema's copy, which drops an own `__proto__` key: the engine checks
+  // the whole event itself and refuses one.
+  if (parsed.data.op === 'dispatch') parsed.data.event = record.event as DispatchMessage['event'];
   return { ok: true, message: parsed.data };
 }

@@ -3,6 +3,7 @@ import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, eventRejection } from '../reducers/validate.js';
+import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
 import { KeyedListeners } from './keyed-listeners.js';
 import { memoryStore } from './memory-store.js';
@@ -12,12 +13,25 @@ import { StoreConflictError, type RuneStore, type Snapshot } from './store.js';
 /**
  * Why the engine refused a spawn or a dispatch. The machine's own codes, plus:
  * - `unknown_stream`: no stream of that id was spawned.
+ * - `invalid_stream`: a spawn's stream id is empty or not well-formed UTF-16 (a lone surrogate).
  * - `stream_exists`: a second spawn of a stream.
  * - `unknown_machine`: the machine id is not one this engine hosts.
- * - `invalid_input`: the spawn input fails the machine's input schema.
+ * - `invalid_input`: the spawn input fails the machine's input schema, or has a `__proto__` key.
+ * - `too_deep`, `string_too_long`, `too_many_keys`, `array_too_long`: a spawn input or an event
+ *   over one of the engine's `limits` (checked before the schema; the reason names the path and limit).
  * - `closed`: the engine is closed.
+ *
+ * An event with a `__proto__` key is refused as `invalid_event`.
  */
-export type EngineRejectionCode = RejectionCode | 'unknown_stream' | 'stream_exists' | 'unknown_machine' | 'invalid_input' | 'closed';
+export type EngineRejectionCode =
+  | RejectionCode
+  | ValueLimitCode
+  | 'unknown_stream'
+  | 'invalid_stream'
+  | 'stream_exists'
+  | 'unknown_machine'
+  | 'invalid_input'
+  | 'closed';
 
 /** What `spawn` and `dispatch` resolve to: the durable rune, or why nothing was appended. */
 export type DispatchResult =
@@ -43,6 +57,13 @@ export interface EngineOptions {
   epics?: readonly Epic<any>[];
   /** The third argument of every epic (an LLM client, tools, ...). Default: `undefined`. */
   deps?: unknown;
+  /**
+   * Bounds on every spawn input and dispatched event, checked before the machine's schema, so
+   * nothing is stored that is costly to describe or cannot be hydrated. Each may be `Infinity`
+   * (all four `Infinity`: no check at all). Defaults: `maxDepth` 64, `maxStringLength` 1,000,000
+   * (UTF-16 code units, keys too), `maxKeys` 1,000 (per object), `maxArrayLength` 10,000.
+   */
+  limits?: Partial<ValueLimits>;
 }
 
 /** Something went wrong outside any caller's request; the engine carries on. */
@@ -122,6 +143,28 @@ const valueOf = (state: unknown): string | undefined => {
 
 const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => ({ accepted: false, code, reason });
 
+/** A value over the limits, refused with its limit's code; a `__proto__` key with `invalidCode`. */
+const refusedValue = (violation: ValueViolation, invalidCode: 'invalid_event' | 'invalid_input'): DispatchResult =>
+  rejected(violation.code === 'forbidden_key' ? invalidCode : violation.code, violation.reason);
+
+/** The `limits` option merged over the defaults, each checked: a positive integer or `Infinity`. */
+function valueLimitsOption(given: Partial<ValueLimits> | undefined): ValueLimits {
+  if (given === undefined) return DEFAULT_VALUE_LIMITS;
+  if (typeof given !== 'object' || given === null) throw new TypeError(`createEngine: "limits" must be an object, got ${String(given)}`);
+  for (const name of Object.keys(given)) {
+    if (!Object.hasOwn(DEFAULT_VALUE_LIMITS, name)) {
+      throw new TypeError(`createEngine: unknown limit "limits.${name}"; the limits are ${Object.keys(DEFAULT_VALUE_LIMITS).join(', ')}`);
+    }
+  }
+  const limits = { ...DEFAULT_VALUE_LIMITS, ...given };
+  for (const [name, value] of Object.entries(limits)) {
+    if (value !== Infinity && !(Number.isInteger(value) && value > 0)) {
+      throw new TypeError(`createEngine: "limits.${name}" must be a positive integer or Infinity, got ${String(value)}`);
+    }
+  }
+  return limits;
+}
+
 /** A stored stream whose machine this engine does not host: a configuration mistake, not a crash. */
 class UnknownMachineError extends Error {
   override readonly name = 'UnknownMachineError';
@@ -145,10 +188,11 @@ const MAX_BURST = 10_000;
  * Creates an engine: keyed machine instances folded by their pure transitions, every accepted
  * event appended as a rune to a durable store, state and runes multicast to subscribers.
  *
- * 1. `dispatch` validates the event with the machine's zod schema, applies the transition, and
- *    commits the rune; it resolves only once the rune is durable. A store that does I/O gets the
- *    dispatches of one turn in one batch; the memory store (`appendSync`) takes each at once. A
- *    rejection appends nothing and says why.
+ * 1. `dispatch` checks the event against `limits` (as `spawn` does its input), validates it with
+ *    the machine's zod schema, applies the transition, and commits the rune; it resolves only
+ *    once the rune is durable. A store that does I/O gets the dispatches of one turn in one
+ *    batch; the memory store (`appendSync`) takes each at once. A rejection appends nothing and
+ *    says why.
  * 2. Subscribers see only durable states and runes: `state$` and `runes$` publish after the commit.
  * 3. An instance not in memory is hydrated from the store on its next dispatch or subscription:
  *    from its newest snapshot, then folding the runes after it. An instance that reaches a
@@ -181,6 +225,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
   if (!Number.isInteger(snapshotEvery) || snapshotEvery < 0) {
     throw new TypeError(`createEngine: "snapshotEvery" must be a non-negative integer, got ${String(snapshotEvery)}`);
   }
+  const limits = valueLimitsOption(options.limits);
+  /** Decided once: with every limit off, the hot path does not even call a check. */
+  const checkValue = noValueLimits(limits) ? undefined : valueCheck(limits);
 
   const instances = new Map<string, Instance>();
   /** Hydrations and spawns in progress, so two callers never build the same instance twice. */
@@ -357,7 +404,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const hydrate = async (stream: string): Promise<Instance | undefined> => {
     const head = await store.head(stream);
     if (head === undefined) return undefined;
-    const machine = machines[head.machine];
+    const machine = Object.hasOwn(machines, head.machine) ? machines[head.machine] : undefined;
     if (machine === undefined) throw new UnknownMachineError(stream, head.machine);
     const snapshot = await store.latestSnapshot(stream);
     let state = snapshot?.state;
@@ -379,13 +426,20 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   const spawn = async (stream: string, machineOrId: string | AnyMachine, input?: unknown): Promise<DispatchResult> => {
     if (closed) return rejected('closed', 'the engine is closed');
-    const machine = typeof machineOrId === 'string' ? machines[machineOrId] : machineOrId;
-    if (machine === undefined) {
-      return rejected('unknown_machine', `unknown machine "${String(machineOrId)}"; this engine hosts: ${Object.keys(machines).join(', ')}`);
+    if (typeof stream !== 'string' || stream.length === 0) {
+      return rejected('invalid_stream', `a stream id must be a non-empty string, got ${typeof stream === 'string' ? '""' : typeof stream}`);
     }
+    // Stored as UTF-8: a lone surrogate would come back as another id.
+    if (!isWellFormedUtf16(stream)) return rejected('invalid_stream', 'a stream id must be well-formed UTF-16: this one has a lone surrogate');
+    // Own properties only: "constructor" or "__proto__" must not find Object's.
+    const machine = typeof machineOrId !== 'string' ? machineOrId : Object.hasOwn(machines, machineOrId) ? machines[machineOrId] : undefined;
+    if (machine === undefined) {
+      return rejected('unknown_machine', `unknown machine ${JSON.stringify(String(machineOrId).slice(0, 64))}; this engine hosts: ${Object.keys(machines).join(', ')}`);
+    }
+    const violation = checkValue?.(input, 'input');
+    if (violation !== undefined) return refusedValue(violation, 'invalid_input');
     const parsed = machine.schemas.input.safeParse(input);
     if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.error.issues)}`);
-    if (typeof stream !== 'string' || stream.length === 0) return rejected('unknown_stream', 'a stream id must be a non-empty string');
     // A load in progress (a dispatch or subscription that came first) may find nothing: wait for it.
     const inProgress = loading.get(stream);
     if (inProgress !== undefined) await inProgress.catch(() => undefined);
@@ -449,6 +503,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   const dispatch = (stream: string, event: unknown): Promise<DispatchResult> => {
     if (closed) return Promise.resolve(rejected('closed', 'the engine is closed'));
+    const violation = checkValue?.(event, 'event');
+    if (violation !== undefined) return Promise.resolve(refusedValue(violation, 'invalid_event'));
     const loaded = load(stream);
     // A rune's `at` is when its event was dispatched, even if the stream had to be hydrated first:
     // a timer that fires at its deadline stamps its rune with the deadline.

@@ -34,9 +34,9 @@ export interface ServerOptions {
    * message whether or not the stream exists. Default: allow all.
    */
   authorize?: Authorize;
-  /** A text frame larger than this gets the error `frame_too_large`; the connection stays open. Default 1 MiB. */
+  /** A text frame larger than this gets the error `frame_too_large`; the connection stays open. Default 256 KiB. */
   maxFrameBytes?: number;
-  /** `ws`'s own hard limit (`maxPayload`): a larger frame closes the connection with 1009. Must be `>= maxFrameBytes`. Default 16 MiB. */
+  /** `ws`'s own hard limit (`maxPayload`): a larger message closes the connection with 1009. Must be `>= maxFrameBytes`. Default 1 MiB. */
   maxPayloadBytes?: number;
   /** A connection's outbound high-water mark (`ws` `bufferedAmount`), past which `slowClient` applies. Default 1 MiB. */
   maxBufferedBytes?: number;
@@ -58,8 +58,33 @@ export interface ServerOptions {
    * Default 30,000.
    */
   heartbeatMs?: number;
-  /** The clock of the heartbeat and the rate limit. Default rxjs `asyncScheduler`. */
+  /** The clock of the heartbeat, the rate limit and `messageTimeoutMs`. Default rxjs `asyncScheduler`. */
   scheduler?: SchedulerLike;
+  /**
+   * A connection that has started a message (sent part of it) and not finished it within this
+   * many ms (on `scheduler`) is closed with 4002 `message_timeout`. The deadline restarts when a
+   * message completes; pings and pongs do not restart it. Default 10,000.
+   */
+  messageTimeoutMs?: number;
+  /**
+   * The bytes of unfinished messages buffered across all connections; the connection whose data
+   * would put the total over it is closed with 4003 `inbound_limit`. Default 64 MiB.
+   */
+  maxInboundBytes?: number;
+  /**
+   * A TCP connection that has not sent a whole request head (a WebSocket upgrade or an HTTP
+   * request) within this many ms is answered 408 and closed (`node:http`'s `headersTimeout`).
+   * Default 10,000.
+   */
+  handshakeTimeoutMs?: number;
+  /** The streams one connection may be subscribed to; one more gets the error `too_many_subscriptions`. Default 1,000. */
+  maxSubscriptions?: number;
+  /**
+   * The requests of one connection received and not yet answered (a spawn or dispatch until its
+   * `ack` or `error`, a subscribe until the `authorize` hook has answered, any request waiting
+   * behind an asynchronous hook); one more is answered at once with `too_many_requests`. Default 256.
+   */
+  maxRequestsInFlight?: number;
 }
 
 /** {@link ServerOptions} with every default filled in. */
@@ -78,6 +103,11 @@ const KNOWN_OPTIONS = [
   'dispatchRate',
   'heartbeatMs',
   'scheduler',
+  'messageTimeoutMs',
+  'maxInboundBytes',
+  'handshakeTimeoutMs',
+  'maxSubscriptions',
+  'maxRequestsInFlight',
 ] as const;
 
 const MIB = 1024 * 1024;
@@ -105,13 +135,18 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     port = 7070,
     token,
     authorize = () => true,
-    maxFrameBytes = MIB,
-    maxPayloadBytes = 16 * MIB,
+    maxFrameBytes = 256 * 1024,
+    maxPayloadBytes = MIB,
     maxBufferedBytes = MIB,
     slowClient = 'coalesce',
     dispatchRate = { perSecond: 1000, burst: 1000 },
     heartbeatMs = 30_000,
     scheduler = asyncScheduler,
+    messageTimeoutMs = 10_000,
+    maxInboundBytes = 64 * MIB,
+    handshakeTimeoutMs = 10_000,
+    maxSubscriptions = 1000,
+    maxRequestsInFlight = 256,
   } = options;
 
   if (typeof engine !== 'object' || engine === null || typeof engine.dispatch !== 'function' || typeof engine.runes$ !== 'function') {
@@ -143,6 +178,14 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
   if (typeof scheduler !== 'object' || scheduler === null || typeof scheduler.now !== 'function' || typeof scheduler.schedule !== 'function') {
     fail(`"scheduler" must be an rxjs SchedulerLike, got ${show(scheduler)}`);
   }
+  positiveInteger('messageTimeoutMs', messageTimeoutMs);
+  positiveInteger('maxInboundBytes', maxInboundBytes);
+  positiveInteger('handshakeTimeoutMs', handshakeTimeoutMs);
+  positiveInteger('maxSubscriptions', maxSubscriptions);
+  positiveInteger('maxRequestsInFlight', maxRequestsInFlight);
+  if (maxInboundBytes < maxPayloadBytes) {
+    fail(`"maxInboundBytes" (${maxInboundBytes}) must be >= "maxPayloadBytes" (${maxPayloadBytes}): else one allowed message could be refused`);
+  }
   return {
     engine,
     host,
@@ -156,5 +199,10 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     dispatchRate,
     heartbeatMs,
     scheduler,
+    messageTimeoutMs,
+    maxInboundBytes,
+    handshakeTimeoutMs,
+    maxSubscriptions,
+    maxRequestsInFlight,
   };
 }

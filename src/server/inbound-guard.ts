@@ -8,7 +8,7 @@ import { heldInbound } from './ws-inbound.js';
 export class InboundBudget {
   private total = 0;
 
-  constructor(readonly maxBytes: number) {}
+  constructor(private readonly maxBytes: number) {}
 
   /** Moves a connection's share from `before` to `after` bytes; false if the total would pass the bound. */
   update(before: number, after: number): boolean {
@@ -20,11 +20,6 @@ export class InboundBudget {
     this.total = next;
     return true;
   }
-
-  /** The bytes counted now (for tests and diagnostics). */
-  get bytes(): number {
-    return this.total;
-  }
 }
 
 /**
@@ -33,7 +28,8 @@ export class InboundBudget {
  *
  * 1. A message started and not finished within `messageTimeoutMs` (on `scheduler`) closes the
  *    connection with 4002 `message_timeout`. Only a completed message restarts the deadline:
- *    answering pings does not.
+ *    answering pings does not. While the server has paused reading the connection, the
+ *    deadline starts over instead.
  * 2. Data that would put the bytes held across all connections over the budget closes this
  *    connection with 4003 `inbound_limit`.
  *
@@ -73,7 +69,14 @@ export class InboundGuard {
     }
     this.held = bytes;
     if (!started) this.disarm();
-    else this.deadline ??= this.scheduler.schedule(() => this.closeFor(CLOSE_CODES.messageTimeout, 'message_timeout'), this.messageTimeoutMs);
+    else this.deadline ??= this.scheduler.schedule(() => this.expire(), this.messageTimeoutMs);
+  }
+
+  private expire(): void {
+    this.deadline = undefined;
+    // The server itself stopped reading it (a slow client, 'coalesce'): not the client's delay.
+    if (this.ws.isPaused) return this.sample();
+    this.closeFor(CLOSE_CODES.messageTimeout, 'message_timeout');
   }
 
   private closeFor(code: number, reason: string): void {

@@ -75,7 +75,10 @@ export class ClientConnection {
     );
   }
 
-  /** A heartbeat tick: terminates a client that missed the last one, else pings it. */
+  /**
+   * A heartbeat tick: pings it; one that missed the last ping is terminated, or closed with 4008
+   * if it is behind on what we sent (then terminated at the next tick if that close is stuck).
+   */
   heartbeat(): void {
     if (this.closingSlow) return void this.ws.terminate(); // its close frame stayed stuck behind a whole beat
     if (this.closed) return;

@@ -29,6 +29,9 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
  *   subscription with a snapshot.
  * - `reauthorize` applies a revocation: a credential that no longer verifies closes the
  *   connection with 4001, a subscription `authorize` now refuses is ended with `forbidden`.
+ * - At most `maxSubscriptions` streams and `maxRequestsInFlight` unanswered requests; past
+ *   them a request is answered at once with `too_many_subscriptions` or `too_many_requests`.
+ *   Once it closes, its queued requests are dropped: the `authorize` hook is not asked for them.
  */
 export class ClientConnection {
   private readonly subscriptions = new Map<string, StreamSubscription>();
@@ -39,6 +42,10 @@ export class ClientConnection {
   /** Over the high-water mark, waiting for the buffer to drain ('coalesce'). */
   private draining = false;
   private closed = false;
+  /** Closed with 4008 and waiting for the close frame to get through; the next heartbeat terminates it. */
+  private closingSlow = false;
+  /** Requests received and not answered yet (see `maxRequestsInFlight`). */
+  private inFlight = 0;
   private readonly output: SubscriptionOutput = {
     send: (frame) => this.send(frame),
     fail: (subscription, error) => {
@@ -70,11 +77,17 @@ export class ClientConnection {
     );
   }
 
-  /** A heartbeat tick: terminates a client that missed the last one, else pings it. */
+  /**
+   * A heartbeat tick: pings it; one that missed the last ping is terminated, or closed with 4008
+   * if it is behind on what we sent (then terminated at the next tick if that close is stuck).
+   */
   heartbeat(): void {
+    if (this.closingSlow) return void this.ws.terminate(); // its close frame stayed stuck behind a whole beat
     if (this.closed) return;
     if (!this.alive) {
-      this.ws.terminate();
+      // Behind on what we sent: the pong may be stuck behind it; it gets a code and a reason.
+      if (this.draining || this.ws.bufferedAmount > 0) return this.closeSlow();
+      this.ws.terminate(); // nothing pending and no pong: a dead peer cannot take a closing handshake
       return;
     }
     this.alive = false;
@@ -143,30 +156,56 @@ export class ClientConnection {
   }
 
   private handle(message: ClientMessage): void {
+    const about = 'id' in message ? { id: message.id, stream: message.stream } : { stream: message.stream };
+    const { maxRequestsInFlight } = this.options;
+    if (this.inFlight >= maxRequestsInFlight) {
+      const text = `too many requests in flight: at most ${maxRequestsInFlight} requests of one connection may wait for their answer (maxRequestsInFlight); wait for answers before sending more`;
+      return this.sendMessage(errorMessage('too_many_requests', text, about));
+    }
+    this.inFlight++;
+    const answered = (): void => void this.inFlight--;
     switch (message.op) {
       case 'spawn':
       case 'dispatch': {
-        const about = { id: message.id, stream: message.stream };
-        if (!this.bucket.take()) return this.sendMessage(errorMessage('rate_limited', rateLimitMessage(this.options.dispatchRate), about));
-        return this.whenAllowed(message.stream, 'drive', about, () => this.drive(message));
+        if (!this.bucket.take()) {
+          answered();
+          return this.sendMessage(errorMessage('rate_limited', rateLimitMessage(this.options.dispatchRate), about));
+        }
+        return this.whenAllowed(message.stream, 'drive', about, answered, () => this.drive(message, answered));
       }
       case 'subscribe':
-        return this.whenAllowed(message.stream, 'see', { stream: message.stream }, () => this.subscribe(message.stream, message.afterSeq));
+        return this.whenAllowed(message.stream, 'see', about, answered, () => {
+          answered();
+          this.subscribe(message.stream, message.afterSeq);
+        });
       case 'unsubscribe':
         return this.inOrder.run(
           () => true,
-          () => this.unsubscribe(message.stream),
+          () => {
+            answered();
+            this.unsubscribe(message.stream);
+          },
         );
     }
   }
 
-  /** Runs `then` if the hook allows `action` on `stream`, in request order; else answers `forbidden`. */
-  private whenAllowed(stream: string, action: AccessAction, about: { id?: string | number; stream: string }, then: () => void): void {
+  /**
+   * Runs `then` if the hook allows `action` on `stream`, in request order; else answers
+   * `forbidden` (or `internal`) and calls `refused`.
+   */
+  private whenAllowed(
+    stream: string,
+    action: AccessAction,
+    about: { id?: string | number; stream: string },
+    refused: () => void,
+    then: () => void,
+  ): void {
     this.inOrder.run(
       () => askAuthorize(this.options.authorize, this.access, stream, action),
       (answer) => {
         if (this.closed) return;
         if (answer === true) return then();
+        refused();
         // The same words whether or not the stream exists: a refusal reveals nothing.
         if (answer === false) return this.sendMessage(errorMessage('forbidden', `not allowed to ${action} stream "${stream}"`, about));
         this.sendMessage(errorMessage('internal', `the authorization hook failed for stream "${stream}"`, about));
@@ -174,7 +213,7 @@ export class ClientConnection {
     );
   }
 
-  private drive(message: SpawnMessage | DispatchMessage): void {
+  private drive(message: SpawnMessage | DispatchMessage, answered: () => void): void {
     const { engine } = this.options;
     const about = { id: message.id, stream: message.stream };
     let result: Promise<DispatchResult>;
@@ -186,17 +225,27 @@ export class ClientConnection {
       result = Promise.reject(error);
     }
     result.then(
-      (outcome) =>
+      (outcome) => {
+        answered();
         this.sendMessage(
           outcome.accepted ? { op: 'ack', id: message.id, seq: outcome.rune.seq } : errorMessage(outcome.code, outcome.reason, about),
-        ),
-      (error: unknown) => this.sendMessage(errorMessage('internal', `nothing was appended: ${messageOf(error)}`, about)),
+        );
+      },
+      (error: unknown) => {
+        answered();
+        this.sendMessage(errorMessage('internal', `nothing was appended: ${messageOf(error)}`, about));
+      },
     );
   }
 
   private subscribe(stream: string, afterSeq: number | undefined): void {
     let subscription = this.subscriptions.get(stream);
     if (subscription === undefined) {
+      const { maxSubscriptions } = this.options;
+      if (this.subscriptions.size >= maxSubscriptions) {
+        const text = `too many subscriptions: at most ${maxSubscriptions} streams per connection (maxSubscriptions); unsubscribe from one first`;
+        return this.sendMessage(errorMessage('too_many_subscriptions', text, { stream }));
+      }
       subscription = new StreamSubscription(stream, this.options.engine, this.fanout, this.output);
       this.subscriptions.set(stream, subscription);
     }
@@ -228,11 +277,7 @@ export class ClientConnection {
     if (this.draining) return;
     const policy = this.options.slowClient;
     if (slowClientChannel.hasSubscribers) slowClientChannel.publish({ connection: this.id, policy, bufferedAmount } satisfies SlowClientReport);
-    if (policy === 'close') {
-      this.dispose();
-      this.ws.close(CLOSE_CODES.slowClient, 'slow_client');
-      return;
-    }
+    if (policy === 'close') return this.closeSlow();
     this.draining = true;
     this.ws.pause(); // no more requests, so no more answers, until it drains
     for (const subscription of this.subscriptions.values()) subscription.hold();
@@ -250,9 +295,18 @@ export class ClientConnection {
     for (const subscription of this.subscriptions.values()) subscription.start();
   }
 
+  /** Closes with 4008 `slow_client`: the close frame goes out behind what is buffered. */
+  private closeSlow(): void {
+    this.dispose();
+    this.closingSlow = true;
+    this.ws.close(CLOSE_CODES.slowClient, 'slow_client');
+    this.ws.resume(); // read its closing handshake ('coalesce' paused reading); its requests are ignored now
+  }
+
   private dispose(): void {
     if (this.closed) return;
     this.closed = true;
+    this.inOrder.cancel(); // its queued requests are dropped: no hook is asked for a client that left
     for (const subscription of this.subscriptions.values()) subscription.close();
     this.subscriptions.clear();
   }

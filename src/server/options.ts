@@ -45,9 +45,9 @@ export interface ServerOptions {
    * message whether or not the stream exists. Default: allow all.
    */
   authorize?: Authorize;
-  /** A text frame larger than this gets the error `frame_too_large`; the connection stays open. Default 1 MiB. */
+  /** A text frame larger than this gets the error `frame_too_large`; the connection stays open. Default 256 KiB. */
   maxFrameBytes?: number;
-  /** `ws`'s own hard limit (`maxPayload`): a larger frame closes the connection with 1009. Must be `>= maxFrameBytes`. Default 16 MiB. */
+  /** `ws`'s own hard limit (`maxPayload`): a larger message closes the connection with 1009. Must be `>= maxFrameBytes`. Default 1 MiB. */
   maxPayloadBytes?: number;
   /** A connection's outbound high-water mark (`ws` `bufferedAmount`), past which `slowClient` applies. Default 1 MiB. */
   maxBufferedBytes?: number;
@@ -69,7 +69,7 @@ export interface ServerOptions {
    * Default 30,000.
    */
   heartbeatMs?: number;
-  /** The clock of the heartbeat and the rate limit. Default rxjs `asyncScheduler`. */
+  /** The clock of the heartbeat, the rate limit and `messageTimeoutMs`. Default rxjs `asyncScheduler`. */
   scheduler?: SchedulerLike;
   /**
    * Origins (`https://app.example:8443`, normalized like `new URL(x).origin`) allowed besides the
@@ -80,6 +80,31 @@ export interface ServerOptions {
    * user opens can then drive the server with the user's network position (dangerous). Default `[]`.
    */
   allowedOrigins?: readonly string[];
+  /**
+   * A connection that has started a message (sent part of it) and not finished it within this
+   * many ms (on `scheduler`) is closed with 4002 `message_timeout`. The deadline restarts when a
+   * message completes; pings and pongs do not restart it. Default 10,000.
+   */
+  messageTimeoutMs?: number;
+  /**
+   * The bytes of unfinished messages buffered across all connections; the connection whose data
+   * would put the total over it is closed with 4003 `inbound_limit`. Default 64 MiB.
+   */
+  maxInboundBytes?: number;
+  /**
+   * A TCP connection that has not sent a whole request head (a WebSocket upgrade or an HTTP
+   * request) within this many ms is answered 408 and closed (`node:http`'s `headersTimeout`).
+   * Default 10,000.
+   */
+  handshakeTimeoutMs?: number;
+  /** The streams one connection may be subscribed to; one more gets the error `too_many_subscriptions`. Default 1,000. */
+  maxSubscriptions?: number;
+  /**
+   * The requests of one connection received and not yet answered (a spawn or dispatch until its
+   * `ack` or `error`, a subscribe until the `authorize` hook has answered, any request waiting
+   * behind an asynchronous hook); one more is answered at once with `too_many_requests`. Default 256.
+   */
+  maxRequestsInFlight?: number;
 }
 
 /** {@link ServerOptions} with every default filled in. */
@@ -103,6 +128,11 @@ const KNOWN_OPTIONS = [
   'scheduler',
   'verify',
   'allowedOrigins',
+  'messageTimeoutMs',
+  'maxInboundBytes',
+  'handshakeTimeoutMs',
+  'maxSubscriptions',
+  'maxRequestsInFlight',
 ] as const;
 
 const MIB = 1024 * 1024;
@@ -130,8 +160,8 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     port = 7070,
     token,
     authorize = () => true,
-    maxFrameBytes = MIB,
-    maxPayloadBytes = 16 * MIB,
+    maxFrameBytes = 256 * 1024,
+    maxPayloadBytes = MIB,
     maxBufferedBytes = MIB,
     slowClient = 'coalesce',
     dispatchRate = { perSecond: 1000, burst: 1000 },
@@ -139,6 +169,11 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     scheduler = asyncScheduler,
     verify,
     allowedOrigins = [],
+    messageTimeoutMs = 10_000,
+    maxInboundBytes = 64 * MIB,
+    handshakeTimeoutMs = 10_000,
+    maxSubscriptions = 1000,
+    maxRequestsInFlight = 256,
   } = options;
 
   if (typeof engine !== 'object' || engine === null || typeof engine.dispatch !== 'function' || typeof engine.runes$ !== 'function') {
@@ -179,6 +214,14 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
       : ((typeof entry === 'string' ? originOf(entry) : undefined) ??
         fail(`"allowedOrigins" must hold origins like "https://app.example:8443" (or '*'), got ${show(entry)}`)),
   );
+  positiveInteger('messageTimeoutMs', messageTimeoutMs);
+  positiveInteger('maxInboundBytes', maxInboundBytes);
+  positiveInteger('handshakeTimeoutMs', handshakeTimeoutMs);
+  positiveInteger('maxSubscriptions', maxSubscriptions);
+  positiveInteger('maxRequestsInFlight', maxRequestsInFlight);
+  if (maxInboundBytes < maxPayloadBytes) {
+    fail(`"maxInboundBytes" (${maxInboundBytes}) must be >= "maxPayloadBytes" (${maxPayloadBytes}): else one allowed message could be refused`);
+  }
   return {
     engine,
     host,
@@ -193,5 +236,10 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     scheduler,
     verify: token === undefined ? verify : tokenVerify(token),
     allowedOrigins: origins,
+    messageTimeoutMs,
+    maxInboundBytes,
+    handshakeTimeoutMs,
+    maxSubscriptions,
+    maxRequestsInFlight,
   };
 }

@@ -98,6 +98,8 @@ export type AckMessage = z.infer<typeof AckMessage>;
  * - `binary_frame`: a binary frame; the protocol is text only.
  * - `frame_too_large`: a frame over the server's `maxFrameBytes`.
  * - `rate_limited`: more dispatches than the connection's rate limit allows.
+ * - `too_many_subscriptions`: a subscribe past the connection's `maxSubscriptions`.
+ * - `too_many_requests`: a request past the connection's `maxRequestsInFlight` (requests not yet answered).
  * - `forbidden`: the authorization hook refused this stream to this connection (or, from
  *   `server.reauthorize()`, no longer allows a live subscription to it).
  * - `internal`: the server failed (a store error, ...); nothing was appended.
@@ -109,6 +111,8 @@ export const PROTOCOL_ERROR_CODES = [
   'binary_frame',
   'frame_too_large',
   'rate_limited',
+  'too_many_subscriptions',
+  'too_many_requests',
   'forbidden',
   'internal',
   'unknown_stream',
@@ -147,7 +151,10 @@ export type ServerMessage = z.infer<typeof ServerMessage>;
  * 1009 a frame over the hard limit).
  * - 4001 `unauthorized`: `server.reauthorize()` found that the connection's credential no longer
  *   verifies (a missing or wrong one is refused with HTTP 401 before the upgrade).
+ * - 4002 `message_timeout`: a message was started and not finished within `messageTimeoutMs`.
+ * - 4003 `inbound_limit`: the connection's unfinished message would have put the bytes buffered
+ *   across all connections over `maxInboundBytes`.
  * - 4008 `slow_client`: the connection's outbound buffer passed its high-water mark and the
- *   server's policy for slow clients is to close.
+ *   server's policy for slow clients is to close, or it stayed over it past a heartbeat.
  */
-export const CLOSE_CODES = { unauthorized: 4001, slowClient: 4008 } as const;
+export const CLOSE_CODES = { unauthorized: 4001, messageTimeout: 4002, inboundLimit: 4003, slowClient: 4008 } as const;

@@ -7,6 +7,7 @@ import { AccessGate, urlHost } from './access.js';
 import { ClientConnection } from './connection.js';
 import { Fanout } from './fanout.js';
 import type { HttpRefusal } from './http-reply.js';
+import { InboundBudget, InboundGuard } from './inbound-guard.js';
 import { resolveServerOptions, type ServerOptions } from './options.js';
 import { handleRequest } from './routes.js';
 import { SseEndpoint } from './sse.js';
@@ -66,9 +67,11 @@ const listen = (server: Server, port: number, host: string): Promise<void> =>
  *    `GET /healthz` must present a credential that verifies, else HTTP 401, before any upgrade;
  *    `authorize` decides per stream what the verified identity may see and drive, and
  *    `reauthorize()` applies a revocation to open connections.
- * 3. Limits: `maxFrameBytes`, `maxPayloadBytes`, `dispatchRate` per connection, and
- *    `maxBufferedBytes` with the `slowClient` policy. Bad input gets an `error`; it never
- *    reaches another client or the log.
+ * 3. Limits: `maxFrameBytes`, `maxPayloadBytes`, `dispatchRate`, `maxSubscriptions` and
+ *    `maxRequestsInFlight` per connection, `maxBufferedBytes` with the `slowClient` policy,
+ *    `maxInboundBytes` across connections, and the deadlines `handshakeTimeoutMs` and
+ *    `messageTimeoutMs`. Bad input gets an `error` or a close code; it never reaches another
+ *    client or the log.
  *
  * ## Example
  * ```ts
@@ -82,7 +85,7 @@ const listen = (server: Server, port: number, host: string): Promise<void> =>
  */
 export async function createServer(options: ServerOptions): Promise<RunestreamServer> {
   const resolved = resolveServerOptions(options);
-  const { engine, host, port, maxPayloadBytes, heartbeatMs, scheduler } = resolved;
+  const { engine, host, port, maxPayloadBytes, heartbeatMs, scheduler, handshakeTimeoutMs, messageTimeoutMs } = resolved;
   const fanout = new Fanout(engine);
   const sse = new SseEndpoint(resolved);
   const gate = new AccessGate(host, resolved.allowedOrigins, resolved.verify);
@@ -91,9 +94,27 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
   let closing: Promise<void> | undefined;
 
   const connections = (): number => clients.size + sse.size;
-  const http = createHttpServer((req, res) => handleRequest({ gate, sse, connections }, req, res));
+  const inboundBudget = new InboundBudget(resolved.maxInboundBytes);
+  const http = createHttpServer(
+    {
+      // Covers a socket that sends nothing at all, or half a request head (checked by experiment,
+      // Node 20): it is answered 408 and closed. The check runs every connectionsCheckingInterval.
+      headersTimeout: handshakeTimeoutMs,
+      requestTimeout: Math.max(handshakeTimeoutMs, 300_000), // Node's default; never below headersTimeout
+      connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(handshakeTimeoutMs / 4))),
+    },
+    (req, res) => handleRequest({ gate, sse, connections }, req, res),
+  );
   // No server of its own: the upgrade is checked here first, so a refusal is a plain HTTP reply.
-  const wss = new WebSocketServer({ noServer: true, maxPayload: maxPayloadBytes, clientTracking: false, perMessageDeflate: false });
+  // allowSynchronousEvents false: one message per connection per turn of the event loop, so a
+  // client pipelining expensive frames cannot hold the loop while others wait.
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: maxPayloadBytes,
+    clientTracking: false,
+    perMessageDeflate: false,
+    allowSynchronousEvents: false,
+  });
 
   http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
@@ -103,6 +124,7 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
       if (socket.destroyed) return;
       if (closing !== undefined) return refuseUpgrade(socket, CLOSING);
       wss.handleUpgrade(req, socket, head, (ws) => {
+        new InboundGuard(ws, socket, inboundBudget, messageTimeoutMs, scheduler);
         const client = new ClientConnection(nextId++, ws, admission.request, fanout, resolved);
         clients.add(client);
         void client.closedPromise.then(() => clients.delete(client));

@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Subscription } from 'rxjs';
 import { askAuthorize, type AccessGate, type AccessRequest } from './access.js';
 import { replyError } from './http-reply.js';
-import { sseEventsOf } from './notices.js';
 import type { ResolvedServerOptions } from './options.js';
+import { SseFeed } from './sse-feed.js';
 
 /** `Last-Event-ID` (header, or `?lastEventId=` where a client cannot set headers): a rune seq. */
 function lastEventIdOf(req: IncomingMessage, url: URL): number | undefined | 'invalid' {
@@ -21,13 +20,14 @@ function lastEventIdOf(req: IncomingMessage, url: URL): number | undefined | 'in
  * 2. Sends the seed-000 events of each rune after `Last-Event-ID` (without one: from now on),
  *    each with the rune's seq as its `id`, so a reconnecting `EventSource` resumes with no gap.
  *    Where the runes after it were pruned by retention, it continues from the current state.
- * 3. A client that lets more than `maxBufferedBytes` pile up is disconnected: it resumes from its
- *    `Last-Event-ID` when it reconnects, so it loses nothing.
+ *    The replay of stored runes is paced by the socket, never cut, however far back it starts.
+ * 3. A client that lets more than `maxBufferedBytes` of live events pile up is disconnected: it
+ *    resumes from its `Last-Event-ID` when it reconnects, so it loses nothing.
  * 4. `reauthorize` ends each response whose credential or access to its stream was revoked.
  */
 export class SseEndpoint {
-  /** Each open response, with who asked for which stream. */
-  private readonly open = new Map<ServerResponse, { readonly access: AccessRequest; readonly stream: string }>();
+  /** Each open response, with who asked for which stream, and its feed of events. */
+  private readonly open = new Map<ServerResponse, { readonly access: AccessRequest; readonly stream: string; readonly feed: SseFeed }>();
 
   constructor(private readonly options: ResolvedServerOptions) {}
 
@@ -61,35 +61,14 @@ export class SseEndpoint {
       'x-accel-buffering': 'no', // proxies must not hold events back
     });
     res.write(`: runestream ${JSON.stringify(stream)}\n\n`);
-    this.open.set(res, { access, stream });
-    let subscription: Subscription | undefined;
-    const follow = (afterSeq: number, retried: boolean): void => {
-      subscription = engine.runes$(stream, { afterSeq }).subscribe({
-        next: (rune) => {
-          const text = sseEventsOf(rune, engine.machines);
-          if (text !== '') this.write(res, text);
-        },
-        error: () => {
-          if (retried || res.destroyed) return void res.end();
-          // The runes after Last-Event-ID are gone (retention): go on from the current state.
-          engine.snapshot(stream).then(
-            (now) => (now === undefined || res.destroyed ? res.end() : follow(now.seq, true)),
-            () => res.end(),
-          );
-        },
-        complete: () => res.end(), // the engine closed
-      });
-    };
-    res.once('close', () => {
-      subscription?.unsubscribe();
-      this.open.delete(res);
-    });
-    follow(lastEventId ?? head.seq, false);
+    const feed = new SseFeed(res, engine, stream, lastEventId ?? head.seq, head.seq, this.options.maxBufferedBytes);
+    this.open.set(res, { access, stream, feed });
+    res.once('close', () => this.open.delete(res));
   }
 
   /** Writes a comment line to every open response (keeps proxies from timing them out). */
   heartbeat(): void {
-    for (const res of this.open.keys()) this.write(res, ': ping\n\n');
+    for (const { feed } of this.open.values()) feed.comment('ping');
   }
 
   /** Ends every open response. */
@@ -113,11 +92,5 @@ export class SseEndpoint {
         res.end();
       }),
     );
-  }
-
-  private write(res: ServerResponse, text: string): void {
-    if (res.writableEnded) return;
-    res.write(text);
-    if (res.writableLength > this.options.maxBufferedBytes) res.destroy();
   }
 }

@@ -34,9 +34,19 @@ describe('server options', () => {
     [{ dispatchRate: { perSecond: 5, burst: 0.5 } }, 'createServer: "dispatchRate" must be { perSecond: a positive number, burst: an integer >= 1 }, got {"perSecond":5,"burst":0.5}'],
     [{ heartbeatMs: -5 }, 'createServer: "heartbeatMs" must be a non-negative integer (0: off), got -5'],
     [{ scheduler: {} }, 'createServer: "scheduler" must be an rxjs SchedulerLike, got [object Object]'],
+    [{ messageTimeoutMs: 0 }, 'createServer: "messageTimeoutMs" must be a positive integer, got 0'],
+    [{ maxInboundBytes: 1.5 }, 'createServer: "maxInboundBytes" must be a positive integer, got 1.5'],
+    [
+      { maxInboundBytes: 1024, maxPayloadBytes: 2048, maxFrameBytes: 512 },
+      'createServer: "maxInboundBytes" (1024) must be >= "maxPayloadBytes" (2048): else one allowed message could be refused',
+    ],
+    [{ handshakeTimeoutMs: -1 }, 'createServer: "handshakeTimeoutMs" must be a positive integer, got -1'],
+    [{ maxSubscriptions: 0 }, 'createServer: "maxSubscriptions" must be a positive integer, got 0'],
+    [{ maxRequestsInFlight: '8' }, 'createServer: "maxRequestsInFlight" must be a positive integer, got "8"'],
+    [{ maxFrameBytes: 2 * 1024 * 1024 }, 'createServer: "maxPayloadBytes" (1048576) must be >= "maxFrameBytes" (2097152): frames between them get "frame_too_large"'],
     [
       { heartbeat: 5 },
-      'createServer: unknown option "heartbeat"; the options are engine, host, port, token, authorize, maxFrameBytes, maxPayloadBytes, maxBufferedBytes, slowClient, dispatchRate, heartbeatMs, scheduler, verify, allowedOrigins',
+      'createServer: unknown option "heartbeat"; the options are engine, host, port, token, authorize, maxFrameBytes, maxPayloadBytes, maxBufferedBytes, slowClient, dispatchRate, heartbeatMs, scheduler, verify, allowedOrigins, messageTimeoutMs, maxInboundBytes, handshakeTimeoutMs, maxSubscriptions, maxRequestsInFlight',
     ],
   ])('refuses %j with a TypeError naming the option', async (options, message) => {
     // createServer is async: `await createServer(bad)` throws it.

@@ -1,6 +1,8 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { once } from 'node:events';
+import { VirtualTimeScheduler } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { chatActor, SERVER_CHANNELS, type ChatActorState, type SentReport, type SlowClientReport } from '../../src/index.js';
+import { chatActor, SERVER_CHANNELS, type ChatActorState, type SentReport, type ServerOptions, type SlowClientReport } from '../../src/index.js';
 import { range, seqsOf, startServer } from '../support/ws-client.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
@@ -34,9 +36,9 @@ afterEach(async () => {
 });
 
 /** A server with a paused (not reading) client and a reading one, both subscribed to "chat". */
-async function setUp(slowClient: 'coalesce' | 'close') {
+async function setUp(slowClient: 'coalesce' | 'close', options: Partial<ServerOptions> = {}) {
   const diagnostics = watchDiagnostics();
-  const h = await startServer({ maxBufferedBytes: MARK, slowClient });
+  const h = await startServer({ maxBufferedBytes: MARK, slowClient, ...options });
   cleanup.push(h.stop, diagnostics.stop);
   await h.engine.spawn('chat', 'chat-actor');
   const slow = await h.connect();
@@ -107,6 +109,26 @@ describe('server: a client that stops reading', () => {
     expect(diagnostics.slow[0]!.policy).toBe('close');
     await fast.reach('chat', last);
     expect(seqsOf(fast.runes('chat'))).toEqual(range(2, last));
+    slow.ws.resume();
+    expect(await slow.closed).toEqual({ code: 4008, reason: 'slow_client' });
+  });
+
+  it("'coalesce': a client still not reading at the next heartbeat gets a close frame, 4008 slow_client, not a dropped socket (1006)", async () => {
+    const scheduler = new VirtualTimeScheduler();
+    const { slow, fast, flood } = await setUp('coalesce', { scheduler, heartbeatMs: 1000 });
+    const last = await flood(20);
+    /** One heartbeat; the reading client's pong has been read once its request is answered. */
+    const beat = async (id: string) => {
+      const pinged = once(fast.ws, 'ping');
+      scheduler.maxFrames = scheduler.frame + 1000;
+      scheduler.schedule(() => undefined, 1000);
+      scheduler.flush();
+      await pinged;
+      await fast.request({ op: 'dispatch', id, stream: 'chat', event: { type: 'ProcessInteraction', userId } });
+    };
+    await beat('first'); // pings both; the slow one cannot answer
+    await beat('second'); // the slow one missed its pong while behind: closed with a reason
+    await fast.reach('chat', last + 2);
     slow.ws.resume();
     expect(await slow.closed).toEqual({ code: 4008, reason: 'slow_client' });
   });

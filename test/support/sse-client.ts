@@ -36,7 +36,7 @@ export class SseClient {
   readonly ended: Promise<void>;
   private buffer = '';
   private cursor = 0;
-  private waiters: { match: (b: SseBlock) => boolean; resolve: (b: SseBlock) => void; reject: (e: Error) => void }[] = [];
+  private waiters: { match: (b: SseBlock) => boolean; resolve: (b: SseBlock) => void; reject: (e: Error) => void; scanned?: number }[] = [];
   private done = false;
 
   private constructor(readonly response: IncomingMessage) {
@@ -94,13 +94,15 @@ export class SseClient {
     this.waiters = this.waiters.filter((w) => !this.settle(w));
   }
 
-  private settle(waiter: { match: (b: SseBlock) => boolean; resolve: (b: SseBlock) => void }): boolean {
-    for (let i = this.cursor; i < this.blocks.length; i++) {
+  /** `scanned`: the blocks it has already looked at, so a long stream is not scanned again per chunk. */
+  private settle(waiter: { match: (b: SseBlock) => boolean; resolve: (b: SseBlock) => void; scanned?: number }): boolean {
+    for (let i = Math.max(this.cursor, waiter.scanned ?? 0); i < this.blocks.length; i++) {
       if (!waiter.match(this.blocks[i]!)) continue;
       this.cursor = i + 1;
       waiter.resolve(this.blocks[i]!);
       return true;
     }
+    waiter.scanned = this.blocks.length;
     return false;
   }
 }

@@ -1,0 +1,96 @@
+import type { ServerResponse } from 'node:http';
+import type { Subscription } from 'rxjs';
+import type { Engine } from '../streams/engine.js';
+import { sseEventsOf } from './notices.js';
+
+/**
+ * The events of one open SSE response, from the runes after a seq.
+ *
+ * 1. Replay: the runes already stored when it (re)subscribes are written as fast as the socket
+ *    takes them and never cut: when `res.write` says the socket is full it unsubscribes, and on
+ *    `'drain'` it subscribes again after the last rune it wrote. The server holds at most one
+ *    socket buffer of it, however far back the client resumes.
+ * 2. Live: the runes after those. A client that lets more than `maxBufferedBytes` of them pile up
+ *    is disconnected; it resumes from its `Last-Event-ID` with no gap.
+ * 3. Where the runes after the seq were pruned by retention, it goes on from the current state.
+ */
+export class SseFeed {
+  private subscription: Subscription | undefined;
+  /** The seq of the last rune handled (written, or without events). */
+  private lastSeq: number;
+  /** Runes up to this seq were stored before the feed (re)subscribed: replay, paced, never cut. */
+  private replayUntil: number;
+  /** Waiting for the socket to drain, subscribed to nothing. */
+  private paused = false;
+  /** Already jumped over runes pruned by retention: a second failure ends the response. */
+  private jumped = false;
+
+  constructor(
+    private readonly res: ServerResponse,
+    private readonly engine: Engine,
+    private readonly stream: string,
+    afterSeq: number,
+    storedSeq: number,
+    private readonly maxBufferedBytes: number,
+  ) {
+    this.lastSeq = afterSeq;
+    this.replayUntil = storedSeq;
+    res.once('close', () => this.subscription?.unsubscribe());
+    this.follow();
+  }
+
+  /** Writes a comment line (a heartbeat), unless the socket is full anyway. */
+  comment(text: string): void {
+    if (!this.paused) this.writeLive(`: ${text}\n\n`);
+  }
+
+  private follow(): void {
+    if (this.res.destroyed) return;
+    const { res, engine } = this;
+    const subscription = engine.runes$(this.stream, { afterSeq: this.lastSeq }).subscribe({
+      next: (rune) => {
+        if (this.paused) return;
+        this.lastSeq = rune.seq;
+        const text = sseEventsOf(rune, engine.machines);
+        if (text === '') return;
+        if (rune.seq > this.replayUntil) return this.writeLive(text);
+        if (!res.write(text)) this.pauseUntilDrain();
+      },
+      error: () => {
+        if (this.jumped || res.destroyed) return void res.end();
+        this.jumped = true;
+        // The runes after lastSeq are gone (retention): go on from the current state.
+        this.resubscribe((now) => (this.lastSeq = now));
+      },
+      complete: () => res.end(), // the engine closed
+    });
+    this.subscription = subscription;
+    if (this.paused) subscription.unsubscribe(); // it filled the socket before subscribe returned
+  }
+
+  private pauseUntilDrain(): void {
+    this.paused = true;
+    this.subscription?.unsubscribe();
+    this.res.once('drain', () => this.resubscribe());
+  }
+
+  /** Subscribes again after `lastSeq`; whatever is stored by now is replay too. */
+  private resubscribe(from?: (storedSeq: number) => void): void {
+    this.engine.snapshot(this.stream).then(
+      (now) => {
+        if (now === undefined || this.res.destroyed) return void this.res.end();
+        from?.(now.seq);
+        this.replayUntil = Math.max(this.replayUntil, now.seq);
+        this.paused = false;
+        this.follow();
+      },
+      () => this.res.end(),
+    );
+  }
+
+  private writeLive(text: string): void {
+    if (this.res.writableEnded) return;
+    this.res.write(text);
+    if (this.res.writableLength > this.maxBufferedBytes) this.res.destroy();
+  }
+}

@@ -54,6 +54,24 @@ describe('runestream (the command)', () => {
     await store.close();
   });
 
+  it('refuses a second server on the same log at start (exit 1, naming the file and what to do); the first carries on', async () => {
+    const db = tempDb();
+    const first = runestream(['serve', '--port', '0', '--db', db]);
+    const [, url] = await first.line(LISTENING);
+    const client = await TestClient.connect(url!);
+    expect(await client.request({ op: 'spawn', id: 1, stream: 'chat', machine: 'chat-actor' })).toEqual({ op: 'ack', id: 1, seq: 1 });
+
+    const second = runestream(['serve', '--port', '0', '--db', db]);
+    expect(await second.exited).toBe(1);
+    expect(second.stdout).not.toMatch(LISTENING);
+    expect(second.stderr).toContain(`sqliteStore "${db}": another process has the file open for writing`);
+    expect(second.stderr).toContain('PostgreSQL store');
+
+    // The first server never noticed: its clients' dispatches go on.
+    expect(await client.request({ op: 'dispatch', id: 2, stream: 'chat', event: { type: 'ProcessInteraction', userId } })).toEqual({ op: 'ack', id: 2, seq: 2 });
+    await client.close();
+  });
+
   it('takes the token from RUNESTREAM_TOKEN: refuses a client without it; SIGINT exits 0', async () => {
     const cli = runestream(['serve', '--port', '0', '--db', tempDb()], { RUNESTREAM_TOKEN: 'from-env' });
     const [, url] = await cli.line(LISTENING);

@@ -334,64 +334,6 @@ describe('engine: a store that commits at once (the memory store)', () => {
     expect(await engine.dispatch('a', interact)).toMatchObject({ accepted: true, rune: { seq: 2, from: 'idle', to: 'running' } });
     await engine.close();
   });
-
-  it("fails only the conflicting stream's dispatches of a refused batch: the other streams' are appended again and accepted, and hear nothing of it", async () => {
-    const recorder = recordingStore();
-    const engine = createEngine({ store: recorder.store });
-    await engine.spawn('a', 'chat-actor');
-    await engine.spawn('b', 'chat-actor');
-    // Another writer appends a's seq 2 behind the engine's back: the engine's a:2 now conflicts.
-    await recorder.inner.append([{ stream: 'a', seq: 2, machine: 'chat-actor', kind: 'Ping', event: { type: 'Ping' }, from: 'idle', to: 'idle', at: 0 }]);
-
-    const spawns = recorder.appends.length;
-    const release = recorder.hold();
-    const outcomes: string[] = [];
-    const track = (name: string, result: Promise<DispatchResult>): Promise<void> =>
-      result.then(
-        (r) => void outcomes.push(r.accepted ? `${name} accepted ${r.rune.stream}:${r.rune.seq}` : `${name} refused ${r.code}`),
-        (error: Error) => void outcomes.push(`${name} failed: ${error.message}`),
-      );
-    const inBatch = [track('a1', engine.dispatch('a', interact)), track('b1', engine.dispatch('b', interact)), track('a2', engine.dispatch('a', complete))];
-    await settle(); // that batch is in the store's append, held
-    const queued = [track('a3', engine.dispatch('a', { type: 'Ping' })), track('b2', engine.dispatch('b', complete))];
-    release();
-    await Promise.all([...inBatch, ...queued]);
-
-    const conflict = 'stream "a": expected seq 3, got 2; nothing of the batch was written';
-    expect(outcomes.sort()).toEqual([
-      `a1 failed: ${conflict}`,
-      `a2 failed: ${conflict}`,
-      `a3 failed: ${conflict}`, // queued behind a's refused runes
-      'b1 accepted b:2',
-      'b2 accepted b:3',
-    ]);
-    expect(recorder.appends.slice(spawns).map((batch) => batch.map((r) => `${r.stream}:${r.seq}`))).toEqual([
-      ['a:2', 'b:2', 'a:3'], // refused for a
-      ['b:2', 'b:3'], // b's runes again, with the one queued behind them
-    ]);
-    expect((await recorder.inner.read('b')).map((r) => r.kind)).toEqual(['spawned', 'ProcessInteraction', 'InteractionComplete']);
-    // a left memory: its next dispatch folds the other writer's rune first.
-    expect(await engine.dispatch('a', interact)).toMatchObject({ accepted: true, rune: { seq: 3, from: 'idle', to: 'running' } });
-    await engine.close();
-  });
-
-  it("fails every dispatch of a batch the store failed as a whole (a full disk), with the store's error", async () => {
-    const recorder = recordingStore();
-    const engine = createEngine({ store: recorder.store });
-    await engine.spawn('a', 'chat-actor');
-    await engine.spawn('b', 'chat-actor');
-    const diskFull = new StoreError('disk_full', 'sqliteStore "/data/agents.db": the disk is full; nothing was written');
-    recorder.failNextAppend(diskFull);
-    const spawns = recorder.appends.length;
-    const results = await Promise.allSettled([engine.dispatch('a', interact), engine.dispatch('b', interact)]);
-    expect(results).toEqual([
-      { status: 'rejected', reason: diskFull },
-      { status: 'rejected', reason: diskFull },
-    ]);
-    expect(recorder.appends.length - spawns).toBe(1); // not retried: the store itself failed
-    expect(await engine.dispatch('b', interact)).toMatchObject({ accepted: true, rune: { seq: 2 } });
-    await engine.close();
-  });
 });
 
 describe('engine: hydration, snapshots and retention', () => {

@@ -42,22 +42,28 @@ function chatActorBatches(): () => Rune[] {
  * Issue 3's bar: durable appends through `sqliteStore(path).append`, one batch of 100 runes over
  * 10 streams per call, against raw better-sqlite3 inserting the same rows (the store's own `runes`
  * table definition, the same JSON text, built the same way) with one prepared statement in one
- * transaction per batch, both in WAL mode with `synchronous = NORMAL` (the store's default): at
+ * transaction per batch, both in WAL mode with `synchronous = NORMAL` (the store's default) and
+ * exclusive locking (the store holds its file for its one writer process): at
  * least 0.7x. The store's extra work is what keeps the log honest: reading the heads inside the
  * transaction, `checkBatch`, the gapless trigger on every row, and advancing each head.
  */
 export async function benchSqliteAppend(): Promise<boolean> {
   const dir = mkdtempSync(join(tmpdir(), 'runestream-bench-'));
   try {
+    // The store holds its file's lock while open: its table definition is read before.
+    await sqliteStore(join(dir, 'store.db')).close();
+    const definition = new Database(join(dir, 'store.db'), { readonly: true });
+    const runesTable = definition.prepare<[], string>(`SELECT sql FROM sqlite_schema WHERE name = 'runes'`).pluck().get()!;
+    definition.close();
     const store = sqliteStore(join(dir, 'store.db'));
     const nextForStore = chatActorBatches();
 
+    // The same locking as the store (one writer process per file), so neither pays for shared memory.
     const db = new Database(join(dir, 'raw.db'));
+    db.pragma('locking_mode = EXCLUSIVE');
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
-    const definition = new Database(join(dir, 'store.db'), { readonly: true });
-    db.exec(definition.prepare<[], string>(`SELECT sql FROM sqlite_schema WHERE name = 'runes'`).pluck().get()!);
-    definition.close();
+    db.exec(runesTable);
     const insert = db.prepare<[string, number, string, string]>('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)');
     const insertBatch = db.transaction((runes: readonly Rune[]) => {
       for (const r of runes) insert.run(r.stream, r.seq, r.kind, JSON.stringify({ event: r.event, from: r.from, to: r.to, at: r.at }));

@@ -4,13 +4,20 @@ import { StoreConflictError, StoreError, checkBatch, headMatches, prunePastSnaps
 /** Runes per chunk: a power of two, so a seq finds its chunk with a shift and a mask. */
 const CHUNK_BITS = 10;
 const CHUNK = 1 << CHUNK_BITS;
+/**
+ * The capacity a young stream's chunk starts with, doubled as it fills, up to {@link CHUNK}: a
+ * million streams of a few runes each must not hold a million whole chunks (about 40 KB each).
+ */
+const FIRST_CAPACITY = 1;
 
 /**
  * {@link CHUNK} consecutive runes of a stream, column by column. Rune objects are rebuilt on read:
  * a log kept as millions of rune objects is what the garbage collector spends its time copying,
  * while these columns keep only each event object and values the rune shares with its machine
- * (kind and state names). Each column is allocated whole when its chunk starts, so appending a
- * rune allocates nothing (columns grown rune by rune allocated ~100 bytes of copies per rune).
+ * (kind and state names). A stream's chunks are allocated whole once it has {@link CHUNK} runes,
+ * so appending to a long stream allocates nothing (columns grown rune by rune allocated ~100
+ * bytes of copies per rune); a young stream's chunk starts at {@link FIRST_CAPACITY} and doubles.
+ * Only the last chunk is ever short of {@link CHUNK}, so a seq's chunk is still a shift away.
  */
 interface Chunk {
   /** How many of the chunk's slots hold a rune. */
@@ -38,14 +45,33 @@ interface MemoryStream {
 
 const newStream = (machine: string): MemoryStream => ({ machine, seq: 0, at: 0, chunks: [], base: 1, firstSeq: 1 });
 
-const newChunk = (): Chunk => ({
+const newChunk = (capacity: number): Chunk => ({
   size: 0,
-  events: new Array(CHUNK),
-  kinds: new Array(CHUNK),
-  froms: new Array(CHUNK),
-  tos: new Array(CHUNK),
-  ats: new Float64Array(CHUNK),
+  events: new Array(capacity),
+  kinds: new Array(capacity),
+  froms: new Array(capacity),
+  tos: new Array(capacity),
+  ats: new Float64Array(capacity),
 });
+
+/** A copy of `column` with room for `capacity` slots. */
+function widened<T>(column: T[], capacity: number): T[] {
+  const wider = new Array<T>(capacity);
+  for (let i = 0; i < column.length; i++) wider[i] = column[i]!;
+  return wider;
+}
+
+/** Doubles a full chunk's capacity (it is short of {@link CHUNK}: a young stream's). */
+function grow(c: Chunk): void {
+  const capacity = Math.min(CHUNK, c.ats.length * 2);
+  c.events = widened(c.events, capacity);
+  c.kinds = widened(c.kinds, capacity);
+  c.froms = widened(c.froms, capacity);
+  c.tos = widened(c.tos, capacity);
+  const ats = new Float64Array(capacity);
+  ats.set(c.ats);
+  c.ats = ats;
+}
 
 /** The rune of `seq`, rebuilt as the engine built it (no `from`/`to` keys when absent). */
 function runeAt(stream: string, s: MemoryStream, seq: number): Rune {
@@ -89,7 +115,8 @@ export function memoryStore(): RuneStore {
   const push = (s: MemoryStream | undefined, rune: Rune): void => {
     if (s === undefined) streams.set(rune.stream, (s = newStream(rune.machine)));
     let c = s.chunks[s.chunks.length - 1];
-    if (c === undefined || c.size === CHUNK) s.chunks.push((c = newChunk()));
+    if (c === undefined || c.size === CHUNK) s.chunks.push((c = newChunk(s.seq < CHUNK ? FIRST_CAPACITY : CHUNK)));
+    else if (c.size === c.ats.length) grow(c);
     const j = c.size++;
     c.events[j] = rune.event;
     c.kinds[j] = rune.kind;

@@ -49,4 +49,19 @@ describe('memoryStore across its chunks of 1,024 runes', () => {
     await store.append([runeOf('a', 2049)]);
     expect((await store.read('a')).map((r) => r.seq)).toEqual([2049]);
   });
+
+  it('grows a young stream\'s chunk rune by rune through every capacity, keeping each rune, and prunes inside it', async () => {
+    const store = memoryStore();
+    const written = [runeOf('a', 1, 'counter'), ...runesOf('a', 2, 1100)];
+    for (const rune of written) store.appendSync!(rune);
+    expect(await store.read('a')).toEqual(written);
+    expect(await store.readEvents('a', 7, 3)).toEqual(written.slice(7, 10).map((r) => r.event));
+
+    const young = memoryStore();
+    await young.append([runeOf('b', 1, 'counter'), ...runesOf('b', 2, 11)]);
+    await young.saveSnapshot({ stream: 'b', seq: 10, state: 10 });
+    expect(await young.prune('b', 10)).toBe(10);
+    await young.append(runesOf('b', 13, 28));
+    expect((await young.read('b')).map((r) => r.seq)).toEqual(Array.from({ length: 30 }, (_, i) => 11 + i));
+  });
 });

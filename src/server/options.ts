@@ -1,6 +1,8 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
+import type { Server } from 'node:http';
 import type { Engine } from '../streams/engine.js';
 import { isLoopbackHost, originOf, tokenVerify, type Authorize, type Verify } from './access.js';
+import type { Route } from './routes.js';
 
 /** What the server does with a client whose outbound buffer passes `maxBufferedBytes`. */
 export type SlowClientPolicy = 'coalesce' | 'close';
@@ -105,10 +107,31 @@ export interface ServerOptions {
    * behind an asynchronous hook); one more is answered at once with `too_many_requests`. Default 256.
    */
   maxRequestsInFlight?: number;
+  /**
+   * More HTTP routes, each `{ method, path, handler }` (`path` with `:name` parameters). They
+   * pass the same access checks as the built-in ones before their handler runs, which receives
+   * `(req, res, { params, access, url, body })`. A route whose path can match the same URL as a
+   * built-in one (`/healthz`, `/streams/:stream/events`), or as another route with its method,
+   * is a TypeError naming both. Default `[]`.
+   */
+  routes?: readonly Route[];
+  /** A request body (every method but GET and HEAD) larger than this is answered 413 `body_too_large`. Default 1 MiB. */
+  maxBodyBytes?: number;
+  /**
+   * An existing, listening `node:http` server to attach to instead of listening: the server
+   * takes its WebSocket upgrades (through the same access checks and limits) and answers nothing
+   * else by itself; the host app passes HTTP requests to `runestream.handle(req, res)`, which
+   * answers those of runestream's routes and returns false for any other. Its address stands for
+   * `host` and `port` (so setting either, or `handshakeTimeoutMs`, which is then the host server's
+   * `headersTimeout`, is a TypeError). `close()` leaves it open. Default: none (listen on `host`:`port`).
+   */
+  server?: Server;
 }
 
 /** {@link ServerOptions} with every default filled in. */
-export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify'>> & {
+export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify' | 'server'>> & {
+  /** The server to attach to, if any. */
+  readonly server: Server | undefined;
   /** `verify`, or the `token` shorthand's; undefined when neither is set (loopback mode). */
   readonly verify: Verify | undefined;
 };
@@ -133,6 +156,9 @@ const KNOWN_OPTIONS = [
   'handshakeTimeoutMs',
   'maxSubscriptions',
   'maxRequestsInFlight',
+  'routes',
+  'maxBodyBytes',
+  'server',
 ] as const;
 
 const MIB = 1024 * 1024;
@@ -154,10 +180,21 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
   if (typeof options !== 'object' || options === null) fail(`expected an options object with an "engine", got ${show(options)}`);
   const unknown = Object.keys(options).filter((key) => !(KNOWN_OPTIONS as readonly string[]).includes(key));
   if (unknown.length > 0) fail(`unknown option ${unknown.map((k) => `"${k}"`).join(', ')}; the options are ${KNOWN_OPTIONS.join(', ')}`);
+  if (options.server !== undefined) {
+    const server: unknown = options.server;
+    if (typeof server !== 'object' || server === null || typeof (server as Server).address !== 'function' || typeof (server as Server).on !== 'function') {
+      fail(`"server" must be a node:http Server, got ${show(server)}`);
+    }
+    const both = (['host', 'port', 'handshakeTimeoutMs'] as const).filter((name) => options[name] !== undefined);
+    if (both.length > 0) fail(`${both.map((n) => `"${n}"`).join(', ')} and "server" are both set: an attached server's address and timeouts are the host server's`);
+    const address = (server as Server).address();
+    if (address === null || typeof address === 'string') fail(`"server" must be listening on a TCP port: create runestream once its listen() has called back`);
+  }
+  const attachedTo = options.server?.address();
   const {
     engine,
-    host = '127.0.0.1',
-    port = 7070,
+    host = typeof attachedTo === 'object' && attachedTo !== null ? attachedTo.address : '127.0.0.1',
+    port = typeof attachedTo === 'object' && attachedTo !== null ? attachedTo.port : 7070,
     token,
     authorize = () => true,
     maxFrameBytes = 256 * 1024,
@@ -174,6 +211,9 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     handshakeTimeoutMs = 10_000,
     maxSubscriptions = 1000,
     maxRequestsInFlight = 256,
+    routes = [],
+    maxBodyBytes = MIB,
+    server,
   } = options;
 
   if (typeof engine !== 'object' || engine === null || typeof engine.dispatch !== 'function' || typeof engine.runes$ !== 'function') {
@@ -219,6 +259,8 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
   positiveInteger('handshakeTimeoutMs', handshakeTimeoutMs);
   positiveInteger('maxSubscriptions', maxSubscriptions);
   positiveInteger('maxRequestsInFlight', maxRequestsInFlight);
+  positiveInteger('maxBodyBytes', maxBodyBytes);
+  if (!Array.isArray(routes)) fail(`"routes" must be an array of { method, path, handler }, got ${show(routes)}`);
   if (maxInboundBytes < maxPayloadBytes) {
     fail(`"maxInboundBytes" (${maxInboundBytes}) must be >= "maxPayloadBytes" (${maxPayloadBytes}): else one allowed message could be refused`);
   }
@@ -241,5 +283,8 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     handshakeTimeoutMs,
     maxSubscriptions,
     maxRequestsInFlight,
+    routes,
+    maxBodyBytes,
+    server,
   };
 }

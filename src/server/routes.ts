@@ -1,55 +1,234 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AccessGate } from './access.js';
+import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AccessGate, AccessRequest, Admission } from './access.js';
 import { replyError, replyJson, replyRefusal } from './http-reply.js';
 import type { SseEndpoint } from './sse.js';
 
-const EVENTS_PATH = /^\/streams\/([^/]+)\/events$/;
+/** What a route's handler receives besides the request and the response. */
+export interface RouteContext {
+  /** The path's named parameters (`:stream` in `/streams/:stream/events`), percent-decoded. */
+  readonly params: Readonly<Record<string, string>>;
+  /** Who asks, as the access checks verified it (`identity`, and the credential it came from). */
+  readonly access: AccessRequest;
+  /** The request's URL (its query in `searchParams`). */
+  readonly url: URL;
+  /** The request body, read whole (at most `maxBodyBytes`); empty for GET and HEAD. */
+  readonly body: Buffer;
+}
+
+/**
+ * Answers a request to its route. A throw or a rejection is answered 500 `internal` (or, once
+ * the response has started, ends it); the server and other requests carry on.
+ */
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, context: RouteContext) => void | Promise<void>;
+
+/** One entry of the route table: a method (`'GET'`, `'POST'`, ...), a path with `:name` parameters, and its handler. */
+export interface Route {
+  readonly method: string;
+  readonly path: string;
+  readonly handler: RouteHandler;
+}
+
+/** A route's path, compiled: its regular expression and its parameters' names, in order. */
+interface CompiledRoute extends Route {
+  readonly segments: readonly string[];
+  readonly pattern: RegExp;
+  readonly names: readonly string[];
+  /**
+   * Answered whatever the access checks say (only `/healthz`, whose handler tells the refused
+   * less); every other route is refused by the checks before its handler runs.
+   */
+  readonly open: boolean;
+}
+
+const PARAM = /^:([A-Za-z_][A-Za-z0-9_]*)$/;
+// RFC 3986 pchar without percent-escapes' '%' handled apart: unreserved, sub-delims, ':' and '@'.
+const LITERAL = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|%[0-9A-Fa-f]{2})+$/;
+
+/**
+ * Checks and compiles a route (`where` names it in the TypeError, e.g. `"routes"[2]`): the method
+ * one of `node:http`'s `METHODS`, the path `/` then segments, each a literal or a `:name` matching
+ * one whole non-empty segment.
+ */
+export function compileRoute(route: Route, where: string, open = false): CompiledRoute {
+  const fail = (message: string): never => {
+    throw new TypeError(`createServer: ${where} ${message}`);
+  };
+  if (typeof route !== 'object' || route === null) fail(`must be { method, path, handler }, got ${String(route)}`);
+  const { method, path, handler } = route;
+  if (typeof method !== 'string' || !METHODS.includes(method)) fail(`has method ${JSON.stringify(method)}: use an uppercase HTTP method such as 'GET' or 'POST'`);
+  if (typeof handler !== 'function') fail(`has no handler: "handler" must be a function (req, res, context)`);
+  if (typeof path !== 'string' || !path.startsWith('/')) fail(`has path ${JSON.stringify(path)}: a path starts with '/'`);
+  const segments = path === '/' ? [] : path.slice(1).split('/');
+  const names: string[] = [];
+  for (const segment of segments) {
+    const name = PARAM.exec(segment)?.[1];
+    if (name !== undefined) {
+      if (names.includes(name)) fail(`has the parameter ":${name}" twice in ${path}`);
+      names.push(name);
+    } else if (!LITERAL.test(segment)) {
+      fail(`has path ${JSON.stringify(path)}: segment ${JSON.stringify(segment)} is neither a literal nor a ":name" parameter`);
+    }
+  }
+  const source = segments.map((segment) => (PARAM.test(segment) ? '/([^/]+)' : `/${segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)).join('');
+  return { method, path, handler, segments, names, pattern: new RegExp(`^${source || '/'}$`), open };
+}
+
+/** Whether some URL path matches both routes' paths (a parameter matches any segment). */
+export function pathsOverlap(a: CompiledRoute, b: CompiledRoute): boolean {
+  return a.segments.length === b.segments.length && a.segments.every((s, i) => s === b.segments[i] || PARAM.test(s) || PARAM.test(b.segments[i]!));
+}
 
 /** What the HTTP routes need from the server. */
-export interface Routes {
+export interface RouteDeps {
   readonly gate: AccessGate;
-  readonly sse: SseEndpoint;
+  readonly maxBodyBytes: number;
   /** Open WebSocket connections plus open SSE responses. */
   connections(): number;
 }
 
+/** The built-in routes, `GET /healthz` and `GET /streams/:stream/events`. */
+export function builtInRoutes(deps: Pick<RouteDeps, 'gate' | 'connections'> & { readonly sse: SseEndpoint }): readonly CompiledRoute[] {
+  return [
+    compileRoute(
+      {
+        method: 'GET',
+        path: '/healthz',
+        // Liveness to anyone; the connection count only to a request the gate lets in.
+        handler: async (req, res) => {
+          const admission = await deps.gate.admit(req);
+          replyJson(res, 200, admission.ok ? { ok: true, connections: deps.connections() } : { ok: true });
+        },
+      },
+      'the built-in route',
+      true,
+    ),
+    compileRoute(
+      { method: 'GET', path: '/streams/:stream/events', handler: (req, res, { url, params, access }) => deps.sse.serve(req, res, url, params.stream!, access) },
+      'the built-in route',
+    ),
+  ];
+}
+
 /**
- * The HTTP side (every request but WebSocket upgrades):
- * - `GET /healthz`: 200 `{ok: true}` to anyone (liveness); `{ok: true, connections}` to a
- *   request the gate lets in (a verified credential, or any request of this site in loopback mode);
- * - `GET /streams/:stream/events`: the stream's SSE events (see {@link SseEndpoint});
- * - 403 `forbidden_host` / `forbidden_origin` and 401 from the {@link AccessGate}, then 404 for
- *   any other path, 405 for any other method.
+ * The user's routes checked against each other and the built-in ones: two routes whose paths can
+ * match the same URL clash (a TypeError naming both) unless both are the user's with other methods.
  */
-export function handleRequest(routes: Routes, req: IncomingMessage, res: ServerResponse): void {
-  route(routes, req, res).catch((error: unknown) => {
-    if (!res.headersSent) replyError(res, 500, 'internal', error instanceof Error ? error.message : String(error));
-    else res.destroy();
+export function checkUserRoutes(routes: unknown, builtIns: readonly CompiledRoute[]): CompiledRoute[] {
+  if (!Array.isArray(routes)) throw new TypeError(`createServer: "routes" must be an array of { method, path, handler }, got ${String(routes)}`);
+  const compiled: CompiledRoute[] = [];
+  for (const [i, route] of (routes as Route[]).entries()) {
+    const entry = compileRoute(route, `"routes"[${i}]`);
+    const builtIn = builtIns.find((b) => pathsOverlap(b, entry));
+    if (builtIn !== undefined) {
+      throw new TypeError(`createServer: "routes"[${i}] (${entry.method} ${entry.path}) clashes with the built-in route ${builtIn.method} ${builtIn.path}`);
+    }
+    const twin = compiled.findIndex((c) => c.method === entry.method && pathsOverlap(c, entry));
+    if (twin !== -1) throw new TypeError(`createServer: "routes"[${i}] (${entry.method} ${entry.path}) clashes with "routes"[${twin}] (${compiled[twin]!.path})`);
+    compiled.push(entry);
+  }
+  return compiled;
+}
+
+/** The routes whose path matches `pathname`, with the parameters' raw (still encoded) values. */
+function matching(routes: readonly CompiledRoute[], pathname: string): { route: CompiledRoute; raw: string[] }[] {
+  return routes.flatMap((route) => {
+    const match = route.pattern.exec(pathname);
+    return match === null ? [] : [{ route, raw: match.slice(1) }];
   });
 }
 
-async function route(routes: Routes, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/**
+ * The HTTP side (every request but WebSocket upgrades), for a request whose path some route
+ * matches; returns false, answering nothing, for any other (so a host app can answer it).
+ * 1. An open route (`/healthz`): 405 for another method, else its handler.
+ * 2. 403 `forbidden_host` / `forbidden_origin` and 401 from the {@link AccessGate}, before any
+ *    other route (and before telling 404 from 405).
+ * 3. 405 `method_not_allowed` with `Allow` listing the path's methods; 400 `invalid_message` for
+ *    a parameter that is not valid percent-encoding; 413 `body_too_large` past `maxBodyBytes`.
+ * 4. The route's handler; a throw is 500 `internal`.
+ */
+export function handleRoute(deps: RouteDeps, all: readonly CompiledRoute[], req: IncomingMessage, res: ServerResponse): boolean {
   const url = new URL(req.url ?? '/', 'http://localhost');
-  const onlyGet = (): boolean => {
-    if (req.method === 'GET') return true;
-    replyError(res, 405, 'method_not_allowed', `${req.method ?? 'this method'} is not allowed on ${url.pathname}; use GET`, { allow: 'GET' });
-    return false;
+  const matches = matching(all, url.pathname);
+  if (matches.length === 0) return false;
+  void answer(deps, matches, url, req, res);
+  return true;
+}
+
+/** Answers every request: its route, or 404 `not_found` (after the access checks) when none matches. */
+export function handleRequest(deps: RouteDeps, all: readonly CompiledRoute[], req: IncomingMessage, res: ServerResponse): void {
+  if (handleRoute(deps, all, req, res)) return;
+  void deps.gate.admit(req).then((admission) => {
+    if (!admission.ok) return replyRefusal(res, admission);
+    const paths = all.map((route) => `${route.method} ${route.path}`).join(', ');
+    replyError(res, 404, 'not_found', `no route for ${new URL(req.url ?? '/', 'http://localhost').pathname}; the routes are ${paths}`);
+  }, failed(res, 'the access checks'));
+}
+
+const failed =
+  (res: ServerResponse, what: string) =>
+  (): void => {
+    if (!res.headersSent) replyError(res, 500, 'internal', `${what} failed`);
+    else res.destroy();
   };
-  if (url.pathname === '/healthz') {
-    if (!onlyGet()) return;
-    const admission = await routes.gate.admit(req);
-    return replyJson(res, 200, admission.ok ? { ok: true, connections: routes.connections() } : { ok: true });
-  }
-  const admission = await routes.gate.admit(req);
-  if (!admission.ok) return replyRefusal(res, admission);
-  const events = EVENTS_PATH.exec(url.pathname);
-  if (events === null) return replyError(res, 404, 'not_found', `no route for ${url.pathname}; see GET /streams/:stream/events and GET /healthz`);
-  if (!onlyGet()) return;
-  let stream: string;
+
+async function answer(deps: RouteDeps, matches: { route: CompiledRoute; raw: string[] }[], url: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const chosen = matches.find(({ route }) => route.method === req.method);
+  const name = `${req.method ?? '?'} ${url.pathname}`;
   try {
-    stream = decodeURIComponent(events[1]!);
+    const allow = matches.map(({ route }) => route.method).join(', ');
+    const refuseMethod = (): void =>
+      replyError(res, 405, 'method_not_allowed', `${req.method ?? 'this method'} is not allowed on ${url.pathname}; use ${allow}`, { allow });
+    let admission: Admission | undefined;
+    if (!matches.some(({ route }) => route.open)) {
+      admission = await deps.gate.admit(req);
+      if (!admission.ok) return replyRefusal(res, admission);
+    }
+    if (chosen === undefined) return refuseMethod();
+    const params: Record<string, string> = {};
+    for (const [i, key] of chosen.route.names.entries()) {
+      try {
+        params[key] = decodeURIComponent(chosen.raw[i]!);
+      } catch {
+        return replyError(res, 400, 'invalid_message', `the :${key} parameter in ${url.pathname} is not valid percent-encoding`);
+      }
+    }
+    let body: Buffer = Buffer.alloc(0);
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      const read = await readBody(req, deps.maxBodyBytes);
+      if (read === 'aborted') return;
+      if (read === 'too_large') {
+        // Closing the connection stops the rest of the body; it is read and dropped until then.
+        return replyError(res, 413, 'body_too_large', `the body of ${name} is larger than maxBodyBytes (${deps.maxBodyBytes} bytes)`, { connection: 'close' });
+      }
+      body = read;
+    }
+    // An open route's handler does its own access check (healthz tells the refused less).
+    await chosen.route.handler(req, res, { params, url, body, access: admission?.ok === true ? admission.request : (undefined as never) });
   } catch {
-    return replyError(res, 400, 'invalid_message', `the stream id in ${url.pathname} is not valid percent-encoding`);
+    failed(res, `the handler of ${chosen?.route.method ?? req.method} ${chosen?.route.path ?? url.pathname}`)();
   }
-  await routes.sse.serve(req, res, url, stream, admission.request);
+}
+
+/** The whole body, or `'too_large'` as soon as it (or its `Content-Length`) passes `limit`, or `'aborted'`. */
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large' | 'aborted'> {
+  if (Number(req.headers['content-length']) > limit) {
+    req.resume();
+    return Promise.resolve('too_large');
+  }
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= limit) return void chunks.push(chunk);
+      req.off('data', onData);
+      req.resume();
+      resolve('too_large');
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks, size)));
+    req.once('close', () => resolve(req.complete ? Buffer.concat(chunks, size) : 'aborted'));
+    req.once('error', () => resolve('aborted'));
+  });
 }

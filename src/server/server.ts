@@ -1,4 +1,4 @@
-import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { interval, type Subscription } from 'rxjs';
@@ -9,7 +9,7 @@ import { Fanout } from './fanout.js';
 import type { HttpRefusal } from './http-reply.js';
 import { InboundBudget, InboundGuard } from './inbound-guard.js';
 import { resolveServerOptions, type ServerOptions } from './options.js';
-import { handleRequest } from './routes.js';
+import { builtInRoutes, checkUserRoutes, handleRequest, handleRoute, type RouteDeps } from './routes.js';
 import { SseEndpoint } from './sse.js';
 
 /** A running server: where it listens, and how to stop it. */
@@ -31,6 +31,12 @@ export interface RunestreamServer {
    * `forbidden` error naming the stream and none of its later runes). Resolves once applied.
    */
   reauthorize(): Promise<void>;
+  /**
+   * Answers `req` if its path is one of runestream's routes (built-in or `routes`) and returns
+   * true; returns false, answering nothing, for any other path (and once closed), so a host app
+   * attached to with the `server` option answers it itself.
+   */
+  handle(req: IncomingMessage, res: ServerResponse): boolean;
 }
 
 const CLOSING: HttpRefusal = { status: 503, code: 'unavailable', message: 'the server is closing' };
@@ -85,26 +91,31 @@ const listen = (server: Server, port: number, host: string): Promise<void> =>
  */
 export async function createServer(options: ServerOptions): Promise<RunestreamServer> {
   const resolved = resolveServerOptions(options);
-  const { engine, host, port, maxPayloadBytes, heartbeatMs, scheduler, handshakeTimeoutMs, messageTimeoutMs } = resolved;
-  const fanout = new Fanout(engine);
+  const { engine, host, port, maxPayloadBytes, heartbeatMs, scheduler, handshakeTimeoutMs, messageTimeoutMs, server: attachedTo } = resolved;
   const sse = new SseEndpoint(resolved);
   const gate = new AccessGate(host, resolved.allowedOrigins, resolved.verify);
   const clients = new Set<ClientConnection>();
+  const connections = (): number => clients.size + sse.size;
+  const builtIns = builtInRoutes({ gate, sse, connections });
+  const allRoutes = [...builtIns, ...checkUserRoutes(resolved.routes, builtIns)];
+  const routeDeps: RouteDeps = { gate, maxBodyBytes: resolved.maxBodyBytes, connections };
+  const fanout = new Fanout(engine);
   let nextId = 1;
   let closing: Promise<void> | undefined;
 
-  const connections = (): number => clients.size + sse.size;
   const inboundBudget = new InboundBudget(resolved.maxInboundBytes);
-  const http = createHttpServer(
-    {
-      // Covers a socket that sends nothing at all, or half a request head (checked by experiment,
-      // Node 20): it is answered 408 and closed. The check runs every connectionsCheckingInterval.
-      headersTimeout: handshakeTimeoutMs,
-      requestTimeout: Math.max(handshakeTimeoutMs, 300_000), // Node's default; never below headersTimeout
-      connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(handshakeTimeoutMs / 4))),
-    },
-    (req, res) => handleRequest({ gate, sse, connections }, req, res),
-  );
+  const http =
+    attachedTo ??
+    createHttpServer(
+      {
+        // Covers a socket that sends nothing at all, or half a request head (checked by experiment,
+        // Node 20): it is answered 408 and closed. The check runs every connectionsCheckingInterval.
+        headersTimeout: handshakeTimeoutMs,
+        requestTimeout: Math.max(handshakeTimeoutMs, 300_000), // Node's default; never below headersTimeout
+        connectionsCheckingInterval: Math.min(1000, Math.max(10, Math.floor(handshakeTimeoutMs / 4))),
+      },
+      (req, res) => handleRequest(routeDeps, allRoutes, req, res),
+    );
   // No server of its own: the upgrade is checked here first, so a refusal is a plain HTTP reply.
   // allowSynchronousEvents false: one message per connection per turn of the event loop, so a
   // client pipelining expensive frames cannot hold the loop while others wait.
@@ -116,7 +127,7 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
     allowSynchronousEvents: false,
   });
 
-  http.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+  const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => socket.destroy());
     if (closing !== undefined) return refuseUpgrade(socket, CLOSING);
     void gate.admit(req).then((admission) => {
@@ -130,7 +141,8 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
         void client.closedPromise.then(() => clients.delete(client));
       });
     });
-  });
+  };
+  http.on('upgrade', onUpgrade);
 
   let heartbeat: Subscription | undefined;
   if (heartbeatMs > 0) {
@@ -140,21 +152,26 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
     });
   }
 
-  try {
-    await listen(http, port, host);
-  } catch (error) {
-    heartbeat?.unsubscribe();
-    throw error;
+  if (attachedTo === undefined) {
+    try {
+      await listen(http, port, host);
+    } catch (error) {
+      heartbeat?.unsubscribe();
+      http.off('upgrade', onUpgrade);
+      throw error;
+    }
   }
   const actualPort = (http.address() as AddressInfo).port;
   gate.listening(actualPort);
 
   const shutDown = async (): Promise<void> => {
     heartbeat?.unsubscribe();
-    const listenerClosed = new Promise<void>((resolve) => http.close(() => resolve()));
+    // An attached server is the host app's: only runestream's own part of it stops.
+    const listenerClosed = attachedTo === undefined ? new Promise<void>((resolve) => http.close(() => resolve())) : undefined;
     sse.closeAll();
     await Promise.all([...clients].map((client) => client.shutdown()));
     wss.close();
+    if (attachedTo !== undefined) return void http.off('upgrade', onUpgrade);
     http.closeAllConnections(); // idle keep-alive sockets
     await listenerClosed;
   };
@@ -170,5 +187,6 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
     reauthorize: async () => {
       await Promise.all([...[...clients].map((client) => client.reauthorize(gate)), sse.reauthorize(gate)]);
     },
+    handle: (req, res) => closing === undefined && handleRoute(routeDeps, allRoutes, req, res),
   };
 }

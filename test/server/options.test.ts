@@ -1,3 +1,4 @@
+import { createServer as createHttpServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEngine, createServer, isLoopbackHost, type ServerOptions } from '../../src/index.js';
@@ -44,9 +45,38 @@ describe('server options', () => {
     [{ maxSubscriptions: 0 }, 'createServer: "maxSubscriptions" must be a positive integer, got 0'],
     [{ maxRequestsInFlight: '8' }, 'createServer: "maxRequestsInFlight" must be a positive integer, got "8"'],
     [{ maxFrameBytes: 2 * 1024 * 1024 }, 'createServer: "maxPayloadBytes" (1048576) must be >= "maxFrameBytes" (2097152): frames between them get "frame_too_large"'],
+    [{ maxBodyBytes: 0 }, 'createServer: "maxBodyBytes" must be a positive integer, got 0'],
+    [{ routes: {} }, 'createServer: "routes" must be an array of { method, path, handler }, got [object Object]'],
+    [{ routes: [{ method: 'post', path: '/x', handler: () => {} }] }, `createServer: "routes"[0] has method "post": use an uppercase HTTP method such as 'GET' or 'POST'`],
+    [{ routes: [{ method: 'POST', path: 'x', handler: () => {} }] }, `createServer: "routes"[0] has path "x": a path starts with '/'`],
+    [{ routes: [{ method: 'POST', path: '/a/:id/:id', handler: () => {} }] }, 'createServer: "routes"[0] has the parameter ":id" twice in /a/:id/:id'],
+    [{ routes: [{ method: 'POST', path: '/x' }] }, 'createServer: "routes"[0] has no handler: "handler" must be a function (req, res, context)'],
+    [
+      { routes: [{ method: 'POST', path: '/streams/:id/events', handler: () => {} }] },
+      'createServer: "routes"[0] (POST /streams/:id/events) clashes with the built-in route GET /streams/:stream/events',
+    ],
+    [
+      { routes: [{ method: 'GET', path: '/healthz', handler: () => {} }] },
+      'createServer: "routes"[0] (GET /healthz) clashes with the built-in route GET /healthz',
+    ],
+    [
+      {
+        routes: [
+          { method: 'POST', path: '/agents/:id', handler: () => {} },
+          { method: 'GET', path: '/agents/:id', handler: () => {} },
+          { method: 'POST', path: '/agents/one', handler: () => {} },
+        ],
+      },
+      'createServer: "routes"[2] (POST /agents/one) clashes with "routes"[0] (/agents/:id)',
+    ],
+    [{ server: 'http' }, 'createServer: "server" must be a node:http Server, got "http"'],
+    [
+      { server: createHttpServer(), handshakeTimeoutMs: 5 },
+      `createServer: "port", "handshakeTimeoutMs" and "server" are both set: an attached server's address and timeouts are the host server's`,
+    ],
     [
       { heartbeat: 5 },
-      'createServer: unknown option "heartbeat"; the options are engine, host, port, token, authorize, maxFrameBytes, maxPayloadBytes, maxBufferedBytes, slowClient, dispatchRate, heartbeatMs, scheduler, verify, allowedOrigins, messageTimeoutMs, maxInboundBytes, handshakeTimeoutMs, maxSubscriptions, maxRequestsInFlight',
+      'createServer: unknown option "heartbeat"; the options are engine, host, port, token, authorize, maxFrameBytes, maxPayloadBytes, maxBufferedBytes, slowClient, dispatchRate, heartbeatMs, scheduler, verify, allowedOrigins, messageTimeoutMs, maxInboundBytes, handshakeTimeoutMs, maxSubscriptions, maxRequestsInFlight, routes, maxBodyBytes, server',
     ],
   ])('refuses %j with a TypeError naming the option', async (options, message) => {
     // createServer is async: `await createServer(bad)` throws it.

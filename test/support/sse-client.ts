@@ -12,8 +12,8 @@ export interface JsonResponse {
   readonly body: unknown;
 }
 
-/** A plain GET (or another method), its body parsed as JSON. */
-export function fetchJson(url: string, options: { method?: string; headers?: Record<string, string> } = {}): Promise<JsonResponse> {
+/** A plain GET (or another method, with a body), the response body parsed as JSON. */
+export function fetchJson(url: string, options: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}): Promise<JsonResponse> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: options.method ?? 'GET', headers: options.headers ?? {} }, (res) => {
       let text = '';
@@ -22,7 +22,7 @@ export function fetchJson(url: string, options: { method?: string; headers?: Rec
       res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: text === '' ? undefined : JSON.parse(text) }));
     });
     req.on('error', reject);
-    req.end();
+    req.end(options.body);
   });
 }
 

@@ -16,7 +16,7 @@ import { SseEndpoint } from './sse.js';
 export interface RunestreamServer {
   /** The WebSocket URL, `ws://host:port` (any path is accepted). */
   readonly url: string;
-  /** The HTTP URL, `http://host:port`: `/healthz` and `/streams/:stream/events`. */
+  /** The HTTP URL, `http://host:port`: `/healthz`, `/streams/:stream/events` and the `routes` option's. */
   readonly httpUrl: string;
   /** The port it listens on (the real one when `port` was 0). */
   readonly port: number;
@@ -61,8 +61,10 @@ const listen = (server: Server, port: number, host: string): Promise<void> =>
   });
 
 /**
- * Serves an engine's streams over WebSocket (the protocol of `protocol.ts`) and HTTP (SSE and a
- * health check). Resolves once it listens.
+ * Serves an engine's streams over WebSocket (the protocol of `protocol.ts`) and HTTP (SSE, a
+ * health check and the `routes` option's routes). Resolves once it listens; with `server`, it
+ * attaches to that listening `node:http` server instead (its upgrades, and the requests the host
+ * app passes to `handle`).
  *
  * 1. WebSocket: every frame is one JSON message. `spawn` and `dispatch` are answered by `ack`
  *    once durable or by `error`; `subscribe` sends a `snapshot` (or the runes after `afterSeq`),
@@ -78,6 +80,8 @@ const listen = (server: Server, port: number, host: string): Promise<void> =>
  *    `maxInboundBytes` across connections, and the deadlines `handshakeTimeoutMs` and
  *    `messageTimeoutMs`. Bad input gets an `error` or a close code; it never reaches another
  *    client or the log.
+ * 4. HTTP: a table of routes (see `routes.ts`), each behind the access checks; 404 `not_found`,
+ *    405 `method_not_allowed` with `Allow`, 413 `body_too_large` past `maxBodyBytes`.
  *
  * ## Example
  * ```ts

@@ -34,10 +34,11 @@ interface CompiledRoute extends Route {
   readonly pattern: RegExp;
   readonly names: readonly string[];
   /**
-   * Answered whatever the access checks say (only `/healthz`, whose handler tells the refused
-   * less); every other route is refused by the checks before its handler runs.
+   * Set on a route answered whatever the access checks say (only `/healthz`, which tells the
+   * refused less): it answers with their verdict, in place of `handler`. Every other route is
+   * refused by the checks before its handler runs.
    */
-  readonly open: boolean;
+  readonly open?: (res: ServerResponse, admission: Admission) => void;
 }
 
 const PARAM = /^:([A-Za-z_][A-Za-z0-9_]*)$/;
@@ -49,7 +50,7 @@ const LITERAL = /^(?:[A-Za-z0-9\-._~!$&'()*+,;=@]|%[0-9A-Fa-f]{2})+$/;
  * one of `node:http`'s `METHODS`, the path `/` then segments, each a literal or a `:name` matching
  * one whole non-empty segment.
  */
-export function compileRoute(route: Route, where: string, open = false): CompiledRoute {
+export function compileRoute(route: Route, where: string): CompiledRoute {
   const fail = (message: string): never => {
     throw new TypeError(`createServer: ${where} ${message}`);
   };
@@ -70,7 +71,7 @@ export function compileRoute(route: Route, where: string, open = false): Compile
     }
   }
   const source = segments.map((segment) => (PARAM.test(segment) ? '/([^/]+)' : `/${segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`)).join('');
-  return { method, path, handler, segments, names, pattern: new RegExp(`^${source || '/'}$`), open };
+  return { method, path, handler, segments, names, pattern: new RegExp(`^${source || '/'}$`) };
 }
 
 /** Whether some URL path matches both routes' paths (a parameter matches any segment). */
@@ -87,21 +88,13 @@ export interface RouteDeps {
 }
 
 /** The built-in routes, `GET /healthz` and `GET /streams/:stream/events`. */
-export function builtInRoutes(deps: Pick<RouteDeps, 'gate' | 'connections'> & { readonly sse: SseEndpoint }): readonly CompiledRoute[] {
+export function builtInRoutes(deps: Pick<RouteDeps, 'connections'> & { readonly sse: SseEndpoint }): readonly CompiledRoute[] {
   return [
-    compileRoute(
-      {
-        method: 'GET',
-        path: '/healthz',
-        // Liveness to anyone; the connection count only to a request the gate lets in.
-        handler: async (req, res) => {
-          const admission = await deps.gate.admit(req);
-          replyJson(res, 200, admission.ok ? { ok: true, connections: deps.connections() } : { ok: true });
-        },
-      },
-      'the built-in route',
-      true,
-    ),
+    {
+      ...compileRoute({ method: 'GET', path: '/healthz', handler: () => {} }, 'the built-in route'), // `open` answers in its place
+      // Liveness to anyone; the connection count only to a request the gate lets in.
+      open: (res, admission) => replyJson(res, 200, admission.ok ? { ok: true, connections: deps.connections() } : { ok: true }),
+    },
     compileRoute(
       { method: 'GET', path: '/streams/:stream/events', handler: (req, res, { url, params, access }) => deps.sse.serve(req, res, url, params.stream!, access) },
       'the built-in route',
@@ -140,7 +133,7 @@ function matching(routes: readonly CompiledRoute[], pathname: string): { route: 
 /**
  * The HTTP side (every request but WebSocket upgrades), for a request whose path some route
  * matches; returns false, answering nothing, for any other (so a host app can answer it).
- * 1. An open route (`/healthz`): 405 for another method, else its handler.
+ * 1. An open route (`/healthz`): 405 for another method, else its answer with the checks' verdict.
  * 2. 403 `forbidden_host` / `forbidden_origin` and 401 from the {@link AccessGate}, before any
  *    other route (and before telling 404 from 405).
  * 3. 405 `method_not_allowed` with `Allow` listing the path's methods; 400 `invalid_message` for
@@ -179,11 +172,13 @@ async function answer(deps: RouteDeps, matches: { route: CompiledRoute; raw: str
     const allow = matches.map(({ route }) => route.method).join(', ');
     const refuseMethod = (): void =>
       replyError(res, 405, 'method_not_allowed', `${req.method ?? 'this method'} is not allowed on ${url.pathname}; use ${allow}`, { allow });
-    let admission: Admission | undefined;
-    if (!matches.some(({ route }) => route.open)) {
-      admission = await deps.gate.admit(req);
-      if (!admission.ok) return replyRefusal(res, admission);
+    const open = matches.find(({ route }) => route.open !== undefined)?.route.open;
+    if (open !== undefined) {
+      if (chosen === undefined) return refuseMethod();
+      return open(res, await deps.gate.admit(req));
     }
+    const admission = await deps.gate.admit(req);
+    if (!admission.ok) return replyRefusal(res, admission);
     if (chosen === undefined) return refuseMethod();
     const params: Record<string, string> = {};
     for (const [i, key] of chosen.route.names.entries()) {
@@ -203,8 +198,7 @@ async function answer(deps: RouteDeps, matches: { route: CompiledRoute; raw: str
       }
       body = read;
     }
-    // An open route's handler does its own access check (healthz tells the refused less).
-    await chosen.route.handler(req, res, { params, url, body, access: admission?.ok === true ? admission.request : (undefined as never) });
+    await chosen.route.handler(req, res, { params, url, body, access: admission.request });
   } catch {
     failed(res, `the handler of ${chosen?.route.method ?? req.method} ${chosen?.route.path ?? url.pathname}`)();
   }

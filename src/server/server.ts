@@ -100,7 +100,7 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
   const gate = new AccessGate(host, resolved.allowedOrigins, resolved.verify);
   const clients = new Set<ClientConnection>();
   const connections = (): number => clients.size + sse.size;
-  const builtIns = builtInRoutes({ gate, sse, connections });
+  const builtIns = builtInRoutes({ sse, connections });
   const allRoutes = [...builtIns, ...checkUserRoutes(resolved.routes, builtIns)];
   const routeDeps: RouteDeps = { gate, maxBodyBytes: resolved.maxBodyBytes, connections };
   const fanout = new Fanout(engine);

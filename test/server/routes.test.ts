@@ -168,12 +168,18 @@ describe('server: attached to an existing node:http server', () => {
     expect(await fetchJson(`${base}/hello`)).toMatchObject({ status: 200 });
   });
 
-  it('refuses a server that does not listen yet, and a host or port next to it', async () => {
+  it('refuses a server that does not listen yet, one open to the network with no credential, and a host or port next to it', async () => {
     const engine = createEngine();
     cleanup.push(() => engine.close());
     const idle = createHttpServer();
     await expect(createServer({ engine, server: idle })).rejects.toThrow(
       new TypeError('createServer: "server" must be listening on a TCP port: create runestream once its listen() has called back'),
+    );
+    const network = createHttpServer().listen(0, '0.0.0.0');
+    await once(network, 'listening');
+    cleanup.push(() => new Promise<void>((resolve) => network.close(() => resolve())));
+    await expect(createServer({ engine, server: network })).rejects.toThrow(
+      new TypeError('createServer: "host" "0.0.0.0" is not a loopback address and neither "token" nor "verify" is set: set one to serve the network, or use host "127.0.0.1"'),
     );
     const app = await hostApp();
     await expect(createServer({ engine, server: app, host: '127.0.0.1' })).rejects.toThrow(

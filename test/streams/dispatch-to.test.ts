@@ -130,7 +130,7 @@ describe('dispatchTo (batching stores: each result once its batch commits)', () 
   });
 
   it('errors with the store failure; results before it were emitted', async () => {
-    const failure = new StoreError('disk full');
+    const failure = new StoreError('disk_full', 'the disk is full; nothing was written');
     let appends = 0;
     const inner = memoryStore();
     // The spawn is the first append, the first event the second; the third fails.

@@ -68,10 +68,13 @@ async function engineRound(
   let results = 0;
   let refused: DispatchResult | undefined;
   const events$ = new Subject<ChatActorEvent>();
-  const dispatching = events$.pipe(dispatchTo(engine, stream)).subscribe((result) => {
-    results++;
-    if (!result.accepted) refused ??= result;
-  });
+  const dispatching =
+    via === 'dispatchTo'
+      ? events$.pipe(dispatchTo(engine, stream)).subscribe((result) => {
+          results++;
+          if (!result.accepted) refused ??= result;
+        })
+      : undefined;
   const batchDispatchTo = async (): Promise<void> => {
     for (let i = 0; i < BATCH; i++) events$.next(events[i & 1]!);
     dispatched += BATCH;
@@ -94,7 +97,7 @@ async function engineRound(
 
   // A broken engine must not look fast: every dispatch seen once, in order, and all of it stored.
   subscription.unsubscribe();
-  dispatching.unsubscribe();
+  dispatching?.unsubscribe();
   const head = await store.head(stream);
   await engine.close();
   if (refused !== undefined) throw new Error(`engine: dispatchTo refused an event: ${JSON.stringify(refused)}`);

@@ -1,6 +1,6 @@
 import { Subject, scan } from 'rxjs';
 import { createActor } from 'xstate';
-import { chatActor, createEngine, memoryStore, type ChatActorEvent, type ChatActorState, type DispatchResult, type EngineOptions, type Rune } from '../src/index.js';
+import { chatActor, createEngine, dispatchTo, memoryStore, type ChatActorEvent, type ChatActorState, type DispatchResult, type EngineOptions, type Rune } from '../src/index.js';
 import { DEFAULT_VALUE_LIMITS, valueCheck } from '../src/reducers/value-limits.js';
 import { measure, measureAsync, report, type Rate } from './harness.js';
 import { xstateChatActor } from './xstate-chat-actor.js';
@@ -27,12 +27,20 @@ const NO_LIMITS: EngineOptions['limits'] = { maxDepth: Infinity, maxStringLength
 const LIMITED = 'engine.dispatch, default limits';
 const UNLIMITED = 'engine.dispatch, limits off (all Infinity)';
 
+const VIA_DISPATCH_TO = 'runestream Subject -> dispatchTo -> state$';
+
 /**
  * One round of the engine: a fresh engine on a memory store (so rounds do not inherit each
  * other's rune log), one chat-actor stream, one `state$` subscriber counting what it sees.
- * `limits` as the engine option; by default the default limits.
+ * `limits` as the engine option; by default the default limits. `via`: the events go through
+ * `engine.dispatch` (a promise each, the last one awaited) or a Subject piped into `dispatchTo`.
  */
-async function engineRound(name = 'runestream engine.dispatch -> state$', limits?: EngineOptions['limits'], roundMs = ROUND_MS): Promise<Rate> {
+async function engineRound(
+  name = 'runestream engine.dispatch -> state$',
+  limits?: EngineOptions['limits'],
+  roundMs = ROUND_MS,
+  via: 'dispatch' | 'dispatchTo' = 'dispatch',
+): Promise<Rate> {
   const store = memoryStore();
   const engine = createEngine(limits === undefined ? { store } : { store, limits });
   const stream = 'chat-1';
@@ -57,7 +65,23 @@ async function engineRound(name = 'runestream engine.dispatch -> state$', limits
   await waitSeen();
 
   let dispatched = 0;
-  const batch = async (): Promise<void> => {
+  let results = 0;
+  let refused: DispatchResult | undefined;
+  const events$ = new Subject<ChatActorEvent>();
+  const dispatching =
+    via === 'dispatchTo'
+      ? events$.pipe(dispatchTo(engine, stream)).subscribe((result) => {
+          results++;
+          if (!result.accepted) refused ??= result;
+        })
+      : undefined;
+  const batchDispatchTo = async (): Promise<void> => {
+    for (let i = 0; i < BATCH; i++) events$.next(events[i & 1]!);
+    dispatched += BATCH;
+    target = dispatched + 1;
+    await waitSeen();
+  };
+  const batchDispatch = async (): Promise<void> => {
     let lastResult!: Promise<DispatchResult>;
     for (let i = 0; i < BATCH; i++) lastResult = engine.dispatch(stream, events[i & 1]);
     dispatched += BATCH;
@@ -69,12 +93,15 @@ async function engineRound(name = 'runestream engine.dispatch -> state$', limits
   // The previous round's rune log is garbage: collected now (with --expose-gc, as `npm run
   // bench` runs), not at a random point of this round.
   (globalThis as { gc?: () => void }).gc?.();
-  const rate = await measureAsync(name, BATCH, batch, roundMs);
+  const rate = await measureAsync(name, BATCH, via === 'dispatch' ? batchDispatch : batchDispatchTo, roundMs);
 
   // A broken engine must not look fast: every dispatch seen once, in order, and all of it stored.
   subscription.unsubscribe();
+  dispatching?.unsubscribe();
   const head = await store.head(stream);
   await engine.close();
+  if (refused !== undefined) throw new Error(`engine: dispatchTo refused an event: ${JSON.stringify(refused)}`);
+  if (via === 'dispatchTo' && results !== dispatched) throw new Error(`engine: dispatchTo emitted ${results} results, expected ${dispatched}`);
   if (seen !== dispatched + 1) throw new Error(`engine: the state$ subscriber saw ${seen} states, expected ${dispatched + 1}`);
   if (last?.value !== 'idle' || last.userId !== (events[0] as { userId: string }).userId) {
     throw new Error(`engine: final state ${JSON.stringify(last)}, expected idle with the user id`);
@@ -175,12 +202,15 @@ const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
  * Issue 3's bar: chatActor alternating ProcessInteraction / InteractionComplete through
  * `dispatch` to a `state$` subscriber, in memory: at least 10x XState 5's `createActor().send`
  * with a subscriber on the same machine, and at least 1/3 of the bare RxJS pipeline's rate.
+ * Issue 11's bars: the same events and subscriber through `Subject -> dispatchTo`, at least 8x
+ * XState 5's actor and at least 1/4 of the bare RxJS pipeline.
  * Issue 10's bar: the input limits (checked on every event before its schema) cost at most 5%
  * of the rate with every limit off (the total rates of {@link LIMITS_PAIRS} alternating pairs).
  * All are measured alternately in this one process run; each keeps its best round.
  */
 export async function benchEngineDispatch(): Promise<boolean> {
   let engine: Rate | undefined;
+  let viaDispatchTo: Rate | undefined;
   let limited: Rate | undefined;
   let unlimited: Rate | undefined;
   let xstate: Rate | undefined;
@@ -188,6 +218,7 @@ export async function benchEngineDispatch(): Promise<boolean> {
   let contract: Rate | undefined;
   for (let i = 0; i < ROUNDS; i++) {
     engine = best(engine, await engineRound());
+    viaDispatchTo = best(viaDispatchTo, await engineRound(VIA_DISPATCH_TO, undefined, ROUND_MS, 'dispatchTo'));
     contract = best(contract, await contractRound());
     xstate = best(xstate, xstateRound());
     bare = best(bare, bareRound());
@@ -203,6 +234,17 @@ export async function benchEngineDispatch(): Promise<boolean> {
   console.log(`  ${bare!.name.padEnd(44)} ${fmt(bare!.rate).padStart(14)} ops/s`);
   console.log(`  ratio ${ratio.toFixed(3)}x (bar: >= 0.333x)  ${vsBare ? 'PASS' : 'FAIL'}`);
   console.log(`  (information) ${contract!.name}: ${fmt(contract!.rate)} ops/s; the engine runs at ${((engine!.rate / contract!.rate) * 100).toFixed(0)}% of it`);
+
+  // Issue 11's bars for Rx-native ingestion: the same events and subscriber, through `dispatchTo`.
+  const ingestTitle = 'chatActor in memory: Subject -> dispatchTo -> state$ subscriber, alternating ProcessInteraction / InteractionComplete';
+  const ingestVsXState = report(`${ingestTitle}\n  (against XState 5's actor)`, viaDispatchTo!, xstate!, 8);
+  const ingestRatio = viaDispatchTo!.rate / bare!.rate;
+  const ingestVsBare = ingestRatio >= 0.25;
+  console.log(`\n${ingestTitle}\n  (against the bare RxJS pipeline, the floor)`);
+  console.log(`  ${viaDispatchTo!.name.padEnd(44)} ${fmt(viaDispatchTo!.rate).padStart(14)} ops/s`);
+  console.log(`  ${bare!.name.padEnd(44)} ${fmt(bare!.rate).padStart(14)} ops/s`);
+  console.log(`  ratio ${ingestRatio.toFixed(3)}x (bar: >= 0.250x)  ${ingestVsBare ? 'PASS' : 'FAIL'}`);
+  console.log(`  (information) dispatchTo runs at ${((viaDispatchTo!.rate / engine!.rate) * 100).toFixed(0)}% of engine.dispatch's rate`);
 
   const limitsRatios: number[] = [];
   const total = { limited: { ops: 0, ms: 0 }, unlimited: { ops: 0, ms: 0 } };
@@ -236,5 +278,5 @@ export async function benchEngineDispatch(): Promise<boolean> {
   const checkNs = 1e9 / checked.rate;
   const dispatchNs = 1e9 / unlimited!.rate;
   console.log(`  (information) the check alone: ${checkNs.toFixed(1)} ns an event, ${((checkNs / dispatchNs) * 100).toFixed(1)}% of a dispatch (${dispatchNs.toFixed(0)} ns)`);
-  return vsXState && vsBare && vsUnlimited;
+  return vsXState && vsBare && ingestVsXState && ingestVsBare && vsUnlimited;
 }

@@ -9,6 +9,7 @@ import { KeyedListeners } from './keyed-listeners.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
 import { StoreConflictError, type RuneStore, type Snapshot } from './store.js';
+import { PromisedDispatch, promiseSink, registerSubmit, type DispatchSink } from './submit.js';
 
 /**
  * Why the engine refused a spawn or a dispatch. The machine's own codes, plus:
@@ -132,8 +133,17 @@ interface PendingRune {
   readonly instance: Instance;
   readonly rune: Rune;
   readonly state: unknown;
-  readonly resolve: (result: DispatchResult) => void;
-  readonly reject: (error: unknown) => void;
+  /** Told the outcome, with `token`: one sink serves many dispatches, so none needs a closure. */
+  readonly sink: DispatchSink<any>;
+  readonly token: unknown;
+}
+
+/** An event dispatched to a stream while it is being loaded: applied, in order, once it is. */
+interface WaitingEvent {
+  readonly event: unknown;
+  readonly dispatchedAt: number;
+  readonly sink: DispatchSink<any>;
+  readonly token: unknown;
 }
 
 const valueOf = (state: unknown): string | undefined => {
@@ -259,23 +269,23 @@ export function createEngine(options: EngineOptions = {}): Engine {
    * never yields); and after {@link MAX_BURST} at-once commits in one turn (a caller that
    * dispatches again whenever a dispatch resolves must not starve timers and I/O).
    */
-  const enqueue = (instance: Instance, rune: Rune, state: unknown): Promise<DispatchResult> => {
+  const enqueue = <T>(instance: Instance, rune: Rune, state: unknown, sink: DispatchSink<T>, token: T): void => {
     if (appendSync === undefined || publishing || instance.durableSeq !== rune.seq - 1 || burst >= MAX_BURST) {
-      return new Promise((resolve, reject) => {
-        pending.push({ instance, rune, state, resolve, reject });
-        if (flushing === undefined) flushing = flushSoon();
-      });
+      pending.push({ instance, rune, state, sink, token });
+      if (flushing === undefined) flushing = flushSoon();
+      return;
     }
     if (burst++ === 0) onNextTurn(endBurst);
     try {
       appendSync(rune);
     } catch (error) {
       forget(instance.stream);
-      return Promise.reject(error);
+      sink.error(error, token);
+      return;
     }
     publish(instance, rune, state);
     if (snapshotsDue.length > 0) void saveSnapshotsSoon();
-    return Promise.resolve({ accepted: true, rune });
+    sink.result({ accepted: true, rune }, token);
   };
   const endBurst = (): void => {
     burst = 0;
@@ -298,7 +308,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
           continue;
         }
         for (const p of batch) publish(p.instance, p.rune, p.state);
-        for (const p of batch) p.resolve({ accepted: true, rune: p.rune });
+        for (const p of batch) p.sink.result({ accepted: true, rune: p.rune }, p.token);
         await saveSnapshotsSoon();
       } while (pending.length > 0);
     } finally {
@@ -327,7 +337,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     pending = [];
     for (const p of queue) (streams.has(p.rune.stream) ? failed : pending).push(p);
     for (const stream of streams) forget(stream);
-    for (const p of failed) p.reject(error);
+    for (const p of failed) p.sink.error(error, p.token);
   };
 
   /** Makes one durable rune visible. */
@@ -463,7 +473,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
           ? { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, at }
           : { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, to, at };
       instances.set(stream, instance);
-      spawned = enqueue(instance, rune, state);
+      const call = new PromisedDispatch();
+      enqueue(instance, rune, state, promiseSink, call);
+      spawned = call.promise();
       return instance;
     })().finally(() => loading.delete(stream));
     loading.set(stream, claim);
@@ -475,16 +487,16 @@ export function createEngine(options: EngineOptions = {}): Engine {
   // --- dispatch ---------------------------------------------------------------------------------
 
   /** Applies an event dispatched at `dispatchedAt` (scheduler time) to an instance in memory. */
-  const apply = (instance: Instance, value: unknown, dispatchedAt: number): Promise<DispatchResult> => {
+  const apply = <T>(instance: Instance, value: unknown, dispatchedAt: number, sink: DispatchSink<T>, token: T): void => {
     const { machine } = instance;
     const parsed = machine.schemas.event.safeParse(value);
     if (!parsed.success) {
       const { code, reason } = eventRejection(machine, value, parsed.error.issues);
-      return Promise.resolve(rejected(code, reason));
+      return sink.result(rejected(code, reason), token);
     }
     const from = instance.state;
     const step = machine.step(from, parsed.data as EventObject);
-    if (!step.accepted) return Promise.resolve(rejected(step.code, step.reason));
+    if (!step.accepted) return sink.result(rejected(step.code, step.reason), token);
     instance.state = step.state;
     const seq = ++instance.seq;
     const fromValue = valueOf(from);
@@ -498,27 +510,55 @@ export function createEngine(options: EngineOptions = {}): Engine {
       fromValue !== undefined && to !== undefined
         ? { stream, seq, machine: machine.id, kind: step.kind, event, from: fromValue, to, at }
         : { stream, seq, machine: machine.id, kind: step.kind, event, at };
-    return enqueue(instance, rune, step.state);
+    enqueue(instance, rune, step.state, sink, token);
   };
 
-  const dispatch = (stream: string, event: unknown): Promise<DispatchResult> => {
-    if (closed) return Promise.resolve(rejected('closed', 'the engine is closed'));
+  /** Per load in progress, the events dispatched to its stream meanwhile, in order: one wait per load, not per event. */
+  const waiting = new Map<Promise<Instance | undefined>, WaitingEvent[]>();
+
+  /**
+   * The promise-free dispatch: checks the event against the limits, then validates, applies and
+   * commits it, and tells `sink` the outcome with `token` (at once with the memory store, when the
+   * batch commits with a store that does I/O). `dispatch` and `dispatchTo` both go through here.
+   */
+  const submit = <T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T): void => {
+    if (closed) return sink.result(rejected('closed', 'the engine is closed'), token);
     const violation = checkValue?.(event, 'event');
-    if (violation !== undefined) return Promise.resolve(refusedValue(violation, 'invalid_event'));
+    if (violation !== undefined) return sink.result(refusedValue(violation, 'invalid_event'), token);
     const loaded = load(stream);
     // A rune's `at` is when its event was dispatched, even if the stream had to be hydrated first:
     // a timer that fires at its deadline stamps its rune with the deadline.
     const dispatchedAt = scheduler.now();
-    if (!(loaded instanceof Promise)) return apply(loaded, event, dispatchedAt);
-    return loaded.then(
-      (instance) =>
-        closed
-          ? rejected('closed', 'the engine is closed')
-          : instance === undefined
-            ? rejected('unknown_stream', `unknown stream "${stream}"`)
-            : apply(instance, event, dispatchedAt),
-      (error: unknown) => (error instanceof UnknownMachineError ? rejected('unknown_machine', error.message) : Promise.reject(error)),
-    );
+    if (!(loaded instanceof Promise)) return apply(loaded, event, dispatchedAt, sink, token);
+    const queue = waiting.get(loaded);
+    if (queue !== undefined) {
+      queue.push({ event, dispatchedAt, sink, token });
+      return;
+    }
+    const first: WaitingEvent[] = [{ event, dispatchedAt, sink, token }];
+    waiting.set(loaded, first);
+    const applyWaiting = (instance: Instance | undefined): void => {
+      waiting.delete(loaded);
+      for (const w of first) {
+        if (closed) w.sink.result(rejected('closed', 'the engine is closed'), w.token);
+        else if (instance === undefined) w.sink.result(rejected('unknown_stream', `unknown stream "${stream}"`), w.token);
+        else apply(instance, w.event, w.dispatchedAt, w.sink, w.token);
+      }
+    };
+    const failWaiting = (error: unknown): void => {
+      waiting.delete(loaded);
+      for (const w of first) {
+        if (error instanceof UnknownMachineError) w.sink.result(rejected('unknown_machine', error.message), w.token);
+        else w.sink.error(error, w.token);
+      }
+    };
+    loaded.then(applyWaiting, failWaiting);
+  };
+
+  const dispatch = (stream: string, event: unknown): Promise<DispatchResult> => {
+    const call = new PromisedDispatch();
+    submit(stream, event, promiseSink, call);
+    return call.promise();
   };
 
   // --- reading: state$ and runes$ ---------------------------------------------------------------
@@ -622,7 +662,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     });
   });
 
-  return {
+  const engine: Engine = {
     spawn,
     dispatch,
     state$,
@@ -636,4 +676,6 @@ export function createEngine(options: EngineOptions = {}): Engine {
     machines,
     close: () => (closing ??= shutDown()),
   };
+  registerSubmit(engine, submit);
+  return engine;
 }

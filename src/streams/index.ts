@@ -8,3 +8,4 @@ export * from './timer-wheel.js';
 export * from './sqlite-store.js';
 export * from './replay-then-live.js';
 export * from './notices.js';
+export * from './dispatch-to.js';

@@ -1,0 +1,72 @@
+import type { DispatchResult, Engine } from './engine.js';
+
+/**
+ * Where the engine delivers the outcome of one submitted event, with the caller's `token` handed
+ * back: one sink serves every event of a caller, so no closure or promise is made per event.
+ * Exactly one of the two is called per submission, in the order the engine settles them.
+ */
+export interface DispatchSink<T> {
+  /** The event was accepted (its rune is durable) or rejected (nothing appended). */
+  result(result: DispatchResult, token: T): void;
+  /** The store refused the commit, or the stream could not be loaded: nothing of it is durable. */
+  error(error: unknown, token: T): void;
+}
+
+/** The engine's promise-free entry: what `dispatch` wraps and `dispatchTo` calls per event. */
+export type Submit = <T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T) => void;
+
+/** Internal, not exported from the package: the `Engine` interface stays as it is. */
+const submitters = new WeakMap<Engine, Submit>();
+
+/** Called by `createEngine` on the engine it returns. */
+export const registerSubmit = (engine: Engine, submit: Submit): void => {
+  submitters.set(engine, submit);
+};
+
+/** The promise-free entry of an engine made by `createEngine`, or a TypeError naming `caller`. */
+export function submitOf(engine: Engine, caller: string): Submit {
+  const submit = typeof engine === 'object' && engine !== null ? submitters.get(engine) : undefined;
+  if (submit === undefined) throw new TypeError(`${caller}: "engine" must be an engine made by createEngine, got ${engine === null ? 'null' : typeof engine}`);
+  return submit;
+}
+
+/**
+ * One `dispatch` call turned into a promise only when it must wait: an outcome delivered during
+ * `submit` becomes `Promise.resolve` (what `dispatch` returned before there was a sink).
+ */
+export class PromisedDispatch {
+  private result: DispatchResult | undefined;
+  private failed = false;
+  private error: unknown;
+  private resolve: ((result: DispatchResult) => void) | undefined;
+  private reject: ((error: unknown) => void) | undefined;
+
+  settle(result: DispatchResult): void {
+    if (this.resolve !== undefined) this.resolve(result);
+    else this.result = result;
+  }
+
+  fail(error: unknown): void {
+    if (this.reject !== undefined) this.reject(error);
+    else {
+      this.failed = true;
+      this.error = error;
+    }
+  }
+
+  /** Called right after `submit`: the outcome if it came, else a promise of it. */
+  promise(): Promise<DispatchResult> {
+    if (this.result !== undefined) return Promise.resolve(this.result);
+    if (this.failed) return Promise.reject(this.error);
+    return new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
+    });
+  }
+}
+
+/** The sink of every `dispatch` and `spawn`: the token is that call's {@link PromisedDispatch}. */
+export const promiseSink: DispatchSink<PromisedDispatch> = {
+  result: (result, call) => call.settle(result),
+  error: (error, call) => call.fail(error),
+};

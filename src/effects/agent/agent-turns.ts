@@ -3,23 +3,26 @@ import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import type { ConversationState } from '../../reducers/conversation/schema.js';
-import type { Rune } from '../../reducers/rune.js';
+import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
-import type { TurnEngineEvent, TurnEngineState } from '../../reducers/turn-engine/schema.js';
+import type { TurnEngineState } from '../../reducers/turn-engine/schema.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import { ofMachine } from '../../streams/of-machine.js';
 import { storedHeads } from '../stored-heads.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { agentOfCall, agentOfTurn, agentStreams } from './streams.js';
+
+type TurnRune = RuneOf<typeof turnEngine>;
 
 const isTerminalCall = (state: ToolCallState | undefined): boolean => state !== undefined && toolCall.terminal.includes(state.value);
 
 /** The calls of a turn's latest tool round, as the model asked for them (from its log). */
 async function latestRound(turn: string, context: EpicContext): Promise<readonly ToolCallInput[]> {
-  const runes = await lastValueFrom(context.read(turn).pipe(toArray()));
+  const runes = await lastValueFrom(context.read(turn).pipe(ofMachine(turnEngine), toArray()));
   for (let i = runes.length - 1; i >= 0; i--) {
-    const event = runes[i]!.event as TurnEngineEvent;
+    const { event } = runes[i]!;
     if (event.type === 'tool_calls_received') return event.calls ?? [];
   }
   return [];
@@ -40,7 +43,7 @@ function created(agent: string): EpicCommand[] {
 const stateOf = async <S>(context: EpicContext, stream: string): Promise<S | undefined> => (await firstValueFrom(context.snapshot<S>(stream)))?.state;
 
 /** A turn started: the conversation counts it and the agent runs it, unless the conversation is not active. */
-async function started(agent: string, rune: Rune, context: EpicContext): Promise<EpicCommand[]> {
+async function started(agent: string, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
   const streams = agentStreams(agent);
   const talk = await stateOf<ConversationState>(context, streams.conversation);
   // `created`: its `agent_ready`, dispatched when the turn stream was spawned, is ahead in its queue.
@@ -76,9 +79,9 @@ async function doneRound(agent: string, context: EpicContext): Promise<string | 
  * next model call never sees an orphan call), the agent and the conversation hear of it, the turn
  * is finalized, and a steer starts the next turn with its input.
  */
-async function ended(agent: string, rune: Rune, context: EpicContext): Promise<EpicCommand[]> {
+async function ended(agent: string, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
   const streams = agentStreams(agent);
-  const event = rune.event as TurnEngineEvent;
+  const { event } = rune;
   const commands: EpicCommand[] = [];
   if (rune.to === 'interrupted' && rune.from === 'tool_executing') {
     const reason = event.type === 'interrupt' && event.reason !== undefined ? event.reason : 'turn interrupted';
@@ -139,14 +142,15 @@ export function agentTurns(): Epic {
     };
 
     const onRune = (rune: Rune): Observable<EpicCommand> => {
-      if (rune.machine === toolCall.id) {
+      if (isRuneOf(toolCall, rune)) {
         const agent = agentOfCall(rune.stream);
         if (agent === undefined || rune.to === undefined || !toolCall.terminal.includes(rune.to)) return EMPTY;
         return defer(() => finishRound(agent)).pipe(mergeMap((commands) => commands));
       }
-      const agent = rune.machine === turnEngine.id ? agentOfTurn(rune.stream) : undefined;
+      if (!isRuneOf(turnEngine, rune)) return EMPTY;
+      const agent = agentOfTurn(rune.stream);
       if (agent === undefined) return EMPTY;
-      const event = rune.event as TurnEngineEvent | { type: 'spawn' };
+      const { event } = rune;
       if (event.type === 'spawn') return from(created(agent));
       if (event.type === 'start_turn') return defer(() => started(agent, rune, context)).pipe(mergeMap((commands) => commands));
       if (event.type === 'tool_calls_received') return from(callsOf(agent, event.calls ?? []));
@@ -178,14 +182,14 @@ export function agentTurns(): Epic {
     // Per agent, one rune at a time: its commands keep the order of its runes. Agents run side by
     // side; an agent's group ends when its turn is idle again.
     const agentKey = (rune: Rune): string | undefined =>
-      rune.machine === turnEngine.id ? agentOfTurn(rune.stream) : rune.machine === toolCall.id ? agentOfCall(rune.stream) : undefined;
+      isRuneOf(turnEngine, rune) ? agentOfTurn(rune.stream) : isRuneOf(toolCall, rune) ? agentOfCall(rune.stream) : undefined;
     const live$ = runes$.pipe(
       filter((rune) => agentKey(rune) !== undefined),
-      groupBy((rune) => agentKey(rune)!, { duration: (group$) => group$.pipe(filter((rune) => rune.machine === turnEngine.id && rune.to === 'idle')) }),
+      groupBy((rune) => agentKey(rune)!, { duration: (group$) => group$.pipe(filter((rune) => isRuneOf(turnEngine, rune) && rune.to === 'idle')) }),
       mergeMap((group$) => group$.pipe(concatMap(onRune))),
     );
     if (!resume) return live$;
-    const turns$ = runes$.pipe(filter((rune) => rune.machine === turnEngine.id));
+    const turns$ = runes$.pipe(ofMachine(turnEngine));
     const stored$ = storedHeads(turns$, context, { machine: turnEngine.id, values: ['streaming', 'tool_executing', 'completed', 'interrupted', 'error'] }).pipe(
       concatMap((head) => from(resumeTurn(head.stream, head.value)).pipe(mergeMap((commands) => commands))),
     );

@@ -2,6 +2,7 @@ import { EMPTY, Observable, filter, from, map, mergeMap, of } from 'rxjs';
 import { toolCall } from '../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../reducers/tool-call/schema.js';
 import type { Epic, EpicCommand } from '../streams/epic.js';
+import { ofMachine } from '../streams/of-machine.js';
 import { storedHeads } from './stored-heads.js';
 
 /** The error a tool call interrupted by a restart ends with. */
@@ -62,7 +63,7 @@ export function toolCallRecovery(options: ToolCallRecoveryOptions = {}): Epic {
       return state !== undefined && reruns(state);
     };
     return new Observable<EpicCommand>((subscriber) => {
-      const calls$ = runes$.pipe(filter((rune) => rune.machine === toolCall.id));
+      const calls$ = runes$.pipe(ofMachine(toolCall));
       return storedHeads(calls$, context, { machine: toolCall.id, values: ['executing'] }, {
         // A call heard live during the listing is newer than the listing: one this process just
         // started executing is no leftover. Unless its first live rune shows it executing already (a

@@ -1,6 +1,6 @@
 import { EMPTY, Observable, filter, from, map, mergeMap, of } from 'rxjs';
 import { toolCall } from '../reducers/tool-call/machine.js';
-import type { ToolCallInput, ToolCallState } from '../reducers/tool-call/schema.js';
+import type { ToolCallInput } from '../reducers/tool-call/schema.js';
 import type { Epic, EpicCommand } from '../streams/epic.js';
 import { ofMachine } from '../streams/of-machine.js';
 import { storedHeads } from './stored-heads.js';
@@ -59,7 +59,7 @@ export function toolCallRecovery(options: ToolCallRecoveryOptions = {}): Epic {
     const interrupt = (stream: string): EpicCommand => ({ stream, event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } });
     /** Whether a call in memory is one that something runs again. */
     const rerunsInMemory = (stream: string): boolean => {
-      const state = rerun === undefined ? undefined : context.state<ToolCallState>(stream);
+      const state = rerun === undefined ? undefined : context.state(stream, toolCall);
       return state !== undefined && reruns(state);
     };
     return new Observable<EpicCommand>((subscriber) => {
@@ -77,7 +77,7 @@ export function toolCallRecovery(options: ToolCallRecoveryOptions = {}): Epic {
           mergeMap((head) =>
             rerun === undefined
               ? of(head.stream)
-              : context.snapshot<ToolCallState>(head.stream).pipe(
+              : context.snapshot(head.stream, toolCall).pipe(
                   filter((snapshot) => snapshot?.state.value === 'executing' && !reruns(snapshot.state)),
                   map(() => head.stream),
                 ),

@@ -24,8 +24,8 @@ export type RuneOfKind<R, Kind extends string> =
  * 1. A rune passes when its `kind` is one of `kinds`.
  * 2. Its `kind` is typed as those kinds. Where a kind is also an event type of the rune's machine
  *    (a table row without its own `kind` appends the event type), the `event` narrows to that
- *    member of the union. A seed kind that differs from the event type (`tool.result`, the
- *    spawn's `tool.call`) leaves the event as it was: narrow it by `event.type` instead.
+ *    member of the union. A seed kind that differs from the event type (`turn.interrupted`,
+ *    `tool.result`, the spawn's `tool.call`) leaves the event as it was: narrow it by `event.type` instead.
  *
  * Sound because no table row gives an event a kind that is another event's type (a test holds
  * every shipped machine to it). Completion and errors of the source pass through.
@@ -33,15 +33,15 @@ export type RuneOfKind<R, Kind extends string> =
  * ## Example
  * ```ts
  * import { of } from 'rxjs';
- * import { ofKind, ofMachine, turnEngine, type Rune } from 'runestream';
+ * import { chatActor, ofKind, ofMachine, type Rune } from 'runestream';
  *
  * const runes: Rune[] = [
- *   { stream: 'turn-1', seq: 2, machine: 'turn-engine', kind: 'start_turn', event: { type: 'start_turn' }, at: 0 },
- *   { stream: 'turn-1', seq: 3, machine: 'turn-engine', kind: 'interrupt', event: { type: 'interrupt', reason: 'stop' }, at: 1 },
+ *   { stream: 'chat-1', seq: 2, machine: 'chat-actor', kind: 'Ping', event: { type: 'Ping' }, at: 0 },
+ *   { stream: 'chat-1', seq: 3, machine: 'chat-actor', kind: 'Pause', event: { type: 'Pause', reason: 'later' }, at: 1 },
  * ];
- * of(...runes).pipe(ofMachine(turnEngine), ofKind('interrupt')).subscribe((rune) => console.log(rune.seq, rune.event.reason));
+ * of(...runes).pipe(ofMachine(chatActor), ofKind('Pause')).subscribe((rune) => console.log(rune.seq, rune.event.reason));
  * // Logs:
- * // 3 stop
+ * // 3 later
  * ```
  *
  * @see {@link ofMachine} to keep runes by machine, which types their events first.

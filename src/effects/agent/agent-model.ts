@@ -1,5 +1,6 @@
 import { Observable, catchError, defer, filter, forkJoin, from, groupBy, map, mergeMap, of, switchMap, takeUntil, toArray } from 'rxjs';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
+import { toolCall } from '../../reducers/tool-call/machine.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { TurnEngineEvent } from '../../reducers/turn-engine/schema.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
@@ -35,7 +36,7 @@ function requestOf(stream: string, context: EpicContext, options: AgentModelOpti
     toArray(),
     switchMap((runes) => {
       const callIds = runes.flatMap((rune) => (rune.event.type === 'tool_calls_received' ? rune.event.callIds : []));
-      const states$ = callIds.length === 0 ? of([]) : forkJoin(callIds.map((callId) => context.snapshot<ToolCallState>(agentStreams(agent).call(callId))));
+      const states$ = callIds.length === 0 ? of([]) : forkJoin(callIds.map((callId) => context.snapshot(agentStreams(agent).call(callId), toolCall)));
       return states$.pipe(
         map((snapshots) => {
           const calls = new Map<string, ToolCallState>();

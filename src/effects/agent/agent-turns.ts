@@ -1,13 +1,11 @@
 import { EMPTY, Observable, concatMap, defer, filter, firstValueFrom, from, groupBy, lastValueFrom, merge, mergeMap, toArray } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
-import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
-import type { ConversationState } from '../../reducers/conversation/schema.js';
+import type { AnyMachine, StateOf } from '../../reducers/machine.js';
 import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
-import type { TurnEngineState } from '../../reducers/turn-engine/schema.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
 import { storedHeads } from '../stored-heads.js';
@@ -40,17 +38,18 @@ function created(agent: string): EpicCommand[] {
 }
 
 /** A stream's durable state now (hydrated if need be), for the async steps of these epics. */
-const stateOf = async <S>(context: EpicContext, stream: string): Promise<S | undefined> => (await firstValueFrom(context.snapshot<S>(stream)))?.state;
+const stateOf = async <M extends AnyMachine>(context: EpicContext, stream: string, machine: M): Promise<StateOf<M> | undefined> =>
+  (await firstValueFrom(context.snapshot(stream, machine)))?.state;
 
 /** A turn started: the conversation counts it and the agent runs it, unless the conversation is not active. */
 async function started(agent: string, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
   const streams = agentStreams(agent);
-  const talk = await stateOf<ConversationState>(context, streams.conversation);
+  const talk = await stateOf(context, streams.conversation, conversation);
   // `created`: its `agent_ready`, dispatched when the turn stream was spawned, is ahead in its queue.
   if (talk !== undefined && talk.value !== 'active' && talk.value !== 'created') {
     return [{ stream: rune.stream, event: { type: 'interrupt', reason: `the conversation is ${talk.value}` } }];
   }
-  const turn = await stateOf<TurnEngineState>(context, rune.stream);
+  const turn = await stateOf(context, rune.stream, turnEngine);
   return [
     { stream: streams.conversation, event: { type: 'new_turn' } },
     { stream: streams.lifecycle, event: { type: 'turn_assigned', turnId: String(turn?.turn ?? rune.seq) } },
@@ -66,10 +65,10 @@ const callsOf = (agent: string, calls: readonly ToolCallInput[]): EpicCommand[] 
  * (`tools_finished`). Its key (turn number and call ids) says which round it was.
  */
 async function doneRound(agent: string, context: EpicContext): Promise<string | undefined> {
-  const turn = await stateOf<TurnEngineState>(context, agentStreams(agent).turn);
+  const turn = await stateOf(context, agentStreams(agent).turn, turnEngine);
   if (turn?.value !== 'tool_executing') return undefined;
   for (const callId of turn.callIds) {
-    if (!isTerminalCall(await stateOf<ToolCallState>(context, agentStreams(agent).call(callId)))) return undefined;
+    if (!isTerminalCall(await stateOf(context, agentStreams(agent).call(callId), toolCall))) return undefined;
   }
   return `${turn.turn}:${turn.callIds.join(',')}`;
 }
@@ -87,13 +86,13 @@ async function ended(agent: string, rune: TurnRune, context: EpicContext): Promi
     const reason = event.type === 'interrupt' && event.reason !== undefined ? event.reason : 'turn interrupted';
     for (const call of await latestRound(streams.turn, context)) {
       const stream = streams.call(call.callId);
-      const state = await stateOf<ToolCallState>(context, stream);
+      const state = await stateOf(context, stream, toolCall);
       if (isTerminalCall(state)) continue;
       if (state === undefined) commands.push({ stream, spawn: toolCall.id, input: call });
       commands.push({ stream, event: { type: 'cancelled', reason } });
     }
   }
-  const lifecycle = await stateOf<AgentLifecycleState>(context, streams.lifecycle);
+  const lifecycle = await stateOf(context, streams.lifecycle, agentLifecycle);
   if (lifecycle?.value === 'running_turn') {
     commands.push({
       stream: streams.lifecycle,
@@ -172,7 +171,7 @@ export function agentTurns(): Epic {
       if (value === 'tool_executing') {
         return [...callsOf(agent, await latestRound(stream, context)), ...(await finishRound(agent))];
       }
-      const lifecycle = await stateOf<AgentLifecycleState>(context, agentStreams(agent).lifecycle);
+      const lifecycle = await stateOf(context, agentStreams(agent).lifecycle, agentLifecycle);
       const commands: EpicCommand[] = [];
       if (lifecycle?.value === 'running_turn') commands.push({ stream: agentStreams(agent).lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
       commands.push({ stream, event: { type: 'turn_finalized' } });

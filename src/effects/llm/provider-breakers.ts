@@ -1,6 +1,5 @@
 import { Observable, filter, firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { circuitBreaker } from '../../reducers/circuit-breaker/machine.js';
-import type { CircuitBreakerState } from '../../reducers/circuit-breaker/schema.js';
 import type { RuneOf } from '../../reducers/rune.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
@@ -110,7 +109,7 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
       const fail = (error: unknown): void => subscriber.error(error);
       /** The breaker's open timeout, from its state as it was spawned. */
       const openTimeoutOf = async (stream: string): Promise<number | undefined> =>
-        context.state<CircuitBreakerState>(stream)?.openTimeoutMs ?? (await firstValueFrom(context.snapshot<CircuitBreakerState>(stream)))?.state.openTimeoutMs;
+        context.state(stream, circuitBreaker)?.openTimeoutMs ?? (await firstValueFrom(context.snapshot(stream, circuitBreaker)))?.state.openTimeoutMs;
 
       /** Arms a breaker found OPEN without the rune that opened it: its deadline from its history. */
       const recover = (stream: string, lastSeq: number, lastAt: number): void => {
@@ -138,7 +137,7 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
           disarm(stream);
           return;
         }
-        const known = context.state<CircuitBreakerState>(stream)?.openTimeoutMs;
+        const known = context.state(stream, circuitBreaker)?.openTimeoutMs;
         if (known !== undefined) {
           arm(stream, rune.at, known);
           return;

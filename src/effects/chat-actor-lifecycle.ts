@@ -1,7 +1,8 @@
-import { Observable, Subscription, defaultIfEmpty, filter, take } from 'rxjs';
+import { Observable, Subscription, defaultIfEmpty, take } from 'rxjs';
 import { chatActor } from '../reducers/chat-actor/machine.js';
-import type { Rune } from '../reducers/rune.js';
+import type { Rune, RuneOf } from '../reducers/rune.js';
 import type { Epic, EpicCommand } from '../streams/epic.js';
+import { ofMachine } from '../streams/of-machine.js';
 import { timerWheel } from '../streams/timer-wheel.js';
 import { storedHeads } from './stored-heads.js';
 import { INTERRUPTED_BY_RESTART } from './tool-call-recovery.js';
@@ -118,7 +119,7 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
           subscriber.next({ stream, event: { type: 'Pause', reason: STALE_NO_ACTIVITY } });
         }
       });
-      const onRune = (rune: Rune): void => {
+      const onRune = (rune: RuneOf<typeof chatActor>): void => {
         armedFromStore.delete(rune.stream);
         checking.delete(rune.stream);
         const to = rune.to ?? '';
@@ -137,7 +138,7 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         clocks.dispose();
         heartbeats.dispose();
       };
-      const actors$ = runes$.pipe(filter((rune) => rune.machine === chatActor.id));
+      const actors$ = runes$.pipe(ofMachine(chatActor));
       subscription.add(actors$.subscribe(onRune));
       // Durable clocks: an idle or paused actor in the store keeps its deadline across a restart
       // (its last rune's `at` plus the timeout), firing at once if that has passed.

@@ -1,7 +1,8 @@
 import { EMPTY, Observable, filter, from, map, mergeMap, of } from 'rxjs';
 import { toolCall } from '../reducers/tool-call/machine.js';
-import type { ToolCallInput, ToolCallState } from '../reducers/tool-call/schema.js';
+import type { ToolCallInput } from '../reducers/tool-call/schema.js';
 import type { Epic, EpicCommand } from '../streams/epic.js';
+import { ofMachine } from '../streams/of-machine.js';
 import { storedHeads } from './stored-heads.js';
 
 /** The error a tool call interrupted by a restart ends with. */
@@ -58,11 +59,11 @@ export function toolCallRecovery(options: ToolCallRecoveryOptions = {}): Epic {
     const interrupt = (stream: string): EpicCommand => ({ stream, event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } });
     /** Whether a call in memory is one that something runs again. */
     const rerunsInMemory = (stream: string): boolean => {
-      const state = rerun === undefined ? undefined : context.state<ToolCallState>(stream);
+      const state = rerun === undefined ? undefined : context.state(stream, toolCall);
       return state !== undefined && reruns(state);
     };
     return new Observable<EpicCommand>((subscriber) => {
-      const calls$ = runes$.pipe(filter((rune) => rune.machine === toolCall.id));
+      const calls$ = runes$.pipe(ofMachine(toolCall));
       return storedHeads(calls$, context, { machine: toolCall.id, values: ['executing'] }, {
         // A call heard live during the listing is newer than the listing: one this process just
         // started executing is no leftover. Unless its first live rune shows it executing already (a
@@ -76,7 +77,7 @@ export function toolCallRecovery(options: ToolCallRecoveryOptions = {}): Epic {
           mergeMap((head) =>
             rerun === undefined
               ? of(head.stream)
-              : context.snapshot<ToolCallState>(head.stream).pipe(
+              : context.snapshot(head.stream, toolCall).pipe(
                   filter((snapshot) => snapshot?.state.value === 'executing' && !reruns(snapshot.state)),
                   map(() => head.stream),
                 ),

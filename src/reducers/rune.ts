@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { AnyMachine, EventObject, EventOf, InputOf, StateOf } from './machine.js';
 
 /**
  * A rune: one accepted event in the durable log.
@@ -17,7 +18,39 @@ export const Rune = z.object({
   to: z.string().optional(),
   at: z.number(),
 });
-export type Rune = z.infer<typeof Rune>;
+type RuneShape = z.infer<typeof Rune>;
+
+/** The event of a rune whose machine is not known: any object with a string `type`. */
+export type AnyRuneEvent = RuneShape['event'];
+
+/**
+ * A rune whose `event` is an `Event` and whose `from` / `to` are `StateName`s. The schema above is
+ * the single source; the defaults give its own inferred shape. A machine's runes are
+ * {@link RuneOf}, which `ofMachine` narrows to.
+ */
+export type Rune<Event extends EventObject = AnyRuneEvent, StateName extends string = string> = Omit<RuneShape, 'event' | 'from' | 'to'> & {
+  event: Event;
+  from?: StateName;
+  to?: StateName;
+};
 
 /** The event of a stream's first rune. */
 export const SPAWN_EVENT_TYPE = 'spawn';
+
+/** The event of a stream's first rune, carrying the machine's input. */
+export type SpawnEvent<Input = unknown> = { type: typeof SPAWN_EVENT_TYPE; input: Input };
+
+/** The state names of a finite machine (its state's `value`); `string` for a data-state machine. */
+export type StateNameOf<M> = StateOf<M> extends { value: infer Name extends string } ? Name : string;
+
+/**
+ * The runes of machine `M`: its events plus the spawn, with its state names. Distributes over a
+ * union of machines (a union of their runes, told apart by {@link isRuneOf}).
+ */
+export type RuneOf<M extends AnyMachine> = M extends AnyMachine ? Rune<EventOf<M> | SpawnEvent<InputOf<M>>, StateNameOf<M>> : never;
+
+/**
+ * Whether a rune is one of `machine`'s, narrowing it to {@link RuneOf}. Sound because the engine
+ * appends a stream's runes only after its machine accepted the event (or as its spawn).
+ */
+export const isRuneOf = <M extends AnyMachine>(machine: M, rune: Rune<EventObject>): rune is RuneOf<M> => rune.machine === machine.id;

@@ -1,6 +1,6 @@
 import { Observable, defer, retry, timer, type SchedulerLike, type Subscription } from 'rxjs';
 import type { HeadsQuery, Snapshot, StreamHead } from './store.js';
-import type { EventObject } from '../reducers/machine.js';
+import type { AnyMachine, EventObject, StateOf } from '../reducers/machine.js';
 import type { Rune } from '../reducers/rune.js';
 
 /** What an epic asks the engine to do: dispatch `event` to `stream`, or spawn `stream`. */
@@ -30,13 +30,21 @@ export const isSpawnCommand = (command: EpicCommand): command is SpawnCommand =>
 
 /** What an epic may read and do besides emitting commands. */
 export interface EpicContext {
-  /** The durable state of a stream that is in memory, or `undefined` (not in memory, or unknown). */
+  /**
+   * The durable state of a stream that is in memory, or `undefined` (not in memory, or unknown).
+   * Given the stream's machine, it is typed as that machine's state; the machine is not checked
+   * at run time, so pass the one the stream was spawned as (as `ofMachine` or a stream naming
+   * scheme tells).
+   */
+  state<M extends AnyMachine>(stream: string, machine: M): StateOf<M> | undefined;
   state<S = unknown>(stream: string): S | undefined;
   /**
    * The durable state of any stream and its seq, hydrating it if need be, then completes;
    * `undefined` for an unknown stream. An Observable, like `read` and `streams`: a test context
-   * answers with `of(...)`, and the epic runs in the frames of a marble test.
+   * answers with `of(...)`, and the epic runs in the frames of a marble test. Given the stream's
+   * machine, the state is typed as that machine's, as for `state`.
    */
+  snapshot<M extends AnyMachine>(stream: string, machine: M): Observable<Snapshot<StateOf<M>> | undefined>;
   snapshot<S = unknown>(stream: string): Observable<Snapshot<S> | undefined>;
   /** The stream's stored runes after `afterSeq` (default 0), then completes: its history, for an effect that needs it. */
   read(stream: string, afterSeq?: number): Observable<Rune>;

@@ -7,5 +7,7 @@ export * from './epic.js';
 export * from './timer-wheel.js';
 export * from './sqlite-store.js';
 export * from './replay-then-live.js';
+export * from './of-machine.js';
+export * from './of-kind.js';
 export * from './notices.js';
 export * from './dispatch-to.js';

@@ -2,7 +2,8 @@ import { mergeMap, type OperatorFunction } from 'rxjs';
 import { chatActorNotices, type ChatActorNotice } from '../reducers/chat-actor/notices.js';
 import type { AnyMachine } from '../reducers/machine.js';
 import { machines as builtInMachines } from '../reducers/machines.js';
-import type { Rune } from '../reducers/rune.js';
+import { isRuneOf, type Rune } from '../reducers/rune.js';
+import { chatActor } from '../reducers/chat-actor/machine.js';
 
 /** A seed-000 notice: `state_changed` or `stopped`, with the seed's JSON data. */
 export type StreamNotice = ChatActorNotice;
@@ -21,7 +22,7 @@ const builtIn = builtInMachines as Readonly<Record<string, AnyMachine>>;
  * the built-in ones); a machine it does not know gets no `stopped`.
  */
 export function streamNotices(rune: Rune, machines: Readonly<Record<string, AnyMachine>> = builtIn): StreamNotice[] {
-  if (rune.machine === 'chat-actor') return chatActorNotices(rune);
+  if (isRuneOf(chatActor, rune)) return chatActorNotices(rune);
   const { from, to } = rune;
   if (from === undefined || to === undefined || from === to) return [];
   const notices: StreamNotice[] = [{ type: 'state_changed', data: { from_state: from, to_state: to, reason: rune.kind } }];

@@ -1,9 +1,10 @@
 import { Observable, catchError, defer, filter, forkJoin, from, groupBy, map, mergeMap, of, switchMap, takeUntil, toArray } from 'rxjs';
-import type { Rune } from '../../reducers/rune.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
+import { toolCall } from '../../reducers/tool-call/machine.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { TurnEngineEvent } from '../../reducers/turn-engine/schema.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import { ofMachine } from '../../streams/of-machine.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
 import { agentOfTurn, agentStreams } from './streams.js';
 import { transcriptOf } from './transcript.js';
@@ -31,13 +32,11 @@ const messageOf = (error: unknown): string => (error instanceof Error ? error.me
 function requestOf(stream: string, context: EpicContext, options: AgentModelOptions): Observable<{ request: ModelRequest; usedCallIds: Set<string> }> {
   const agent = agentOfTurn(stream)!;
   return context.read(stream).pipe(
+    ofMachine(turnEngine),
     toArray(),
     switchMap((runes) => {
-      const callIds = runes.flatMap((rune) => {
-        const event = rune.event as TurnEngineEvent;
-        return event.type === 'tool_calls_received' ? event.callIds : [];
-      });
-      const states$ = callIds.length === 0 ? of([]) : forkJoin(callIds.map((callId) => context.snapshot<ToolCallState>(agentStreams(agent).call(callId))));
+      const callIds = runes.flatMap((rune) => (rune.event.type === 'tool_calls_received' ? rune.event.callIds : []));
+      const states$ = callIds.length === 0 ? of([]) : forkJoin(callIds.map((callId) => context.snapshot(agentStreams(agent).call(callId), toolCall)));
       return states$.pipe(
         map((snapshots) => {
           const calls = new Map<string, ToolCallState>();
@@ -113,13 +112,16 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
  */
 export function agentModel(options: AgentModelOptions): Epic {
   return function agentModel(runes$, context) {
-    const turns$ = runes$.pipe(filter((rune) => rune.machine === turnEngine.id && agentOfTurn(rune.stream) !== undefined));
+    const turns$ = runes$.pipe(
+      ofMachine(turnEngine),
+      filter((rune) => agentOfTurn(rune.stream) !== undefined),
+    );
     return turns$.pipe(
       // One group per turn stream while it is busy: it ends when the turn is back to idle.
       groupBy((rune) => rune.stream, { duration: (group$) => group$.pipe(filter((rune) => rune.to === 'idle')) }),
       mergeMap((group$) =>
         group$.pipe(
-          filter((rune: Rune) => rune.to === 'streaming' && rune.from !== 'streaming'),
+          filter((rune) => rune.to === 'streaming' && rune.from !== 'streaming'),
           switchMap((rune) =>
             respond(rune.stream, context, options).pipe(takeUntil(group$.pipe(filter((later) => later.to !== 'streaming')))),
           ),

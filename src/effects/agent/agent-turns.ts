@@ -1,25 +1,26 @@
 import { EMPTY, Observable, concatMap, defer, filter, firstValueFrom, from, groupBy, lastValueFrom, merge, mergeMap, toArray } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
-import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
-import type { ConversationState } from '../../reducers/conversation/schema.js';
-import type { Rune } from '../../reducers/rune.js';
+import type { AnyMachine, StateOf } from '../../reducers/machine.js';
+import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
-import type { TurnEngineEvent, TurnEngineState } from '../../reducers/turn-engine/schema.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import { ofMachine } from '../../streams/of-machine.js';
 import { storedHeads } from '../stored-heads.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { agentOfCall, agentOfTurn, agentStreams } from './streams.js';
+
+type TurnRune = RuneOf<typeof turnEngine>;
 
 const isTerminalCall = (state: ToolCallState | undefined): boolean => state !== undefined && toolCall.terminal.includes(state.value);
 
 /** The calls of a turn's latest tool round, as the model asked for them (from its log). */
 async function latestRound(turn: string, context: EpicContext): Promise<readonly ToolCallInput[]> {
-  const runes = await lastValueFrom(context.read(turn).pipe(toArray()));
+  const runes = await lastValueFrom(context.read(turn).pipe(ofMachine(turnEngine), toArray()));
   for (let i = runes.length - 1; i >= 0; i--) {
-    const event = runes[i]!.event as TurnEngineEvent;
+    const { event } = runes[i]!;
     if (event.type === 'tool_calls_received') return event.calls ?? [];
   }
   return [];
@@ -37,17 +38,18 @@ function created(agent: string): EpicCommand[] {
 }
 
 /** A stream's durable state now (hydrated if need be), for the async steps of these epics. */
-const stateOf = async <S>(context: EpicContext, stream: string): Promise<S | undefined> => (await firstValueFrom(context.snapshot<S>(stream)))?.state;
+const stateOf = async <M extends AnyMachine>(context: EpicContext, stream: string, machine: M): Promise<StateOf<M> | undefined> =>
+  (await firstValueFrom(context.snapshot(stream, machine)))?.state;
 
 /** A turn started: the conversation counts it and the agent runs it, unless the conversation is not active. */
-async function started(agent: string, rune: Rune, context: EpicContext): Promise<EpicCommand[]> {
+async function started(agent: string, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
   const streams = agentStreams(agent);
-  const talk = await stateOf<ConversationState>(context, streams.conversation);
+  const talk = await stateOf(context, streams.conversation, conversation);
   // `created`: its `agent_ready`, dispatched when the turn stream was spawned, is ahead in its queue.
   if (talk !== undefined && talk.value !== 'active' && talk.value !== 'created') {
     return [{ stream: rune.stream, event: { type: 'interrupt', reason: `the conversation is ${talk.value}` } }];
   }
-  const turn = await stateOf<TurnEngineState>(context, rune.stream);
+  const turn = await stateOf(context, rune.stream, turnEngine);
   return [
     { stream: streams.conversation, event: { type: 'new_turn' } },
     { stream: streams.lifecycle, event: { type: 'turn_assigned', turnId: String(turn?.turn ?? rune.seq) } },
@@ -63,10 +65,10 @@ const callsOf = (agent: string, calls: readonly ToolCallInput[]): EpicCommand[] 
  * (`tools_finished`). Its key (turn number and call ids) says which round it was.
  */
 async function doneRound(agent: string, context: EpicContext): Promise<string | undefined> {
-  const turn = await stateOf<TurnEngineState>(context, agentStreams(agent).turn);
+  const turn = await stateOf(context, agentStreams(agent).turn, turnEngine);
   if (turn?.value !== 'tool_executing') return undefined;
   for (const callId of turn.callIds) {
-    if (!isTerminalCall(await stateOf<ToolCallState>(context, agentStreams(agent).call(callId)))) return undefined;
+    if (!isTerminalCall(await stateOf(context, agentStreams(agent).call(callId), toolCall))) return undefined;
   }
   return `${turn.turn}:${turn.callIds.join(',')}`;
 }
@@ -76,21 +78,21 @@ async function doneRound(agent: string, context: EpicContext): Promise<string | 
  * next model call never sees an orphan call), the agent and the conversation hear of it, the turn
  * is finalized, and a steer starts the next turn with its input.
  */
-async function ended(agent: string, rune: Rune, context: EpicContext): Promise<EpicCommand[]> {
+async function ended(agent: string, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
   const streams = agentStreams(agent);
-  const event = rune.event as TurnEngineEvent;
+  const { event } = rune;
   const commands: EpicCommand[] = [];
   if (rune.to === 'interrupted' && rune.from === 'tool_executing') {
     const reason = event.type === 'interrupt' && event.reason !== undefined ? event.reason : 'turn interrupted';
     for (const call of await latestRound(streams.turn, context)) {
       const stream = streams.call(call.callId);
-      const state = await stateOf<ToolCallState>(context, stream);
+      const state = await stateOf(context, stream, toolCall);
       if (isTerminalCall(state)) continue;
       if (state === undefined) commands.push({ stream, spawn: toolCall.id, input: call });
       commands.push({ stream, event: { type: 'cancelled', reason } });
     }
   }
-  const lifecycle = await stateOf<AgentLifecycleState>(context, streams.lifecycle);
+  const lifecycle = await stateOf(context, streams.lifecycle, agentLifecycle);
   if (lifecycle?.value === 'running_turn') {
     commands.push({
       stream: streams.lifecycle,
@@ -139,14 +141,15 @@ export function agentTurns(): Epic {
     };
 
     const onRune = (rune: Rune): Observable<EpicCommand> => {
-      if (rune.machine === toolCall.id) {
+      if (isRuneOf(toolCall, rune)) {
         const agent = agentOfCall(rune.stream);
         if (agent === undefined || rune.to === undefined || !toolCall.terminal.includes(rune.to)) return EMPTY;
         return defer(() => finishRound(agent)).pipe(mergeMap((commands) => commands));
       }
-      const agent = rune.machine === turnEngine.id ? agentOfTurn(rune.stream) : undefined;
+      if (!isRuneOf(turnEngine, rune)) return EMPTY;
+      const agent = agentOfTurn(rune.stream);
       if (agent === undefined) return EMPTY;
-      const event = rune.event as TurnEngineEvent | { type: 'spawn' };
+      const { event } = rune;
       if (event.type === 'spawn') return from(created(agent));
       if (event.type === 'start_turn') return defer(() => started(agent, rune, context)).pipe(mergeMap((commands) => commands));
       if (event.type === 'tool_calls_received') return from(callsOf(agent, event.calls ?? []));
@@ -168,7 +171,7 @@ export function agentTurns(): Epic {
       if (value === 'tool_executing') {
         return [...callsOf(agent, await latestRound(stream, context)), ...(await finishRound(agent))];
       }
-      const lifecycle = await stateOf<AgentLifecycleState>(context, agentStreams(agent).lifecycle);
+      const lifecycle = await stateOf(context, agentStreams(agent).lifecycle, agentLifecycle);
       const commands: EpicCommand[] = [];
       if (lifecycle?.value === 'running_turn') commands.push({ stream: agentStreams(agent).lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
       commands.push({ stream, event: { type: 'turn_finalized' } });
@@ -178,14 +181,14 @@ export function agentTurns(): Epic {
     // Per agent, one rune at a time: its commands keep the order of its runes. Agents run side by
     // side; an agent's group ends when its turn is idle again.
     const agentKey = (rune: Rune): string | undefined =>
-      rune.machine === turnEngine.id ? agentOfTurn(rune.stream) : rune.machine === toolCall.id ? agentOfCall(rune.stream) : undefined;
+      isRuneOf(turnEngine, rune) ? agentOfTurn(rune.stream) : isRuneOf(toolCall, rune) ? agentOfCall(rune.stream) : undefined;
     const live$ = runes$.pipe(
       filter((rune) => agentKey(rune) !== undefined),
-      groupBy((rune) => agentKey(rune)!, { duration: (group$) => group$.pipe(filter((rune) => rune.machine === turnEngine.id && rune.to === 'idle')) }),
+      groupBy((rune) => agentKey(rune)!, { duration: (group$) => group$.pipe(filter((rune) => isRuneOf(turnEngine, rune) && rune.to === 'idle')) }),
       mergeMap((group$) => group$.pipe(concatMap(onRune))),
     );
     if (!resume) return live$;
-    const turns$ = runes$.pipe(filter((rune) => rune.machine === turnEngine.id));
+    const turns$ = runes$.pipe(ofMachine(turnEngine));
     const stored$ = storedHeads(turns$, context, { machine: turnEngine.id, values: ['streaming', 'tool_executing', 'completed', 'interrupted', 'error'] }).pipe(
       concatMap((head) => from(resumeTurn(head.stream, head.value)).pipe(mergeMap((commands) => commands))),
     );

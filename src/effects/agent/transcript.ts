@@ -1,7 +1,7 @@
 import type { AssistantContent, JSONValue, ModelMessage, ToolResultPart } from 'ai';
-import type { Rune } from '../../reducers/rune.js';
+import type { RuneOf } from '../../reducers/rune.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
-import type { TurnEngineEvent } from '../../reducers/turn-engine/schema.js';
+import type { turnEngine } from '../../reducers/turn-engine/machine.js';
 
 /** What a call's state tells the model: its result, or why there is none. */
 export function toolResultOutput(call: ToolCallState | undefined): ToolResultPart['output'] {
@@ -31,7 +31,7 @@ export function toolResultOutput(call: ToolCallState | undefined): ToolResultPar
  * @param runes The turn stream's runes, in seq order.
  * @param calls Each call's state by callId (a call with no state is shown as cancelled).
  */
-export function transcriptOf(runes: readonly Rune[], calls: ReadonlyMap<string, ToolCallState>): ModelMessage[] {
+export function transcriptOf(runes: readonly RuneOf<typeof turnEngine>[], calls: ReadonlyMap<string, ToolCallState>): ModelMessage[] {
   const messages: ModelMessage[] = [];
   let text = '';
   const flushText = (): void => {
@@ -39,7 +39,7 @@ export function transcriptOf(runes: readonly Rune[], calls: ReadonlyMap<string, 
     text = '';
   };
   for (const rune of runes) {
-    const event = rune.event as TurnEngineEvent;
+    const { event } = rune;
     switch (event.type) {
       case 'start_turn':
         flushText();

@@ -1,8 +1,8 @@
 import { Observable, filter, firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { circuitBreaker } from '../../reducers/circuit-breaker/machine.js';
-import type { CircuitBreakerState } from '../../reducers/circuit-breaker/schema.js';
-import type { Rune } from '../../reducers/rune.js';
+import type { RuneOf } from '../../reducers/rune.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import { ofMachine } from '../../streams/of-machine.js';
 import { timerWheel } from '../../streams/timer-wheel.js';
 import type { Provider } from './model-types.js';
 import { providerBreakerStream, type ProviderChain } from './provider-chain.js';
@@ -22,8 +22,10 @@ export interface ProviderBreakersOptions {
 /** A dispatched `open_timeout_elapsed` that left no rune (the store failed) is sent again this much later, at most a minute. */
 const retryDelayOf = (openTimeoutMs: number): number => Math.min(60_000, Math.max(1000, openTimeoutMs));
 
+type BreakerRune = RuneOf<typeof circuitBreaker>;
+
 /** Whether a breaker rune starts its OPEN clock: it entered OPEN, or an operator kept it open. */
-const startsOpenClock = (rune: Rune): boolean =>
+const startsOpenClock = (rune: BreakerRune): boolean =>
   rune.to === 'OPEN' && (rune.from !== 'OPEN' || rune.event.type === 'manual_keep_open');
 
 /**
@@ -35,7 +37,7 @@ const startsOpenClock = (rune: Rune): boolean =>
 async function openClockStart(context: Pick<EpicContext, 'read'>, stream: string, lastSeq: number, fallbackAt: number): Promise<number> {
   for (let span = 16; ; span *= 8) {
     const afterSeq = Math.max(0, lastSeq - span);
-    const runes = await lastValueFrom(context.read(stream, afterSeq).pipe(toArray()));
+    const runes = await lastValueFrom(context.read(stream, afterSeq).pipe(ofMachine(circuitBreaker), toArray()));
     for (let i = runes.length - 1; i >= 0; i--) {
       const rune = runes[i]!;
       if (rune.seq <= lastSeq && startsOpenClock(rune)) return rune.at;
@@ -77,8 +79,8 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
   if (!(resolutionMs > 0)) throw new TypeError(`providerBreakers: "resolutionMs" must be positive, got ${String(resolutionMs)}`);
   const streams =
     providers === undefined ? undefined : new Set(providers.map((p) => providerBreakerStream(typeof p === 'string' ? p : p.name)));
-  const inScope = (rune: Pick<Rune, 'stream' | 'machine'>): boolean =>
-    rune.machine === circuitBreaker.id && (streams === undefined ? rune.stream.startsWith(providerBreakerStream('')) : streams.has(rune.stream));
+  /** Whether a breaker stream is one of these providers'. */
+  const inScope = (stream: string): boolean => (streams === undefined ? stream.startsWith(providerBreakerStream('')) : streams.has(stream));
 
   return function providerBreakers(runes$, context) {
     return new Observable<EpicCommand>((subscriber) => {
@@ -107,7 +109,7 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
       const fail = (error: unknown): void => subscriber.error(error);
       /** The breaker's open timeout, from its state as it was spawned. */
       const openTimeoutOf = async (stream: string): Promise<number | undefined> =>
-        context.state<CircuitBreakerState>(stream)?.openTimeoutMs ?? (await firstValueFrom(context.snapshot<CircuitBreakerState>(stream)))?.state.openTimeoutMs;
+        context.state(stream, circuitBreaker)?.openTimeoutMs ?? (await firstValueFrom(context.snapshot(stream, circuitBreaker)))?.state.openTimeoutMs;
 
       /** Arms a breaker found OPEN without the rune that opened it: its deadline from its history. */
       const recover = (stream: string, lastSeq: number, lastAt: number): void => {
@@ -122,7 +124,7 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
           .finally(() => recovering.delete(stream));
       };
 
-      const onRune = (rune: Rune): void => {
+      const onRune = (rune: BreakerRune): void => {
         const { stream } = rune;
         if (rune.to === 'OPEN' && !startsOpenClock(rune)) {
           // A forced call's outcome: the clock runs on, unless this epic never saw it start.
@@ -135,7 +137,7 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
           disarm(stream);
           return;
         }
-        const known = context.state<CircuitBreakerState>(stream)?.openTimeoutMs;
+        const known = context.state(stream, circuitBreaker)?.openTimeoutMs;
         if (known !== undefined) {
           arm(stream, rune.at, known);
           return;
@@ -145,14 +147,16 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
         }, fail);
       };
 
-      const subscription = runes$.subscribe((rune) => {
-        if (inScope(rune)) onRune(rune);
-      });
+      const breakers$ = runes$.pipe(
+        ofMachine(circuitBreaker),
+        filter((rune) => inScope(rune.stream)),
+      );
+      const subscription = breakers$.subscribe(onRune);
       // Durable clocks: every OPEN breaker in the store, at its original deadline. A breaker heard
       // live meanwhile is left to its live rune.
       subscription.add(
-        storedHeads(runes$.pipe(filter((rune: Rune) => inScope(rune))), context, { machine: circuitBreaker.id, values: ['OPEN'] }).subscribe((head) => {
-          if (!inScope(head) || generations.has(head.stream) || clocks.get(head.stream) !== undefined) return;
+        storedHeads(breakers$, context, { machine: circuitBreaker.id, values: ['OPEN'] }).subscribe((head) => {
+          if (!inScope(head.stream) || generations.has(head.stream) || clocks.get(head.stream) !== undefined) return;
           recover(head.stream, head.seq, head.at);
         }),
       );

@@ -17,9 +17,9 @@ export function storedCalls(calls$: Observable<Rune>, context: EpicContext, valu
  */
 export function callState$(context: EpicContext, stream: string): Observable<ToolCallState | undefined> {
   return defer(() => {
-    const state = context.state<ToolCallState>(stream);
+    const state = context.state(stream, toolCall);
     // In memory: synchronously, so the run starts in the same tick as the rune that asked for it.
     if (state !== undefined) return of(state);
-    return context.snapshot<ToolCallState>(stream).pipe(map((snapshot) => snapshot?.state));
+    return context.snapshot(stream, toolCall).pipe(map((snapshot) => snapshot?.state));
   });
 }

@@ -1,5 +1,6 @@
 import { Observable } from 'rxjs';
-import type { Rune } from '../../reducers/rune.js';
+import type { toolCall } from '../../reducers/tool-call/machine.js';
+import type { RuneOf } from '../../reducers/rune.js';
 import type { EpicCommand, EpicContext } from '../../streams/epic.js';
 import { timerWheel } from '../../streams/timer-wheel.js';
 import { storedCalls } from './stored-calls.js';
@@ -29,7 +30,7 @@ export interface ToolApprovalTimeoutOptions {
  *
  * @param calls$ the live runes of `tool-call` streams.
  */
-export function toolApprovalTimeout(calls$: Observable<Rune>, context: EpicContext, options: ToolApprovalTimeoutOptions): Observable<EpicCommand> {
+export function toolApprovalTimeout(calls$: Observable<RuneOf<typeof toolCall>>, context: EpicContext, options: ToolApprovalTimeoutOptions): Observable<EpicCommand> {
   const { approvalTimeoutMs, resolutionMs, resume } = options;
   const retryMs = Math.min(approvalTimeoutMs, 60_000);
   return new Observable<EpicCommand>((subscriber) => {

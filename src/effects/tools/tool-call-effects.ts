@@ -1,6 +1,7 @@
-import { filter, merge } from 'rxjs';
+import { merge } from 'rxjs';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { Epic } from '../../streams/epic.js';
+import { ofMachine } from '../../streams/of-machine.js';
 import type { AnyTool } from './tool.js';
 import { toolApprovalTimeout } from './tool-approval-timeout.js';
 import { toolCallExecution } from './tool-call-execution.js';
@@ -68,7 +69,7 @@ export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
   return function toolCallEffects(runes$, context) {
     const resume = !resumed;
     resumed = true;
-    const calls$ = runes$.pipe(filter((rune) => rune.machine === toolCall.id));
+    const calls$ = runes$.pipe(ofMachine(toolCall));
     return merge(
       toolCallPolicy(calls$, context, { registry, resume }),
       toolCallExecution(calls$, context, { registry, owned, resume }),

@@ -1,7 +1,7 @@
 import { EMPTY, Observable, catchError, filter, finalize, ignoreElements, map, merge, mergeMap, of, takeUntil, tap } from 'rxjs';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallEvent } from '../../reducers/tool-call/schema.js';
-import type { Rune } from '../../reducers/rune.js';
+import type { RuneOf } from '../../reducers/rune.js';
 import type { EpicCommand, EpicContext } from '../../streams/epic.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { errorText } from './error-text.js';
@@ -50,7 +50,7 @@ export interface ToolCallExecutionOptions {
  *
  * @param calls$ the live runes of `tool-call` streams.
  */
-export function toolCallExecution(calls$: Observable<Rune>, context: EpicContext, options: ToolCallExecutionOptions): Observable<EpicCommand> {
+export function toolCallExecution(calls$: Observable<RuneOf<typeof toolCall>>, context: EpicContext, options: ToolCallExecutionOptions): Observable<EpicCommand> {
   const { registry, owned, resume } = options;
 
   const execution = (stream: string, leftByCrash: boolean): Observable<EpicCommand> => {
@@ -60,9 +60,8 @@ export function toolCallExecution(calls$: Observable<Rune>, context: EpicContext
     let stopReason = 'the engine stopped its effects';
     const left$ = calls$.pipe(
       filter((rune) => rune.stream === stream && rune.to !== 'executing'),
-      tap((rune) => {
-        const reason = (rune.event as { reason?: unknown }).reason;
-        stopReason = rune.event.type === 'cancelled' ? `call cancelled${typeof reason === 'string' ? `: ${reason}` : ''}` : `call ended by ${rune.event.type}`;
+      tap(({ event }) => {
+        stopReason = event.type === 'cancelled' ? `call cancelled${event.reason === undefined ? '' : `: ${event.reason}`}` : `call ended by ${event.type}`;
       }),
     );
     return callState$(context, stream).pipe(

@@ -1,6 +1,7 @@
-import { EMPTY, Observable, catchError, filter, map, merge, mergeMap } from 'rxjs';
+import { EMPTY, Observable, catchError, merge, mergeMap } from 'rxjs';
 import type { ToolCallEvent, ToolCallInput } from '../../reducers/tool-call/schema.js';
-import type { Rune } from '../../reducers/rune.js';
+import type { toolCall } from '../../reducers/tool-call/machine.js';
+import { SPAWN_EVENT_TYPE, type RuneOf } from '../../reducers/rune.js';
 import type { EpicCommand, EpicContext } from '../../streams/epic.js';
 import { errorText } from './error-text.js';
 import { callState$, storedCalls } from './stored-calls.js';
@@ -46,11 +47,12 @@ export interface ToolCallPolicyOptions {
  *
  * @param calls$ the live runes of `tool-call` streams.
  */
-export function toolCallPolicy(calls$: Observable<Rune>, context: EpicContext, options: ToolCallPolicyOptions): Observable<EpicCommand> {
+export function toolCallPolicy(calls$: Observable<RuneOf<typeof toolCall>>, context: EpicContext, options: ToolCallPolicyOptions): Observable<EpicCommand> {
   const { registry, resume } = options;
   const spawned$ = calls$.pipe(
-    filter((rune) => rune.seq === 1 && rune.to === 'pending_call'),
-    map((rune): EpicCommand => ({ stream: rune.stream, event: approvalDecision(registry, (rune.event as unknown as { input: ToolCallInput }).input) })),
+    mergeMap(({ stream, event, to }): EpicCommand[] =>
+      event.type === SPAWN_EVENT_TYPE && to === 'pending_call' ? [{ stream, event: approvalDecision(registry, event.input) }] : [],
+    ),
   );
   const stored$ = resume
     ? storedCalls(calls$, context, ['pending_call']).pipe(

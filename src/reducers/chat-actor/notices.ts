@@ -1,4 +1,4 @@
-import type { Rune } from '../rune.js';
+import { isRuneOf, SPAWN_EVENT_TYPE, type Rune } from '../rune.js';
 import { chatActor } from './machine.js';
 import type { ChatActorEvent } from './schema.js';
 
@@ -53,11 +53,12 @@ function stopReason(event: ChatActorEvent): string {
  * ```
  */
 export function chatActorNotices(rune: Rune): ChatActorNotice[] {
-  if (rune.machine !== 'chat-actor' || rune.from === undefined || rune.to === undefined || rune.from === rune.to) return [];
-  const event = rune.event as ChatActorEvent;
+  if (!isRuneOf(chatActor, rune) || rune.event.type === SPAWN_EVENT_TYPE) return [];
+  const { event, from, to } = rune;
+  if (from === undefined || to === undefined || from === to) return [];
   const notices: ChatActorNotice[] = [
-    { type: 'state_changed', data: { from_state: rune.from, to_state: rune.to, reason: changeReason(event) } },
+    { type: 'state_changed', data: { from_state: from, to_state: to, reason: changeReason(event) } },
   ];
-  if (chatActor.terminal.includes(rune.to)) notices.push({ type: 'stopped', data: { reason: stopReason(event), partial_response: '' } });
+  if (chatActor.terminal.includes(to)) notices.push({ type: 'stopped', data: { reason: stopReason(event), partial_response: '' } });
   return notices;
 }

@@ -103,7 +103,7 @@ export class StreamView {
       );
       return;
     }
-    const next = isSpawn ? machine.initial((rune.event as { input?: unknown }).input) : machine.transition(this.state, rune.event);
+    const next = isSpawn ? machine.initial(rune.event.input) : machine.transition(this.state, rune.event);
     if (next !== this.state) this.setState(next); // the same object: the machine did not change (it emits only on change)
   }
 

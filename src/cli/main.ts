@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { parseCommand, USAGE, UsageError } from './args.js';
 import { serve } from './serve.js';
+import { errorText } from '../reducers/error-text.js';
 
 /** `runestream`: exit code 0 on a clean stop, 1 when serving fails, 2 for a bad command line. */
 async function main(): Promise<void> {
@@ -20,7 +21,7 @@ async function main(): Promise<void> {
   try {
     serving = await serve(command, console);
   } catch (error) {
-    console.error(`runestream: ${error instanceof Error ? error.message : String(error)}`);
+    console.error(`runestream: ${errorText(error)}`);
     process.exit(error instanceof TypeError ? 2 : 1); // a TypeError is a bad option (a non-loopback host without a token)
   }
   let stopping = false;
@@ -34,7 +35,7 @@ async function main(): Promise<void> {
         process.exit(0);
       },
       (error: unknown) => {
-        console.error(`runestream: failed to stop cleanly: ${error instanceof Error ? error.message : String(error)}`);
+        console.error(`runestream: failed to stop cleanly: ${errorText(error)}`);
         process.exit(1);
       },
     );

@@ -2,6 +2,7 @@ export * from './machine.js';
 export * from './table.js';
 export * from './mermaid.js';
 export * from './validate.js';
+export { errorText, ERROR_TEXT_MAX_LENGTH } from './error-text.js';
 export { DEFAULT_VALUE_LIMITS, type ValueLimits, type ValueLimitCode } from './value-limits.js';
 // Seed 000
 export * from './chat-actor/index.js';

@@ -9,13 +9,13 @@ import type { ResolvedServerOptions } from './options.js';
 import { CLOSE_CODES, type ClientMessage, type DispatchMessage, type ErrorMessage, type ServerMessage, type SpawnMessage } from './protocol.js';
 import { rateLimitMessage, tokenBucket, type TokenBucket } from './rate-limit.js';
 import { StreamSubscription, type SubscriptionOutput } from './subscription.js';
+import { errorText } from '../reducers/error-text.js';
 
 const TEXT = { binary: false } as const;
 
 const toBuffer = (data: RawData): Buffer =>
   Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
 
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * One WebSocket client: reads its requests, answers them, and sends the frames of the streams
@@ -151,7 +151,7 @@ export class ClientConnection {
       if (!decoded.ok) return this.sendMessage(decoded.error);
       this.handle(decoded.message);
     } catch (error) {
-      this.sendMessage(errorMessage('internal', `the server failed on this frame: ${messageOf(error)}`));
+      this.sendMessage(errorMessage('internal', `the server failed on this frame: ${errorText(error)}`));
     }
   }
 
@@ -233,7 +233,7 @@ export class ClientConnection {
       },
       (error: unknown) => {
         answered();
-        this.sendMessage(errorMessage('internal', `nothing was appended: ${messageOf(error)}`, about));
+        this.sendMessage(errorMessage('internal', `nothing was appended: ${errorText(error)}`, about));
       },
     );
   }

@@ -2,6 +2,7 @@ import type { Subscription } from 'rxjs';
 import type { Rune } from '../reducers/rune.js';
 import type { Engine } from '../streams/engine.js';
 import { encodeMessage } from './frames.js';
+import { errorText } from '../reducers/error-text.js';
 
 /** How a feed started: listening to the stream, or why not. */
 export type FeedStart = { ok: true } | { ok: false; code: 'unknown_stream' | 'internal'; message: string };
@@ -14,7 +15,6 @@ export interface FeedListener {
   onFeedError(message: string): void;
 }
 
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * One stream's live runes, shared by every connection that watches it: one `engine.runes$`
@@ -49,7 +49,7 @@ export class StreamFeed {
       head = await engine.snapshot(this.stream);
     } catch (error) {
       this.end();
-      return { ok: false, code: 'internal', message: `stream "${this.stream}": ${messageOf(error)}` };
+      return { ok: false, code: 'internal', message: `stream "${this.stream}": ${errorText(error)}` };
     }
     if (head === undefined) {
       this.end();
@@ -74,7 +74,7 @@ export class StreamFeed {
   private fail(error: unknown): void {
     const listeners = [...this.listeners];
     this.end();
-    for (const listener of listeners) listener.onFeedError(`stream "${this.stream}": the live feed failed: ${messageOf(error)}`);
+    for (const listener of listeners) listener.onFeedError(`stream "${this.stream}": the live feed failed: ${errorText(error)}`);
   }
 
   /** Stops following the stream; the fanout forgets the feed. Idempotent. */

@@ -10,6 +10,7 @@ import {
   type ProtocolErrorCode,
   type ServerMessage,
 } from './protocol.js';
+import { errorText } from '../reducers/error-text.js';
 
 /** A server message as the bytes of one text frame (bytes, so `ws` never re-encodes a shared frame). */
 export const encodeMessage = (message: ServerMessage): Buffer => Buffer.from(JSON.stringify(message));
@@ -64,7 +65,7 @@ export function decodeFrame(data: Buffer, isBinary: boolean, maxFrameBytes: numb
   try {
     value = JSON.parse(data.toString('utf8'));
   } catch (error) {
-    return refuse('invalid_json', `invalid JSON: ${error instanceof Error ? error.message : String(error)}`);
+    return refuse('invalid_json', `invalid JSON: ${errorText(error)}`);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     return refuse('invalid_message', `(root): expected a JSON object with an "op", got ${describeJson(value)}`);

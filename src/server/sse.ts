@@ -3,6 +3,7 @@ import { askAuthorize, type AccessGate, type AccessRequest } from './access.js';
 import { replyError } from './http-reply.js';
 import type { ResolvedServerOptions } from './options.js';
 import { SseFeed } from './sse-feed.js';
+import { errorText } from '../reducers/error-text.js';
 
 /** `Last-Event-ID` (header, or `?lastEventId=` where a client cannot set headers): a rune seq. */
 function lastEventIdOf(req: IncomingMessage, url: URL): number | undefined | 'invalid' {
@@ -49,7 +50,7 @@ export class SseEndpoint {
     try {
       head = await engine.snapshot(stream);
     } catch (error) {
-      return replyError(res, 500, 'internal', `stream "${stream}": ${error instanceof Error ? error.message : String(error)}`);
+      return replyError(res, 500, 'internal', `stream "${stream}": ${errorText(error)}`);
     }
     if (head === undefined) return replyError(res, 404, 'unknown_stream', `unknown stream "${stream}"`);
     if (res.destroyed) return; // the client left meanwhile

@@ -3,6 +3,7 @@ import type { Engine } from '../streams/engine.js';
 import type { Fanout, FeedListener, StreamFeed } from './fanout.js';
 import { encodeMessage, errorMessage } from './frames.js';
 import type { ErrorMessage, ProtocolErrorCode } from './protocol.js';
+import { errorText } from '../reducers/error-text.js';
 
 /** Where a subscription's frames go: its connection. */
 export interface SubscriptionOutput {
@@ -50,7 +51,7 @@ export class StreamSubscription implements FeedListener {
   start(afterSeq?: number): void {
     const generation = this.reset('joining');
     this.join(generation, afterSeq).catch((error: unknown) => {
-      if (generation === this.generation) this.fail('internal', `stream "${this.stream}": ${error instanceof Error ? error.message : String(error)}`);
+      if (generation === this.generation) this.fail('internal', `stream "${this.stream}": ${errorText(error)}`);
     });
   }
 

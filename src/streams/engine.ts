@@ -6,6 +6,7 @@ import { describeIssues, eventRejection } from '../reducers/validate.js';
 import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
 import { KeyedListeners } from './keyed-listeners.js';
+import { StreamReadError } from './stream-read-error.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
 import { StoreConflictError, type RuneStore, type Snapshot } from './store.js';
@@ -14,7 +15,8 @@ import { PromisedDispatch, promiseSink, registerSubmit, type DispatchSink } from
 /**
  * Why the engine refused a spawn or a dispatch. The machine's own codes, plus:
  * - `unknown_stream`: no stream of that id was spawned.
- * - `invalid_stream`: a spawn's stream id is empty or not well-formed UTF-16 (a lone surrogate).
+ * - `invalid_stream`: a dispatch's or spawn's stream id is not a non-empty string, or a spawn's is not
+ *   well-formed UTF-16 (a lone surrogate).
  * - `stream_exists`: a second spawn of a stream.
  * - `unknown_machine`: the machine id is not one this engine hosts.
  * - `invalid_input`: the spawn input fails the machine's input schema, or has a `__proto__` key.
@@ -153,6 +155,12 @@ const valueOf = (state: unknown): string | undefined => {
 
 const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => ({ accepted: false, code, reason });
 
+/** The refusal of a stream id that is not a non-empty string; checked by spawn and dispatch alike. */
+const notAStreamId = (stream: unknown): DispatchResult | undefined =>
+  typeof stream !== 'string' || stream.length === 0
+    ? rejected('invalid_stream', `a stream id must be a non-empty string, got ${typeof stream === 'string' ? '""' : typeof stream}`)
+    : undefined;
+
 /** A value over the limits, refused with its limit's code; a `__proto__` key with `invalidCode`. */
 const refusedValue = (violation: ValueViolation, invalidCode: 'invalid_event' | 'invalid_input'): DispatchResult =>
   rejected(violation.code === 'forbidden_key' ? invalidCode : violation.code, violation.reason);
@@ -176,12 +184,10 @@ function valueLimitsOption(given: Partial<ValueLimits> | undefined): ValueLimits
 }
 
 /** A stored stream whose machine this engine does not host: a configuration mistake, not a crash. */
-class UnknownMachineError extends Error {
-  override readonly name = 'UnknownMachineError';
-  constructor(stream: string, machine: string) {
-    super(`stream "${stream}" was spawned as machine "${machine}", which this engine does not host`);
-  }
-}
+const unknownMachine = (stream: string, machine: string): StreamReadError =>
+  new StreamReadError('unknown_machine', `stream "${stream}" was spawned as machine "${machine}", which this engine does not host`);
+
+const isUnknownMachine = (error: unknown): error is StreamReadError => error instanceof StreamReadError && error.code === 'unknown_machine';
 
 /** Calls `fn` on the next turn of the event loop: Node's `setImmediate`, a timer where there is none. */
 const onNextTurn: (fn: () => void) => void = typeof setImmediate === 'function' ? (fn) => setImmediate(fn) : (fn) => setTimeout(fn, 0);
@@ -415,7 +421,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const head = await store.head(stream);
     if (head === undefined) return undefined;
     const machine = Object.hasOwn(machines, head.machine) ? machines[head.machine] : undefined;
-    if (machine === undefined) throw new UnknownMachineError(stream, head.machine);
+    if (machine === undefined) throw unknownMachine(stream, head.machine);
     const snapshot = await store.latestSnapshot(stream);
     let state = snapshot?.state;
     let seq = snapshot?.seq ?? 0;
@@ -426,7 +432,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         state = ++seq === 1 ? machine.initial((event as { input?: unknown }).input) : machine.transition(state, event as EventObject);
       }
     }
-    if (seq !== head.seq) throw new Error(`stream "${stream}": the store's head is seq ${head.seq} but its runes end at ${seq}`);
+    if (seq !== head.seq) throw new StreamReadError('log_mismatch', `stream "${stream}": the store's head is seq ${head.seq} but its runes end at ${seq}`);
     // Runes since the snapshot count toward the next one, so a stream released often still gets one.
     const sinceSnapshot = seq - (snapshot?.seq ?? 0);
     const instance: Instance = { stream, machine, state, seq, at: head.at, durableState: state, durableSeq: seq, sinceSnapshot, releasing: false };
@@ -436,9 +442,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   const spawn = async (stream: string, machineOrId: string | AnyMachine, input?: unknown): Promise<DispatchResult> => {
     if (closed) return rejected('closed', 'the engine is closed');
-    if (typeof stream !== 'string' || stream.length === 0) {
-      return rejected('invalid_stream', `a stream id must be a non-empty string, got ${typeof stream === 'string' ? '""' : typeof stream}`);
-    }
+    const notAnId = notAStreamId(stream);
+    if (notAnId !== undefined) return notAnId;
     // Stored as UTF-8: a lone surrogate would come back as another id.
     if (!isWellFormedUtf16(stream)) return rejected('invalid_stream', 'a stream id must be well-formed UTF-16: this one has a lone surrogate');
     // Own properties only: "constructor" or "__proto__" must not find Object's.
@@ -480,7 +485,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     })().finally(() => loading.delete(stream));
     loading.set(stream, claim);
     // Stored already, under a machine this engine does not host: it exists all the same.
-    await claim.catch((error: unknown) => (error instanceof UnknownMachineError ? undefined : Promise.reject(error)));
+    await claim.catch((error: unknown) => (isUnknownMachine(error) ? undefined : Promise.reject(error)));
     return spawned ?? rejected('stream_exists', `stream "${stream}" already exists`);
   };
 
@@ -523,6 +528,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
    */
   const submit = <T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T): void => {
     if (closed) return sink.result(rejected('closed', 'the engine is closed'), token);
+    const notAnId = notAStreamId(stream);
+    if (notAnId !== undefined) return sink.result(notAnId, token);
     const violation = checkValue?.(event, 'event');
     if (violation !== undefined) return sink.result(refusedValue(violation, 'invalid_event'), token);
     const loaded = load(stream);
@@ -548,7 +555,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const failWaiting = (error: unknown): void => {
       waiting.delete(loaded);
       for (const w of first) {
-        if (error instanceof UnknownMachineError) w.sink.result(rejected('unknown_machine', error.message), w.token);
+        if (isUnknownMachine(error)) w.sink.result(rejected('unknown_machine', error.message), w.token);
         else w.sink.error(error, w.token);
       }
     };
@@ -578,7 +585,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         complete: () => subscriber.complete(),
       });
       const current = (loaded: Instance | undefined): void => {
-        if (loaded === undefined) subscriber.error(new Error(`unknown stream "${stream}"`));
+        if (loaded === undefined) subscriber.error(new StreamReadError('unknown_stream', `unknown stream "${stream}"`));
         else emit(loaded.durableSeq, loaded.durableState); // durableSeq 0: a spawn not yet durable
       };
       // In memory, the current state comes at once: a dispatch right after subscribing follows it.

@@ -1,5 +1,6 @@
 import { Observable } from 'rxjs';
 import type { Rune } from '../reducers/rune.js';
+import { StreamReadError } from './stream-read-error.js';
 
 /** What {@link replayThenLive} reads from. */
 export interface ReplayThenLiveSource {
@@ -23,8 +24,9 @@ export interface ReplayThenLiveSource {
  * 2. Reads the store page by page from `afterSeq`, emitting each rune.
  * 3. Emits the buffered live runes, then every live rune as it comes.
  * 4. Emits each seq once, in order: a rune both read and heard live is dropped the second time. A
- *    rune that skips ahead errors, naming the missing seqs: they were neither in the store when
- *    read nor heard live (pruned by retention, or written by another process).
+ *    rune that skips ahead errors with a `StreamReadError` coded `runes_missing`, naming the missing
+ *    seqs: they were neither in the store when read nor heard live (pruned by retention, or written
+ *    by another process).
  *
  * @see Engine.runes$, which serves each stream's `runes$(stream, { afterSeq })` with it.
  */
@@ -39,7 +41,8 @@ export function replayThenLive(source: ReplayThenLiveSource): Observable<Rune> {
       if (rune.seq <= last) return; // read from the store and also heard live: once is enough
       if (rune.seq !== last + 1) {
         subscriber.error(
-          new Error(
+          new StreamReadError(
+            'runes_missing',
             `stream "${stream}": runes ${last + 1}..${rune.seq - 1} were not in the store when read, nor heard live (pruned by retention, or written by another process)`,
           ),
         );

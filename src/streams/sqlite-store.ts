@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import type { Rune } from '../reducers/rune.js';
 import { isLockedError, storeErrorOf } from './sqlite-errors.js';
 import { StoreError, checkBatch, headMatches, prunePastSnapshot, openState, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+import { errorText } from '../reducers/error-text.js';
 
 /** Options of {@link sqliteStore}. Each is checked when the store opens. */
 export interface SqliteStoreOptions {
@@ -264,7 +265,7 @@ function createIfAbsent(path: string): void {
     try {
       db = new Database(temporary);
     } catch (error) {
-      throw new Error(`sqliteStore: cannot create "${path}": ${(error as Error).message}`, { cause: error });
+      throw new Error(`sqliteStore: cannot create "${path}": ${errorText(error)}`, { cause: error });
     }
     try {
       db.pragma('journal_mode = WAL');

@@ -138,8 +138,9 @@ describe('engine: untrusted machine and stream ids', () => {
     }
     for (const id of ['', '\ud800', 'chat-\udc00-1', 'chat-\ufffd-1']) expect(await store.head(id)).toBeUndefined();
     expect(await engine.spawn('chat-\u{1F642}', 'chat-actor')).toMatchObject({ accepted: true });
-    // A dispatch to an id never spawned is still unknown_stream.
-    expect(await engine.dispatch('', { type: 'Ping' })).toMatchObject({ accepted: false, code: 'unknown_stream' });
+    // A dispatch to an empty id is refused as such; one to a well-formed id never spawned is unknown_stream.
+    expect(await engine.dispatch('', { type: 'Ping' })).toMatchObject({ accepted: false, code: 'invalid_stream' });
+    expect(await engine.dispatch('chat-\ufffd-1', { type: 'Ping' })).toMatchObject({ accepted: false, code: 'unknown_stream' });
     await engine.close();
   });
 });

@@ -8,6 +8,7 @@ import { ofMachine } from '../../streams/of-machine.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
 import { agentOfTurn, agentStreams } from './streams.js';
 import { transcriptOf } from './transcript.js';
+import { errorText } from '../../reducers/error-text.js';
 
 /** Makes one model call for a request: the model's parts, and any commands of its own (breakers). */
 export type ModelCaller = (request: ModelRequest, context: EpicContext) => Observable<ChainOutput>;
@@ -22,7 +23,6 @@ export interface AgentModelOptions {
   readonly system?: string;
 }
 
-const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /**
  * The model request of a turn stream: its whole conversation, from its runes and its calls'
@@ -99,7 +99,7 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
         }),
       );
     }),
-    catchError((error: unknown) => of<EpicCommand>({ stream, event: { type: 'stream_error', error: messageOf(error) } })),
+    catchError((error: unknown) => of<EpicCommand>({ stream, event: { type: 'stream_error', error: errorText(error) } })),
   );
 }
 

@@ -3,7 +3,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { ProgressNotificationSchema, type CallToolResult, type Progress, type ProgressNotification, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JSONSchema7 } from 'ai';
-import { errorText } from './error-text.js';
+import { errorText } from '../../reducers/error-text.js';
 import { checkToolName, type Tool, type ToolInputCheck } from './tool.js';
 
 /** An MCP tool as the server lists it: name, description, input schema, annotations (hints, untrusted). */

@@ -1,4 +1,5 @@
 import type { ToolCallState } from '../../reducers/tool-call/schema.js';
+import { errorText } from '../../reducers/error-text.js';
 
 /** A JSON value: what a call's `success{output}` carries. */
 export type JsonValue = NonNullable<ToolCallState['output']> | null;
@@ -29,7 +30,7 @@ export function toJsonOutput(toolName: string, value: unknown): JsonValue {
   try {
     text = JSON.stringify(value);
   } catch (error) {
-    throw new NonJsonOutputError(`tool "${toolName}" returned a value that is not JSON: ${error instanceof Error ? error.message : String(error)}`);
+    throw new NonJsonOutputError(`tool "${toolName}" returned a value that is not JSON: ${errorText(error)}`);
   }
   return text === undefined ? null : (JSON.parse(text) as JsonValue);
 }

@@ -1,6 +1,6 @@
 import { Observable, type SchedulerLike } from 'rxjs';
 import type { ToolCallEvent } from '../../reducers/tool-call/schema.js';
-import { errorText } from './error-text.js';
+import { errorText } from '../../reducers/error-text.js';
 import { toJsonOutput } from './json-output.js';
 import type { AnyTool } from './tool.js';
 

@@ -4,7 +4,7 @@ import type { ToolCallEvent } from '../../reducers/tool-call/schema.js';
 import type { RuneOf } from '../../reducers/rune.js';
 import type { EpicCommand, EpicContext } from '../../streams/epic.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
-import { errorText } from './error-text.js';
+import { errorText } from '../../reducers/error-text.js';
 import { runTool } from './run-tool.js';
 import { callState$, storedCalls } from './stored-calls.js';
 import type { ToolRegistry } from './tool-registry.js';

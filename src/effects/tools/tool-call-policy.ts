@@ -3,7 +3,7 @@ import type { ToolCallEvent, ToolCallInput } from '../../reducers/tool-call/sche
 import type { toolCall } from '../../reducers/tool-call/machine.js';
 import { SPAWN_EVENT_TYPE, type RuneOf } from '../../reducers/rune.js';
 import type { EpicCommand, EpicContext } from '../../streams/epic.js';
-import { errorText } from './error-text.js';
+import { errorText } from '../../reducers/error-text.js';
 import { callState$, storedCalls } from './stored-calls.js';
 import type { ToolRegistry } from './tool-registry.js';
 

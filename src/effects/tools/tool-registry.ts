@@ -1,5 +1,5 @@
 import type { ToolCallInput } from '../../reducers/tool-call/schema.js';
-import { errorText } from './error-text.js';
+import { errorText } from '../../reducers/error-text.js';
 import type { AnyTool } from './tool.js';
 
 /** A call matched to its tool: the tool and its parsed input, or why it cannot run. */

@@ -1,6 +1,7 @@
 import type { JSONSchema7 } from 'ai';
 import { z } from 'zod';
 import { describeIssues } from '../../reducers/validate.js';
+import { errorText } from '../../reducers/error-text.js';
 
 /** What a running tool gets besides its input. */
 export interface ToolExecutionContext {
@@ -130,7 +131,7 @@ function objectJsonSchema(name: string, schema: z.ZodType): JSONSchema7 {
   try {
     json = z.toJSONSchema(schema, { target: 'draft-7', io: 'input', reused: 'inline' }) as Record<string, unknown>;
   } catch (error) {
-    throw new TypeError(`defineTool: tool "${name}": its inputSchema has no JSON Schema: ${error instanceof Error ? error.message : String(error)}`);
+    throw new TypeError(`defineTool: tool "${name}": its inputSchema has no JSON Schema: ${errorText(error)}`);
   }
   if (json.type !== 'object') {
     throw new TypeError(

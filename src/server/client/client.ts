@@ -10,6 +10,7 @@ import { readServerFrame } from './incoming.js';
 import { resolveClientOptions, type ClientOptions } from './options.js';
 import { PendingRequests, type RequestBody } from './requests.js';
 import { StreamView } from './stream-view.js';
+import { errorText } from '../../reducers/error-text.js';
 
 /** An event to dispatch: a plain object with a `type`, validated by the stream's machine on the server. */
 export type ClientEvent = { type: string } & Record<string, unknown>;
@@ -218,7 +219,7 @@ export function createClient(options: ClientOptions): RunestreamClient {
     try {
       answer = requests.add(body);
     } catch (error) {
-      return Promise.reject(new ClientError('invalid_message', `${what} cannot be sent as JSON: ${String(error)}`, body.stream));
+      return Promise.reject(new ClientError('invalid_message', `${what} cannot be sent as JSON: ${errorText(error)}`, body.stream));
     }
     if (driver.isOpen) sendWaitingRequests();
     else driver.connect(); // the request waits for the open

@@ -1,6 +1,7 @@
 import { BehaviorSubject, timer, type SchedulerLike, type Subscription } from 'rxjs';
 import { connection, type ConnectionEvent, type ConnectionState } from '../../reducers/connection/index.js';
 import type { CloseEventLike, ErrorEventLike, MessageEventLike, WebSocketConstructor, WebSocketLike } from './web-socket.js';
+import { errorText } from '../../reducers/error-text.js';
 
 /** How a socket dropped, for the report on `errors$`. */
 export interface SocketDrop {
@@ -73,7 +74,7 @@ export function createConnectionDriver(options: ConnectionDriverOptions): Connec
       current = new options.WebSocket(options.socketUrl);
     } catch (error) {
       // A constructor that throws (a URL the platform refuses, a CSP rule) is one more failed attempt.
-      dropped({ code: 1006, reason: '', error: `new WebSocket(${options.socketUrl}) threw: ${String(error)}` });
+      dropped({ code: 1006, reason: '', error: `new WebSocket(${options.socketUrl}) threw: ${errorText(error)}` });
       return;
     }
     socket = current;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { ServerMessage } from '../protocol.js';
 import { ClientError } from './errors.js';
+import { errorText } from '../../reducers/error-text.js';
 
 /** A frame the server sent: the protocol message it holds, or why it is not one. */
 export type IncomingFrame = { ok: true; message: ServerMessage } | { ok: false; error: ClientError };
@@ -20,7 +21,7 @@ export function readServerFrame(data: unknown): IncomingFrame {
   try {
     json = JSON.parse(data);
   } catch (error) {
-    return invalid(`the server sent a frame that is not JSON (${(error as Error).message}): ${excerpt(data)}`);
+    return invalid(`the server sent a frame that is not JSON (${errorText(error)}): ${excerpt(data)}`);
   }
   const parsed = ServerMessage.safeParse(json);
   if (!parsed.success) {

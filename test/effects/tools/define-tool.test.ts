@@ -84,6 +84,6 @@ describe('toJsonOutput', () => {
     const cyclic: Record<string, unknown> = {};
     cyclic.self = cyclic;
     expect(() => toJsonOutput('t', 1n)).toThrow(NonJsonOutputError);
-    expect(() => toJsonOutput('t', cyclic)).toThrow(/^tool "t" returned a value that is not JSON: Converting circular structure to JSON/);
+    expect(() => toJsonOutput('t', cyclic)).toThrow(/^tool "t" returned a value that is not JSON: TypeError: Converting circular structure to JSON/);
   });
 });

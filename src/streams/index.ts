@@ -12,3 +12,6 @@ export * from './of-machine.js';
 export * from './of-kind.js';
 export * from './notices.js';
 export * from './dispatch-to.js';
+export * from './state-effects.js';
+export * from './effect-host.js';
+export * from './durable-deadline.js';

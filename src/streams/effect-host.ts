@@ -22,6 +22,8 @@ export interface EffectOwnership {
 /** One running (or finished, key still due) effect of a stream. */
 interface Slot {
   subscription: Subscription | undefined;
+  /** The view it started with: told which rune cancels it. */
+  readonly view: StreamView<AnyMachine>;
 }
 
 /** The effects of one stream in one of the declaration's states. */
@@ -89,17 +91,23 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
       const fail = (stream: string, key: string | undefined, error: unknown): void =>
         context.report?.({ type: 'effect_failed', epic: name, stream, ...(key === undefined ? {} : { key }), error });
 
-      const cancelAll = (stream: string, effects: StreamEffects): void => {
+      /** Stops one effect; `by` is the rune that made it stop, if one did. */
+      const stop = (slot: Slot, by: RuneOf<M> | undefined): void => {
+        if (by !== undefined) slot.view.cancelledBy = by;
+        slot.subscription?.unsubscribe();
+      };
+
+      const cancelAll = (stream: string, effects: StreamEffects, by: RuneOf<M> | undefined): void => {
         effects.generation++;
         const slots = [...effects.slots.values()];
         effects.slots.clear();
         if (streams.get(stream) === effects) streams.delete(stream);
-        for (const slot of slots) slot.subscription?.unsubscribe();
+        for (const slot of slots) stop(slot, by);
       };
 
       const start = (view: StreamView<M>, effects: StreamEffects, key: string, effect$: Observable<unknown>): void => {
         const { stream } = view;
-        const slot: Slot = { subscription: undefined };
+        const slot: Slot = { subscription: undefined, view };
         effects.slots.set(key, slot);
         const subscription = effect$.subscribe({
           next: (out) => subscriber.next(typeof out === 'object' && out !== null && isCommand(out) ? out : { stream, event: out as DispatchCommand['event'] }),
@@ -126,7 +134,7 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
         for (const [key, slot] of [...effects.slots]) {
           if (Object.hasOwn(due, key)) continue;
           effects.slots.delete(key);
-          slot.subscription?.unsubscribe();
+          stop(slot, view.rune);
         }
         for (const key of Object.keys(due)) {
           if (effects.slots.has(key)) continue;
@@ -151,12 +159,13 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
         heardLive?.add(stream);
         const effects = streams.get(stream);
         if (rune.to !== undefined && !inStates.has(rune.to)) {
-          if (effects !== undefined) cancelAll(stream, effects);
+          if (effects !== undefined) cancelAll(stream, effects, rune);
           return;
         }
         if (effects !== undefined && restartOn?.(rune) === true) {
-          for (const slot of effects.slots.values()) slot.subscription?.unsubscribe();
+          const slots = [...effects.slots.values()];
           effects.slots.clear();
+          for (const slot of slots) stop(slot, rune);
         }
         const entered = rune.event.type === SPAWN_EVENT_TYPE || rune.from !== rune.to || rune.to === undefined;
         reconcile(viewOfRune(machine, rune, effects !== undefined || entered ? 'live' : 'resumed', context));
@@ -196,7 +205,7 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
           .pipe(
             startWith(undefined),
             switchMap((_, index) => {
-              if (index > 0) for (const [stream, effects] of [...streams]) if (!owns(stream)) cancelAll(stream, effects);
+              if (index > 0) for (const [stream, effects] of [...streams]) if (!owns(stream)) cancelAll(stream, effects, undefined);
               return listing$();
             }),
           )
@@ -204,7 +213,7 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
       );
       return () => {
         subscription.unsubscribe();
-        for (const [stream, effects] of [...streams]) cancelAll(stream, effects);
+        for (const [stream, effects] of [...streams]) cancelAll(stream, effects, undefined);
       };
     });
   Object.defineProperty(epic, 'name', { value: name });

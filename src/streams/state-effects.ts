@@ -33,6 +33,12 @@ export interface StreamView<M extends AnyMachine> {
   readonly state$: Observable<StateOf<M> | undefined>;
   /** The stream's last rune, then completes: the live one, else read from the store. */
   readonly lastRune$: Observable<RuneOf<M> | undefined>;
+  /**
+   * The rune that cancels effects started with this view, set just before they are unsubscribed:
+   * a teardown can say why it stops (a tool's abort reason). Unset when they stop for any other
+   * reason (the engine closed, the stream's ownership moved).
+   */
+  cancelledBy?: RuneOf<M>;
 }
 
 /**

@@ -84,7 +84,7 @@ describe('toolCallRecovery after a failure', () => {
       const heads = cold<StreamHead>('-----(xyz|)', { x: head('call-1'), y: head('call-2'), z: head('call-3') });
       const commands = toolCallRecovery()(runes, epicContext(scheduler, { streams: () => heads }), undefined);
       const interrupted = (stream: string) => ({ stream, event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } });
-      expectObservable(commands).toBe('---b-(z|)', { b: interrupted('call-2'), z: interrupted('call-3') });
+      expectObservable(commands).toBe('---b-z', { b: interrupted('call-2'), z: interrupted('call-3') });
     });
   });
 });
@@ -130,7 +130,7 @@ describe('toolCallRecovery with rerun', () => {
       };
       const context = epicContext(scheduler, { streams: () => cold<StreamHead>('-----|'), state: <S,>(s: string) => states[s] as S | undefined });
       const commands = toolCallRecovery({ rerun: (call) => call.toolName === 'lookup' })(runes, context, undefined);
-      expectObservable(commands).toBe('---b-|', { b: { stream: 'call-2', event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } } });
+      expectObservable(commands).toBe('---b', { b: { stream: 'call-2', event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } } });
     });
   });
 

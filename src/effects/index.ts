@@ -3,4 +3,3 @@ export * from './tool-call-recovery.js';
 export * from './llm/index.js';
 export * from './tools/index.js';
 export * from './agent/index.js';
-export * from './stored-heads.js';

@@ -34,7 +34,8 @@ export interface ToolCallRecoveryOptions {
  *
  * ## Example
  * ```ts
- * import { createEngine, sqliteStore, toolCallRecovery } from 'runestream';
+ * import { createEngine, toolCallRecovery } from 'runestream';
+ * import { sqliteStore } from 'runestream/sqlite';
  * const engine = createEngine({ store: sqliteStore('agents.db'), epics: [toolCallRecovery()] });
  * ```
  */

@@ -175,7 +175,8 @@ type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: 
  *
  * ## Example
  * ```ts
- * import { sqliteStore, type StoreError } from 'runestream';
+ * import type { StoreError } from 'runestream';
+ * import { sqliteStore } from 'runestream/sqlite';
  *
  * const store = sqliteStore('agents.db');
  * await store.append([

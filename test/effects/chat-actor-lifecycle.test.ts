@@ -2,7 +2,8 @@ import { VirtualTimeScheduler, filter, firstValueFrom } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { chatActorLifecycle, chatActorNotices, type ChatActorState, type Rune, type StreamHead } from '../../src/index.js';
-import { createEngine, memoryStore } from '../../src/streams/index.js';
+import { createEngine } from '../../src/streams/engine.js';
+import { memoryStore } from '../../src/streams/memory-store.js';
 import { epicContext } from '../support/epic-context.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';

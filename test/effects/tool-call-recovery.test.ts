@@ -2,7 +2,8 @@ import { VirtualTimeScheduler, filter, firstValueFrom } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { INTERRUPTED_BY_RESTART, checkInvariants, toolCallRecovery, type Rune, type StreamHead, type ToolCallState } from '../../src/index.js';
-import { createEngine, memoryStore } from '../../src/streams/index.js';
+import { createEngine } from '../../src/streams/engine.js';
+import { memoryStore } from '../../src/streams/memory-store.js';
 import { epicContext } from '../support/epic-context.js';
 
 const settle = () => new Promise((r) => setImmediate(r));

@@ -2,8 +2,8 @@ import { NEVER, Observable, Subject, of, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { marbles } from 'rxjs-marbles';
 import { describe, expect, it } from 'vitest';
-import { stateEffects, type EffectOwnership, type EpicCommand, type EpicReport, type StreamHead, type StreamView } from '../../src/streams/index.js';
-import { toolCall } from '../../src/reducers/index.js';
+import { stateEffects, type EffectOwnership, type EpicCommand, type EpicReport, type StreamHead, type StreamView } from '../../src/index.js';
+import { toolCall } from '../../src/index.js';
 import { epicContext } from '../support/epic-context.js';
 import { callRune, spawnRune } from '../effects/tools/support.js';
 

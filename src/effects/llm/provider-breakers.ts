@@ -66,7 +66,8 @@ async function openClockStart(context: Pick<EpicContext, 'read'>, stream: string
  *
  * ## Example
  * ```ts
- * import { createEngine, providerBreakers, scriptedModel } from 'runestream';
+ * import { createEngine } from 'runestream';
+ * import { providerBreakers, scriptedModel } from 'runestream/agents';
  * const chain = { providers: [{ name: 'primary', model: scriptedModel([{ text: 'Hi' }]) }], breaker: { openTimeoutMs: 10_000 } };
  * const engine = createEngine({ epics: [providerBreakers(chain)] });
  * // provider/primary, once OPEN, goes HALF_OPEN 10 s later, even across a restart.

@@ -86,7 +86,8 @@ const SDK_TIMEOUT_MARGIN_MS = 5000;
  *
  * ## Example
  * ```ts
- * import { connectMcp, createEngine, toolCallEffects } from 'runestream';
+ * import { createEngine } from 'runestream';
+ * import { connectMcp, toolCallEffects } from 'runestream/agents';
  * const fs = await connectMcp({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'], name: 'fs' });
  * const engine = createEngine({ epics: [toolCallEffects({ tools: fs.tools })] }); // tools named fs__read_file, ...
  * // ... later

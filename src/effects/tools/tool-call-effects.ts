@@ -47,7 +47,8 @@ export interface ToolCallEffectsOptions {
  * ## Example
  * ```ts
  * import { z } from 'zod';
- * import { createEngine, defineTool, toolCallEffects } from 'runestream';
+ * import { createEngine } from 'runestream';
+ * import { defineTool, toolCallEffects } from 'runestream/agents';
  * const add = defineTool({ name: 'add', description: 'Adds two numbers.', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
  * const engine = createEngine({ epics: [toolCallEffects({ tools: [add] })] });
  * await engine.spawn('call-1', 'tool-call', { callId: 'c1', toolName: 'add', arguments: { a: 1, b: 2 } });

@@ -27,6 +27,11 @@ const OPTIONS = ['inactivityTimeoutMs', 'staleAfterMs', 'resolutionMs'];
 /** The reason of the `Pause` a running actor gets when it is seen stale. */
 const STALE_NO_ACTIVITY = 'stale: no activity';
 
+// The events its clocks dispatch, made once: an idle actor's armed deadline holds one.
+const STALE_PAUSE = { type: 'Pause', reason: STALE_NO_ACTIVITY } as const;
+const INACTIVITY_TIMEOUT = { type: 'InactivityTimeout' } as const;
+const RESTART_PAUSE = { type: 'Pause', reason: INTERRUPTED_BY_RESTART } as const;
+
 /**
  * The chat actor's lifecycle (seed 000) as an epic:
  *
@@ -84,11 +89,10 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
       if (view.rune?.kind === 'Shutdown') return { release: released(view.stream, context) };
       if (view.value === 'running') {
         // Its interaction died with the process that ran it: pause it, so the user can resume it.
-        if (view.origin === 'resumed') return { interrupted: of({ type: 'Pause', reason: INTERRUPTED_BY_RESTART }) };
-        return staleAfterMs > 0 ? { heartbeat: deadline(staleAfterMs, { type: 'Pause', reason: STALE_NO_ACTIVITY }) } : {};
+        if (view.origin === 'resumed') return { interrupted: of(RESTART_PAUSE) };
+        return staleAfterMs > 0 ? { heartbeat: deadline(staleAfterMs, STALE_PAUSE) } : {};
       }
-      const timeout = { type: 'InactivityTimeout' } as const;
-      const timeout$ = deadline(inactivityTimeoutMs, timeout);
+      const timeout$ = deadline(inactivityTimeoutMs, INACTIVITY_TIMEOUT);
       if (view.rune !== undefined) return { inactivity: timeout$ };
       // Found in the store: its last rune, read only once the clock runs out, may be a Shutdown, and
       // a shut-down actor has no clock, here as in the process that shut it down. Otherwise it times
@@ -98,7 +102,7 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         defaultIfEmpty(undefined),
         catchError(() => of(undefined)),
         switchMap((last) =>
-          last?.kind === 'Shutdown' ? EMPTY : concat(of(timeout), durableDeadline(context.scheduler.now() + retryMs, timeout, { scheduler: context.scheduler, resolutionMs, retryMs })),
+          last?.kind === 'Shutdown' ? EMPTY : concat(of(INACTIVITY_TIMEOUT), durableDeadline(context.scheduler.now() + retryMs, INACTIVITY_TIMEOUT, { scheduler: context.scheduler, resolutionMs, retryMs })),
         ),
       );
       return { inactivity: timeout$.pipe(take(1), switchMap(() => unlessShutDown$)) };

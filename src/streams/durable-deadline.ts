@@ -14,23 +14,79 @@ export interface DurableDeadlineOptions {
   readonly resolutionMs?: number;
 }
 
-/** A wheel's keys are one object per armed deadline; firing calls it. */
-type Armed = { fire(): void };
+/** A durable deadline as data: what {@link durableDeadline} arms. */
+export interface DeadlineSpec<T = unknown> {
+  readonly at: number;
+  readonly value: T;
+  readonly scheduler: SchedulerLike;
+  readonly retryMs: number;
+  readonly resolutionMs: number;
+}
 
 /** One timer wheel per scheduler and resolution: every deadline of an engine shares one scheduled action. */
-const wheels = new WeakMap<SchedulerLike, Map<number, TimerWheel<Armed>>>();
+const wheels = new WeakMap<SchedulerLike, Map<number, TimerWheel<ArmedDeadline>>>();
 
-function sharedWheel(scheduler: SchedulerLike, resolutionMs: number): TimerWheel<Armed> {
+function sharedWheel(scheduler: SchedulerLike, resolutionMs: number): TimerWheel<ArmedDeadline> {
   let byResolution = wheels.get(scheduler);
   if (byResolution === undefined) wheels.set(scheduler, (byResolution = new Map()));
   let wheel = byResolution.get(resolutionMs);
   if (wheel === undefined) {
-    wheel = timerWheel<Armed>(scheduler, resolutionMs, (due) => {
+    wheel = timerWheel<ArmedDeadline>(scheduler, resolutionMs, (due) => {
       for (const armed of due) armed.fire();
     });
     byResolution.set(resolutionMs, wheel);
   }
   return wheel;
+}
+
+/**
+ * A deadline armed on its scheduler's shared wheel: `due()` is called at `at`, then every
+ * `retryMs`, until `disarm()`. A class, not closures: the effect host keeps one per idle stream,
+ * a million of them at once.
+ */
+export abstract class ArmedDeadline<T = unknown> {
+  private armed = false;
+  constructor(readonly spec: DeadlineSpec<T>) {}
+
+  /** Called when the deadline (or a retry of it) is due. */
+  protected abstract due(value: T): void;
+
+  arm(): void {
+    this.armed = true;
+    sharedWheel(this.spec.scheduler, this.spec.resolutionMs).set(this, this.spec.at);
+  }
+
+  disarm(): void {
+    this.armed = false;
+    sharedWheel(this.spec.scheduler, this.spec.resolutionMs).delete(this);
+  }
+
+  /** @internal Called by the wheel. */
+  fire(): void {
+    // Due in the same tick as a deadline whose emission disarmed this one: stay disarmed.
+    if (!this.armed) return;
+    const { scheduler, retryMs, resolutionMs } = this.spec;
+    sharedWheel(scheduler, resolutionMs).set(this, scheduler.now() + retryMs);
+    this.due(this.spec.value);
+  }
+}
+
+const DEADLINE = Symbol('runestream.durableDeadline');
+
+/** The deadline a {@link durableDeadline} Observable stands for, if it is one: the effect host arms it without a subscription. */
+export const deadlineSpecOf = (effect: Observable<unknown>): DeadlineSpec | undefined => (effect as { [DEADLINE]?: DeadlineSpec })[DEADLINE];
+
+/** Emits each time its deadline is due, to one subscriber. */
+class SubscribedDeadline<T> extends ArmedDeadline<T> {
+  constructor(
+    spec: DeadlineSpec<T>,
+    private readonly next: (value: T) => void,
+  ) {
+    super(spec);
+  }
+  protected due(value: T): void {
+    this.next(value);
+  }
 }
 
 /**
@@ -46,15 +102,19 @@ function sharedWheel(scheduler: SchedulerLike, resolutionMs: number): TimerWheel
  * 1. Every deadline joins one timer wheel per scheduler and `resolutionMs`: a million armed
  *    deadlines are a million map entries and one scheduled action.
  * 2. Unsubscribing disarms it. It never completes on its own.
+ * 3. It is also data: given as an effect to `stateEffects` as it is, the host arms it on the wheel
+ *    without subscribing (a few dozen bytes per idle stream, not an rxjs subscription).
  *
  * ## Example
  * ```ts
  * import { asyncScheduler } from 'rxjs';
  * import { durableDeadline } from 'runestream';
  * const lastRuneAt = asyncScheduler.now() - 5_000;
- * durableDeadline(lastRuneAt + 1_000, { type: 'InactivityTimeout' }, { scheduler: asyncScheduler })
- *   .subscribe((event) => console.log(event))
- *   .add(() => console.log('disarmed'));
+ * const subscription = durableDeadline(lastRuneAt + 1_000, { type: 'InactivityTimeout' }, { scheduler: asyncScheduler })
+ *   .subscribe((event) => {
+ *     console.log(event);
+ *     subscription.unsubscribe();
+ *   });
  * // Logs, within a second (the deadline has passed): { type: 'InactivityTimeout' }
  * ```
  */
@@ -62,17 +122,11 @@ export function durableDeadline<T>(at: number, value: T, options: DurableDeadlin
   const { scheduler, retryMs = 60_000, resolutionMs = 1000 } = options;
   if (!(retryMs > 0)) throw new TypeError(`durableDeadline: "retryMs" must be positive, got ${String(retryMs)}`);
   if (!(resolutionMs > 0)) throw new TypeError(`durableDeadline: "resolutionMs" must be positive, got ${String(resolutionMs)}`);
-  return new Observable<T>((subscriber) => {
-    const wheel = sharedWheel(scheduler, resolutionMs);
-    const armed: Armed = {
-      fire: () => {
-        // Due in the same tick as a deadline whose emission unsubscribed this one: stay disarmed.
-        if (subscriber.closed) return;
-        wheel.set(armed, scheduler.now() + retryMs);
-        subscriber.next(value);
-      },
-    };
-    wheel.set(armed, at);
-    return () => wheel.delete(armed);
+  const spec: DeadlineSpec<T> = { at, value, scheduler, retryMs, resolutionMs };
+  const deadline$ = new Observable<T>((subscriber) => {
+    const armed = new SubscribedDeadline(spec, (due) => subscriber.next(due));
+    armed.arm();
+    return () => armed.disarm();
   });
+  return Object.assign(deadline$, { [DEADLINE]: spec });
 }

@@ -2,6 +2,7 @@ import { EMPTY, Observable, Subscription, defer, isObservable, retry, startWith,
 import type { AnyMachine } from '../reducers/machine.js';
 import { SPAWN_EVENT_TYPE, isRuneOf, type RuneOf } from '../reducers/rune.js';
 import type { DispatchCommand, Epic, EpicCommand, EpicContext } from './epic.js';
+import { ArmedDeadline, deadlineSpecOf, type DeadlineSpec } from './durable-deadline.js';
 import { viewOfHead, viewOfRune, type EffectsByKey, type StateEffects, type StreamView } from './state-effects.js';
 
 /**
@@ -19,19 +20,63 @@ export interface EffectOwnership {
   readonly changes$?: Observable<unknown>;
 }
 
+/** Dispatches what an effect of `stream` emitted. */
+type Emit = (stream: string, out: unknown) => void;
+
 /** One running (or finished, key still due) effect of a stream. */
 interface Slot {
-  subscription: Subscription | undefined;
-  /** The view it started with: told which rune cancels it. */
-  readonly view: StreamView<AnyMachine>;
+  readonly key: string;
+  /** Stops it; `by` is the rune that made it stop, if one did. */
+  stop(by: RuneOf<AnyMachine> | undefined): void;
 }
 
-/** The effects of one stream in one of the declaration's states. */
+/** An effect that is an Observable: subscribed. */
+class SubscribedSlot implements Slot {
+  subscription: Subscription | undefined;
+  constructor(
+    readonly key: string,
+    /** The view it started with: told which rune cancels it. */
+    private readonly view: StreamView<AnyMachine>,
+  ) {}
+  stop(by: RuneOf<AnyMachine> | undefined): void {
+    if (by !== undefined) this.view.cancelledBy = by;
+    this.subscription?.unsubscribe();
+  }
+}
+
+/** An effect that is a `durableDeadline` as it is: armed on the shared wheel, no subscription (a million idle streams hold one each). */
+class DeadlineSlot extends ArmedDeadline implements Slot {
+  constructor(
+    readonly key: string,
+    spec: DeadlineSpec,
+    private readonly stream: string,
+    private readonly emit: Emit,
+  ) {
+    super(spec);
+  }
+  protected due(value: unknown): void {
+    this.emit(this.stream, value);
+  }
+  stop(): void {
+    this.disarm();
+  }
+}
+
+/** The effects of one stream in one of the declaration's states: a few keys, so an array. */
 interface StreamEffects {
-  readonly slots: Map<string, Slot>;
+  readonly slots: Slot[];
   /** Bumped by every reconciliation: an outer one, re-entered through a synchronous dispatch, stops. */
   generation: number;
 }
+
+const slotOf = (effects: StreamEffects, key: string): Slot | undefined => effects.slots.find((slot) => slot.key === key);
+
+/** Removes a slot; whether it was still there. */
+const removeSlot = (effects: StreamEffects, slot: Slot): boolean => {
+  const index = effects.slots.indexOf(slot);
+  if (index >= 0) effects.slots.splice(index, 1);
+  return index >= 0;
+};
 
 /** A listing of stored heads that fails is tried again after this much, doubling up to 30 s. */
 const LISTING_RETRY_MS = 1000;
@@ -91,30 +136,31 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
       const fail = (stream: string, key: string | undefined, error: unknown): void =>
         context.report?.({ type: 'effect_failed', epic: name, stream, ...(key === undefined ? {} : { key }), error });
 
-      /** Stops one effect; `by` is the rune that made it stop, if one did. */
-      const stop = (slot: Slot, by: RuneOf<M> | undefined): void => {
-        if (by !== undefined) slot.view.cancelledBy = by;
-        slot.subscription?.unsubscribe();
-      };
+      const emit: Emit = (stream, out) =>
+        subscriber.next(typeof out === 'object' && out !== null && isCommand(out) ? out : { stream, event: out as DispatchCommand['event'] });
 
+      /** Stops every effect of a stream: it left the declaration's states (`by`), or this host stops or lost it. */
       const cancelAll = (stream: string, effects: StreamEffects, by: RuneOf<M> | undefined): void => {
         effects.generation++;
-        const slots = [...effects.slots.values()];
-        effects.slots.clear();
+        const slots = effects.slots.splice(0);
         if (streams.get(stream) === effects) streams.delete(stream);
-        for (const slot of slots) stop(slot, by);
+        for (const slot of slots) slot.stop(by);
       };
 
       const start = (view: StreamView<M>, effects: StreamEffects, key: string, effect$: Observable<unknown>): void => {
         const { stream } = view;
-        const slot: Slot = { subscription: undefined, view };
-        effects.slots.set(key, slot);
-        const subscription = effect$.subscribe({
-          next: (out) => subscriber.next(typeof out === 'object' && out !== null && isCommand(out) ? out : { stream, event: out as DispatchCommand['event'] }),
-          error: (error: unknown) => fail(stream, key, error),
-        });
+        const deadline = deadlineSpecOf(effect$);
+        if (deadline !== undefined) {
+          const slot = new DeadlineSlot(key, deadline, stream, emit);
+          effects.slots.push(slot);
+          slot.arm();
+          return;
+        }
+        const slot = new SubscribedSlot(key, view);
+        effects.slots.push(slot);
+        const subscription = effect$.subscribe({ next: (out) => emit(stream, out), error: (error: unknown) => fail(stream, key, error) });
         // Cancelled while it started (its own dispatch moved the stream on): stop it now.
-        if (effects.slots.get(key) === slot) slot.subscription = subscription;
+        if (effects.slots.includes(slot)) slot.subscription = subscription;
         else subscription.unsubscribe();
       };
 
@@ -129,15 +175,15 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
           return;
         }
         let effects = streams.get(stream);
-        if (effects === undefined) streams.set(stream, (effects = { slots: new Map(), generation: 0 }));
+        if (effects === undefined) streams.set(stream, (effects = { slots: [], generation: 0 }));
         const generation = ++effects.generation;
-        for (const [key, slot] of [...effects.slots]) {
-          if (Object.hasOwn(due, key)) continue;
-          effects.slots.delete(key);
-          stop(slot, view.rune);
+        for (const slot of [...effects.slots]) {
+          if (Object.hasOwn(due, slot.key)) continue;
+          removeSlot(effects, slot);
+          slot.stop(view.rune);
         }
         for (const key of Object.keys(due)) {
-          if (effects.slots.has(key)) continue;
+          if (slotOf(effects, key) !== undefined) continue;
           const effect$ = due[key];
           if (!isObservable(effect$)) {
             fail(stream, key, new TypeError(`effect "${key}" is not an Observable (got ${effect$ === null ? 'null' : typeof effect$})`));
@@ -162,11 +208,7 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
           if (effects !== undefined) cancelAll(stream, effects, rune);
           return;
         }
-        if (effects !== undefined && restartOn?.(rune) === true) {
-          const slots = [...effects.slots.values()];
-          effects.slots.clear();
-          for (const slot of slots) stop(slot, rune);
-        }
+        if (effects !== undefined && restartOn?.(rune) === true) for (const slot of effects.slots.splice(0)) slot.stop(rune);
         const entered = rune.event.type === SPAWN_EVENT_TYPE || rune.from !== rune.to || rune.to === undefined;
         reconcile(viewOfRune(machine, rune, effects !== undefined || entered ? 'live' : 'resumed', context));
       };

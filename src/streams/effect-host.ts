@@ -178,13 +178,13 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
         if (effects === undefined) streams.set(stream, (effects = { slots: [], generation: 0 }));
         const generation = ++effects.generation;
         for (const slot of [...effects.slots]) {
-          if (Object.hasOwn(due, slot.key)) continue;
+          if (Object.hasOwn(due, slot.key) && due[slot.key] !== undefined) continue;
           removeSlot(effects, slot);
           slot.stop(view.rune);
         }
         for (const key of Object.keys(due)) {
-          if (slotOf(effects, key) !== undefined) continue;
           const effect$ = due[key];
+          if (effect$ === undefined || slotOf(effects, key) !== undefined) continue;
           if (!isObservable(effect$)) {
             fail(stream, key, new TypeError(`effect "${key}" is not an Observable (got ${effect$ === null ? 'null' : typeof effect$})`));
             continue;

@@ -47,8 +47,11 @@ export interface StreamView<M extends AnyMachine> {
  */
 export type Effect<M extends AnyMachine> = Observable<EventOf<M> | EpicCommand>;
 
-/** What a machine's effects are in a state: effects by key. The key is an effect's identity across runes. */
-export type EffectsByKey<M extends AnyMachine> = Readonly<Record<string, Effect<M>>>;
+/**
+ * What a machine's effects are in a state: effects by key. The key is an effect's identity across
+ * runes. A key whose value is `undefined` is not due, as if it were absent.
+ */
+export type EffectsByKey<M extends AnyMachine> = Readonly<Record<string, Effect<M> | undefined>>;
 
 /**
  * Effects declared as a function of a stream's state (the Moorex model): the engine keeps every

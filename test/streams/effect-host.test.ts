@@ -2,7 +2,7 @@ import { NEVER, Observable, Subject, of, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { marbles } from 'rxjs-marbles';
 import { describe, expect, it } from 'vitest';
-import { stateEffects, type EffectOwnership, type EpicCommand, type EpicReport, type StreamHead, type StreamView } from '../../src/index.js';
+import { createEngine, stateEffects, type EffectOwnership, type EngineError, type EpicCommand, type EpicReport, type StreamHead, type StreamView } from '../../src/index.js';
 import { toolCall } from '../../src/index.js';
 import { epicContext } from '../support/epic-context.js';
 import { callRune, spawnRune } from '../effects/tools/support.js';
@@ -277,5 +277,33 @@ describe('stateEffects: ownership', () => {
       // call-2's rune came while another process owned it; gained at 4, it is resumed from its head.
       expectSubscriptions(two.subscriptions).toBe('----^');
     });
+  });
+});
+
+describe('stateEffects in an engine', () => {
+  it('the engine passes its ownership and reports failed effects on errors$', async () => {
+    const owned = new Set(['call-1']);
+    const changes$ = new Subject<void>();
+    const started: string[] = [];
+    const epic = stateEffects({
+      name: 'watcher',
+      machine: toolCall,
+      states: ['pending_call'],
+      effects: (view) => {
+        started.push(`${view.stream} ${view.origin}`);
+        return view.stream === 'call-3' ? { boom: new Observable<never>((s) => s.error(new Error('no'))) } : { wait: NEVER };
+      },
+    });
+    const engine = createEngine({ epics: [epic], ownership: { owns: (stream) => owned.has(stream), changes$ } });
+    const reports: EngineError[] = [];
+    engine.errors$.subscribe((error) => reports.push(error));
+    for (const stream of ['call-1', 'call-2', 'call-3']) await engine.spawn(stream, toolCall, input);
+    expect(started).toEqual(['call-1 live']);
+    owned.add('call-2').add('call-3');
+    changes$.next();
+    await new Promise((resolve) => setImmediate(resolve)); // the host lists the heads it gained
+    expect(started).toEqual(['call-1 live', 'call-2 resumed', 'call-3 resumed']);
+    expect(reports).toMatchObject([{ type: 'effect_failed', epic: 'watcher', stream: 'call-3', key: 'boom' }]);
+    await engine.close();
   });
 });

@@ -21,6 +21,7 @@ export * from './conversation/index.js';
 export * from './agent-lifecycle/index.js';
 export * from './autonomy-loop/index.js';
 export * from './rune.js';
+export * from './fold.js';
 export * from './invariants.js';
 // Seed 004
 export * from './react-agent/index.js';

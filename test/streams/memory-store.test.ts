@@ -4,7 +4,7 @@ import { memoryStore } from '../../src/streams/memory-store.js';
 import { describeStoreContract, runeOf, runesOf } from '../support/store-contract.js';
 
 
-describeStoreContract('memoryStore', () => memoryStore());
+describeStoreContract('memoryStore', () => memoryStore(), { appendSync: true, severalWriters: true });
 
 describe('memoryStore.appendSync', () => {
   it('commits one rune at once, with the same gapless check as append', async () => {

@@ -1,5 +1,5 @@
 import type { Rune } from '../reducers/rune.js';
-import { StoreConflictError, type RuneStore } from './store.js';
+import { StoreConflictError, type AppendOptions, type RuneStore } from './store.js';
 import type { DispatchSink } from './submit.js';
 
 /** What the queue reads and writes of an instance (the engine's instances are this). */
@@ -36,6 +36,8 @@ export interface CommitQueueOptions {
    * rest of the turn's runes wait for the next turn in a batch. Default {@link MAX_BURST}.
    */
   readonly maxBurst?: number;
+  /** What every append says about its writer (its id, its fence). Default: nothing. */
+  readonly appendOptions?: AppendOptions;
 }
 
 /**
@@ -77,7 +79,8 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => onNextTurn(resolv
  */
 export class CommitQueue<I extends Committable> {
   readonly #store: RuneStore;
-  readonly #appendSync: ((rune: Rune) => void) | undefined;
+  readonly #appendSync: ((rune: Rune, options?: AppendOptions) => void) | undefined;
+  readonly #appendOptions: AppendOptions | undefined;
   readonly #hooks: CommitHooks<I>;
   readonly #maxBurst: number;
   #pending: PendingRune<I>[] = [];
@@ -95,6 +98,7 @@ export class CommitQueue<I extends Committable> {
     this.#appendSync = store.appendSync?.bind(store);
     this.#hooks = hooks;
     this.#maxBurst = options.maxBurst ?? MAX_BURST;
+    this.#appendOptions = options.appendOptions;
   }
 
   /** The batches being appended, if any: resolves once none is pending. */
@@ -115,7 +119,7 @@ export class CommitQueue<I extends Committable> {
     }
     if (this.#burst++ === 0) onNextTurn(this.#endBurst);
     try {
-      appendSync(rune);
+      appendSync(rune, this.#appendOptions);
     } catch (error) {
       this.#hooks.refused(instance.stream);
       sink.error(error, token);
@@ -142,6 +146,20 @@ export class CommitQueue<I extends Committable> {
     }
   }
 
+  /**
+   * Runs `announce` as if publishing: runes enqueued from inside it wait for the next batch. For
+   * making visible runes that did not come through this queue (another writer's).
+   */
+  whilePublishing(announce: () => void): void {
+    const outer = this.#publishing;
+    this.#publishing = true;
+    try {
+      announce();
+    } finally {
+      this.#publishing = outer;
+    }
+  }
+
   /** Appends batches until none is pending: one append in flight at a time keeps each stream in order. */
   async #flushSoon(): Promise<void> {
     try {
@@ -153,7 +171,7 @@ export class CommitQueue<I extends Committable> {
         const batch = this.#pending;
         this.#pending = [];
         try {
-          await this.#store.append(batch.map((p) => p.rune));
+          await this.#store.append(batch.map((p) => p.rune), this.#appendOptions);
         } catch (error) {
           this.#fail(batch, error);
           continue;

@@ -12,7 +12,8 @@ import { StreamReadError } from './stream-read-error.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
 import { Snapshots } from './snapshots.js';
-import type { RuneStore, Snapshot } from './store.js';
+import type { AppendOptions, Fence, RuneStore, Snapshot } from './store.js';
+import { StoreFollower } from './follow-store.js';
 import { PromisedDispatch, promiseSink, registerSubmit, type DispatchSink } from './submit.js';
 
 /**
@@ -70,6 +71,22 @@ export interface EngineOptions {
    * (UTF-16 code units, keys too), `maxKeys` 1,000 (per object), `maxArrayLength` 10,000.
    */
   limits?: Partial<ValueLimits>;
+  /**
+   * Whether other writers append to this engine's store (other engines on one memory store, other
+   * processes on a PostgreSQL store): the engine then follows the store's `tail`, folding their
+   * runes into its instances and publishing them, so `state$`, `runes$` and epics carry them
+   * live. Needs a store with `tail`. Default `false`: the engine takes itself for the only writer;
+   * another writer's rune then surfaces as the `StoreConflictError` of the dispatch that collides
+   * with it, after which the stream is hydrated afresh.
+   */
+  followStore?: boolean;
+  /**
+   * This engine's lease as a fencing token, carried by every append: a store that fences refuses
+   * the appends once a newer epoch of the lease was raised (`RuneStore.raiseFence`), so an owner
+   * that lost its lease cannot write any more (each dispatch then fails with a `StoreFencedError`).
+   * A store with one writer by construction (SQLite) ignores it. Default: none.
+   */
+  fence?: Fence;
 }
 
 /** Something went wrong outside any caller's request; the engine carries on. */
@@ -154,6 +171,19 @@ function valueLimitsOption(given: Partial<ValueLimits> | undefined): ValueLimits
   return limits;
 }
 
+/** The `fence` option, checked: a non-empty lease name and a non-negative integer epoch. */
+function fenceOption(fence: unknown): Fence | undefined {
+  if (fence === undefined) return undefined;
+  const { lease, epoch } = (typeof fence === 'object' && fence !== null ? fence : {}) as Partial<Fence>;
+  if (typeof lease !== 'string' || lease.length === 0 || !Number.isInteger(epoch) || epoch! < 0) {
+    throw new TypeError(`createEngine: "fence" must be { lease: a non-empty string, epoch: a non-negative integer }, got ${JSON.stringify(fence)}`);
+  }
+  return { lease, epoch: epoch! };
+}
+
+/** A writer id for this engine's appends, so that it tells its own runes from others' in the store's tail. */
+const newWriterId = (): string => `engine-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+
 /**
  * Creates an engine: keyed machine instances folded by their pure transitions, every accepted
  * event appended as a rune to a durable store, state and runes multicast to subscribers.
@@ -167,7 +197,10 @@ function valueLimitsOption(given: Partial<ValueLimits> | undefined): ValueLimits
  * 3. An instance not in memory is hydrated from the store on its next dispatch or subscription:
  *    from its newest snapshot, then folding the runes after it. An instance that reaches a
  *    terminal state leaves memory once that rune is durable.
- * 4. Epics (see {@link runEpics}) hear every live rune, never a replayed one, and what they emit is
+ * 4. With `followStore`, other writers' runes reach the engine from the store's `tail` (see
+ *    {@link StoreFollower}); without it, a dispatch that collides with one fails with the store's
+ *    `StoreConflictError` and the stream is hydrated afresh on its next use.
+ * 5. Epics (see {@link runEpics}) hear every live rune, never a replayed one, and what they emit is
  *    dispatched. A rejected command or a failing epic is reported on `errors$`; a failed epic is
  *    resubscribed with backoff. They start on the next microtask.
  *
@@ -196,6 +229,15 @@ export function createEngine(options: EngineOptions = {}): Engine {
     throw new TypeError(`createEngine: "snapshotEvery" must be a non-negative integer, got ${String(snapshotEvery)}`);
   }
   const limits = valueLimitsOption(options.limits);
+  const fence = fenceOption(options.fence);
+  const followStore = options.followStore ?? false;
+  if (typeof followStore !== 'boolean') throw new TypeError(`createEngine: "followStore" must be a boolean, got ${String(followStore)}`);
+  if (followStore && typeof store.tail !== 'function') {
+    throw new TypeError('createEngine: "followStore" needs a store with tail (one several writers share, like memoryStore); this store has none');
+  }
+  const writer = followStore ? newWriterId() : undefined;
+  /** Decided once: with neither option, appends say nothing about their writer. */
+  const appendOptions: AppendOptions | undefined = writer === undefined && fence === undefined ? undefined : { writer, fence };
   /** Decided once: with every limit off, the hot path does not even call a check. */
   const checkValue = noValueLimits(limits) ? undefined : valueCheck(limits);
 
@@ -228,10 +270,25 @@ export function createEngine(options: EngineOptions = {}): Engine {
       // stays in the log, where a later subscriber hydrates it from.
       if (rune.to !== undefined && instance.machine.terminal.length > 0 && instance.machine.terminal.includes(rune.to)) instance.releasing = true;
       if (instance.releasing && instance.durableSeq === instance.seq && current) instances.forget(instance.stream);
+      if (follower?.waiting) follower.settled(instance.stream);
     },
-    refused: (stream) => instances.forget(stream),
+    refused: (stream) => {
+      instances.forget(stream);
+      if (follower?.waiting) follower.settled(stream);
+    },
     committed: () => (snapshots.due ? snapshots.saveSoon() : snapshots.saving),
-  });
+  }, { appendOptions });
+
+  const follower = writer === undefined
+    ? undefined
+    : new StoreFollower(store as RuneStore & Required<Pick<RuneStore, 'tail'>>, writer, instances, commits, {
+        state: (stream, instance) => liveStates.next(stream, instance),
+        watched: (stream) => liveStates.has(stream),
+        rune: (rune) => {
+          liveRunes.next(rune.stream, rune);
+          if (allRunes.observed) allRunes.next(rune);
+        },
+      });
 
   // --- instances: spawn and hydration ------------------------------------------------------------
 
@@ -424,6 +481,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   /** Stops the epics, lets loads in progress settle and pending appends finish, then closes the store. */
   const shutDown = async (): Promise<void> => {
     closed = true;
+    follower?.stop();
     epicsRunning?.unsubscribe();
     await instances.settled();
     while (commits.flushing !== undefined) await commits.flushing;

@@ -1,5 +1,6 @@
-import { foldEvents } from '../reducers/fold.js';
+import { foldEvents, foldRune } from '../reducers/fold.js';
 import type { AnyMachine } from '../reducers/machine.js';
+import type { Rune } from '../reducers/rune.js';
 import type { Committable } from './commit-queue.js';
 import type { SnapshotSubject } from './snapshots.js';
 import { StreamReadError } from './stream-read-error.js';
@@ -37,8 +38,9 @@ export const isUnknownMachine = (error: unknown): error is StreamReadError => er
  *
  * 1. {@link load} gives the instance in memory at once, or hydrates it from the store: from its
  *    newest snapshot, folding the events after it (`foldEvents`) up to the head the store gave at
- *    the start. Runes another writer appends meanwhile are left for the next load; a log that ends
- *    before its head is a `StreamReadError` `log_mismatch`. Two loads of a stream share one.
+ *    the start; a log that ends before its head is a `StreamReadError` `log_mismatch`. The runes
+ *    another writer commits meanwhile, {@link arrived} from the store's tail, are folded on top,
+ *    so the instance enters memory as the store has it then. Two loads of a stream share one.
  * 2. {@link claim} is how a spawn gets its stream: while the store is asked whether the stream
  *    exists, every load of it waits for the claim; the new instance enters memory in the same
  *    synchronous step as `admit` puts its seq-1 rune in the commit queue, so no load can see the
@@ -52,6 +54,8 @@ export class Instances {
   readonly #memory = new Map<string, Instance>();
   /** Hydrations and spawn claims in progress, so two callers never build the same instance twice. */
   readonly #loading = new Map<string, Promise<Instance | undefined>>();
+  /** Per load in progress, the runes other writers committed to its stream meanwhile. */
+  readonly #arrived = new Map<string, Rune[]>();
 
   constructor(store: RuneStore, machines: Readonly<Record<string, AnyMachine>>) {
     this.#store = store;
@@ -89,7 +93,7 @@ export class Instances {
     if (instance !== undefined) return instance;
     let loadingNow = this.#loading.get(stream);
     if (loadingNow === undefined) {
-      loadingNow = this.#hydrate(stream).finally(() => this.#loading.delete(stream));
+      loadingNow = this.#hydrate(stream).finally(() => this.#loaded(stream));
       this.#loading.set(stream, loadingNow);
     }
     return loadingNow;
@@ -108,9 +112,26 @@ export class Instances {
       this.#memory.set(stream, instance);
       admit(instance);
       return instance;
-    })().finally(() => this.#loading.delete(stream));
+    })().finally(() => this.#loaded(stream));
     this.#loading.set(stream, claiming);
     return claiming;
+  }
+
+  /**
+   * Another writer's rune, heard from the store's tail: if its stream is being loaded, the load
+   * folds it in (if the store had not given it to the load already). Says whether it did.
+   */
+  arrived(rune: Rune): boolean {
+    if (!this.#loading.has(rune.stream)) return false;
+    const arrived = this.#arrived.get(rune.stream);
+    if (arrived === undefined) this.#arrived.set(rune.stream, [rune]);
+    else arrived.push(rune);
+    return true;
+  }
+
+  #loaded(stream: string): void {
+    this.#loading.delete(stream);
+    this.#arrived.delete(stream);
   }
 
   /** Drops a stream's instance from memory at once: the next use hydrates what the store holds. */
@@ -147,9 +168,15 @@ export class Instances {
       seq += events.length;
     }
     if (seq < head.seq) throw new StreamReadError('log_mismatch', `stream "${stream}": the store's head is seq ${head.seq} but its runes end at ${seq}`);
+    let { at } = head;
+    for (const rune of this.#arrived.get(stream) ?? []) {
+      if (rune.seq !== seq + 1) continue; // read already (or, past a gap, left for the next load)
+      state = foldRune(machine, state, ++seq, rune.event);
+      if (rune.at > at) at = rune.at;
+    }
     // Runes since the snapshot count toward the next one, so a stream released often still gets one.
     const sinceSnapshot = seq - (snapshot?.seq ?? 0);
-    const instance: Instance = { stream, machine, state, seq, at: head.at, durableState: state, durableSeq: seq, sinceSnapshot, releasing: false };
+    const instance: Instance = { stream, machine, state, seq, at, durableState: state, durableSeq: seq, sinceSnapshot, releasing: false };
     this.#memory.set(stream, instance);
     return instance;
   }

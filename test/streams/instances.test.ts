@@ -87,6 +87,30 @@ describe('Instances: loading', () => {
     expect(instance.state).toEqual(foldOf(chatRunes('a', 3)));
   });
 
+  it("folds on top the runes another writer commits while it loads, as the store's tail tells them", async () => {
+    const inner = memoryStore();
+    await inner.append(chatRunes('a', 3));
+    let goOn!: () => void;
+    const held = new Promise<void>((resolve) => (goOn = resolve));
+    const store: RuneStore = { ...inner, head: async (stream) => {
+      const head = await inner.head(stream);
+      await held;
+      return head;
+    } };
+    const instances = new Instances(store, machines);
+    const [, a4, a5] = chatRunes('a', 5).slice(2);
+    expect(instances.arrived(a4!)).toBe(false); // no load in progress: nothing to fold into
+    const loading = instances.load('a');
+    await inner.append([a4!, a5!]); // another writer, after the head was read
+    expect(instances.arrived(chatRunes('a', 3)[2]!)).toBe(true); // one the load reads anyway
+    expect(instances.arrived(a4!)).toBe(true);
+    expect(instances.arrived(a5!)).toBe(true);
+    goOn();
+    const instance = (await loading)!;
+    expect(instance).toMatchObject({ seq: 5, durableSeq: 5, at: 5 });
+    expect(instance.state).toEqual(foldOf(chatRunes('a', 5)));
+  });
+
   it('refuses a log that ends before its head (log_mismatch) and a machine it does not host (unknown_machine)', async () => {
     const inner = memoryStore();
     await inner.append([...chatRunes('a', 2), { stream: 'x', seq: 1, machine: 'alien', kind: 'spawned', event: { type: 'spawn' }, at: 0 }]);

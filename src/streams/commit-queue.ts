@@ -75,7 +75,7 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => onNextTurn(resolv
  *    append is in flight at a time, so each stream's runes reach the store in order.
  * 3. Publish after commit: an instance's durable seq and state move, and `hooks.published` is
  *    called, only once the store took the rune; then its sink is told it was accepted.
- * 4. A batch the store refused is {@link fail}ed: nothing of it is durable.
+ * 4. A batch the store refused fails as `#fail` says: nothing of it is durable.
  */
 export class CommitQueue<I extends Committable> {
   readonly #store: RuneStore;

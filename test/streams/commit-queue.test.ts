@@ -176,6 +176,16 @@ describe('CommitQueue: order', () => {
     expect(log.slice(4)).toEqual(['append a:2', 'published a:2', 'a:2 accepted']);
   });
 
+  it('takes a rune enqueued while announcing runes that did not come through it (another writer\'s) in the next batch too', async () => {
+    const log: string[] = [];
+    const { store } = loggingStore(log, { sync: true });
+    const { queue, sink, settled } = queueOn(store, log);
+    queue.whilePublishing(() => queue.enqueue(instanceOf('a'), runeOf('a', 1), {}, sink, 'a:1'));
+    expect(log).toEqual([]);
+    await settled();
+    expect(log).toEqual(['append a:1', 'published a:1', 'a:1 accepted']);
+  });
+
   it("keeps a rune behind its stream's rune still waiting in a batch, even with a store that commits at once", async () => {
     const log: string[] = [];
     const { store, inner } = loggingStore(log, { sync: true });

@@ -14,7 +14,8 @@ import type { AnyRuneEvent } from './rune.js';
  * import { chatActor, foldRune } from 'runestream';
  * let state = foldRune(chatActor, undefined, 1, { type: 'spawn' });
  * state = foldRune(chatActor, state, 2, { type: 'Pause', reason: 'lunch' });
- * console.log(state); // { value: 'paused', reason: 'lunch' }
+ * console.log(state);
+ * // Logs: { value: 'paused', reason: 'lunch' }
  * ```
  *
  * @see foldEvents, which folds a page of a stream's events with it.
@@ -32,7 +33,8 @@ export function foldRune(machine: AnyMachine, state: unknown, seq: number, event
  * ```ts
  * import { chatActor, foldEvents } from 'runestream';
  * const state = foldEvents(chatActor, undefined, 0, [{ type: 'spawn' }, { type: 'Pause' }, { type: 'Cancel', reason: 'user' }]);
- * console.log(state); // { value: 'cancelled', reason: 'user' }
+ * console.log(state);
+ * // Logs: { value: 'cancelled', reason: 'user' }
  * ```
  */
 export function foldEvents(machine: AnyMachine, state: unknown, seq: number, events: readonly AnyRuneEvent[]): unknown {

@@ -100,6 +100,7 @@ describe('Snapshots: saving in the background', () => {
     expect(snapshots.saveSoon()).toBe(saving); // one drain at a time
     expect(snapshots.saving).toBe(saving);
     snapshots.counted(durable(a, 2), true); // due while the first ones are being saved
+    expect(snapshots.saveSoon()).toBe(saving); // joins the drain under way, rather than starting a second one
     release();
     await saving;
     expect(recorder.calls).toEqual(['save a@1', 'save b@1', 'save a@2']);

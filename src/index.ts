@@ -24,6 +24,7 @@ export { ERROR_TEXT_MAX_LENGTH, errorText } from './reducers/error-text.js';
 
 // Runes and the seed-003 invariants over a log of them.
 export { runePayloadSchemas } from './reducers/rune-payloads.js';
+export { foldEvents, foldRune } from './reducers/fold.js';
 export { Rune, SPAWN_EVENT_TYPE, isRuneOf, type AnyRuneEvent, type RuneOf, type SpawnEvent, type StateNameOf } from './reducers/rune.js';
 export { InvariantName, InvariantViolation, checkInvariants, type CheckInvariantsOptions } from './reducers/invariants.js';
 
@@ -70,7 +71,19 @@ export { timerWheel, type TimerWheel } from './streams/timer-wheel.js';
 
 // Stores: the memory store, and what an engine's caller meets of any store.
 export { memoryStore } from './streams/memory-store.js';
-export { StoreConflictError, StoreError, type HeadsQuery, type RuneStore, type Snapshot, type StoreErrorCode, type StreamHead } from './streams/store.js';
+export {
+  StoreConflictError,
+  StoreError,
+  StoreFencedError,
+  type AppendOptions,
+  type Fence,
+  type HeadsQuery,
+  type RuneStore,
+  type Snapshot,
+  type StoreErrorCode,
+  type StreamHead,
+  type TailListener,
+} from './streams/store.js';
 
 // Epics: their types, and the light ones (no LLM, no tools runtime).
 export { isSpawnCommand, type DispatchCommand, type Epic, type EpicCommand, type EpicContext, type EpicReport, type SpawnCommand } from './streams/epic.js';

@@ -7,6 +7,7 @@
 export {
   StoreConflictError,
   StoreError,
+  StoreFencedError,
   checkBatch,
   headMatches,
   openState,
@@ -24,4 +25,5 @@ export {
   type ContractAssertion,
   type ContractPromiseAssertion,
   type ContractTestApi,
+  type StoreFeatures,
 } from './streams/store-contract.js';

@@ -5,12 +5,16 @@ import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, eventRejection } from '../reducers/validate.js';
 import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
 import type { EffectOwnership } from './effect-host.js';
+import { CommitQueue } from './commit-queue.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
+import { Instances, isUnknownMachine, type Instance } from './instances.js';
 import { KeyedListeners } from './keyed-listeners.js';
 import { StreamReadError } from './stream-read-error.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
-import { StoreConflictError, type RuneStore, type Snapshot } from './store.js';
+import { Snapshots } from './snapshots.js';
+import type { AppendOptions, Fence, RuneStore, Snapshot } from './store.js';
+import { StoreFollower } from './follow-store.js';
 import { PromisedDispatch, promiseSink, registerSubmit, type DispatchSink } from './submit.js';
 
 /**
@@ -73,6 +77,22 @@ export interface EngineOptions {
    * on one log split them by lease. Default: all.
    */
   ownership?: EffectOwnership;
+  /**
+   * Whether other writers append to this engine's store (other engines on one memory store, other
+   * processes on a PostgreSQL store): the engine then follows the store's `tail`, folding their
+   * runes into its instances and publishing them, so `state$`, `runes$` and epics carry them
+   * live. Needs a store with `tail`. Default `false`: the engine takes itself for the only writer;
+   * another writer's rune then surfaces as the `StoreConflictError` of the dispatch that collides
+   * with it, after which the stream is hydrated afresh.
+   */
+  followStore?: boolean;
+  /**
+   * This engine's lease as a fencing token, carried by every append: a store that fences refuses
+   * the appends once a newer epoch of the lease was raised (`RuneStore.raiseFence`), so an owner
+   * that lost its lease cannot write any more (each dispatch then fails with a `StoreFencedError`).
+   * A store with one writer by construction (SQLite) ignores it. Default: none.
+   */
+  fence?: Fence;
 }
 
 /** Something went wrong outside any caller's request; the engine carries on. */
@@ -112,38 +132,6 @@ export interface Engine {
   readonly machines: Readonly<Record<string, AnyMachine>>;
   /** Waits for pending appends, then closes the store. Later calls are refused with `closed`. */
   close(): Promise<void>;
-}
-
-/** A machine instance in memory. Kept small: a million of them may be idle at once. */
-interface Instance {
-  readonly stream: string;
-  readonly machine: AnyMachine;
-  /** Includes accepted events whose runes are not durable yet. */
-  state: unknown;
-  seq: number;
-  /** The `at` of its last rune: a later rune's `at` is never earlier. */
-  at: number;
-  /** What subscribers see: the state as of the last durable rune. */
-  durableState: unknown;
-  durableSeq: number;
-  /** Runes since the last snapshot. */
-  sinceSnapshot: number;
-  /** Leave memory as soon as every rune is durable. */
-  releasing: boolean;
-}
-
-interface DueSnapshot {
-  readonly snapshot: Snapshot;
-  readonly machine: string;
-}
-
-interface PendingRune {
-  readonly instance: Instance;
-  readonly rune: Rune;
-  readonly state: unknown;
-  /** Told the outcome, with `token`: one sink serves many dispatches, so none needs a closure. */
-  readonly sink: DispatchSink<any>;
-  readonly token: unknown;
 }
 
 /** An event dispatched to a stream while it is being loaded: applied, in order, once it is. */
@@ -189,22 +177,18 @@ function valueLimitsOption(given: Partial<ValueLimits> | undefined): ValueLimits
   return limits;
 }
 
-/** A stored stream whose machine this engine does not host: a configuration mistake, not a crash. */
-const unknownMachine = (stream: string, machine: string): StreamReadError =>
-  new StreamReadError('unknown_machine', `stream "${stream}" was spawned as machine "${machine}", which this engine does not host`);
+/** The `fence` option, checked: a non-empty lease name and a non-negative integer epoch. */
+function fenceOption(fence: unknown): Fence | undefined {
+  if (fence === undefined) return undefined;
+  const { lease, epoch } = (typeof fence === 'object' && fence !== null ? fence : {}) as Partial<Fence>;
+  if (typeof lease !== 'string' || lease.length === 0 || !Number.isInteger(epoch) || epoch! < 0) {
+    throw new TypeError(`createEngine: "fence" must be { lease: a non-empty string, epoch: a non-negative integer }, got ${JSON.stringify(fence)}`);
+  }
+  return { lease, epoch: epoch! };
+}
 
-const isUnknownMachine = (error: unknown): error is StreamReadError => error instanceof StreamReadError && error.code === 'unknown_machine';
-
-/** Calls `fn` on the next turn of the event loop: Node's `setImmediate`, a timer where there is none. */
-const onNextTurn: (fn: () => void) => void = typeof setImmediate === 'function' ? (fn) => setImmediate(fn) : (fn) => setTimeout(fn, 0);
-
-const nextTurn = (): Promise<void> => new Promise((resolve) => onNextTurn(resolve));
-
-/**
- * How many dispatches a store with `appendSync` commits at once in one turn of the event loop; the
- * rest of the turn's dispatches wait for the next turn, as with any store.
- */
-const MAX_BURST = 10_000;
+/** A writer id for this engine's appends, so that it tells its own runes from others' in the store's tail. */
+const newWriterId = (): string => `engine-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
 
 /**
  * Creates an engine: keyed machine instances folded by their pure transitions, every accepted
@@ -219,7 +203,10 @@ const MAX_BURST = 10_000;
  * 3. An instance not in memory is hydrated from the store on its next dispatch or subscription:
  *    from its newest snapshot, then folding the runes after it. An instance that reaches a
  *    terminal state leaves memory once that rune is durable.
- * 4. Epics (see {@link runEpics}) hear every live rune, never a replayed one, and what they emit is
+ * 4. With `followStore`, other writers' runes reach the engine from the store's `tail` (see
+ *    {@link StoreFollower}); without it, a dispatch that collides with one fails with the store's
+ *    `StoreConflictError` and the stream is hydrated afresh on its next use.
+ * 5. Epics (see {@link runEpics}) hear every live rune, never a replayed one, and what they emit is
  *    dispatched. A rejected command or a failing epic is reported on `errors$`; a failed epic is
  *    resubscribed with backoff. They start on the next microtask.
  *
@@ -248,203 +235,68 @@ export function createEngine(options: EngineOptions = {}): Engine {
     throw new TypeError(`createEngine: "snapshotEvery" must be a non-negative integer, got ${String(snapshotEvery)}`);
   }
   const limits = valueLimitsOption(options.limits);
+  const fence = fenceOption(options.fence);
+  const followStore = options.followStore ?? false;
+  if (typeof followStore !== 'boolean') throw new TypeError(`createEngine: "followStore" must be a boolean, got ${String(followStore)}`);
+  if (followStore && typeof store.tail !== 'function') {
+    throw new TypeError('createEngine: "followStore" needs a store with tail (one several writers share, like memoryStore); this store has none');
+  }
+  const writer = followStore ? newWriterId() : undefined;
+  /** Decided once: with neither option, appends say nothing about their writer. */
+  const appendOptions: AppendOptions | undefined = writer === undefined && fence === undefined ? undefined : { writer, fence };
   /** Decided once: with every limit off, the hot path does not even call a check. */
   const checkValue = noValueLimits(limits) ? undefined : valueCheck(limits);
 
-  const instances = new Map<string, Instance>();
-  /** Hydrations and spawns in progress, so two callers never build the same instance twice. */
-  const loading = new Map<string, Promise<Instance | undefined>>();
+  const errors = new Subject<EngineError>();
   /** Per stream, the instance at each durable rune: its listeners read its durable state and seq. */
   const liveStates = new KeyedListeners<Instance>();
-  const errors = new Subject<EngineError>();
   const liveRunes = new KeyedListeners<Rune>();
   const allRunes = new Subject<Rune>();
-  let pending: PendingRune[] = [];
-  let flushing: Promise<void> | undefined;
-  const snapshotsDue: DueSnapshot[] = [];
-  let savingSnapshots: Promise<void> | undefined;
   let closed = false;
 
-  // --- the write path: append, then publish ----------------------------------------------------
+  const instances = new Instances(store, machines);
+  const snapshots = new Snapshots(store, {
+    every: snapshotEvery,
+    retention,
+    failed: (stream, error) => errors.next({ type: 'snapshot_failed', stream, error }), // the runes are durable: hydration folds them
+  });
 
-  const appendSync = store.appendSync?.bind(store);
-  /** Runes committed at once in this turn of the event loop. */
-  let burst = 0;
-  /** Whether subscribers are being called: a dispatch from inside one waits for the next batch. */
-  let publishing = false;
+  // --- the write path: commit, then publish ------------------------------------------------------
 
-  /**
-   * Commits an accepted rune. A store with `appendSync` (nothing to wait for) takes it at once, and
-   * it is published before `dispatch` returns. Otherwise it joins the next batch: with a store
-   * that does I/O; behind a rune of its stream still in a batch; when dispatched from inside a
-   * subscriber (an epic that answers its own runes goes round once a turn, not in a loop that
-   * never yields); and after {@link MAX_BURST} at-once commits in one turn (a caller that
-   * dispatches again whenever a dispatch resolves must not starve timers and I/O).
-   */
-  const enqueue = <T>(instance: Instance, rune: Rune, state: unknown, sink: DispatchSink<T>, token: T): void => {
-    if (appendSync === undefined || publishing || instance.durableSeq !== rune.seq - 1 || burst >= MAX_BURST) {
-      pending.push({ instance, rune, state, sink, token });
-      if (flushing === undefined) flushing = flushSoon();
-      return;
-    }
-    if (burst++ === 0) onNextTurn(endBurst);
-    try {
-      appendSync(rune);
-    } catch (error) {
-      forget(instance.stream);
-      sink.error(error, token);
-      return;
-    }
-    publish(instance, rune, state);
-    if (snapshotsDue.length > 0) void saveSnapshotsSoon();
-    sink.result({ accepted: true, rune }, token);
-  };
-  const endBurst = (): void => {
-    burst = 0;
-  };
+  const commits = new CommitQueue<Instance>(store, {
+    /** One durable rune: a snapshot if due, subscribers, release. */
+    published: (instance, rune) => {
+      const current = instances.isCurrent(instance);
+      snapshots.counted(instance, current);
+      // The hot path: no wrapper object per state, and no subject call nobody hears.
+      liveStates.next(rune.stream, instance);
+      liveRunes.next(rune.stream, rune);
+      if (allRunes.observed) allRunes.next(rune);
+      // A terminal state accepts no event: keeping the instance would only hold memory. Its state
+      // stays in the log, where a later subscriber hydrates it from.
+      if (rune.to !== undefined && instance.machine.terminal.length > 0 && instance.machine.terminal.includes(rune.to)) instance.releasing = true;
+      if (instance.releasing && instance.durableSeq === instance.seq && current) instances.forget(instance.stream);
+      if (follower?.waiting) follower.settled(instance.stream);
+    },
+    refused: (stream) => {
+      instances.forget(stream);
+      if (follower?.waiting) follower.settled(stream);
+    },
+    committed: () => (snapshots.due ? snapshots.saveSoon() : snapshots.saving),
+  }, { appendOptions });
 
-  /** Appends batches until none is pending: one append in flight at a time keeps each stream in order. */
-  const flushSoon = async (): Promise<void> => {
-    try {
-      do {
-        // Each batch waits a turn of the event loop, gathering the dispatches of that turn. A
-        // turn, not a microtask: a caller that dispatches again whenever a dispatch resolves
-        // must not starve timers and I/O.
-        await nextTurn();
-        const batch = pending;
-        pending = [];
-        try {
-          await store.append(batch.map((p) => p.rune));
-        } catch (error) {
-          fail(batch, error);
-          continue;
-        }
-        for (const p of batch) publish(p.instance, p.rune, p.state);
-        for (const p of batch) p.sink.result({ accepted: true, rune: p.rune }, p.token);
-        await saveSnapshotsSoon();
-      } while (pending.length > 0);
-    } finally {
-      flushing = undefined;
-    }
-  };
-
-  /** Drops a stream's instance whose runes the store refused: the next use hydrates what it really holds. */
-  const forget = (stream: string): void => {
-    instances.delete(stream);
-  };
-
-  /**
-   * A batch the store refused: nothing of it is durable. A conflict on one of its streams (another
-   * writer got there first) fails only that stream's dispatches and the queued ones built on them;
-   * the rest of the batch, refused only for the company it kept, goes back to the head of the
-   * queue and is appended again. Any other error is the store's own (a full disk, I/O), so every
-   * dispatch of the batch fails with it, and so do the queued ones of its streams. The instances
-   * of the failed streams leave memory.
-   */
-  const fail = (batch: readonly PendingRune[], error: unknown): void => {
-    const conflict = error instanceof StoreConflictError && batch.some((p) => p.rune.stream === error.stream) ? error.stream : undefined;
-    const streams = new Set(conflict === undefined ? batch.map((p) => p.rune.stream) : [conflict]);
-    const failed: PendingRune[] = conflict === undefined ? [...batch] : [];
-    const queue = conflict === undefined ? pending : [...batch, ...pending];
-    pending = [];
-    for (const p of queue) (streams.has(p.rune.stream) ? failed : pending).push(p);
-    for (const stream of streams) forget(stream);
-    for (const p of failed) p.sink.error(error, p.token);
-  };
-
-  /** Makes one durable rune visible. */
-  const publish = (instance: Instance, rune: Rune, state: unknown): void => {
-    const outer = publishing;
-    publishing = true;
-    try {
-      publishNow(instance, rune, state);
-    } finally {
-      publishing = outer;
-    }
-  };
-
-  /** One durable rune: the instance's durable state, a snapshot if due, subscribers, release. */
-  const publishNow = (instance: Instance, rune: Rune, state: unknown): void => {
-    instance.durableState = state;
-    instance.durableSeq = rune.seq;
-    const current = instances.get(instance.stream) === instance;
-    if (snapshotEvery > 0 && ++instance.sinceSnapshot >= snapshotEvery && current) {
-      instance.sinceSnapshot = 0;
-      snapshotsDue.push({ snapshot: { stream: instance.stream, seq: rune.seq, state }, machine: instance.machine.id });
-    }
-    // The hot path: no wrapper object per state, and no subject call nobody hears.
-    liveStates.next(rune.stream, instance);
-    liveRunes.next(rune.stream, rune);
-    if (allRunes.observed) allRunes.next(rune);
-    // A terminal state accepts no event: keeping the instance would only hold memory. Its state
-    // stays in the log, where a later subscriber hydrates it from.
-    if (rune.to !== undefined && instance.machine.terminal.length > 0 && instance.machine.terminal.includes(rune.to)) instance.releasing = true;
-    if (instance.releasing && instance.durableSeq === instance.seq && current) instances.delete(instance.stream);
-  };
-
-  /** Saves the due snapshots, one save at a time; resolves once none is due. */
-  const saveSnapshotsSoon = (): Promise<void> => {
-    if (savingSnapshots === undefined && snapshotsDue.length > 0) savingSnapshots = drainSnapshots();
-    return savingSnapshots ?? Promise.resolve();
-  };
-
-  const drainSnapshots = async (): Promise<void> => {
-    try {
-      do await saveSnapshots(snapshotsDue.splice(0));
-      while (snapshotsDue.length > 0);
-    } finally {
-      savingSnapshots = undefined;
-    }
-  };
-
-  const saveSnapshots = async (due: readonly DueSnapshot[]): Promise<void> => {
-    for (const { snapshot, machine } of due) {
-      const { stream, seq } = snapshot;
-      try {
-        await store.saveSnapshot(snapshot);
-        if (retention(stream, machine) === 'snapshot') await store.prune(stream, seq);
-      } catch (error) {
-        errors.next({ type: 'snapshot_failed', stream, error }); // the runes are durable: hydration folds them
-      }
-    }
-  };
+  const follower = writer === undefined
+    ? undefined
+    : new StoreFollower(store as RuneStore & Required<Pick<RuneStore, 'tail'>>, writer, instances, commits, {
+        state: (stream, instance) => liveStates.next(stream, instance),
+        watched: (stream) => liveStates.has(stream),
+        rune: (rune) => {
+          liveRunes.next(rune.stream, rune);
+          if (allRunes.observed) allRunes.next(rune);
+        },
+      });
 
   // --- instances: spawn and hydration ------------------------------------------------------------
-
-  /** The instance of `stream`, hydrated from the store if it is not in memory; undefined if unknown. */
-  const load = (stream: string): Instance | Promise<Instance | undefined> => {
-    const instance = instances.get(stream);
-    if (instance !== undefined) return instance;
-    let loadingNow = loading.get(stream);
-    if (loadingNow === undefined) {
-      loadingNow = hydrate(stream).finally(() => loading.delete(stream));
-      loading.set(stream, loadingNow);
-    }
-    return loadingNow;
-  };
-
-  const hydrate = async (stream: string): Promise<Instance | undefined> => {
-    const head = await store.head(stream);
-    if (head === undefined) return undefined;
-    const machine = Object.hasOwn(machines, head.machine) ? machines[head.machine] : undefined;
-    if (machine === undefined) throw unknownMachine(stream, head.machine);
-    const snapshot = await store.latestSnapshot(stream);
-    let state = snapshot?.state;
-    let seq = snapshot?.seq ?? 0;
-    for (;;) {
-      const events = await store.readEvents(stream, seq, 10_000);
-      if (events.length === 0) break;
-      for (const event of events) {
-        state = ++seq === 1 ? machine.initial((event as { input?: unknown }).input) : machine.transition(state, event as EventObject);
-      }
-    }
-    if (seq !== head.seq) throw new StreamReadError('log_mismatch', `stream "${stream}": the store's head is seq ${head.seq} but its runes end at ${seq}`);
-    // Runes since the snapshot count toward the next one, so a stream released often still gets one.
-    const sinceSnapshot = seq - (snapshot?.seq ?? 0);
-    const instance: Instance = { stream, machine, state, seq, at: head.at, durableState: state, durableSeq: seq, sinceSnapshot, releasing: false };
-    instances.set(stream, instance);
-    return instance;
-  };
 
   const spawn = async (stream: string, machineOrId: string | AnyMachine, input?: unknown): Promise<DispatchResult> => {
     if (closed) return rejected('closed', 'the engine is closed');
@@ -462,34 +314,33 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const parsed = machine.schemas.input.safeParse(input);
     if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.error.issues)}`);
     // A load in progress (a dispatch or subscription that came first) may find nothing: wait for it.
-    const inProgress = loading.get(stream);
+    const inProgress = instances.loading(stream);
     if (inProgress !== undefined) await inProgress.catch(() => undefined);
     if (closed) return rejected('closed', 'the engine is closed');
-    if (instances.has(stream) || loading.has(stream)) return rejected('stream_exists', `stream "${stream}" already exists`);
+    if (instances.has(stream)) return rejected('stream_exists', `stream "${stream}" already exists`);
 
     // Claim the id while the store is asked, so a concurrent spawn or dispatch waits for this one;
     // if the store has the stream already, the dispatchers get it hydrated and the spawn is refused.
-    // The instance enters memory in the same step as its seq-1 rune enters the queue, so no
-    // dispatch can queue a seq 2 ahead of it.
     let spawned: Promise<DispatchResult> | undefined;
-    const claim = (async () => {
-      if ((await store.head(stream)) !== undefined) return hydrate(stream);
-      const state = machine.initial(parsed.data);
-      const at = scheduler.now();
-      const instance: Instance = { stream, machine, state, seq: 1, at, durableState: undefined, durableSeq: 0, sinceSnapshot: 0, releasing: false };
-      const to = valueOf(state);
-      const event = { type: SPAWN_EVENT_TYPE, input: parsed.data };
-      const rune: Rune =
-        to === undefined
-          ? { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, at }
-          : { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, to, at };
-      instances.set(stream, instance);
-      const call = new PromisedDispatch();
-      enqueue(instance, rune, state, promiseSink, call);
-      spawned = call.promise();
-      return instance;
-    })().finally(() => loading.delete(stream));
-    loading.set(stream, claim);
+    const claim = instances.claim(
+      stream,
+      () => {
+        const state = machine.initial(parsed.data);
+        return { stream, machine, state, seq: 1, at: scheduler.now(), durableState: undefined, durableSeq: 0, sinceSnapshot: 0, releasing: false };
+      },
+      (instance) => {
+        const to = valueOf(instance.state);
+        const event = { type: SPAWN_EVENT_TYPE, input: parsed.data };
+        const { at } = instance;
+        const rune: Rune =
+          to === undefined
+            ? { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, at }
+            : { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, to, at };
+        const call = new PromisedDispatch();
+        commits.enqueue(instance, rune, instance.state, promiseSink, call);
+        spawned = call.promise();
+      },
+    );
     // Stored already, under a machine this engine does not host: it exists all the same.
     await claim.catch((error: unknown) => (isUnknownMachine(error) ? undefined : Promise.reject(error)));
     return spawned ?? rejected('stream_exists', `stream "${stream}" already exists`);
@@ -521,7 +372,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       fromValue !== undefined && to !== undefined
         ? { stream, seq, machine: machine.id, kind: step.kind, event, from: fromValue, to, at }
         : { stream, seq, machine: machine.id, kind: step.kind, event, at };
-    enqueue(instance, rune, step.state, sink, token);
+    commits.enqueue(instance, rune, step.state, sink, token);
   };
 
   /** Per load in progress, the events dispatched to its stream meanwhile, in order: one wait per load, not per event. */
@@ -538,7 +389,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (notAnId !== undefined) return sink.result(notAnId, token);
     const violation = checkValue?.(event, 'event');
     if (violation !== undefined) return sink.result(refusedValue(violation, 'invalid_event'), token);
-    const loaded = load(stream);
+    const loaded = instances.load(stream);
     // A rune's `at` is when its event was dispatched, even if the stream had to be hydrated first:
     // a timer that fires at its deadline stamps its rune with the deadline.
     const dispatchedAt = scheduler.now();
@@ -595,16 +446,16 @@ export function createEngine(options: EngineOptions = {}): Engine {
         else emit(loaded.durableSeq, loaded.durableState); // durableSeq 0: a spawn not yet durable
       };
       // In memory, the current state comes at once: a dispatch right after subscribing follows it.
-      const loaded = load(stream);
+      const loaded = instances.load(stream);
       if (loaded instanceof Promise) loaded.then(current, (error: unknown) => subscriber.error(error));
       else current(loaded);
       return stop;
     });
 
   const snapshot = async <S>(stream: string): Promise<Snapshot<S> | undefined> => {
-    const instance = await load(stream);
+    const instance = await instances.load(stream);
     // durableSeq 0: its spawn is not durable yet; wait for the batch that carries it.
-    while (instance !== undefined && instance.durableSeq === 0 && flushing !== undefined) await flushing;
+    while (instance !== undefined && instance.durableSeq === 0 && commits.flushing !== undefined) await commits.flushing;
     if (instance === undefined || instance.durableSeq === 0) return undefined;
     return { stream, seq: instance.durableSeq, state: instance.durableState as S };
   };
@@ -631,20 +482,16 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
   }
 
-  const release = (stream: string): void => {
-    const instance = instances.get(stream);
-    if (instance === undefined) return;
-    if (instance.durableSeq === instance.seq) instances.delete(stream);
-    else instance.releasing = true; // its runes are still being appended
-  };
+  const release = (stream: string): void => instances.release(stream);
 
   /** Stops the epics, lets loads in progress settle and pending appends finish, then closes the store. */
   const shutDown = async (): Promise<void> => {
     closed = true;
+    follower?.stop();
     epicsRunning?.unsubscribe();
-    await Promise.allSettled([...loading.values()]);
-    while (flushing !== undefined) await flushing;
-    await savingSnapshots;
+    await instances.settled();
+    while (commits.flushing !== undefined) await commits.flushing;
+    await snapshots.saving;
     allRunes.complete();
     errors.complete();
     liveStates.complete();

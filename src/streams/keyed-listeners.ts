@@ -26,6 +26,11 @@ export class KeyedListeners<T> {
     };
   }
 
+  /** Whether `key` has a listener. */
+  has(key: string): boolean {
+    return this.#byKey.has(key);
+  }
+
   /** Calls every listener of `key` with `value`. */
   next(key: string, value: T): void {
     const list = this.#byKey.get(key);

@@ -1,5 +1,19 @@
 import type { Rune } from '../reducers/rune.js';
-import { StoreConflictError, StoreError, checkBatch, headMatches, prunePastSnapshot, openState, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+import {
+  StoreConflictError,
+  StoreError,
+  StoreFencedError,
+  checkBatch,
+  headMatches,
+  openState,
+  prunePastSnapshot,
+  type AppendOptions,
+  type Fence,
+  type RuneStore,
+  type Snapshot,
+  type StreamHead,
+  type TailListener,
+} from './store.js';
 
 /** Runes per chunk: a power of two, so a seq finds its chunk with a shift and a mask. */
 const CHUNK_BITS = 10;
@@ -95,11 +109,22 @@ function seqRange(s: MemoryStream, afterSeq: number, limit: number): [number, nu
 const headOf = (stream: string, s: MemoryStream): StreamHead =>
   s.value === undefined ? { stream, machine: s.machine, seq: s.seq, at: s.at } : { stream, machine: s.machine, seq: s.seq, value: s.value, at: s.at };
 
+/** A committed rune waiting for its turn to reach the tail listeners, while they hear an earlier one. */
+interface Undelivered {
+  readonly rune: Rune;
+  readonly position: number;
+  readonly writer: string | undefined;
+}
+
 /**
  * A store in process memory: for tests, demos and embedding where durability is not wanted.
  * Same contract as every store (gapless seq enforced, atomic batches, snapshots, pruning). It has
  * `appendSync`, so an engine on it commits every dispatch as it is accepted: a rune is "durable"
  * (in this process's memory) before `dispatch` returns.
+ *
+ * Several engines may share one: it has `tail` (each listener hears every committed rune at once,
+ * in commit order, even when a listener appends from inside its call) and it fences
+ * (`raiseFence`; the newest epoch of each lease is kept in memory).
  *
  * @example
  * ```ts
@@ -110,6 +135,52 @@ const headOf = (stream: string, s: MemoryStream): StreamHead =>
 export function memoryStore(): RuneStore {
   const streams = new Map<string, MemoryStream>();
   const { open, close } = openState();
+  /** The newest epoch seen of each lease. */
+  const epochs = new Map<string, number>();
+  /** Copied on write, so a listener may stop while it is being called. */
+  let listeners: readonly TailListener[] = [];
+  /** The position of the last committed rune. */
+  let position = 0;
+  /** Whether the listeners are being called: a rune committed meanwhile waits its turn in `undelivered`. */
+  let delivering = false;
+  const undelivered: Undelivered[] = [];
+
+  /** Refuses an append whose fence is older than its lease's newest epoch. */
+  const checkFence = (fence: Fence): void => {
+    const newest = epochs.get(fence.lease);
+    if (newest !== undefined && fence.epoch < newest) throw new StoreFencedError(fence, newest);
+  };
+  const raise = (fence: Fence): void => {
+    if ((epochs.get(fence.lease) ?? -Infinity) < fence.epoch) epochs.set(fence.lease, fence.epoch);
+  };
+
+  /** Numbers a rune just committed; with listeners, it joins those waiting for {@link deliverCommitted}. */
+  const committed = (rune: Rune, writer: string | undefined): void => {
+    const at = ++position;
+    if (listeners.length > 0) undelivered.push({ rune, position: at, writer });
+  };
+  /** Tells every listener of the runes committed, in commit order, unless they are being told already. */
+  const deliverCommitted = (): void => {
+    if (delivering || undelivered.length === 0) return;
+    delivering = true;
+    try {
+      for (let next = undelivered.shift(); next !== undefined; next = undelivered.shift()) deliver(next.rune, next.position, next.writer);
+    } finally {
+      delivering = false;
+    }
+  };
+  const deliver = (rune: Rune, at: number, writer: string | undefined): void => {
+    for (const listener of listeners) {
+      try {
+        listener(rune, at, writer);
+      } catch (error) {
+        // The rune is committed whatever a listener does: its error must not fail the append.
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
+    }
+  };
 
   /** Adds a rune whose seq was checked to continue `s`, its stream (undefined: a new stream). */
   const push = (s: MemoryStream | undefined, rune: Rune): void => {
@@ -129,17 +200,42 @@ export function memoryStore(): RuneStore {
   };
 
   return {
-    async append(runes) {
+    async append(runes, options?: AppendOptions) {
       open();
+      const fence = options?.fence;
+      if (fence !== undefined) checkFence(fence);
       checkBatch(runes, (stream) => streams.get(stream)?.seq ?? 0);
       for (const rune of runes) push(streams.get(rune.stream), rune);
+      if (fence !== undefined) raise(fence);
+      for (const rune of runes) committed(rune, options?.writer);
+      deliverCommitted();
     },
-    appendSync(rune) {
+    appendSync(rune, options?: AppendOptions) {
       open();
+      const fence = options?.fence;
+      if (fence !== undefined) checkFence(fence);
       const s = streams.get(rune.stream);
       const seq = s?.seq ?? 0;
       if (rune.seq !== seq + 1) throw new StoreConflictError(rune.stream, seq + 1, rune.seq);
       push(s, rune);
+      if (fence !== undefined) raise(fence);
+      // The hot path: with no listener, only the position moves.
+      if (listeners.length === 0) position++;
+      else {
+        committed(rune, options?.writer);
+        deliverCommitted();
+      }
+    },
+    tail(listener) {
+      open();
+      listeners = [...listeners, listener];
+      return () => {
+        listeners = listeners.filter((l) => l !== listener);
+      };
+    },
+    async raiseFence(fence) {
+      open();
+      raise(fence);
     },
     async head(stream): Promise<StreamHead | undefined> {
       open();
@@ -203,6 +299,7 @@ export function memoryStore(): RuneStore {
     },
     async close() {
       close();
+      listeners = [];
     },
   };
 }

@@ -167,7 +167,9 @@ type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: 
  *    code `'locked'` (after waiting up to `busyTimeoutMs` for the holder to let go), and so is any
  *    other SQLite connection reading or writing it meanwhile. The operating system drops the lock
  *    when the process dies, kill -9 included: a crash leaves no stale lock. Several processes
- *    sharing one log is the PostgreSQL store's job.
+ *    sharing one log is the PostgreSQL store's job. So it has no `tail` (no other writer's runes
+ *    to hear) and no `raiseFence`: the lock is its fence, and the `fence` and `writer` of an
+ *    append's options are ignored.
  * 6. `close()` checkpoints the WAL into the file and closes it; every call after it rejects with
  *    code `'closed'`.
  *

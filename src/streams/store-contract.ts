@@ -1,5 +1,5 @@
 import type { Rune } from '../reducers/rune.js';
-import { StoreConflictError, StoreError, type RuneStore } from './store.js';
+import { StoreConflictError, StoreError, StoreFencedError, type RuneStore } from './store.js';
 
 /**
  * The test functions the contract runs on: vitest's, or jest's (`describe`, `it` and `expect`
@@ -15,6 +15,8 @@ export interface ContractTestApi {
 /** The matchers the contract uses, as vitest and jest spell them. */
 export interface ContractAssertion {
   toEqual(expected: unknown): void;
+  toThrow(expected?: unknown): void;
+  toHaveLength(expected: number): void;
   toBe(expected: unknown): void;
   toBeUndefined(): void;
   toBeInstanceOf(expected: unknown): void;
@@ -41,6 +43,14 @@ export const runeOf = (stream: string, seq: number, machine = 'counter'): Rune =
 export const runesOf = (stream: string, from: number, count: number): Rune[] =>
   Array.from({ length: count }, (_, i) => runeOf(stream, from + i));
 
+/** What a store says it has beyond the required methods: the suite checks each one it claims. */
+export interface StoreFeatures {
+  /** `appendSync`: commits one rune at once. */
+  readonly appendSync?: boolean;
+  /** `tail` and `raiseFence`: a store several writers share. Without them, one writer by construction. */
+  readonly severalWriters?: boolean;
+}
+
 /**
  * The contract every {@link RuneStore} keeps, as a test suite: `makeStore` gives a fresh, empty store
  * for each case. The SQLite store runs it on a real file, the memory store in memory; a new store
@@ -52,12 +62,20 @@ export const runesOf = (stream: string, from: number, count: number): Rune[] =>
  * import { memoryStore } from 'runestream';
  * import { storeContract } from 'runestream/store-kit';
  *
- * storeContract('memoryStore', () => memoryStore(), { describe, it, expect });
+ * storeContract('memoryStore', () => memoryStore(), { describe, it, expect }, { appendSync: true, severalWriters: true });
  * ```
  */
-export function storeContract(name: string, makeStore: () => Promise<RuneStore> | RuneStore, test: ContractTestApi): void {
+export function storeContract(name: string, makeStore: () => Promise<RuneStore> | RuneStore, test: ContractTestApi, features: StoreFeatures = {}): void {
   const { describe, it, expect } = test;
   describe(`${name}: the RuneStore contract`, () => {
+    it(`has exactly the optional methods it claims: appendSync ${features.appendSync ? 'yes' : 'no'}, tail and raiseFence ${features.severalWriters ? 'yes' : 'no'}`, async () => {
+      const store = await makeStore();
+      expect(typeof store.appendSync).toBe(features.appendSync ? 'function' : 'undefined');
+      expect(typeof store.tail).toBe(features.severalWriters ? 'function' : 'undefined');
+      expect(typeof store.raiseFence).toBe(features.severalWriters ? 'function' : 'undefined');
+      await store.close();
+    });
+
     it('appends, then reads back exactly what was written, in seq order', async () => {
       const store = await makeStore();
       await store.append([...runesOf('a', 1, 3), ...runesOf('b', 1, 2)]);
@@ -116,6 +134,38 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       const store = await makeStore();
       await store.append(runesOf('a', 1, 2));
       await expect(store.append([runeOf('a', 7)])).rejects.toThrow('stream "a": expected seq 3, got 7; nothing of the batch was written');
+      await store.close();
+    });
+
+    it('names in a conflict the first stream of the batch that does not continue, the seq it expected and the seq it got', async () => {
+      const store = await makeStore();
+      await store.append(runesOf('a', 1, 2));
+      const cases: Array<[Rune[], { stream: string; expectedSeq: number; gotSeq: number }]> = [
+        [[runeOf('a', 4)], { stream: 'a', expectedSeq: 3, gotSeq: 4 }],
+        [[runeOf('a', 2)], { stream: 'a', expectedSeq: 3, gotSeq: 2 }],
+        [[runeOf('b', 2)], { stream: 'b', expectedSeq: 1, gotSeq: 2 }],
+        [[...runesOf('c', 1, 2), runeOf('a', 3), runeOf('a', 3)], { stream: 'a', expectedSeq: 4, gotSeq: 3 }],
+        [[runeOf('c', 1), runeOf('a', 5), runeOf('b', 9)], { stream: 'a', expectedSeq: 3, gotSeq: 5 }],
+      ];
+      for (const [batch, named] of cases) {
+        const error = await store.append(batch).then(() => undefined, (e: unknown) => e);
+        expect(error).toBeInstanceOf(StoreConflictError);
+        expect(error).toMatchObject({ name: 'StoreConflictError', code: 'seq_conflict', ...named });
+      }
+      await store.close();
+    });
+
+    it('lets two writers that read the same head race: the first append wins, the other is refused whole and succeeds after the head it missed', async () => {
+      const store = await makeStore();
+      await store.append(runesOf('a', 1, 2));
+      const head = (await store.head('a'))!.seq; // both writers read seq 2
+      await store.append([runeOf('a', head + 1)]); // the first writer
+      const refused = await store.append([runeOf('a', head + 1), runeOf('b', 1)]).then(() => undefined, (e: unknown) => e);
+      expect(refused).toMatchObject({ code: 'seq_conflict', stream: 'a', expectedSeq: 4, gotSeq: 3 });
+      expect(await store.head('b')).toBeUndefined(); // nothing of the batch, not even its other stream
+      const again = (await store.head('a'))!.seq;
+      await store.append([runeOf('a', again + 1), runeOf('b', 1)]);
+      expect((await store.read('a')).map((r) => r.seq)).toEqual([1, 2, 3, 4]);
       await store.close();
     });
 
@@ -186,5 +236,110 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       ];
       for (const [name, call] of calls) await expect(call(), name).rejects.toMatchObject({ code: 'closed' });
     });
+
+    if (features.appendSync) {
+      it('appendSync commits one rune at once, with the same checks and errors as append, thrown', async () => {
+        const store = await makeStore();
+        store.appendSync!(runeOf('a', 1));
+        store.appendSync!(runeOf('a', 2));
+        expect(() => store.appendSync!(runeOf('a', 4))).toThrow(StoreConflictError);
+        let thrown: unknown;
+        try {
+          store.appendSync!(runeOf('a', 2));
+        } catch (error) {
+          thrown = error;
+        }
+        expect(thrown).toMatchObject({ code: 'seq_conflict', stream: 'a', expectedSeq: 3, gotSeq: 2 });
+        expect(await store.read('a')).toEqual(runesOf('a', 1, 2));
+        await store.close();
+      });
+    }
+
+    if (features.severalWriters) {
+      it('tail: tells each listener every rune any writer commits from then on, in commit order, with increasing positions and its writer', async () => {
+        const store = await makeStore();
+        await store.append(runesOf('a', 1, 2), { writer: 'w1' }); // before the listener: not told
+        const heard: string[] = [];
+        const positions: number[] = [];
+        const stop = store.tail!((rune, position, writer) => {
+          heard.push(`${writer ?? '-'} ${rune.stream}:${rune.seq}`);
+          positions.push(position);
+        });
+        await store.append([runeOf('a', 3), runeOf('b', 1)], { writer: 'w1' });
+        store.appendSync?.(runeOf('b', 2), { writer: 'w2' });
+        if (store.appendSync === undefined) await store.append([runeOf('b', 2)], { writer: 'w2' });
+        await store.append([runeOf('a', 9)], { writer: 'w2' }).catch(() => {}); // refused: never told
+        await store.append([runeOf('a', 4)]); // no writer named
+        expect(heard).toEqual(['w1 a:3', 'w1 b:1', 'w2 b:2', '- a:4']);
+        expect(positions.every((p, i) => i === 0 || p > positions[i - 1]!)).toBe(true);
+        expect(await store.read('a', 3)).toEqual([runeOf('a', 4)]); // what it heard is what is stored
+        stop();
+        await store.append([runeOf('a', 5)]);
+        expect(heard).toHaveLength(4);
+        await store.close();
+      });
+
+      it('tail: keeps commit order for every listener when a listener appends from inside its call', async () => {
+        const store = await makeStore();
+        const first: string[] = [];
+        const second: string[] = [];
+        store.tail!((rune) => {
+          first.push(`${rune.stream}:${rune.seq}`);
+          if (rune.stream === 'a' && rune.seq === 1) void store.append([runeOf('echo', 1)]); // answers a:1 at once
+        });
+        store.tail!((rune) => second.push(`${rune.stream}:${rune.seq}`));
+        await store.append([runeOf('a', 1), runeOf('a', 2)]);
+        await store.append([runeOf('a', 3)]);
+        const order = ['a:1', 'a:2', 'echo:1', 'a:3'];
+        expect(second).toEqual(order);
+        expect(first).toEqual(order);
+        await store.close();
+      });
+
+      it('fences: after raiseFence, an append with an older epoch of the lease is refused whole; newer and equal epochs pass', async () => {
+        const store = await makeStore();
+        const old = { lease: 'log', epoch: 1 };
+        await store.append(runesOf('a', 1, 2), { fence: old });
+        await store.raiseFence!({ lease: 'log', epoch: 2 }); // a new owner took the lease
+        const refused = await store.append([runeOf('a', 3), runeOf('b', 1)], { fence: old }).then(() => undefined, (e: unknown) => e);
+        expect(refused).toBeInstanceOf(StoreFencedError);
+        expect(refused).toBeInstanceOf(StoreError);
+        expect(refused).toMatchObject({
+          name: 'StoreFencedError',
+          code: 'fenced',
+          fence: old,
+          newestEpoch: 2,
+          message: 'lease "log": epoch 1 is fenced off by epoch 2; nothing of the batch was written',
+        });
+        if (store.appendSync !== undefined) expect(() => store.appendSync!(runeOf('a', 3), { fence: old })).toThrow(StoreFencedError);
+        expect(await store.read('a')).toEqual(runesOf('a', 1, 2));
+        expect(await store.head('b')).toBeUndefined();
+
+        await store.append([runeOf('a', 3)], { fence: { lease: 'log', epoch: 2 } });
+        await store.append([runeOf('a', 4)], { fence: { lease: 'log', epoch: 3 } }); // a newer one raises it
+        await expect(store.append([runeOf('a', 5)], { fence: { lease: 'log', epoch: 2 } })).rejects.toMatchObject({ code: 'fenced', newestEpoch: 3 });
+        await store.raiseFence!({ lease: 'log', epoch: 1 }); // lower: ignored
+        await expect(store.append([runeOf('a', 5)], { fence: { lease: 'log', epoch: 2 } })).rejects.toMatchObject({ code: 'fenced', newestEpoch: 3 });
+        await store.close();
+      });
+
+      it('fences each lease on its own, and leaves an append without a fence unchecked', async () => {
+        const store = await makeStore();
+        await store.raiseFence!({ lease: 'shard-1', epoch: 5 });
+        await store.append(runesOf('a', 1, 1), { fence: { lease: 'shard-2', epoch: 1 } });
+        await store.append(runesOf('a', 2, 1));
+        await expect(store.append(runesOf('a', 3, 1), { fence: { lease: 'shard-1', epoch: 4 } })).rejects.toMatchObject({ code: 'fenced' });
+        expect((await store.head('a'))?.seq).toBe(2);
+        await store.close();
+      });
+    } else {
+      it('has one writer by construction: an append with any fence is taken (its lock is the fence)', async () => {
+        const store = await makeStore();
+        await store.append(runesOf('a', 1, 2), { writer: 'w', fence: { lease: 'log', epoch: 7 } });
+        await store.append([runeOf('a', 3)], { writer: 'w', fence: { lease: 'log', epoch: 1 } });
+        expect((await store.head('a'))?.seq).toBe(3);
+        await store.close();
+      });
+    }
   });
 }

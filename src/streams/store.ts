@@ -29,34 +29,80 @@ export interface Snapshot<S = unknown> {
 }
 
 /**
- * Where runes live. The engine is the only writer of its streams within a process; the store is
- * what makes the log durable and keeps it honest.
+ * A writer's lease, as a fencing token: `lease` names what is leased (the whole log, or a share of
+ * its streams), `epoch` counts its owners, each new owner taking a higher one. A store that fences
+ * refuses the appends of an owner whose epoch is older than the newest it has seen of that lease,
+ * so an owner that was paused (a long GC, a suspended VM) while its lease moved on cannot write
+ * once it wakes up.
+ */
+export interface Fence {
+  readonly lease: string;
+  readonly epoch: number;
+}
+
+/** What an append says about who makes it. */
+export interface AppendOptions {
+  /**
+   * The writer's id, handed to `tail` listeners with each of its runes, so that a writer that
+   * follows the store can tell its own runes from the others'. Stores that do not tail ignore it.
+   */
+  readonly writer?: string;
+  /** The writer's lease, checked by a store that fences (see {@link RuneStore.raiseFence}). */
+  readonly fence?: Fence;
+}
+
+/**
+ * Told each rune a store commits, in commit order: its `position` in that order (increasing, maybe
+ * with gaps) and the `writer` its append named. Called after the commit; it must not throw.
+ */
+export type TailListener = (rune: Rune, position: number, writer: string | undefined) => void;
+
+/**
+ * Where runes live: what makes the log durable and keeps it honest, whoever writes to it.
  *
  * `append` is the one write path and it is all-or-nothing: a batch of runes of any streams is
- * committed in one transaction, or not at all. The store itself enforces each stream's gapless
- * seq: a stream's runes in a batch must continue its head without gap (`seq` 1 is the spawn, which
- * creates the stream and records its machine), or the whole batch is refused with a
- * {@link StoreConflictError}. An accepted dispatch is acknowledged only after its batch's `append`
- * resolved.
+ * committed in one transaction, or not at all. An accepted dispatch is acknowledged only after its
+ * batch's `append` resolved.
  *
- * Several writer processes (a PostgreSQL store behind several servers) fit the same contract: the
- * expected seq of every stream in a batch is `first rune's seq - 1`, so the store checks it the
- * way PostgreSQL does with `UPDATE streams SET seq = seq + n WHERE stream = $1 AND seq = $expected`
- * (0 rows: another writer got there first). The engine then fails that stream's dispatches and
- * drops it from memory, so its next dispatch folds the other writer's runes first, and appends the
- * batch's other streams again. (Re-applying the refused events to that newer state, instead of
- * failing them, is for the PostgreSQL store.) A store that refuses for one stream says which with a
- * {@link StoreConflictError}; any other error fails the whole batch.
+ * ## Several writers
+ *
+ * The contract holds with several writers on one store (engines of one process on a memory store,
+ * processes on a PostgreSQL store); the SQLite store has one writer process per file by its lock.
+ *
+ * 1. **Expected seq per stream.** A stream's runes in a batch must continue its head without gap:
+ *    the first one's seq is the expected one, `head + 1` (seq 1 is the spawn, which creates the
+ *    stream and records its machine). Otherwise the whole batch is refused with a
+ *    {@link StoreConflictError} naming the stream, the expected seq and the seq it got, and
+ *    nothing of the batch is written, not even its other streams' runes. PostgreSQL checks it with
+ *    `UPDATE streams SET seq = seq + n WHERE stream = $1 AND seq = $expected` (0 rows: another
+ *    writer got there first). The engine fails that stream's dispatches, drops its instance, and
+ *    appends the batch's other streams again; its next dispatch to the stream folds the other
+ *    writer's runes first. Any other error fails the whole batch.
+ * 2. **Other writers' runes.** A store several writers share has {@link tail}: every rune it
+ *    commits, from any writer, reaches each listener in commit order, with its position and its
+ *    writer. An engine created with `followStore` folds the other writers' runes into its
+ *    instances and publishes them, so its `state$` and `runes$` carry them live. A store that keeps
+ *    positions durably (PostgreSQL) may also let a listener resume after a position it saw (an
+ *    `afterPosition` option); the memory store keeps no history, and an engine never needs one:
+ *    what it missed, it hydrates from the store.
+ * 3. **Fencing.** An append may carry its writer's {@link Fence}. A store that fences has
+ *    {@link raiseFence}, which a new owner calls when it takes the lease, before it writes; from
+ *    then on every append with an older epoch of that lease is refused, whole, with a
+ *    {@link StoreFencedError} (an append with a newer epoch raises it too). A store without
+ *    `raiseFence` has one writer by construction (the SQLite file lock) and ignores fences.
  */
 export interface RuneStore {
-  /** Commits a batch atomically. Rejects with {@link StoreConflictError} when a seq does not continue its stream. */
-  append(runes: readonly Rune[]): Promise<void>;
+  /**
+   * Commits a batch atomically. Rejects with {@link StoreConflictError} when a seq does not continue
+   * its stream, with {@link StoreFencedError} when its fence is older than the lease's newest.
+   */
+  append(runes: readonly Rune[], options?: AppendOptions): Promise<void>;
   /**
    * Commits one rune at once, for a store with nothing to wait for (the memory store): same checks
    * and errors as `append`, thrown. A store that has it is written to as each dispatch is accepted,
    * so a dispatch costs no batching turn; a store that does I/O leaves it out and gets batches.
    */
-  appendSync?(rune: Rune): void;
+  appendSync?(rune: Rune, options?: AppendOptions): void;
   /** The stream's machine and last seq, or `undefined` for a stream never spawned. */
   head(stream: string): Promise<StreamHead | undefined>;
   /**
@@ -81,6 +127,18 @@ export interface RuneStore {
    * may go: the store refuses to prune past the newest snapshot. Resolves to the number deleted.
    */
   prune(stream: string, throughSeq: number): Promise<number>;
+  /**
+   * Optional, for a store several writers share: calls `listener` with every rune committed from
+   * now on, by any writer (the caller's own included), in commit order, each once; never a rune of
+   * a refused batch. Returns the function that stops it. Closing the store stops every listener.
+   */
+  tail?(listener: TailListener): () => void;
+  /**
+   * Optional, for a store that fences: records `fence.epoch` as the newest epoch of `fence.lease`
+   * (a lower one than the newest is ignored). Every later append that carries an older epoch of
+   * that lease is refused with a {@link StoreFencedError}.
+   */
+  raiseFence?(fence: Fence): Promise<void>;
   /** Flushes and releases the store. Further calls reject. */
   close(): Promise<void>;
 }
@@ -88,6 +146,7 @@ export interface RuneStore {
 /**
  * Stable codes of store errors, safe to branch on:
  * - `seq_conflict`: a rune does not continue its stream (another writer got there first, or a bug).
+ * - `fenced`: the append's fence is older than the newest epoch of its lease: the writer lost its lease.
  * - `unknown_stream`, `prune_past_snapshot`: a snapshot or prune the stream cannot take.
  * - `closed`: the store is closed.
  * - `invalid_file`: the file is not a runestream file this code reads (checked at open).
@@ -98,6 +157,7 @@ export interface RuneStore {
  */
 export type StoreErrorCode =
   | 'seq_conflict'
+  | 'fenced'
   | 'unknown_stream'
   | 'prune_past_snapshot'
   | 'closed'
@@ -119,7 +179,12 @@ export class StoreError extends Error {
   }
 }
 
-/** A batch whose seq does not continue its stream: another writer appended first, or a bug. */
+/**
+ * A batch whose seq does not continue its stream: another writer appended first, or a bug. The
+ * whole batch was refused and nothing of it written. `stream` is the first stream of the batch
+ * found not to continue, `expectedSeq` the seq its next rune must have (its head + 1, counting the
+ * batch's runes before it), `gotSeq` the seq the batch had there.
+ */
 export class StoreConflictError extends StoreError {
   override readonly name = 'StoreConflictError';
   constructor(
@@ -128,6 +193,20 @@ export class StoreConflictError extends StoreError {
     readonly gotSeq: number,
   ) {
     super('seq_conflict', `stream "${stream}": expected seq ${expectedSeq}, got ${gotSeq}; nothing of the batch was written`);
+  }
+}
+
+/**
+ * An append whose fence is older than the newest epoch the store has seen of its lease: the writer
+ * lost its lease. The whole batch was refused and nothing of it written.
+ */
+export class StoreFencedError extends StoreError {
+  override readonly name = 'StoreFencedError';
+  constructor(
+    readonly fence: Fence,
+    readonly newestEpoch: number,
+  ) {
+    super('fenced', `lease "${fence.lease}": epoch ${fence.epoch} is fenced off by epoch ${newestEpoch}; nothing of the batch was written`);
   }
 }
 

@@ -38,6 +38,7 @@ describe('package entries', () => {
     expect(shared).toEqual([
       ['StoreConflictError', ['runestream', 'runestream/store-kit']],
       ['StoreError', ['runestream', 'runestream/store-kit']],
+      ['StoreFencedError', ['runestream', 'runestream/store-kit']],
     ]);
   });
 

@@ -4,7 +4,7 @@ import { memoryStore } from '../../src/streams/memory-store.js';
 import { runeOf, runesOf, storeContract } from '../../src/store-kit.js';
 
 
-storeContract('memoryStore', () => memoryStore(), { describe, it, expect });
+storeContract('memoryStore', () => memoryStore(), { describe, it, expect }, { appendSync: true, severalWriters: true });
 
 describe('memoryStore.appendSync', () => {
   it('commits one rune at once, with the same gapless check as append', async () => {

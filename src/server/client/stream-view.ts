@@ -1,4 +1,5 @@
 import { Observable, ReplaySubject, Subject, share, using } from 'rxjs';
+import { foldRune } from '../../reducers/fold.js';
 import type { AnyMachine } from '../../reducers/machine.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../../reducers/rune.js';
 import { ClientError } from './errors.js';
@@ -71,7 +72,7 @@ export class StreamView {
     this.lastSeq = rune.seq;
     this.hasBase = true;
     this.resyncing = false;
-    this.fold(rune, isSpawn);
+    this.fold(rune);
     this.runes.next(rune);
     return 'applied';
   }
@@ -88,7 +89,7 @@ export class StreamView {
     this.runes.complete();
   }
 
-  private fold(rune: Rune, isSpawn: boolean): void {
+  private fold(rune: Rune): void {
     if (this.stateFailed) return;
     const machine = Object.hasOwn(this.machines, rune.machine) ? this.machines[rune.machine] : undefined;
     if (machine === undefined) {
@@ -103,7 +104,8 @@ export class StreamView {
       );
       return;
     }
-    const next = isSpawn ? machine.initial(rune.event.input) : machine.transition(this.state, rune.event);
+    // The engine's fold: the client's state is what the engine would hydrate from the same runes.
+    const next = foldRune(machine, this.state, rune.seq, rune.event);
     if (next !== this.state) this.setState(next); // the same object: the machine did not change (it emits only on change)
   }
 

@@ -1,0 +1,206 @@
+import type { Rune } from '../reducers/rune.js';
+import { StoreConflictError, type AppendOptions, type RuneStore } from './store.js';
+import type { DispatchSink } from './submit.js';
+
+/** What the queue reads and writes of an instance (the engine's instances are this). */
+export interface Committable {
+  readonly stream: string;
+  /** The seq of its last durable rune; 0 while its spawn is not durable. Set by the queue only. */
+  durableSeq: number;
+  /** The state after that rune: what subscribers see. Set by the queue only. */
+  durableState: unknown;
+}
+
+/** What the queue tells the rest of the engine. */
+export interface CommitHooks<I extends Committable> {
+  /**
+   * A rune is durable and `instance.durableSeq` / `durableState` are its: tell subscribers. Called
+   * in seq order per stream, never before the store took the rune. A dispatch made from in here
+   * (a subscriber answering a rune) is taken in the next batch, never committed in the middle.
+   */
+  published(instance: I, rune: Rune): void;
+  /** The store refused `stream`'s runes: memory must drop its instance, so the next use hydrates what the store holds. */
+  refused(stream: string): void;
+  /**
+   * Called after each commit, for the work that follows one (saving the snapshots that fell due):
+   * its promise, if any, is waited for before the next batch is appended. On the hot path: return
+   * `undefined` when there is nothing to wait for.
+   */
+  committed(): Promise<void> | undefined;
+}
+
+/** Options of {@link CommitQueue}. */
+export interface CommitQueueOptions {
+  /**
+   * How many runes a store with `appendSync` commits at once in one turn of the event loop; the
+   * rest of the turn's runes wait for the next turn in a batch. Default {@link MAX_BURST}.
+   */
+  readonly maxBurst?: number;
+  /** What every append says about its writer (its id, its fence). Default: nothing. */
+  readonly appendOptions?: AppendOptions;
+}
+
+/**
+ * How many dispatches a store with `appendSync` commits at once in one turn of the event loop by
+ * default; the rest of the turn's dispatches wait for the next turn, as with any store.
+ */
+export const MAX_BURST = 10_000;
+
+/** A rune waiting for its batch, with the sink and token its outcome is told with. */
+interface PendingRune<I> {
+  readonly instance: I;
+  readonly rune: Rune;
+  readonly state: unknown;
+  /** Told the outcome, with `token`: one sink serves many dispatches, so none needs a closure. */
+  readonly sink: DispatchSink<any>;
+  readonly token: unknown;
+}
+
+/** Calls `fn` on the next turn of the event loop: Node's `setImmediate`, a timer where there is none. */
+const onNextTurn: (fn: () => void) => void = typeof setImmediate === 'function' ? (fn) => setImmediate(fn) : (fn) => setTimeout(fn, 0);
+
+const nextTurn = (): Promise<void> => new Promise((resolve) => onNextTurn(resolve));
+
+/**
+ * The engine's write path: commits accepted runes to the store, then makes them visible.
+ *
+ * 1. A store with `appendSync` (nothing to wait for) takes a rune at once, and it is published
+ *    before {@link enqueue} returns. Otherwise the rune joins the next batch: with a store that
+ *    does I/O; behind a rune of its stream still waiting in a batch (so a stream's runes reach the
+ *    store in seq order); when enqueued from inside a subscriber, while a rune is being published
+ *    (an epic that answers its own runes goes round once a turn, not in a loop that never
+ *    yields); and after `maxBurst` at-once commits in one turn (a caller that dispatches again
+ *    whenever a dispatch resolves must not starve timers and I/O).
+ * 2. A batch gathers the runes of one turn of the event loop and is appended in one `append`; one
+ *    append is in flight at a time, so each stream's runes reach the store in order.
+ * 3. Publish after commit: an instance's durable seq and state move, and `hooks.published` is
+ *    called, only once the store took the rune; then its sink is told it was accepted.
+ * 4. A batch the store refused fails as `#fail` says: nothing of it is durable.
+ */
+export class CommitQueue<I extends Committable> {
+  readonly #store: RuneStore;
+  readonly #appendSync: ((rune: Rune, options?: AppendOptions) => void) | undefined;
+  readonly #appendOptions: AppendOptions | undefined;
+  readonly #hooks: CommitHooks<I>;
+  readonly #maxBurst: number;
+  #pending: PendingRune<I>[] = [];
+  #flushing: Promise<void> | undefined;
+  /** Runes committed at once in this turn of the event loop. */
+  #burst = 0;
+  /** Whether subscribers are being called: a rune enqueued from inside one waits for the next batch. */
+  #publishing = false;
+  readonly #endBurst = (): void => {
+    this.#burst = 0;
+  };
+
+  constructor(store: RuneStore, hooks: CommitHooks<I>, options: CommitQueueOptions = {}) {
+    this.#store = store;
+    this.#appendSync = store.appendSync?.bind(store);
+    this.#hooks = hooks;
+    this.#maxBurst = options.maxBurst ?? MAX_BURST;
+    this.#appendOptions = options.appendOptions;
+  }
+
+  /** The batches being appended, if any: resolves once none is pending. */
+  get flushing(): Promise<void> | undefined {
+    return this.#flushing;
+  }
+
+  /**
+   * Commits an accepted rune of `instance`, `state` being the instance's state after it, and tells
+   * `sink` the outcome with `token`: `{accepted: true, rune}` once durable, or the store's error.
+   */
+  enqueue<T>(instance: I, rune: Rune, state: unknown, sink: DispatchSink<T>, token: T): void {
+    const appendSync = this.#appendSync;
+    if (appendSync === undefined || this.#publishing || instance.durableSeq !== rune.seq - 1 || this.#burst >= this.#maxBurst) {
+      this.#pending.push({ instance, rune, state, sink, token });
+      if (this.#flushing === undefined) this.#flushing = this.#flushSoon();
+      return;
+    }
+    if (this.#burst++ === 0) onNextTurn(this.#endBurst);
+    try {
+      appendSync(rune, this.#appendOptions);
+    } catch (error) {
+      this.#hooks.refused(instance.stream);
+      sink.error(error, token);
+      return;
+    }
+    this.publish(instance, rune, state);
+    void this.#hooks.committed();
+    sink.result({ accepted: true, rune }, token);
+  }
+
+  /**
+   * Makes one durable rune visible: the instance's durable seq and state, then `hooks.published`.
+   * Runes enqueued meanwhile wait for the next batch.
+   */
+  publish(instance: I, rune: Rune, state: unknown): void {
+    const outer = this.#publishing;
+    this.#publishing = true;
+    try {
+      instance.durableState = state;
+      instance.durableSeq = rune.seq;
+      this.#hooks.published(instance, rune);
+    } finally {
+      this.#publishing = outer;
+    }
+  }
+
+  /**
+   * Runs `announce` as if publishing: runes enqueued from inside it wait for the next batch. For
+   * making visible runes that did not come through this queue (another writer's).
+   */
+  whilePublishing(announce: () => void): void {
+    const outer = this.#publishing;
+    this.#publishing = true;
+    try {
+      announce();
+    } finally {
+      this.#publishing = outer;
+    }
+  }
+
+  /** Appends batches until none is pending: one append in flight at a time keeps each stream in order. */
+  async #flushSoon(): Promise<void> {
+    try {
+      do {
+        // Each batch waits a turn of the event loop, gathering the runes of that turn. A turn, not
+        // a microtask: a caller that dispatches again whenever a dispatch resolves must not
+        // starve timers and I/O.
+        await nextTurn();
+        const batch = this.#pending;
+        this.#pending = [];
+        try {
+          await this.#store.append(batch.map((p) => p.rune), this.#appendOptions);
+        } catch (error) {
+          this.#fail(batch, error);
+          continue;
+        }
+        for (const p of batch) this.publish(p.instance, p.rune, p.state);
+        for (const p of batch) p.sink.result({ accepted: true, rune: p.rune }, p.token);
+        await this.#hooks.committed();
+      } while (this.#pending.length > 0);
+    } finally {
+      this.#flushing = undefined;
+    }
+  }
+
+  /**
+   * A batch the store refused: nothing of it is durable. A conflict on one of its streams (another
+   * writer got there first) fails only that stream's runes and the queued ones built on them; the
+   * rest of the batch, refused only for the company it kept, goes back to the head of the queue
+   * and is appended again. Any other error is the store's own (a full disk, I/O), so every rune of
+   * the batch fails with it, and so do the queued ones of its streams. The failed streams are
+   * `refused`: their instances leave memory.
+   */
+  #fail(batch: readonly PendingRune<I>[], error: unknown): void {
+    const conflict = error instanceof StoreConflictError && batch.some((p) => p.rune.stream === error.stream) ? error.stream : undefined;
+    const streams = new Set(conflict === undefined ? batch.map((p) => p.rune.stream) : [conflict]);
+    const failed: PendingRune<I>[] = conflict === undefined ? [...batch] : [];
+    const queue = conflict === undefined ? this.#pending : [...batch, ...this.#pending];
+    this.#pending = [];
+    for (const p of queue) (streams.has(p.rune.stream) ? failed : this.#pending).push(p);
+    for (const stream of streams) this.#hooks.refused(stream);
+    for (const p of failed) p.sink.error(error, p.token);
+  }
+}

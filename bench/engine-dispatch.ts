@@ -199,11 +199,12 @@ const best = (a: Rate | undefined, b: Rate): Rate => (a === undefined || b.rate 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 
 /**
- * Issue 3's bar: chatActor alternating ProcessInteraction / InteractionComplete through
- * `dispatch` to a `state$` subscriber, in memory: at least 10x XState 5's `createActor().send`
- * with a subscriber on the same machine, and at least 1/3 of the bare RxJS pipeline's rate.
- * Issue 11's bars: the same events and subscriber through `Subject -> dispatchTo`, at least 8x
- * XState 5's actor and at least 1/4 of the bare RxJS pipeline.
+ * Issue 11's bars: chatActor alternating ProcessInteraction / InteractionComplete through
+ * `dispatch` (a promise each) to a `state$` subscriber, in memory: at least 5x XState 5's
+ * `createActor().send` with a subscriber on the same machine, and at least 0.8 of the dispatch
+ * contract written inline (DESIGN.md's goals, 10x XState and 1/3 of the bare RxJS pipeline, are
+ * printed for information). The same events and subscriber through `Subject -> dispatchTo`: at
+ * least 8x XState 5's actor and at least 1/4 of the bare RxJS pipeline.
  * Issue 10's bar: the input limits (checked on every event before its schema) cost at most 5%
  * of the rate with every limit off (the total rates of {@link LIMITS_PAIRS} alternating pairs).
  * All are measured alternately in this one process run; each keeps its best round.
@@ -224,16 +225,17 @@ export async function benchEngineDispatch(): Promise<boolean> {
     bare = best(bare, bareRound());
   }
   const title = 'chatActor in memory: dispatch -> state$ subscriber, alternating ProcessInteraction / InteractionComplete';
-  const vsXState = report(`${title}\n  (against XState 5's actor)`, engine!, xstate!, 10);
-
-  // `report` prints ratios to one decimal, too coarse for a fractional bar: the same lines here.
-  const ratio = engine!.rate / bare!.rate;
-  const vsBare = ratio >= 1 / 3;
-  console.log(`\n${title}\n  (against the bare RxJS pipeline, the floor)`);
+  // Issue 11's bars for a promise per dispatch: 5x XState, 0.8 of the contract written inline.
+  const vsXState = report(`${title}\n  (against XState 5's actor)`, engine!, xstate!, 5);
+  const ofContract = engine!.rate / contract!.rate;
+  const vsContract = ofContract >= 0.8;
+  console.log(`\n${title}\n  (against the dispatch contract written inline: parse, step, clock, rune, log, listener, promise)`);
   console.log(`  ${engine!.name.padEnd(44)} ${fmt(engine!.rate).padStart(14)} ops/s`);
-  console.log(`  ${bare!.name.padEnd(44)} ${fmt(bare!.rate).padStart(14)} ops/s`);
-  console.log(`  ratio ${ratio.toFixed(3)}x (bar: >= 0.333x)  ${vsBare ? 'PASS' : 'FAIL'}`);
-  console.log(`  (information) ${contract!.name}: ${fmt(contract!.rate)} ops/s; the engine runs at ${((engine!.rate / contract!.rate) * 100).toFixed(0)}% of it`);
+  console.log(`  ${contract!.name.padEnd(44)} ${fmt(contract!.rate).padStart(14)} ops/s`);
+  console.log(`  ratio ${ofContract.toFixed(3)}x (bar: >= 0.800x)  ${vsContract ? 'PASS' : 'FAIL'}`);
+  // `report` prints ratios to one decimal, too coarse for a fractional figure: the same lines here.
+  const ratio = engine!.rate / bare!.rate;
+  console.log(`  (information) DESIGN.md's goals: ${(engine!.rate / xstate!.rate).toFixed(1)}x XState (goal 10x), ${ratio.toFixed(3)}x the bare Subject -> scan pipeline (goal 0.333x)`);
 
   // Issue 11's bars for Rx-native ingestion: the same events and subscriber, through `dispatchTo`.
   const ingestTitle = 'chatActor in memory: Subject -> dispatchTo -> state$ subscriber, alternating ProcessInteraction / InteractionComplete';
@@ -278,5 +280,5 @@ export async function benchEngineDispatch(): Promise<boolean> {
   const checkNs = 1e9 / checked.rate;
   const dispatchNs = 1e9 / unlimited!.rate;
   console.log(`  (information) the check alone: ${checkNs.toFixed(1)} ns an event, ${((checkNs / dispatchNs) * 100).toFixed(1)}% of a dispatch (${dispatchNs.toFixed(0)} ns)`);
-  return vsXState && vsBare && ingestVsXState && ingestVsBare && vsUnlimited;
+  return vsXState && vsContract && ingestVsXState && ingestVsBare && vsUnlimited;
 }

@@ -1,4 +1,4 @@
-import { EMPTY, Observable, filter, from, map, mergeMap, of } from 'rxjs';
+import { EMPTY, Observable, filter, map, mergeMap, of } from 'rxjs';
 import { toolCall } from '../reducers/tool-call/machine.js';
 import type { ToolCallInput } from '../reducers/tool-call/schema.js';
 import type { Epic, EpicCommand } from '../streams/epic.js';

@@ -67,7 +67,7 @@ export interface Edge {
 }
 
 type AnyRow = {
-  from: string | readonly string[] | '*';
+  from: string | readonly string[]; // a state, several, or '*' for every non-terminal state
   on: string;
   to?: string;
   when?: (state: any, event: any) => boolean;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Subject, from, lastValueFrom, map, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { chatActor, type Rune } from '../../src/index.js';
+import { chatActor } from '../../src/index.js';
 import { createEngine, dispatchTo, memoryStore, sqliteStore, type DispatchResult, type Engine, type RuneStore } from '../../src/streams/index.js';
 import { StoreError } from '../../src/streams/store.js';
 

@@ -1,4 +1,4 @@
-import { Observable, catchError, defer, filter, forkJoin, from, groupBy, map, mergeMap, of, switchMap, takeUntil, toArray } from 'rxjs';
+import { Observable, catchError, defer, filter, forkJoin, groupBy, map, mergeMap, of, switchMap, takeUntil, toArray } from 'rxjs';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';

@@ -1,4 +1,4 @@
-import { Observable, defer, from, map, of } from 'rxjs';
+import { Observable, defer, map, of } from 'rxjs';
 import { storedHeads } from '../stored-heads.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallState, ToolCallStateName } from '../../reducers/tool-call/schema.js';

@@ -56,6 +56,8 @@ const CLOCKED = new Set(['idle', 'paused']);
  * ```ts
  * import { chatActorLifecycle, createEngine } from 'runestream';
  * const engine = createEngine({ epics: [chatActorLifecycle({ inactivityTimeoutMs: 5 * 60_000 })] });
+ * await engine.spawn('chat-1', 'chat-actor'); // idle: times out after five quiet minutes
+ * await engine.close();
  * ```
  */
 export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epic {

@@ -88,7 +88,7 @@ const listen = (server: Server, port: number, host: string): Promise<void> =>
  * import { createEngine, createServer } from 'runestream';
  * const engine = createEngine();
  * const server = await createServer({ engine, port: 0 });
- * console.log(server.url); // ws://127.0.0.1:54321
+ * console.log(server.url); // Logs: ws://127.0.0.1:...
  * await server.close();
  * await engine.close();
  * ```

@@ -224,7 +224,9 @@ const MAX_BURST = 10_000;
  * await engine.spawn('chat-1', 'chat-actor');
  * engine.state$('chat-1').subscribe((s) => console.log(s));
  * await engine.dispatch('chat-1', { type: 'Pause', reason: 'lunch' });
- * // Logs: { value: 'idle' }, then { value: 'paused', reason: 'lunch' }
+ * // Logs:
+ * // { value: 'idle' }
+ * // { value: 'paused', reason: 'lunch' }
  * await engine.close();
  * ```
  */

@@ -1,5 +1,6 @@
-import { describe, expect, it } from 'vitest';
-import { examplesOf, expectedLogs, logsMatch } from './support/examples.js';
+import { rmSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { examplesDir, examplesOf, expectedLogs, logsMatch, typecheckExamples } from './support/examples.js';
 
 // The rules test/doc-examples.test.ts and test/readme.test.ts run by: which blocks are examples,
 // and what their `// Logs:` comments promise.
@@ -70,5 +71,22 @@ describe('// Logs: comments', () => {
     expect(logsMatch('{ accepted: false, state: { value: "x" }, code: "no" }', '{ accepted: false, state: ..., code: "no" }')).toBe(true);
     expect(logsMatch('1\n2\n', '1')).toBe(false);
     expect(logsMatch('1.5', '1x5')).toBe(false);
+  });
+});
+
+describe('the type check of examples', () => {
+  const dir = examplesDir('typecheck-');
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('reports the errors of each example, with imports of runestream read from the source', () => {
+    const errors = typecheckExamples(
+      [
+        { file: 'src/index.ts', line: 1, title: 'good', code: "import { chatActor } from 'runestream';\nconst value: string = chatActor.initial().value;\n" },
+        { file: 'src/index.ts', line: 1, title: 'bad', code: "import { chatActor } from 'runestream';\nconst value: number = chatActor.initial().value;\n" },
+      ],
+      dir,
+    );
+    expect(errors[0]).toEqual([]);
+    expect(errors[1]).toEqual([expect.stringMatching(/^2:7 error TS2322: Type '.*' is not assignable to type 'number'/)]);
   });
 });

@@ -196,6 +196,41 @@ export async function buildExamples(examples: readonly Example[], outDir: string
   return built;
 }
 
+/**
+ * Type-checks the examples with the repository's compiler options, each as a module of its own
+ * (imports resolved as {@link buildExamples} does): the errors of each, as `line:column message`.
+ */
+export function typecheckExamples(examples: readonly Example[], outDir: string): string[][] {
+  const errors: string[][] = examples.map(() => []);
+  const files = examples.map((example, i) => {
+    const file = join(outDir, `typed-${i + 1}.mts`);
+    const from = dirname(join(root, example.file));
+    const code = example.code.replace(/(from\s+|import\()'(runestream(?:\/[\w-]+)?|\.\.?\/[^']+)'/g, (_, lead: string, specifier: string) => {
+      const target = specifier.startsWith('runestream') ? sourceOf(specifier.slice('runestream'.length)) : resolve(from, specifier);
+      return `${lead}'${target.replace(/\.ts$/, '.js')}'`;
+    });
+    writeFileSync(file, code);
+    return file;
+  });
+  const tsconfig = join(outDir, 'tsconfig.json');
+  writeFileSync(tsconfig, JSON.stringify({ extends: join(root, 'tsconfig.json'), compilerOptions: { noEmit: true, rootDir: root }, include: [], files }));
+  const run = spawnSync(join(root, 'node_modules', '.bin', 'tsc'), ['-p', tsconfig, '--pretty', 'false'], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+  const others: string[] = [];
+  let last: string[] | undefined;
+  for (const line of `${run.stdout}${run.stderr}`.split('\n').filter((l) => l.trim() !== '')) {
+    const m = /typed-(\d+)\.mts\((\d+),(\d+)\): (.*)$/.exec(line);
+    if (m !== null) (last = errors[Number(m[1]) - 1]!).push(`${m[2]}:${m[3]} ${m[4]}`);
+    else if (/^\s/.test(line) && last !== undefined)
+      last.push(`${last.pop()!} ${line.trim()}`); // an error's explanation goes on, indented
+    else (last = others).push(line);
+  }
+  // An error outside the examples (or tsc failing to run): every example reports it.
+  if (others.length > 0 || (run.status !== 0 && errors.every((e) => e.length === 0))) {
+    for (const e of errors) e.push(`tsc: ${others.join('\n') || run.error?.message || `exit ${run.status}`}`);
+  }
+  return errors;
+}
+
 /** A temporary folder inside the checkout, so the built examples resolve rxjs and zod from its node_modules. */
 export function examplesDir(prefix: string): string {
   const cache = join(root, 'node_modules', '.cache');
@@ -210,17 +245,19 @@ export function runExample(path: string): { status: number | null; stdout: strin
 }
 
 /**
- * The tests of a set of examples: each builds, exits 0 and prints what its `// Logs:` say; one
- * marked `no-run: <reason>` is skipped with its reason, and fails without one.
+ * The tests of a set of examples: each builds, type-checks, exits 0 and prints what its
+ * `// Logs:` say; one marked `no-run: <reason>` is skipped with its reason, and fails without one.
  */
 export function describeExamples(name: string, examples: readonly Example[]): void {
   describe(`${name}`, () => {
     const dir = examplesDir('examples-');
     const runnable = examples.filter((e) => e.noRun === undefined);
     let built: Built[] = [];
+    let typeErrors: string[][] = [];
     beforeAll(async () => {
       built = await buildExamples(runnable, dir);
-    }, 120_000);
+      typeErrors = typecheckExamples(runnable, dir);
+    }, 240_000);
     afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
     it('has examples', () => {
@@ -234,6 +271,7 @@ export function describeExamples(name: string, examples: readonly Example[]): vo
         expect(example.noRun, `${where}: a no-run example says why: \`\`\`ts no-run: <reason>`).toBeUndefined();
         const result = built[runnable.indexOf(example)]!;
         if (!result.ok) return expect.fail(`${where} does not build: ${result.error}`);
+        expect(typeErrors[runnable.indexOf(example)], `${where} does not type-check`).toEqual([]);
         const run = runExample(result.path);
         expect(run.status, `${where} exited with ${run.status}:\n${run.stderr}`).toBe(0);
         const logs = expectedLogs(example.code);

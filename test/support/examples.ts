@@ -25,10 +25,10 @@ export interface Example {
   readonly noRun?: string;
 }
 
-/** Every ```ts block of the README (a ```typescript block is a listing, not a program), with its heading. */
+/** Every ```ts fence of the README (a ```typescript one is a listing, not a program), with its heading. */
 export function readmeExamples(): Example[] {
   const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  return [...readme.matchAll(/```ts([^\n]*)\n([\s\S]*?)```/g)].map((m) => {
+  return [...readme.matchAll(/^```ts([^\n]*)\n([\s\S]*?)^```/gm)].map((m) => {
     const before = readme.slice(0, m.index);
     return {
       file: 'README.md',

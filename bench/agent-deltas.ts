@@ -1,12 +1,10 @@
 import { performance } from 'node:perf_hooks';
 import { streamText } from 'ai';
 import { z } from 'zod';
+import { agentEpics, defineTool, scriptedModel } from '../src/agents.js';
 import {
-  agentEpics,
   createEngine,
-  defineTool,
   memoryStore,
-  scriptedModel,
   toolCall,
   type ConversationState,
   type Engine,

@@ -1,6 +1,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { chatActor, chatActorLifecycle, checkBatch, createEngine, memoryStore, type Epic, type Rune, type RuneStore, type StreamHead } from '../src/index.js';
+import { chatActor, chatActorLifecycle, createEngine, memoryStore, type Epic, type Rune, type RuneStore, type StreamHead } from '../src/index.js';
+import { checkBatch } from '../src/streams/store.js';
 
 /**
  * A store that accepts every append and keeps only each stream's head (machine and last seq):

@@ -3,6 +3,7 @@ import { benchChatActorTransition } from './chat-actor-transition.js';
 import { benchEngineDispatch } from './engine-dispatch.js';
 import { benchHydration } from './hydration.js';
 import { benchIdleSessions } from './idle-sessions.js';
+import { benchImportCost } from './import-cost.js';
 import { benchSqliteAppend } from './sqlite-append.js';
 import { benchWsFanout } from './ws-fanout.js';
 
@@ -15,6 +16,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   hydration: benchHydration,
   'ws-fanout': benchWsFanout,
   'agent-deltas': benchAgentDeltas,
+  'import-cost': benchImportCost,
 };
 
 /**

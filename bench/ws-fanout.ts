@@ -3,7 +3,8 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { WebSocketServer } from 'ws';
 import { z } from 'zod';
-import { createEngine, createServer, defineMachine, type DispatchResult, type Rune } from '../src/index.js';
+import { createEngine, defineMachine, type DispatchResult, type Rune } from '../src/index.js';
+import { createServer } from '../src/server/index.js';
 import { report, type Rate } from './harness.js';
 
 const CLIENTS = 1_000;

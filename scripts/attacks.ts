@@ -16,17 +16,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VirtualTimeScheduler } from 'rxjs';
 import { WebSocket, type ClientOptions } from 'ws';
-import {
-  chatActorLifecycle,
-  createEngine,
-  createServer,
-  SERVER_CHANNELS,
-  sqliteStore,
-  type Engine,
-  type Rune,
-  type RunestreamServer,
-  type ServerOptions,
-} from '../src/index.js';
+import { chatActorLifecycle, createEngine, type Engine, type Rune } from '../src/index.js';
+import { createServer, SERVER_CHANNELS, type RunestreamServer, type ServerOptions } from '../src/server/index.js';
+import { sqliteStore } from '../src/sqlite.js';
 
 const MiB = 1024 * 1024;
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';

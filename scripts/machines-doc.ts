@@ -1,4 +1,5 @@
-import { edgesOf, machineSeeds, machines, type AnyMachine, type MachineId, type TableMachine } from '../src/index.js';
+import { edgesOf, machines, type AnyMachine, type MachineId, type TableMachine } from '../src/index.js';
+import { machineSeeds } from '../src/reducers/machines.js';
 
 
 const exportName = (id: string): string => id.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());

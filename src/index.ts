@@ -1,8 +1,96 @@
 /**
- * runestream: an RxJS stream-first engine for AI-agent state machines.
- * Everything public is exported from here.
+ * runestream, the light core: the machines, the operators, the engine, the memory store, the epic
+ * types and the wire protocol's schemas. It loads rxjs and zod and nothing heavier: no LLM SDK,
+ * no MCP SDK, no native SQLite binding, no WebSocket server (test/entries/root-weight.test.ts holds
+ * it to that). The rest has its own entry:
+ *
+ * - `runestream/sqlite`: the SQLite store (better-sqlite3).
+ * - `runestream/agents`: models, provider chains, tools, MCP, agent turns, the ReAct runtime (the AI SDK, the MCP SDK).
+ * - `runestream/server`: the WebSocket and HTTP server (ws).
+ * - `runestream/client`: the browser-safe client.
+ * - `runestream/store-kit`: for store authors: the helpers every store shares and the contract suite.
+ *
+ * Every name is listed here on purpose; what is not listed is internal.
  */
-export * from './reducers/index.js';
-export * from './streams/index.js';
-export * from './effects/index.js';
-export * from './server/index.js';
+
+// Machines (src/reducers): the machine shape, defining one, checking untrusted input.
+export type { AnyMachine, EventObject, EventOf, InputOf, Machine, RejectionCode, StateOf, Step } from './reducers/machine.js';
+export { defineMachine, edgesOf, type Edge, type FiniteState, type Row, type RowSource, type TableDefinition, type TableMachine } from './reducers/table.js';
+export { eventTypesOf } from './reducers/event-types.js';
+export { stepUnknown, validateEvent, type EventCheck } from './reducers/validate.js';
+export { machines, type MachineId } from './reducers/machines.js';
+export { DEFAULT_VALUE_LIMITS, type ValueLimitCode, type ValueLimits } from './reducers/value-limits.js';
+export { ERROR_TEXT_MAX_LENGTH, errorText } from './reducers/error-text.js';
+
+// Runes and the seed-003 invariants over a log of them.
+export { Rune, SPAWN_EVENT_TYPE, isRuneOf, type AnyRuneEvent, type RuneOf, type SpawnEvent, type StateNameOf } from './reducers/rune.js';
+export { InvariantName, InvariantViolation, checkInvariants, type CheckInvariantsOptions } from './reducers/invariants.js';
+
+// The machines of the five seeds, with their schemas and helpers.
+export * from './reducers/chat-actor/index.js';
+export * from './reducers/agent-manager-session/index.js';
+export * from './reducers/circuit-breaker/index.js';
+export * from './reducers/agent-registration/index.js';
+export * from './reducers/connection/index.js';
+export * from './reducers/metrics-collector/index.js';
+export * from './reducers/archival/index.js';
+export * from './reducers/turn-engine/index.js';
+export * from './reducers/tool-call/index.js';
+export * from './reducers/conversation/index.js';
+export * from './reducers/agent-lifecycle/index.js';
+export * from './reducers/autonomy-loop/index.js';
+export * from './reducers/react-agent/index.js';
+
+// Operators and the engine (src/streams).
+export { reduceWith } from './streams/reduce-with.js';
+export {
+  createMoorex,
+  type Moorex,
+  type MoorexDefinition,
+  type MoorexEffectController,
+  type MoorexEffectEvent,
+  type MoorexEffectRun,
+} from './streams/moorex.js';
+export {
+  createEngine,
+  type DispatchResult,
+  type Engine,
+  type EngineError,
+  type EngineOptions,
+  type EngineRejectionCode,
+  type RunesOptions,
+} from './streams/engine.js';
+export { dispatchTo } from './streams/dispatch-to.js';
+export { ofMachine } from './streams/of-machine.js';
+export { ofKind, type EventOfKind, type RuneOfKind } from './streams/of-kind.js';
+export { notices, type RuneNotice, type StreamNotice } from './streams/notices.js';
+export { StreamReadError, type StreamReadErrorCode } from './streams/stream-read-error.js';
+export { timerWheel, type TimerWheel } from './streams/timer-wheel.js';
+
+// Stores: the memory store, and what an engine's caller meets of any store.
+export { memoryStore } from './streams/memory-store.js';
+export { StoreConflictError, StoreError, type HeadsQuery, type RuneStore, type Snapshot, type StoreErrorCode, type StreamHead } from './streams/store.js';
+
+// Epics: their types, and the light ones (no LLM, no tools runtime).
+export { isSpawnCommand, type DispatchCommand, type Epic, type EpicCommand, type EpicContext, type EpicReport, type SpawnCommand } from './streams/epic.js';
+export { stateEffects, type EffectOwnership } from './streams/effect-host.js';
+export { type Effect, type EffectOrigin, type EffectsByKey, type StateEffects, type StreamView } from './streams/state-effects.js';
+export { durableDeadline, type DurableDeadlineOptions } from './streams/durable-deadline.js';
+export { chatActorLifecycle, type ChatActorLifecycleOptions } from './effects/chat-actor-lifecycle.js';
+export { INTERRUPTED_BY_RESTART, toolCallRecovery, type ToolCallRecoveryOptions } from './effects/tool-call-recovery.js';
+
+// The wire protocol's schemas (what a server and a client send each other): zod and the machines only.
+export {
+  AckMessage,
+  CLOSE_CODES,
+  ClientMessage,
+  DispatchMessage,
+  ErrorMessage,
+  ProtocolErrorCode,
+  RuneMessage,
+  ServerMessage,
+  SnapshotMessage,
+  SpawnMessage,
+  SubscribeMessage,
+  UnsubscribeMessage,
+} from './server/protocol.js';

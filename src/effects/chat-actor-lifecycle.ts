@@ -1,10 +1,10 @@
-import { Observable, Subscription, defaultIfEmpty, take } from 'rxjs';
+import { EMPTY, Observable, catchError, concat, defaultIfEmpty, defer, of, switchMap, take } from 'rxjs';
 import { chatActor } from '../reducers/chat-actor/machine.js';
-import type { Rune, RuneOf } from '../reducers/rune.js';
-import type { Epic, EpicCommand } from '../streams/epic.js';
-import { ofMachine } from '../streams/of-machine.js';
-import { timerWheel } from '../streams/timer-wheel.js';
-import { storedHeads } from './stored-heads.js';
+import type { ChatActorEvent } from '../reducers/chat-actor/schema.js';
+import { durableDeadline } from '../streams/durable-deadline.js';
+import { stateEffects } from '../streams/effect-host.js';
+import type { Epic, EpicContext } from '../streams/epic.js';
+import type { EffectsByKey } from '../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from './tool-call-recovery.js';
 
 /** Options of {@link chatActorLifecycle}, with their defaults. */
@@ -27,30 +27,33 @@ const OPTIONS = ['inactivityTimeoutMs', 'staleAfterMs', 'resolutionMs'];
 /** The reason of the `Pause` a running actor gets when it is seen stale. */
 const STALE_NO_ACTIVITY = 'stale: no activity';
 
-/** States in which the inactivity clock runs: seed 000 takes `InactivityTimeout` only there. */
-const CLOCKED = new Set(['idle', 'paused']);
+// The events its clocks dispatch, made once: an idle actor's armed deadline holds one.
+const STALE_PAUSE = { type: 'Pause', reason: STALE_NO_ACTIVITY } as const;
+const INACTIVITY_TIMEOUT = { type: 'InactivityTimeout' } as const;
+const RESTART_PAUSE = { type: 'Pause', reason: INTERRUPTED_BY_RESTART } as const;
 
 /**
  * The chat actor's lifecycle (seed 000) as an epic:
  *
  * 1. Inactivity: every accepted event of a chat actor in `idle` or `paused` (Ping included)
  *    restarts its clock; after `inactivityTimeoutMs` without one, it gets `InactivityTimeout`
- *    (and completes). While it is `running` no clock runs. All clocks share one timer wheel: a
- *    million idle actors are a million map entries and one scheduled action.
+ *    (and completes). While it is `running` no clock runs. Every clock is a `durableDeadline` on
+ *    one shared timer wheel: a million idle actors are a million map entries and one scheduled action.
  * 2. Heartbeat (seed 000's heartbeat task), kept in memory: while this process owns a `running`
- *    actor, the epic holds its heartbeat on a second timer wheel, one entry moved by each of the
- *    actor's runes, and appends nothing for it. An actor that goes `staleAfterMs` without a rune
+ *    actor, the epic holds its heartbeat as a deadline moved by each of the actor's runes, and
+ *    appends nothing for it. An actor that goes `staleAfterMs` without a rune
  *    is seen stale and gets one `Pause` ("stale: no activity"); paused, its inactivity clock runs.
  *    So a running actor costs the log at most that one rune, however long it runs.
  * 3. Shutdown: a terminal state or `Shutdown` releases the actor from memory; its state stays in
  *    the log, and the next dispatch respawns it from there (seed 000 "Respawning").
  *
- * The deadline is the last rune's `at` plus the timeout, so it is kept in the log itself: when the
- * epic starts (after a restart, say) it arms the clock of every idle or paused chat actor in the
- * store at its original deadline, or fires it at once if that has passed (unless the actor's last
- * rune is a `Shutdown`: a shut-down actor has no clock). An actor left `running`
- * by a crash (its interaction died with the process) is paused, "interrupted by restart": the
- * next interaction resumes it, and meanwhile its clock runs.
+ * These are effects of each actor's state (see `stateEffects`), and the deadline is the last rune's
+ * `at` plus the timeout, so it is kept in the log itself: after a restart the engine re-arms the
+ * clock of every idle or paused chat actor in the store at its original deadline, from its head
+ * alone, or fires it at once if that has passed (unless the actor's last rune is a `Shutdown`: a
+ * shut-down actor has no clock). An actor left `running` by a crash (its interaction died with
+ * the process) is paused, "interrupted by restart": the next interaction resumes it, and
+ * meanwhile its clock runs.
  *
  * ## Example
  * ```ts
@@ -77,99 +80,41 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
   // A timeout or stale pause whose dispatch fails (a store error) is tried again this much later;
   // one that succeeds ends the clock or the heartbeat with its own rune.
   const retryMs = Math.min(inactivityTimeoutMs, 60_000);
-  // Stored streams are resumed once per engine: a resubscription after a failure would find this
-  // process's own running actors and take them for leftovers of a crash. Clocks armed by live
-  // runes after that start again as those actors get runes.
-  let resumed = false;
-  return function chatActorLifecycle(runes$, context) {
-    const resume = !resumed;
-    resumed = true;
-    return new Observable<EpicCommand>((subscriber) => {
-      const { scheduler } = context;
-      const subscription = new Subscription();
-      const timeOut = (stream: string): void => subscriber.next({ stream, event: { type: 'InactivityTimeout' } });
-      /**
-       * Idle or paused streams armed from the store, by the seq of their last rune: which may be a
-       * `Shutdown`, and a shut-down actor has no clock, here as in the process that shut it down.
-       * Only the head is listed, so that rune is read when the clock runs out, if no rune came since.
-       */
-      const armedFromStore = new Map<string, number>();
-      const checking = new Set<string>();
-      const clocks = timerWheel<string>(scheduler, resolutionMs, (due) => {
-        for (const stream of due) {
-          clocks.set(stream, scheduler.now() + retryMs);
-          if (checking.has(stream)) continue; // its last rune is still being read
-          const seq = armedFromStore.get(stream);
-          if (seq === undefined) {
-            timeOut(stream);
-            continue;
-          }
-          armedFromStore.delete(stream);
-          checking.add(stream);
-          const decide = (last: Rune | undefined): void => {
-            if (!checking.delete(stream)) return; // a rune came meanwhile: its own clock runs
-            if (last?.kind === 'Shutdown') clocks.delete(stream);
-            else timeOut(stream);
-          };
-          subscription.add(context.read(stream, seq - 1).pipe(take(1), defaultIfEmpty(undefined)).subscribe({ next: decide, error: () => decide(undefined) }));
-        }
-      });
-      // Each running actor's heartbeat is its stale deadline; any rune of the actor moves it.
-      const heartbeats = timerWheel<string>(scheduler, resolutionMs, (due) => {
-        for (const stream of due) {
-          heartbeats.set(stream, scheduler.now() + retryMs);
-          subscriber.next({ stream, event: { type: 'Pause', reason: STALE_NO_ACTIVITY } });
-        }
-      });
-      const onRune = (rune: RuneOf<typeof chatActor>): void => {
-        armedFromStore.delete(rune.stream);
-        checking.delete(rune.stream);
-        const to = rune.to ?? '';
-        if (to === 'running' && rune.kind !== 'Shutdown' && staleAfterMs > 0) heartbeats.set(rune.stream, rune.at + staleAfterMs);
-        else heartbeats.delete(rune.stream);
-        if (chatActor.terminal.includes(to) || rune.kind === 'Shutdown') {
-          clocks.delete(rune.stream);
-          context.release(rune.stream);
-        } else if (CLOCKED.has(to)) {
-          clocks.set(rune.stream, rune.at + inactivityTimeoutMs);
-        } else {
-          clocks.delete(rune.stream);
-        }
-      };
-      const stop = (): void => {
-        clocks.dispose();
-        heartbeats.dispose();
-      };
-      const actors$ = runes$.pipe(ofMachine(chatActor));
-      subscription.add(actors$.subscribe(onRune));
-      // Durable clocks: an idle or paused actor in the store keeps its deadline across a restart
-      // (its last rune's `at` plus the timeout), firing at once if that has passed.
-      if (resume) {
-        const interrupted = (stream: string): EpicCommand => ({ stream, event: { type: 'Pause', reason: INTERRUPTED_BY_RESTART } });
-        subscription.add(
-          storedHeads(actors$, context, { machine: chatActor.id, values: [...CLOCKED, 'running'] }, {
-            // A rune that leaves running as it was (a client's Ping, say) on an actor running before
-            // this process started: its interaction died with the old process, and the listing skips
-            // it as heard live. Pause it here. (This process's own running actors are first heard
-            // entering running, and its heartbeats append nothing, so they never match.)
-            firstLive: (rune) => {
-              if (rune.from === 'running' && rune.to === 'running' && rune.kind !== 'Shutdown') subscriber.next(interrupted(rune.stream));
-            },
-          }).subscribe((head) => {
-            // Its interaction died with the process: pause it, so the user can resume it.
-            if (head.value === 'running') {
-              subscriber.next(interrupted(head.stream));
-            } else {
-              clocks.set(head.stream, head.at + inactivityTimeoutMs);
-              armedFromStore.set(head.stream, head.seq);
-            }
-          }),
-        );
+  return stateEffects({
+    name: 'chatActorLifecycle',
+    machine: chatActor,
+    states: ['idle', 'paused', 'running'],
+    // Every rune of an actor (a Ping included) restarts its clock or its heartbeat.
+    restartOn: () => true,
+    effects: (view, context): EffectsByKey<typeof chatActor> => {
+      const deadline = <E extends ChatActorEvent>(ms: number, event: E) => durableDeadline(view.at + ms, event, { scheduler: context.scheduler, resolutionMs, retryMs });
+      if (view.rune?.kind === 'Shutdown') return { release: released(view.stream, context) };
+      if (view.value === 'running') {
+        // Its interaction died with the process that ran it: pause it, so the user can resume it.
+        if (view.origin === 'resumed') return { interrupted: of(RESTART_PAUSE) };
+        return staleAfterMs > 0 ? { heartbeat: deadline(staleAfterMs, STALE_PAUSE) } : {};
       }
-      return () => {
-        subscription.unsubscribe();
-        stop();
-      };
-    });
-  };
+      const timeout$ = deadline(inactivityTimeoutMs, INACTIVITY_TIMEOUT);
+      if (view.rune !== undefined) return { inactivity: timeout$ };
+      // Found in the store: its last rune, read only once the clock runs out, may be a Shutdown, and
+      // a shut-down actor has no clock, here as in the process that shut it down. Otherwise it times
+      // out as soon as that is read, and is retried like any deadline.
+      const unlessShutDown$ = view.lastRune$.pipe(
+        take(1),
+        defaultIfEmpty(undefined),
+        catchError(() => of(undefined)),
+        switchMap((last) =>
+          last?.kind === 'Shutdown' ? EMPTY : concat(of(INACTIVITY_TIMEOUT), durableDeadline(context.scheduler.now() + retryMs, INACTIVITY_TIMEOUT, { scheduler: context.scheduler, resolutionMs, retryMs })),
+        ),
+      );
+      return { inactivity: timeout$.pipe(take(1), switchMap(() => unlessShutDown$)) };
+    },
+  });
 }
+
+/** Releases a shut-down actor from memory; its state stays in the log, where the next dispatch respawns it from. */
+const released = (stream: string, context: EpicContext): Observable<never> =>
+  defer(() => {
+    context.release(stream);
+    return EMPTY;
+  });

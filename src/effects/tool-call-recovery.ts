@@ -1,9 +1,9 @@
-import { EMPTY, Observable, filter, map, mergeMap, of } from 'rxjs';
+import { filter, map, of } from 'rxjs';
 import { toolCall } from '../reducers/tool-call/machine.js';
 import type { ToolCallInput } from '../reducers/tool-call/schema.js';
-import type { Epic, EpicCommand } from '../streams/epic.js';
-import { ofMachine } from '../streams/of-machine.js';
-import { storedHeads } from './stored-heads.js';
+import { stateEffects } from '../streams/effect-host.js';
+import type { Epic } from '../streams/epic.js';
+import type { EffectsByKey } from '../streams/state-effects.js';
 
 /** The error a tool call interrupted by a restart ends with. */
 export const INTERRUPTED_BY_RESTART = 'interrupted by restart';
@@ -25,9 +25,10 @@ export interface ToolCallRecoveryOptions {
  * execution died with the process; whether to run it again is the caller's decision: calls for
  * which `rerun(call)` is true are left to whatever runs them again.
  *
- * It lists the stored calls once per engine, at its first subscription ({@link storedHeads}: a
- * listing that fails is tried again, and a call heard live meanwhile is decided from its own rune,
- * so a call this process runs is never taken for a leftover). Exactly one result: the result is a dispatch like any other, so if the process dies before it is
+ * Its one effect is a function of each call's state (see `stateEffects`): the engine resumes it for
+ * every stored call left `executing` (and for a call first heard by a rune that leaves it executing,
+ * a progress update from a run older than this process), never for a call this process started
+ * executing. Exactly one result: the result is a dispatch like any other, so if the process dies before it is
  * durable the next start sends it again, and once it is durable the call is terminal and a second
  * one would be refused.
  *
@@ -36,7 +37,8 @@ export interface ToolCallRecoveryOptions {
  * import { mkdtempSync, rmSync } from 'node:fs';
  * import { tmpdir } from 'node:os';
  * import { join } from 'node:path';
- * import { createEngine, sqliteStore, toolCallRecovery } from 'runestream';
+ * import { createEngine, toolCallRecovery } from 'runestream';
+ * import { sqliteStore } from 'runestream/sqlite';
  * const dir = mkdtempSync(join(tmpdir(), 'runestream-'));
  * const engine = createEngine({ store: sqliteStore(join(dir, 'agents.db')), epics: [toolCallRecovery()] });
  * await engine.close();
@@ -56,40 +58,23 @@ export function toolCallRecovery(options: ToolCallRecoveryOptions = {}): Epic {
       return false;
     }
   };
-  // Once per engine: a resubscription after a failure would find this process's own calls
-  // executing and take them for leftovers of a crash.
-  let listed = false;
-  return function toolCallRecovery(runes$, context) {
-    if (listed) return EMPTY;
-    listed = true;
-    const interrupt = (stream: string): EpicCommand => ({ stream, event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } });
-    /** Whether a call in memory is one that something runs again. */
-    const rerunsInMemory = (stream: string): boolean => {
-      const state = rerun === undefined ? undefined : context.state(stream, toolCall);
-      return state !== undefined && reruns(state);
-    };
-    return new Observable<EpicCommand>((subscriber) => {
-      const calls$ = runes$.pipe(ofMachine(toolCall));
-      return storedHeads(calls$, context, { machine: toolCall.id, values: ['executing'] }, {
-        // A call heard live during the listing is newer than the listing: one this process just
-        // started executing is no leftover. Unless its first live rune shows it executing already (a
-        // progress update): that execution predates this process (or is a rerun-safe call's re-run).
-        firstLive: (rune) => {
-          if (rune.from === 'executing' && rune.to === 'executing' && !rerunsInMemory(rune.stream)) subscriber.next(interrupt(rune.stream));
-        },
-      })
-        .pipe(
-          // With `rerun`, each listed call's state is read to ask it.
-          mergeMap((head) =>
-            rerun === undefined
-              ? of(head.stream)
-              : context.snapshot(head.stream, toolCall).pipe(
-                  filter((snapshot) => snapshot?.state.value === 'executing' && !reruns(snapshot.state)),
-                  map(() => head.stream),
-                ),
-          ),
-        )
-        .subscribe({ next: (stream) => subscriber.next(interrupt(stream)), error: (error: unknown) => subscriber.error(error), complete: () => subscriber.complete() });
-    });
-  };
+  const interrupted = { type: 'execution_error' as const, error: INTERRUPTED_BY_RESTART };
+  return stateEffects({
+    name: 'toolCallRecovery',
+    machine: toolCall,
+    states: ['executing'],
+    // A call this process moved into executing is running here; only one it took over was left by a crash.
+    effects: (view): EffectsByKey<typeof toolCall> =>
+      view.origin !== 'resumed'
+        ? {}
+        : {
+            interrupt:
+              rerun === undefined
+                ? of(interrupted)
+                : view.state$.pipe(
+                    filter((state) => state?.value === 'executing' && !reruns(state)),
+                    map(() => interrupted),
+                  ),
+          },
+  });
 }

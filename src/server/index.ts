@@ -1,7 +1,10 @@
-export * from './protocol.js';
+/**
+ * runestream/server: the WebSocket and HTTP server (`ws`): its options, access hooks, routes and
+ * diagnostics channels. The wire protocol's schemas are in the root, so a client needs no server.
+ */
 export { createServer, type RunestreamServer } from './server.js';
-export type { ServerOptions, SlowClientPolicy, DispatchRate } from './options.js';
-export { isLoopbackHost, type AccessRequest, type AccessAction, type Authorize, type Credential, type Identity, type Verify } from './access.js';
-export { SERVER_CHANNELS, type SentReport, type SlowClientReport } from './diagnostics.js';
-export type { HttpError } from './http-reply.js';
+export type { DispatchRate, ServerOptions, SlowClientPolicy } from './options.js';
+export type { AccessAction, AccessRequest, Authorize, Credential, Identity, Verify } from './access.js';
 export type { Route, RouteContext, RouteHandler } from './routes.js';
+export type { HttpError } from './http-reply.js';
+export { SERVER_CHANNELS, type SentReport, type SlowClientReport } from './diagnostics.js';

@@ -85,7 +85,8 @@ const listen = (server: Server, port: number, host: string): Promise<void> =>
  *
  * ## Example
  * ```ts
- * import { createEngine, createServer } from 'runestream';
+ * import { createEngine } from 'runestream';
+ * import { createServer } from 'runestream/server';
  * const engine = createEngine();
  * const server = await createServer({ engine, port: 0 });
  * console.log(server.url); // Logs: ws://127.0.0.1:...

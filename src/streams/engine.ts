@@ -4,6 +4,7 @@ import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, eventRejection } from '../reducers/validate.js';
 import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
+import type { EffectOwnership } from './effect-host.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
 import { KeyedListeners } from './keyed-listeners.js';
 import { StreamReadError } from './stream-read-error.js';
@@ -67,6 +68,11 @@ export interface EngineOptions {
    * (UTF-16 code units, keys too), `maxKeys` 1,000 (per object), `maxArrayLength` 10,000.
    */
   limits?: Partial<ValueLimits>;
+  /**
+   * Which streams' state-derived effects this engine runs (see `stateEffects`): several processes
+   * on one log split them by lease. Default: all.
+   */
+  ownership?: EffectOwnership;
 }
 
 /** Something went wrong outside any caller's request; the engine carries on. */
@@ -665,6 +671,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
         release,
         streams: (query) => from(store.heads(query)),
         scheduler,
+        report: (report) => errors.next(report),
+        ...(options.ownership === undefined ? {} : { ownership: options.ownership }),
       },
       dispatch: (command) => (isSpawnCommand(command) ? spawn(command.stream, command.spawn, command.input) : dispatch(command.stream, command.event)),
       report: (report) => errors.next(report),

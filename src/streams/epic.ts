@@ -1,4 +1,5 @@
 import { Observable, defer, retry, timer, type SchedulerLike, type Subscription } from 'rxjs';
+import type { EffectOwnership } from './effect-host.js';
 import type { HeadsQuery, Snapshot, StreamHead } from './store.js';
 import type { AnyMachine, EventObject, StateOf } from '../reducers/machine.js';
 import type { Rune } from '../reducers/rune.js';
@@ -58,6 +59,10 @@ export interface EpicContext {
   streams(query?: HeadsQuery): Observable<StreamHead>;
   /** The engine's scheduler: every timer of an epic runs on it, so tests run in virtual time. */
   readonly scheduler: SchedulerLike;
+  /** Reports a failure no command carries (an effect that failed); the engine puts it on `errors$`. */
+  report?(report: EpicReport): void;
+  /** Which streams' effects this process runs (see `stateEffects`). Absent: all of them. */
+  readonly ownership?: EffectOwnership;
 }
 
 /**
@@ -70,6 +75,7 @@ export type Epic<Deps = unknown> = (runes$: Observable<Rune>, context: EpicConte
 /** What happened to an epic or to a command it emitted. */
 export type EpicReport =
   | { type: 'epic_failed'; epic: string; error: unknown; retryInMs: number }
+  | { type: 'effect_failed'; epic: string; stream: string; key?: string; error: unknown }
   | { type: 'command_rejected'; epic: string; command: EpicCommand; code: string; reason: string }
   | { type: 'command_failed'; epic: string; command: EpicCommand; error: unknown };
 

@@ -178,7 +178,8 @@ type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: 
  * import { mkdtempSync, rmSync } from 'node:fs';
  * import { tmpdir } from 'node:os';
  * import { join } from 'node:path';
- * import { sqliteStore, type StoreError } from 'runestream';
+ * import type { StoreError } from 'runestream';
+ * import { sqliteStore } from 'runestream/sqlite';
  *
  * const dir = mkdtempSync(join(tmpdir(), 'runestream-'));
  * const store = sqliteStore(join(dir, 'agents.db'));

@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEngine, createServer, type Engine, type RunestreamServer } from '../../src/index.js';
+import { createEngine, type Engine } from '../../src/index.js';
+import { createServer, type RunestreamServer } from '../../src/server/index.js';
 
 /**
  * Debian's chromium: `.ci/run` installs it. On a developer's machine without it these tests are

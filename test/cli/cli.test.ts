@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseCommand, UsageError } from '../../src/cli/args.js';
-import { sqliteStore } from '../../src/index.js';
+import { sqliteStore } from '../../src/sqlite.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 import { fetchJson } from '../support/sse-client.js';
 import { TestClient } from '../support/ws-client.js';

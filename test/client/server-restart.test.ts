@@ -1,7 +1,8 @@
 import { VirtualTimeScheduler, filter, firstValueFrom } from 'rxjs';
 import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
-import { sqliteStore, type Rune } from '../../src/index.js';
+import type { Rune } from '../../src/index.js';
+import { sqliteStore } from '../../src/sqlite.js';
 import { createClient, type ClientError } from '../../src/server/client/index.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 

@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AccessRequest, Authorize, Identity, Verify } from '../../src/index.js';
+import type { AccessRequest, Authorize, Identity, Verify } from '../../src/server/index.js';
 import { SseClient, fetchJson } from '../support/sse-client.js';
 import { TestClient, startServer } from '../support/ws-client.js';
 

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { agentEpics, agentStreams, checkInvariants, defineTool, memoryStore, scriptedModel, type ServerMessage } from '../../src/index.js';
+import { agentEpics, agentStreams, defineTool, scriptedModel } from '../../src/agents.js';
+import { checkInvariants, memoryStore, type ServerMessage } from '../../src/index.js';
 import { storeLog } from '../support/store-log.js';
 import { startServer, type TestClient } from '../support/ws-client.js';
 

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Authorize } from '../../src/index.js';
+import type { Authorize } from '../../src/server/index.js';
 import { startServer } from '../support/ws-client.js';
 
 let stop: (() => Promise<void>) | undefined;

@@ -1,7 +1,9 @@
 import { createServer as createHttpServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createEngine, createServer, isLoopbackHost, type ServerOptions } from '../../src/index.js';
+import { createEngine } from '../../src/index.js';
+import { createServer, type ServerOptions } from '../../src/server/index.js';
+import { isLoopbackHost } from '../../src/server/access.js';
 
 const engine = createEngine();
 afterAll(() => engine.close());

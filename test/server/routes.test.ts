@@ -1,7 +1,8 @@
 import { once } from 'node:events';
 import { createServer as createHttpServer, request, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEngine, createServer, type Route, type RunestreamServer } from '../../src/index.js';
+import { createEngine } from '../../src/index.js';
+import { createServer, type Route, type RunestreamServer } from '../../src/server/index.js';
 import { fetchJson } from '../support/sse-client.js';
 import { startServer, TestClient } from '../support/ws-client.js';
 

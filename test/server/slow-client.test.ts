@@ -2,7 +2,8 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { once } from 'node:events';
 import { VirtualTimeScheduler } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { chatActor, SERVER_CHANNELS, type ChatActorState, type SentReport, type ServerOptions, type SlowClientReport } from '../../src/index.js';
+import { chatActor, type ChatActorState } from '../../src/index.js';
+import { SERVER_CHANNELS, type SentReport, type ServerOptions, type SlowClientReport } from '../../src/server/index.js';
 import { range, seqsOf, startServer } from '../support/ws-client.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';

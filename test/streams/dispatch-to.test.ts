@@ -6,8 +6,11 @@ import { Subject, from, lastValueFrom, map, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { chatActor } from '../../src/index.js';
-import { createEngine, dispatchTo, memoryStore, sqliteStore, type DispatchResult, type Engine, type RuneStore } from '../../src/streams/index.js';
-import { StoreError } from '../../src/streams/store.js';
+import { dispatchTo } from '../../src/streams/dispatch-to.js';
+import { createEngine, type DispatchResult, type Engine } from '../../src/streams/engine.js';
+import { memoryStore } from '../../src/streams/memory-store.js';
+import { sqliteStore } from '../../src/streams/sqlite-store.js';
+import { StoreError, type RuneStore } from '../../src/streams/store.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const interact = { type: 'ProcessInteraction', userId } as const;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/index.js';
-import { createEngine, memoryStore } from '../../src/streams/index.js';
+import { createEngine } from '../../src/streams/engine.js';
+import { memoryStore } from '../../src/streams/memory-store.js';
 
 /** `{a: {a: ... {a: 1}}}`, `levels` objects deep. */
 const nested = (levels: number): unknown => {

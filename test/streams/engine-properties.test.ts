@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chatActor, type ChatActorState, type DispatchResult, type Rune } from '../../src/index.js';
-import { createEngine, memoryStore, sqliteStore, type RuneStore } from '../../src/streams/index.js';
+import { createEngine } from '../../src/streams/engine.js';
+import { memoryStore } from '../../src/streams/memory-store.js';
+import { sqliteStore } from '../../src/streams/sqlite-store.js';
+import type { RuneStore } from '../../src/streams/store.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const STREAMS = ['a', 'b', 'c'] as const;

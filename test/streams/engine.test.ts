@@ -1,8 +1,9 @@
 import { VirtualTimeScheduler, filter, firstValueFrom, lastValueFrom, map, take, tap, toArray, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { chatActor, type ChatActorState, type Rune } from '../../src/index.js';
-import { createEngine, memoryStore, type DispatchResult, type RuneStore } from '../../src/streams/index.js';
-import { StoreError } from '../../src/streams/store.js';
+import { createEngine, type DispatchResult } from '../../src/streams/engine.js';
+import { memoryStore } from '../../src/streams/memory-store.js';
+import { StoreError, type RuneStore } from '../../src/streams/store.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const interact = { type: 'ProcessInteraction', userId } as const;

@@ -2,7 +2,8 @@ import { EMPTY, VirtualTimeScheduler, filter, firstValueFrom, map, mergeMap, of,
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/index.js';
-import { createEngine, isSpawnCommand, runEpics, type Epic, type EpicCommand, type EpicReport } from '../../src/streams/index.js';
+import { createEngine } from '../../src/streams/engine.js';
+import { isSpawnCommand, runEpics, type Epic, type EpicCommand, type EpicReport } from '../../src/streams/epic.js';
 import { epicContext } from '../support/epic-context.js';
 
 const rune = (stream: string, seq: number, kind: string): Rune => ({ stream, seq, machine: 'chat-actor', kind, event: { type: kind }, at: 0 });

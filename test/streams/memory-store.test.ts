@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { StoreConflictError } from '../../src/streams/store.js';
 import { memoryStore } from '../../src/streams/memory-store.js';
-import { describeStoreContract, runeOf, runesOf } from '../support/store-contract.js';
+import { runeOf, runesOf, storeContract } from '../../src/store-kit.js';
 
 
-describeStoreContract('memoryStore', () => memoryStore());
+storeContract('memoryStore', () => memoryStore(), { describe, it, expect });
 
 describe('memoryStore.appendSync', () => {
   it('commits one rune at once, with the same gapless check as append', async () => {

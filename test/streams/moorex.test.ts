@@ -9,7 +9,7 @@ import {
   type AgentState,
   type ReactAgentEffect,
 } from '../../src/index.js';
-import { createMoorex, type Moorex, type MoorexEffectController, type MoorexEffectEvent } from '../../src/streams/index.js';
+import { createMoorex, type Moorex, type MoorexEffectController, type MoorexEffectEvent } from '../../src/streams/moorex.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
 

@@ -10,7 +10,7 @@ import type { Rune } from '../../src/index.js';
 import { createEngine } from '../../src/streams/engine.js';
 import { SQLITE_APPLICATION_ID, sqliteStore, type SqliteStoreOptions } from '../../src/streams/sqlite-store.js';
 import { StoreConflictError, StoreError, type RuneStore } from '../../src/streams/store.js';
-import { describeStoreContract, runeOf, runesOf } from '../support/store-contract.js';
+import { runeOf, runesOf, storeContract } from '../../src/store-kit.js';
 
 let dir: string;
 let files = 0;
@@ -44,7 +44,7 @@ const rawConnection = (path: string, options?: Database.Options): Database.Datab
   return db;
 };
 
-describeStoreContract('sqliteStore', () => openStore());
+storeContract('sqliteStore', () => openStore(), { describe, it, expect });
 
 describe('sqliteStore: the file', () => {
   it('is created with its schema, marked as a runestream file, in WAL mode', async () => {

@@ -1,15 +1,6 @@
 import { WebSocket, type ClientOptions } from 'ws';
-import {
-  createEngine,
-  createServer,
-  ServerMessage,
-  type ClientMessage,
-  type Engine,
-  type EngineOptions,
-  type Rune,
-  type RunestreamServer,
-  type ServerOptions,
-} from '../../src/index.js';
+import { createEngine, ServerMessage, type ClientMessage, type Engine, type EngineOptions, type Rune } from '../../src/index.js';
+import { createServer, type RunestreamServer, type ServerOptions } from '../../src/server/index.js';
 
 type Match = (message: ServerMessage) => boolean;
 

@@ -33,7 +33,8 @@ const isChain = (model: LanguageModel | ProviderChain): model is ProviderChain =
  * ```ts
  * import { filter, firstValueFrom } from 'rxjs';
  * import { z } from 'zod';
- * import { agentEpics, createEngine, defineTool, scriptedModel, type TurnEngineState } from 'runestream';
+ * import { createEngine, type TurnEngineState } from 'runestream';
+ * import { agentEpics, defineTool, scriptedModel } from 'runestream/agents';
  *
  * const clock = defineTool({ name: 'clock', description: 'The time now.', inputSchema: z.object({}), execute: () => '12:00' });
  * // Offline: a scripted model asks for the clock, then answers with what it said.

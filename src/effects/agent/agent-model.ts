@@ -1,9 +1,12 @@
-import { Observable, catchError, defer, filter, forkJoin, groupBy, map, mergeMap, of, switchMap, takeUntil, toArray } from 'rxjs';
+import { Observable, catchError, defer, forkJoin, map, of, switchMap, toArray } from 'rxjs';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { TurnEngineEvent } from '../../reducers/turn-engine/schema.js';
+import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import type { EffectsByKey } from '../../streams/state-effects.js';
+import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { ofMachine } from '../../streams/of-machine.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
 import { agentOfTurn, agentStreams } from './streams.js';
@@ -104,29 +107,25 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
 }
 
 /**
- * The LLM side of every agent (seed 003 TurnEngine): whenever an agent's turn enters `streaming`
- * (a `start_turn`, or `tools_finished` after a tool round), the model is called with the whole
- * conversation, and its answer becomes runes of the turn: `turn.assistant_delta` per delta, then
+ * The LLM side of every agent (seed 003 TurnEngine): the model call is an effect of a turn in
+ * `streaming` (see `stateEffects`). Whenever an agent's turn enters `streaming` (a `start_turn`,
+ * or `tools_finished` after a tool round), the model is called with the whole conversation, and
+ * its answer becomes runes of the turn: `turn.assistant_delta` per delta, then
  * `turn.tool_calls_received` or `turn.completed`. When the turn leaves `streaming` otherwise
  * (interrupt, steer), the call is unsubscribed, which aborts its HTTP request.
+ *
+ * A turn found `streaming` when this process took it over (after a restart) had its call die with
+ * the old process: it is interrupted, "interrupted by restart", and the agent is ready again.
  */
 export function agentModel(options: AgentModelOptions): Epic {
-  return function agentModel(runes$, context) {
-    const turns$ = runes$.pipe(
-      ofMachine(turnEngine),
-      filter((rune) => agentOfTurn(rune.stream) !== undefined),
-    );
-    return turns$.pipe(
-      // One group per turn stream while it is busy: it ends when the turn is back to idle.
-      groupBy((rune) => rune.stream, { duration: (group$) => group$.pipe(filter((rune) => rune.to === 'idle')) }),
-      mergeMap((group$) =>
-        group$.pipe(
-          filter((rune) => rune.to === 'streaming' && rune.from !== 'streaming'),
-          switchMap((rune) =>
-            respond(rune.stream, context, options).pipe(takeUntil(group$.pipe(filter((later) => later.to !== 'streaming')))),
-          ),
-        ),
-      ),
-    );
-  };
+  return stateEffects({
+    name: 'agentModel',
+    machine: turnEngine,
+    states: ['streaming'],
+    effects: (view, context): EffectsByKey<typeof turnEngine> => {
+      if (agentOfTurn(view.stream) === undefined) return {};
+      if (view.origin === 'resumed') return { interrupted: of({ type: 'interrupt', reason: INTERRUPTED_BY_RESTART }) };
+      return { model: respond(view.stream, context, options) };
+    },
+  });
 }

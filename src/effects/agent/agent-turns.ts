@@ -6,9 +6,10 @@ import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
-import { storedHeads } from '../stored-heads.js';
+import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { agentOfCall, agentOfTurn, agentStreams } from './streams.js';
 
@@ -121,17 +122,14 @@ async function ended(agent: string, rune: TurnRune, context: EpicContext): Promi
  * 5. A turn ended: calls not done are cancelled (`cancelled_result`), the agent and conversation
  *    hear of it, the turn is finalized; a steer starts the next turn.
  *
- * After a restart it derives from the stored turns what is left to do: a turn that was streaming
- * (its model call died with the process) is interrupted, "interrupted by restart"; a tool round's
- * missing calls are created and a finished round goes on; an ended turn is finalized.
+ * After a restart the engine resumes, from the stored turns, what is left to do (its effects of
+ * state, see `stateEffects`): a tool round's missing calls are created and a finished round goes
+ * on; an ended turn is finalized. (A turn that was streaming is `agentModel`'s: it is interrupted.)
  */
 export function agentTurns(): Epic {
-  let resumed = false;
   return function agentTurns(runes$, context) {
-    const resume = !resumed;
-    resumed = true;
-    // The rounds this epic has finished: the restart listing and a live result may both find a
-    // round done, and the model must get its results once.
+    // The rounds this epic has finished: a resumed round and a live result may both find a round
+    // done, and the model must get its results once.
     const finished = new Set<string>();
     const finishRound = async (agent: string): Promise<EpicCommand[]> => {
       const round = await doneRound(agent, context);
@@ -163,20 +161,29 @@ export function agentTurns(): Epic {
       return EMPTY;
     };
 
-    /** What a stored turn still needs, after a restart. */
-    const resumeTurn = async (stream: string, value: string | undefined): Promise<EpicCommand[]> => {
-      const agent = agentOfTurn(stream);
-      if (agent === undefined) return [];
-      if (value === 'streaming') return [{ stream, event: { type: 'interrupt', reason: INTERRUPTED_BY_RESTART } }];
-      if (value === 'tool_executing') {
-        return [...callsOf(agent, await latestRound(stream, context)), ...(await finishRound(agent))];
-      }
-      const lifecycle = await stateOf(context, agentStreams(agent).lifecycle, agentLifecycle);
-      const commands: EpicCommand[] = [];
-      if (lifecycle?.value === 'running_turn') commands.push({ stream: agentStreams(agent).lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
-      commands.push({ stream, event: { type: 'turn_finalized' } });
-      return commands;
-    };
+    /**
+     * What a turn found in one of these states when this process took it over still needs (a
+     * turn found `streaming` is `agentModel`'s): a tool round's missing calls are created and a
+     * finished round goes on; an ended turn is finalized, and an agent left running it is told.
+     */
+    const resumed = stateEffects({
+      name: 'agentTurns',
+      machine: turnEngine,
+      states: ['tool_executing', 'completed', 'interrupted', 'error'],
+      effects: (view): EffectsByKey<typeof turnEngine> => {
+        const agent = agentOfTurn(view.stream);
+        if (view.origin !== 'resumed' || agent === undefined) return {};
+        const resume = async (): Promise<EpicCommand[]> => {
+          if (view.value === 'tool_executing') return [...callsOf(agent, await latestRound(view.stream, context)), ...(await finishRound(agent))];
+          const lifecycle = await stateOf(context, agentStreams(agent).lifecycle, agentLifecycle);
+          const commands: EpicCommand[] = [];
+          if (lifecycle?.value === 'running_turn') commands.push({ stream: agentStreams(agent).lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
+          commands.push({ stream: view.stream, event: { type: 'turn_finalized' } });
+          return commands;
+        };
+        return { resume: defer(resume).pipe(mergeMap((commands) => commands)) };
+      },
+    });
 
     // Per agent, one rune at a time: its commands keep the order of its runes. Agents run side by
     // side; an agent's group ends when its turn is idle again.
@@ -187,11 +194,6 @@ export function agentTurns(): Epic {
       groupBy((rune) => agentKey(rune)!, { duration: (group$) => group$.pipe(filter((rune) => isRuneOf(turnEngine, rune) && rune.to === 'idle')) }),
       mergeMap((group$) => group$.pipe(concatMap(onRune))),
     );
-    if (!resume) return live$;
-    const turns$ = runes$.pipe(ofMachine(turnEngine));
-    const stored$ = storedHeads(turns$, context, { machine: turnEngine.id, values: ['streaming', 'tool_executing', 'completed', 'interrupted', 'error'] }).pipe(
-      concatMap((head) => from(resumeTurn(head.stream, head.value)).pipe(mergeMap((commands) => commands))),
-    );
-    return merge(live$, stored$);
+    return merge(live$, resumed(runes$, context, undefined));
   };
 }

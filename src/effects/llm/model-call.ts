@@ -86,7 +86,7 @@ export const modelPartOf = (part: TextStreamPart<ToolSet>): ModelPart | undefine
  *
  * ## Example
  * ```ts
- * import { modelCall$, scriptedModel } from 'runestream';
+ * import { modelCall$, scriptedModel } from 'runestream/agents';
  * const model = scriptedModel([{ text: 'Hello there' }]);
  * modelCall$(model, { messages: [{ role: 'user', content: 'Hi' }], tools: {} }).subscribe((part) => console.log(part));
  * // Logs:

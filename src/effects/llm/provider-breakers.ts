@@ -1,12 +1,14 @@
-import { Observable, filter, firstValueFrom, lastValueFrom, toArray } from 'rxjs';
+import { EMPTY, Observable, defer, forkJoin, lastValueFrom, of, switchMap, toArray } from 'rxjs';
 import { circuitBreaker } from '../../reducers/circuit-breaker/machine.js';
+import type { CircuitBreakerEvent } from '../../reducers/circuit-breaker/schema.js';
 import type { RuneOf } from '../../reducers/rune.js';
-import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import { durableDeadline } from '../../streams/durable-deadline.js';
+import { stateEffects } from '../../streams/effect-host.js';
+import type { Epic, EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
-import { timerWheel } from '../../streams/timer-wheel.js';
+import type { EffectsByKey, StreamView } from '../../streams/state-effects.js';
 import type { Provider } from './model-types.js';
 import { providerBreakerStream, type ProviderChain } from './provider-chain.js';
-import { storedHeads } from '../stored-heads.js';
 
 /** Options of {@link providerBreakers}, with their defaults. A {@link ProviderChain} is one too. */
 export interface ProviderBreakersOptions {
@@ -54,18 +56,18 @@ async function openClockStart(context: Pick<EpicContext, 'read'>, stream: string
  *    arms its clock: the rune's `at` plus the breaker's own `openTimeoutMs` (from its state, as
  *    it was spawned). When it is due, the epic dispatches `open_timeout_elapsed`. A rune that
  *    leaves OPEN disarms it; the outcome of a call forced through an OPEN breaker does not move it.
- * 2. The deadline lives in the log: when the epic starts (after a restart, say) it lists every
- *    OPEN breaker (`context.streams({machine: 'circuit-breaker', values: ['OPEN']})`) and arms
- *    each at its original deadline, from the rune that opened it, or fires at once if that has
- *    passed.
+ * 2. The deadline lives in the log: the clock is an effect of the OPEN state (see `stateEffects`),
+ *    so after a restart the engine re-arms every stored OPEN breaker at its original deadline,
+ *    from the rune that opened it, or fires it at once if that has passed.
  * 3. A timeout whose dispatch left no rune is sent again a little later (its timeout, between 1 s
  *    and a minute); the breaker's rune ends the clock.
  *
- * All clocks share one timer wheel on `context.scheduler`, so they run in virtual time in tests.
+ * Every clock is a `durableDeadline` on `context.scheduler`, so they run in virtual time in tests.
  *
  * ## Example
  * ```ts
- * import { createEngine, providerBreakers, scriptedModel } from 'runestream';
+ * import { createEngine } from 'runestream';
+ * import { providerBreakers, scriptedModel } from 'runestream/agents';
  * const chain = { providers: [{ name: 'primary', model: scriptedModel([{ text: 'Hi' }]) }], breaker: { openTimeoutMs: 10_000 } };
  * const engine = createEngine({ epics: [providerBreakers(chain)] });
  * // provider/primary, once OPEN, goes HALF_OPEN 10 s later, even across a restart.
@@ -83,88 +85,30 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
   /** Whether a breaker stream is one of these providers'. */
   const inScope = (stream: string): boolean => (streams === undefined ? stream.startsWith(providerBreakerStream('')) : streams.has(stream));
 
-  return function providerBreakers(runes$, context) {
-    return new Observable<EpicCommand>((subscriber) => {
-      const { scheduler } = context;
-      /** The open timeout of each armed breaker, for its retry. */
-      const timeouts = new Map<string, number>();
-      /** Counts each breaker's runes that set or cleared its clock: a slower lookup started before one is stale. */
-      const generations = new Map<string, number>();
-      const recovering = new Set<string>();
+  return stateEffects({
+    name: 'providerBreakers',
+    machine: circuitBreaker,
+    states: ['OPEN'],
+    // An operator's manual_keep_open starts the OPEN clock again; a forced call's outcome does not.
+    restartOn: (rune) => rune.event.type === 'manual_keep_open',
+    effects: (view, context): EffectsByKey<typeof circuitBreaker> => (inScope(view.stream) ? { halfOpen: halfOpen$(view, context, resolutionMs) } : {}),
+  });
+}
 
-      const clocks = timerWheel<string>(scheduler, resolutionMs, (due) => {
-        for (const stream of due) {
-          clocks.set(stream, scheduler.now() + retryDelayOf(timeouts.get(stream) ?? 0));
-          subscriber.next({ stream, event: { type: 'open_timeout_elapsed' } });
-        }
-      });
-      const generationOf = (stream: string): number => generations.get(stream) ?? 0;
-      const arm = (stream: string, openedAt: number, openTimeoutMs: number): void => {
-        timeouts.set(stream, openTimeoutMs);
-        clocks.set(stream, openedAt + openTimeoutMs);
-      };
-      const disarm = (stream: string): void => {
-        clocks.delete(stream);
-        timeouts.delete(stream);
-      };
-      const fail = (error: unknown): void => subscriber.error(error);
-      /** The breaker's open timeout, from its state as it was spawned. */
-      const openTimeoutOf = async (stream: string): Promise<number | undefined> =>
-        context.state(stream, circuitBreaker)?.openTimeoutMs ?? (await firstValueFrom(context.snapshot(stream, circuitBreaker)))?.state.openTimeoutMs;
-
-      /** Arms a breaker found OPEN without the rune that opened it: its deadline from its history. */
-      const recover = (stream: string, lastSeq: number, lastAt: number): void => {
-        if (recovering.has(stream)) return;
-        recovering.add(stream);
-        const generation = generationOf(stream);
-        Promise.all([openClockStart(context, stream, lastSeq, lastAt), openTimeoutOf(stream)])
-          .then(([openedAt, openTimeoutMs]) => {
-            if (generationOf(stream) !== generation || clocks.get(stream) !== undefined || openTimeoutMs === undefined) return;
-            arm(stream, openedAt, openTimeoutMs);
-          }, fail)
-          .finally(() => recovering.delete(stream));
-      };
-
-      const onRune = (rune: BreakerRune): void => {
-        const { stream } = rune;
-        if (rune.to === 'OPEN' && !startsOpenClock(rune)) {
-          // A forced call's outcome: the clock runs on, unless this epic never saw it start.
-          if (clocks.get(stream) === undefined) recover(stream, rune.seq, rune.at);
-          return;
-        }
-        const generation = generationOf(stream) + 1;
-        generations.set(stream, generation);
-        if (rune.to !== 'OPEN') {
-          disarm(stream);
-          return;
-        }
-        const known = context.state(stream, circuitBreaker)?.openTimeoutMs;
-        if (known !== undefined) {
-          arm(stream, rune.at, known);
-          return;
-        }
-        openTimeoutOf(stream).then((openTimeoutMs) => {
-          if (generationOf(stream) === generation && openTimeoutMs !== undefined) arm(stream, rune.at, openTimeoutMs);
-        }, fail);
-      };
-
-      const breakers$ = runes$.pipe(
-        ofMachine(circuitBreaker),
-        filter((rune) => inScope(rune.stream)),
-      );
-      const subscription = breakers$.subscribe(onRune);
-      // Durable clocks: every OPEN breaker in the store, at its original deadline. A breaker heard
-      // live meanwhile is left to its live rune.
-      subscription.add(
-        storedHeads(breakers$, context, { machine: circuitBreaker.id, values: ['OPEN'] }).subscribe((head) => {
-          if (!inScope(head.stream) || generations.has(head.stream) || clocks.get(head.stream) !== undefined) return;
-          recover(head.stream, head.seq, head.at);
-        }),
-      );
-      return () => {
-        subscription.unsubscribe();
-        clocks.dispose();
-      };
-    });
-  };
+/**
+ * The OPEN clock of a breaker: `open_timeout_elapsed` at the `at` of the rune that started it plus
+ * the breaker's own `openTimeoutMs`. That rune is the live one when it entered OPEN (or was kept
+ * open); a breaker found OPEN (stored, or first heard through a forced call's outcome) has it
+ * looked up in its history.
+ */
+function halfOpen$(view: StreamView<typeof circuitBreaker>, context: EpicContext, resolutionMs: number): Observable<CircuitBreakerEvent> {
+  const { stream, rune } = view;
+  const openedAt$ = rune !== undefined && startsOpenClock(rune) ? of(rune.at) : defer(() => openClockStart(context, stream, view.seq, view.at));
+  return forkJoin([openedAt$, view.state$]).pipe(
+    switchMap(([openedAt, state]) =>
+      state === undefined
+        ? EMPTY
+        : durableDeadline(openedAt + state.openTimeoutMs, { type: 'open_timeout_elapsed' as const }, { scheduler: context.scheduler, resolutionMs, retryMs: retryDelayOf(state.openTimeoutMs) }),
+    ),
+  );
 }

@@ -128,7 +128,8 @@ export interface ChainContext {
  * ## Example
  * ```ts
  * import { asyncScheduler, lastValueFrom, tap } from 'rxjs';
- * import { chainCall$, createEngine, isSpawnCommand, scriptedModel } from 'runestream';
+ * import { createEngine, isSpawnCommand } from 'runestream';
+ * import { chainCall$, scriptedModel } from 'runestream/agents';
  * const engine = createEngine();
  * const chain = {
  *   providers: [

@@ -160,7 +160,7 @@ function* partsOf(step: ScriptStep, callNumber: number): Generator<LanguageModel
  * ## Example
  * ```ts
  * import { streamText } from 'ai';
- * import { scriptedModel } from 'runestream';
+ * import { scriptedModel } from 'runestream/agents';
  * const model = scriptedModel([{ text: 'Hello there' }, { toolCalls: [{ toolName: 'weather', input: { city: 'Oslo' } }] }]);
  * const result = streamText({ model, prompt: 'Hi' });
  * console.log(await result.text);

@@ -86,7 +86,8 @@ const SDK_TIMEOUT_MARGIN_MS = 5000;
  *
  * ## Example
  * ```ts
- * import { connectMcp, createEngine, toolCallEffects } from 'runestream';
+ * import { createEngine } from 'runestream';
+ * import { connectMcp, toolCallEffects } from 'runestream/agents';
  * // A stdio MCP server with one tool, made with the MCP SDK (any server command works the same way).
  * const server = `
  *   import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';

@@ -18,7 +18,7 @@ export class NonJsonOutputError extends TypeError {
  *
  * @example
  * ```ts
- * import { toJsonOutput } from 'runestream';
+ * import { toJsonOutput } from './json-output.js';
  * console.log(toJsonOutput('read', { at: new Date(0), skip: undefined }));
  * console.log(toJsonOutput('read', undefined));
  * try {

@@ -34,7 +34,7 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * ```ts
  * import { asyncScheduler } from 'rxjs';
  * import { z } from 'zod';
- * import { defineTool, runTool } from 'runestream';
+ * import { defineTool, runTool } from 'runestream/agents';
  * const add = defineTool({ name: 'add', description: 'Adds.', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
  * runTool(add, { a: 1, b: 2 }, asyncScheduler).subscribe((event) => console.log(event));
  * // Logs: { type: 'success', output: 3 }

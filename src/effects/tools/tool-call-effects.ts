@@ -1,11 +1,11 @@
-import { merge } from 'rxjs';
 import { toolCall } from '../../reducers/tool-call/machine.js';
+import { durableDeadline } from '../../streams/durable-deadline.js';
+import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic } from '../../streams/epic.js';
-import { ofMachine } from '../../streams/of-machine.js';
+import type { EffectsByKey } from '../../streams/state-effects.js';
 import type { AnyTool } from './tool.js';
-import { toolApprovalTimeout } from './tool-approval-timeout.js';
-import { toolCallExecution } from './tool-call-execution.js';
-import { toolCallPolicy } from './tool-call-policy.js';
+import { execution$ } from './tool-call-execution.js';
+import { policy$ } from './tool-call-policy.js';
 import { toolRegistry } from './tool-registry.js';
 
 /** Options of {@link toolCallEffects}, with their defaults. */
@@ -35,21 +35,21 @@ export interface ToolCallEffectsOptions {
  * 3. Approval timeout: `awaiting_approval` for `approvalTimeoutMs` ends with `approval_timeout`.
  *    The deadline is the rune's `at` plus the timeout, so it survives restarts; the approval
  *    itself waits in the log.
- * 4. Restart (once per engine, at the first subscription): stored calls still `pending_call` get
- *    their policy decision; calls `awaiting_approval` get their clocks back; calls left
- *    `executing` by the crash run again if their tool is `rerunSafe`, and all others end with
- *    "interrupted by restart". That is `toolCallRecovery`'s job done here, in the same listing:
- *    do not add a `toolCallRecovery()` next to it (it would interrupt the re-runs). A listing that
- *    fails is retried (after 1 s, doubling to 30 s) without disturbing the calls running meanwhile.
+ * 4. Restart: the three effects are a function of each call's state (see `stateEffects`), so the
+ *    engine resumes them from the stored calls: a call still `pending_call` gets its policy
+ *    decision; one `awaiting_approval` gets its clock back at its original deadline; one left
+ *    `executing` runs again if its tool is `rerunSafe`, and any other ends with "interrupted by
+ *    restart". That is `toolCallRecovery`'s job done here: do not add a `toolCallRecovery()` next
+ *    to it (it would interrupt the re-runs).
  *
  * Every time comes from the engine's scheduler, so all of it runs under virtual time in tests.
- * One instance per engine: it keeps which calls it is running.
  *
  * ## Example
  * ```ts
  * import { filter, firstValueFrom } from 'rxjs';
  * import { z } from 'zod';
- * import { createEngine, defineTool, toolCallEffects } from 'runestream';
+ * import { createEngine } from 'runestream';
+ * import { defineTool, toolCallEffects } from 'runestream/agents';
  * const add = defineTool({ name: 'add', description: 'Adds two numbers.', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
  * const engine = createEngine({ epics: [toolCallEffects({ tools: [add] })] });
  * engine.runes$().subscribe((rune) => console.log(rune.kind, rune.to));
@@ -71,18 +71,24 @@ export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
   const registry = toolRegistry('toolCallEffects', tools);
   if (!(approvalTimeoutMs > 0)) throw new TypeError(`toolCallEffects: "approvalTimeoutMs" must be positive, got ${String(approvalTimeoutMs)}`);
   if (!(resolutionMs > 0)) throw new TypeError(`toolCallEffects: "resolutionMs" must be positive, got ${String(resolutionMs)}`);
-  const owned = new Set<string>();
-  // The stored calls are resumed once per engine: a resubscription after a failure would find
-  // this process's own calls and take them for leftovers of a crash.
-  let resumed = false;
-  return function toolCallEffects(runes$, context) {
-    const resume = !resumed;
-    resumed = true;
-    const calls$ = runes$.pipe(ofMachine(toolCall));
-    return merge(
-      toolCallPolicy(calls$, context, { registry, resume }),
-      toolCallExecution(calls$, context, { registry, owned, resume }),
-      toolApprovalTimeout(calls$, context, { approvalTimeoutMs, resolutionMs, resume }),
-    );
-  };
+  // A timeout whose rune did not come back (its dispatch failed) is sent again this much later.
+  const retryMs = Math.min(approvalTimeoutMs, 60_000);
+  return stateEffects({
+    name: 'toolCallEffects',
+    machine: toolCall,
+    states: ['pending_call', 'awaiting_approval', 'executing'],
+    effects: (view, context): EffectsByKey<typeof toolCall> => {
+      switch (view.value) {
+        case 'pending_call':
+          return { policy: policy$(view, registry) };
+        case 'awaiting_approval':
+          // Nothing loops in awaiting_approval: the view's `at` is the rune that entered it, stored or live.
+          return { approvalTimeout: durableDeadline(view.at + approvalTimeoutMs, { type: 'approval_timeout' as const }, { scheduler: context.scheduler, resolutionMs, retryMs }) };
+        case 'executing':
+          return { run: execution$(view, context, registry) };
+        default:
+          return {};
+      }
+    },
+  });
 }

@@ -1,10 +1,9 @@
-import { EMPTY, Observable, catchError, merge, mergeMap } from 'rxjs';
+import { EMPTY, Observable, catchError, mergeMap, of } from 'rxjs';
 import type { ToolCallEvent, ToolCallInput } from '../../reducers/tool-call/schema.js';
 import type { toolCall } from '../../reducers/tool-call/machine.js';
-import { SPAWN_EVENT_TYPE, type RuneOf } from '../../reducers/rune.js';
-import type { EpicCommand, EpicContext } from '../../streams/epic.js';
+import { SPAWN_EVENT_TYPE } from '../../reducers/rune.js';
+import type { StreamView } from '../../streams/state-effects.js';
 import { errorText } from '../../reducers/error-text.js';
-import { callState$, storedCalls } from './stored-calls.js';
 import type { ToolRegistry } from './tool-registry.js';
 
 /**
@@ -19,7 +18,9 @@ import type { ToolRegistry } from './tool-registry.js';
  * @example
  * ```ts
  * import { z } from 'zod';
- * import { approvalDecision, defineTool, toolRegistry } from 'runestream';
+ * import { defineTool } from 'runestream/agents';
+ * import { approvalDecision } from './tool-call-policy.js';
+ * import { toolRegistry } from './tool-registry.js';
  * const rm = defineTool({ name: 'rm', description: 'Removes a file.', inputSchema: z.object({ path: z.string() }), needsApproval: true, execute: () => 'removed' });
  * const registry = toolRegistry('example', [rm]);
  * console.log(approvalDecision(registry, { toolName: 'rm', arguments: { path: '/tmp/x' } }));
@@ -37,37 +38,17 @@ export function approvalDecision(registry: ToolRegistry, call: Pick<ToolCallInpu
   }
 }
 
-/** Options of {@link toolCallPolicy}. */
-export interface ToolCallPolicyOptions {
-  readonly registry: ToolRegistry;
-  /** List the stored calls still `pending_call` (their decision died with a process) and decide them too. */
-  readonly resume: boolean;
-}
-
 /**
- * The policy step of the tool-call effects: every call's spawn rune (`tool.call`, state
- * `pending_call`) gets {@link approvalDecision}. With `resume`, so does every stored call still
- * `pending_call` when it starts (spawned, then the process died before the decision was durable).
- *
- * @param calls$ the live runes of `tool-call` streams.
+ * The policy effect of a call in `pending_call`: its {@link approvalDecision}. A live spawn rune
+ * carries the call, so it is decided in the rune's own tick; a call found pending after a restart
+ * (its decision died with the process) is read first, and one whose state cannot be read stays
+ * pending until the next start.
  */
-export function toolCallPolicy(calls$: Observable<RuneOf<typeof toolCall>>, context: EpicContext, options: ToolCallPolicyOptions): Observable<EpicCommand> {
-  const { registry, resume } = options;
-  const spawned$ = calls$.pipe(
-    mergeMap(({ stream, event, to }): EpicCommand[] =>
-      event.type === SPAWN_EVENT_TYPE && to === 'pending_call' ? [{ stream, event: approvalDecision(registry, event.input) }] : [],
-    ),
+export function policy$(view: StreamView<typeof toolCall>, registry: ToolRegistry): Observable<ToolCallEvent> {
+  const { rune } = view;
+  if (rune?.event.type === SPAWN_EVENT_TYPE) return of(approvalDecision(registry, rune.event.input));
+  return view.state$.pipe(
+    mergeMap((state) => (state?.value === 'pending_call' ? [approvalDecision(registry, state)] : [])),
+    catchError(() => EMPTY),
   );
-  const stored$ = resume
-    ? storedCalls(calls$, context, ['pending_call']).pipe(
-        mergeMap((head) =>
-          callState$(context, head.stream).pipe(
-            mergeMap((state) => (state?.value === 'pending_call' ? [{ stream: head.stream, event: approvalDecision(registry, state) }] : EMPTY)),
-            // Its state could not be read: it stays pending until the next start lists it again.
-            catchError(() => EMPTY),
-          ),
-        ),
-      )
-    : EMPTY;
-  return merge(spawned$, stored$);
 }

@@ -12,7 +12,7 @@ import type { AnyTool } from './tool.js';
  * ## Example
  * ```ts
  * import { z } from 'zod';
- * import { defineTool, toolSpecs } from 'runestream';
+ * import { defineTool, toolSpecs } from 'runestream/agents';
  * const add = defineTool({ name: 'add', description: 'Adds two numbers.', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
  * console.dir(toolSpecs([add]), { depth: null });
  * // Logs: { add: { description: 'Adds two numbers.', inputSchema: { '$schema': 'http://json-schema.org/draft-07/schema#',

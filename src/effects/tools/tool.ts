@@ -87,7 +87,7 @@ export function checkToolName(who: string, name: string): void {
  * ## Example
  * ```ts
  * import { z } from 'zod';
- * import { defineTool } from 'runestream';
+ * import { defineTool } from 'runestream/agents';
  * const readFile = defineTool({
  *   name: 'read_file',
  *   description: 'Reads a UTF-8 text file.',

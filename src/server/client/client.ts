@@ -71,7 +71,8 @@ const describeDrop = (url: string, drop: SocketDrop): string =>
  * ```ts
  * import { filter, firstValueFrom } from 'rxjs';
  * import { WebSocket } from 'ws'; // Node 20; browsers have a global WebSocket
- * import { createEngine, createServer } from 'runestream';
+ * import { createEngine } from 'runestream';
+ * import { createServer } from 'runestream/server';
  * import { createClient } from 'runestream/client';
  *
  * const engine = createEngine();

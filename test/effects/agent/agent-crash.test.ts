@@ -6,18 +6,9 @@ import { fileURLToPath } from 'node:url';
 import { filter, firstValueFrom } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import {
-  agentEpics,
-  agentStreams,
-  checkInvariants,
-  createEngine,
-  defineTool,
-  scriptedModel,
-  sqliteStore,
-  type EngineError,
-  type Rune,
-  type TurnEngineState,
-} from '../../../src/index.js';
+import { agentEpics, agentStreams, defineTool, scriptedModel } from '../../../src/agents.js';
+import { checkInvariants, createEngine, type EngineError, type Rune, type TurnEngineState } from '../../../src/index.js';
+import { sqliteStore } from '../../../src/sqlite.js';
 import { storeLog } from '../../support/store-log.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));

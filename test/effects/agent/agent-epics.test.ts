@@ -1,7 +1,8 @@
 import { filter, firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { agentEpics, agentStreams, checkInvariants, createEngine, defineTool, memoryStore, scriptedModel, type Engine, type TurnEngineState } from '../../../src/index.js';
+import { agentEpics, agentStreams, defineTool, scriptedModel } from '../../../src/agents.js';
+import { checkInvariants, createEngine, memoryStore, type Engine, type TurnEngineState } from '../../../src/index.js';
 import { storeLog } from '../../support/store-log.js';
 
 const engines: Engine[] = [];

@@ -5,7 +5,9 @@ import { agentModel, type ModelCaller } from '../../../src/effects/agent/agent-m
 import { agentTurns } from '../../../src/effects/agent/agent-turns.js';
 import { agentStreams } from '../../../src/effects/agent/streams.js';
 import type { ChainOutput, ModelPart, ModelRequest } from '../../../src/effects/llm/model-types.js';
-import { createEngine, memoryStore, type Engine, type RuneStore } from '../../../src/streams/index.js';
+import { createEngine, type Engine } from '../../../src/streams/engine.js';
+import { memoryStore } from '../../../src/streams/memory-store.js';
+import type { RuneStore } from '../../../src/streams/store.js';
 import { storeLog } from '../../support/store-log.js';
 
 /** A model caller that answers each call with the next of `answers`, recording the requests. */

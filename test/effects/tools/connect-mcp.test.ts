@@ -5,7 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { VirtualTimeScheduler } from 'rxjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkInvariants, type RuneStore } from '../../../src/index.js';
-import { createEngine, memoryStore, type Engine } from '../../../src/streams/index.js';
+import { createEngine, type Engine } from '../../../src/streams/engine.js';
+import { memoryStore } from '../../../src/streams/memory-store.js';
 import { connectMcp, toolCallEffects, toolSpecs, type McpConnection } from '../../../src/effects/tools/index.js';
 import { kinds, outcomeOf, runeOf } from './support.js';
 

@@ -1,4 +1,4 @@
-import { NEVER, Subject, VirtualTimeScheduler, merge, of } from 'rxjs';
+import { NEVER, Subject, VirtualTimeScheduler, of } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { marbles } from 'rxjs-marbles';
 import { describe, expect, it } from 'vitest';
@@ -183,7 +183,7 @@ describe('toolCallEffects: execution', () => {
     expect(runs[0]!.signal.reason).toMatchObject({ name: 'AbortError', message: 'tool "hang": call cancelled: user pressed stop' });
   });
 
-  it('starts the tool on approval (the approval is the continuation), and only once even for a second subscription of the epic', () => {
+  it('starts the tool on approval (the approval is the continuation), and only once while the call stays executing', () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     let executions = 0;
     const approved = defineTool({
@@ -197,11 +197,14 @@ describe('toolCallEffects: execution', () => {
       },
     });
     scheduler.run(({ hot, expectObservable }) => {
-      const runes = hot<Rune>('-a', { a: executingRune('call-1', 'approved') });
+      // A second rune that keeps the call executing (a progress update) keeps its run: no second start.
+      const runes = hot<Rune>('-a-p', {
+        a: executingRune('call-1', 'approved'),
+        p: callRune('call-1', 4, { type: 'progress_update', chunk: '50%' }, 'executing', 'executing', { kind: 'tool.progress' }),
+      });
       const epic = toolCallEffects({ tools: [approved] });
       const context = contextWith(scheduler, { 'call-1': callState(input('call-1', 'rm', { path: '/tmp/x' })) });
-      // Two subscriptions of one epic hear the same rune (a resubscribed epic, an epic added twice).
-      expectObservable(merge(epic(runes, context, undefined), epic(runes, context, undefined))).toBe('-s', {
+      expectObservable(epic(runes, context, undefined)).toBe('-s', {
         s: cmd('call-1', { type: 'success', output: 'removed /tmp/x' }),
       });
     });
@@ -298,13 +301,15 @@ describe('toolCallEffects at start: the stored calls', () => {
         safe: callState(input('safe', 'safe', {})),
         unsafe: callState(input('unsafe', 'rm', { path: '/w' })),
       };
-      const listings: Record<string, StreamHead[]> = {
-        pending_call: [head('pending', 'pending_call', -5000)],
+      const stored: StreamHead[] = [
+        head('pending', 'pending_call', -5000),
         // Entered awaiting_approval 4 minutes before this start (deadline in 6), and 20 minutes before (past).
-        awaiting_approval: [head('approval', 'awaiting_approval', -240_000), head('late', 'awaiting_approval', -1_200_000)],
-        executing: [head('safe', 'executing', -1000), head('unsafe', 'executing', -1000)],
-      };
-      const context = contextWith(scheduler, states, { streams: (q: { values?: readonly string[] }) => of(...listings[q.values![0]!]!) });
+        head('approval', 'awaiting_approval', -240_000),
+        head('late', 'awaiting_approval', -1_200_000),
+        head('safe', 'executing', -1000),
+        head('unsafe', 'executing', -1000),
+      ];
+      const context = contextWith(scheduler, states, { streams: (q: { values?: readonly string[] }) => of(...stored.filter((h) => q.values!.includes(h.value!))) });
       // The timeouts' runes come back (else they are sent again a minute later).
       const timedOut = (stream: string, at: number) => callRune(stream, 3, { type: 'approval_timeout' }, 'awaiting_approval', 'timeout_result', { kind: 'tool.result', at });
       const runes = hot<Rune>('-l 359999ms a', { l: timedOut('late', 1), a: timedOut('approval', 360_001) });

@@ -2,7 +2,8 @@ import { VirtualTimeScheduler } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { INTERRUPTED_BY_RESTART, checkInvariants, type Rune, type RuneStore } from '../../../src/index.js';
-import { createEngine, memoryStore, type Engine } from '../../../src/streams/index.js';
+import { createEngine, type Engine } from '../../../src/streams/engine.js';
+import { memoryStore } from '../../../src/streams/memory-store.js';
 import { defineTool, toolCallEffects, type AnyTool } from '../../../src/effects/tools/index.js';
 import { kinds, outcomeOf, runeOf } from './support.js';
 

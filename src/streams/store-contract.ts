@@ -1,6 +1,35 @@
-import { describe, expect, it } from 'vitest';
-import type { Rune } from '../../src/index.js';
-import { StoreConflictError, StoreError, type RuneStore } from '../../src/streams/store.js';
+import type { Rune } from '../reducers/rune.js';
+import { StoreConflictError, StoreError, type RuneStore } from './store.js';
+
+/**
+ * The test functions the contract runs on: vitest's, or jest's (`describe`, `it` and `expect`
+ * as they come). Taken as arguments, so this file imports no test runner and ships in the
+ * package.
+ */
+export interface ContractTestApi {
+  describe(name: string, body: () => void): unknown;
+  it(name: string, body: () => Promise<void>): unknown;
+  expect(actual: unknown, message?: string): ContractAssertion;
+}
+
+/** The matchers the contract uses, as vitest and jest spell them. */
+export interface ContractAssertion {
+  toEqual(expected: unknown): void;
+  toBe(expected: unknown): void;
+  toBeUndefined(): void;
+  toBeInstanceOf(expected: unknown): void;
+  toMatchObject(expected: object): void;
+  readonly rejects: ContractPromiseAssertion;
+  readonly resolves: ContractPromiseAssertion;
+}
+
+/** {@link ContractAssertion} on a promise's outcome. */
+export interface ContractPromiseAssertion {
+  toBeUndefined(): PromiseLike<void>;
+  toBeInstanceOf(expected: unknown): PromiseLike<void>;
+  toMatchObject(expected: object): PromiseLike<void>;
+  toThrow(expected: string): PromiseLike<void>;
+}
 
 /** A rune of stream `stream` at `seq`: a spawn at seq 1, a `tick` after. */
 export const runeOf = (stream: string, seq: number, machine = 'counter'): Rune =>
@@ -13,10 +42,21 @@ export const runesOf = (stream: string, from: number, count: number): Rune[] =>
   Array.from({ length: count }, (_, i) => runeOf(stream, from + i));
 
 /**
- * The contract every RuneStore keeps, run against each store with a factory that gives a fresh,
- * empty store. The SQLite store runs it on a real file, the memory store in memory.
+ * The contract every {@link RuneStore} keeps, as a test suite: `makeStore` gives a fresh, empty store
+ * for each case. The SQLite store runs it on a real file, the memory store in memory; a new store
+ * starts by passing it.
+ *
+ * ## Example
+ * ```ts no-run: a test file; test/streams/memory-store.test.ts runs this one
+ * import { describe, expect, it } from 'vitest';
+ * import { memoryStore } from 'runestream';
+ * import { storeContract } from 'runestream/store-kit';
+ *
+ * storeContract('memoryStore', () => memoryStore(), { describe, it, expect });
+ * ```
  */
-export function describeStoreContract(name: string, makeStore: () => Promise<RuneStore> | RuneStore): void {
+export function storeContract(name: string, makeStore: () => Promise<RuneStore> | RuneStore, test: ContractTestApi): void {
+  const { describe, it, expect } = test;
   describe(`${name}: the RuneStore contract`, () => {
     it('appends, then reads back exactly what was written, in seq order', async () => {
       const store = await makeStore();

@@ -1,0 +1,43 @@
+/**
+ * runestream/agents: LLM agents on the engine. Model calls on the AI SDK, provider chains with
+ * their circuit breakers, a scripted model for tests, tools and their effects, MCP servers, the
+ * agent turn epics (seed 003) and the ReAct runtime (seed 004). It loads `ai`, `@ai-sdk/provider`
+ * and `@modelcontextprotocol/sdk`; the machines these drive (`turnEngine`, `toolCall`, ...) are in
+ * the root.
+ */
+
+// Models: one call, a chain of providers with fallback, their breakers, and a scripted model.
+export type { ChainOutput, ModelPart, ModelRequest, Provider, ToolSpec } from './effects/llm/model-types.js';
+export { ModelCallTimeoutError, modelCall$, type ModelCallOptions } from './effects/llm/model-call.js';
+export {
+  AllProvidersFailedError,
+  chainCall$,
+  providerBreakerStream,
+  type ChainContext,
+  type ProviderChain,
+  type ProviderFailure,
+} from './effects/llm/provider-chain.js';
+export { providerBreakers, type ProviderBreakersOptions } from './effects/llm/provider-breakers.js';
+export {
+  ScriptExhaustedError,
+  scriptedModel,
+  type ScriptEntry,
+  type ScriptStep,
+  type ScriptedModel,
+  type ScriptedModelOptions,
+  type ScriptedToolCall,
+} from './effects/llm/scripted-model.js';
+
+// Tools: defining them, running them, the epic that drives every tool call, MCP servers.
+export { defineTool, type AnyTool, type DefineToolOptions, type Tool, type ToolExecutionContext, type ToolInputCheck } from './effects/tools/tool.js';
+export { toolSpecs } from './effects/tools/tool-specs.js';
+export { ToolAbortError, ToolTimeoutError, runTool } from './effects/tools/run-tool.js';
+export { NonJsonOutputError, type JsonValue } from './effects/tools/json-output.js';
+export { toolCallEffects, type ToolCallEffectsOptions } from './effects/tools/tool-call-effects.js';
+export { connectMcp, type ConnectMcpOptions, type McpArguments, type McpConnection, type McpToolInfo } from './effects/tools/connect-mcp.js';
+
+// Agents: the turn-based agent's epics and streams (seed 003), the ReAct runtime (seed 004).
+export { agentEpics, type AgentEpicsOptions } from './effects/agent/agent-epics.js';
+export { agentStreams, type AgentStreams } from './effects/agent/streams.js';
+export { transcriptOf } from './effects/agent/transcript.js';
+export { reactAgentRuntime, type ReactAgentRuntime, type ReactAgentRuntimeOptions } from './effects/agent/react-agent-runtime.js';

@@ -1,0 +1,49 @@
+import { take } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { describe, expect, it } from 'vitest';
+import { durableDeadline } from '../../src/streams/durable-deadline.js';
+
+const testScheduler = () => new TestScheduler((a, b) => expect(a).toEqual(b));
+
+describe('durableDeadline', () => {
+  it('emits at its deadline, then again every retryMs while still subscribed', () => {
+    const scheduler = testScheduler();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(durableDeadline(5000, 'due', { scheduler, retryMs: 3000 }), '^ 12s !').toBe('5s a 2999ms a 2999ms a', { a: 'due' });
+    });
+  });
+
+  it('fires at once (on the next tick of its wheel) when the deadline has passed, as after a restart', () => {
+    const scheduler = testScheduler();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(durableDeadline(-60_000, 'late', { scheduler }).pipe(take(1))).toBe('(a|)', { a: 'late' });
+    });
+  });
+
+  it('is at most resolutionMs late, and unsubscribing disarms it', () => {
+    const scheduler = testScheduler();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(durableDeadline(1001, 'a', { scheduler, resolutionMs: 1000 }).pipe(take(1))).toBe('2000ms (a|)', { a: 'a' });
+      expectObservable(durableDeadline(1500, 'never', { scheduler }), '^ 1s !').toBe('');
+    });
+  });
+
+  it('deadlines of one scheduler share one timer wheel: a thousand deadlines, one scheduled action', () => {
+    const scheduler = testScheduler();
+    const firedAt: number[] = [];
+    scheduler.run(() => {
+      const before = scheduler.actions.length;
+      for (let i = 0; i < 1000; i++) durableDeadline(1000 + (i % 3) * 1000, i, { scheduler }).pipe(take(1)).subscribe(() => firedAt.push(scheduler.now()));
+      expect(scheduler.actions.length - before).toBe(1);
+    });
+    expect(firedAt.filter((t) => t === 1000)).toHaveLength(334);
+    expect(firedAt.filter((t) => t === 2000)).toHaveLength(333);
+    expect(firedAt.filter((t) => t === 3000)).toHaveLength(333);
+  });
+
+  it('refuses a retryMs or resolutionMs that is not positive', () => {
+    const scheduler = testScheduler();
+    expect(() => durableDeadline(0, 'x', { scheduler, retryMs: 0 })).toThrow('durableDeadline: "retryMs" must be positive, got 0');
+    expect(() => durableDeadline(0, 'x', { scheduler, resolutionMs: -1 })).toThrow('"resolutionMs" must be positive');
+  });
+});

@@ -1,0 +1,309 @@
+import { NEVER, Observable, Subject, of, tap } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { marbles } from 'rxjs-marbles';
+import { describe, expect, it } from 'vitest';
+import { createEngine, stateEffects, type EffectOwnership, type EngineError, type EpicCommand, type EpicReport, type StreamHead, type StreamView } from '../../src/index.js';
+import { toolCall } from '../../src/index.js';
+import { epicContext } from '../support/epic-context.js';
+import { callRune, spawnRune } from '../effects/tools/support.js';
+
+/** The effect host in isolation: a hot observable of runes in, commands out; no engine. */
+
+const input = { callId: 'c', toolName: 't', arguments: {} };
+const head = (stream: string, value: string, seq = 3, at = 0): StreamHead => ({ stream, machine: toolCall.id, seq, value, at });
+
+describe('stateEffects: reconciliation by key', () => {
+  it(
+    'starts a new key, keeps a kept one untouched across runes, cancels a vanished one',
+    marbles((m) => {
+      const runes = m.hot('-a--b--c--d', {
+        a: spawnRune('call-1', input),
+        b: callRune('call-1', 2, { type: 'requires_approval' }, 'pending_call', 'awaiting_approval'),
+        c: callRune('call-1', 3, { type: 'approved' }, 'awaiting_approval', 'executing'),
+        d: callRune('call-1', 4, { type: 'success', output: 1 }, 'executing', 'completed_result'),
+      });
+      const watch = m.cold('-');
+      const run = m.cold('-');
+      const epic = stateEffects({
+        name: 'test',
+        machine: toolCall,
+        states: ['pending_call', 'awaiting_approval', 'executing'],
+        // `watch` is due in both waiting states, `run` only while executing.
+        effects: (view) => ({
+          ...(view.value !== 'executing' ? { watch } : {}),
+          ...(view.value === 'executing' ? { run } : {}),
+        }),
+      });
+      m.expect(epic(runes, epicContext(m.scheduler), undefined)).toBeObservable('-');
+      m.has(watch, '-^-----!');
+      m.has(run, '-------^--!');
+    }),
+  );
+
+  it(
+    'dispatches what an effect emits: a bare event to its own stream, a command where it says',
+    marbles((m) => {
+      const runes = m.hot('-a', { a: spawnRune('call-1', input) });
+      const epic = stateEffects({
+        name: 'test',
+        machine: toolCall,
+        states: ['pending_call'],
+        effects: () => ({
+          decide: m.cold('-x-y|', {
+            x: { type: 'no_approval_needed' as const },
+            y: { stream: 'other', event: { type: 'Ping' } },
+          }),
+        }),
+      });
+      m.expect(epic(runes, epicContext(m.scheduler), undefined)).toBeObservable('--x-y', {
+        x: { stream: 'call-1', event: { type: 'no_approval_needed' } },
+        y: { stream: 'other', event: { type: 'Ping' } },
+      });
+    }),
+  );
+
+  it(
+    'a finished effect whose key stays due is not started again; it starts again once its key came back',
+    marbles((m) => {
+      const runes = m.hot('-a-b-c-d', {
+        a: spawnRune('call-1', input),
+        b: callRune('call-1', 2, { type: 'requires_approval' }, 'pending_call', 'awaiting_approval'),
+        c: callRune('call-1', 3, { type: 'approved' }, 'awaiting_approval', 'executing'),
+        d: callRune('call-1', 4, { type: 'progress_update', chunk: 'x' }, 'executing', 'executing'),
+      });
+      const once = m.cold('(x|)', { x: { type: 'no_approval_needed' as const } });
+      const epic = stateEffects({ name: 'test', machine: toolCall, states: ['pending_call', 'executing'], effects: () => ({ once }) });
+      m.expect(epic(runes, epicContext(m.scheduler), undefined)).toBeObservable('-x---x', { x: { stream: 'call-1', event: { type: 'no_approval_needed' } } });
+      m.has(once, ['-(^!)', '-----(^!)']);
+    }),
+  );
+
+  it(
+    'restartOn restarts the kept effects of a stream',
+    marbles((m) => {
+      const runes = m.hot('-a-b-c', {
+        a: callRune('call-1', 3, { type: 'approved' }, 'awaiting_approval', 'executing'),
+        b: callRune('call-1', 4, { type: 'progress_update', chunk: 'x' }, 'executing', 'executing'),
+        c: callRune('call-1', 5, { type: 'progress_update', chunk: 'restart' }, 'executing', 'executing'),
+      });
+      const run = m.cold('-');
+      const epic = stateEffects({
+        name: 'test',
+        machine: toolCall,
+        states: ['executing'],
+        effects: () => ({ run }),
+        restartOn: (rune) => rune.event.type === 'progress_update' && rune.event.chunk === 'restart',
+      });
+      m.expect(epic(runes, epicContext(m.scheduler), undefined)).toBeObservable('-');
+      m.has(run, ['-^---!', '-----^']);
+    }),
+  );
+
+  it(
+    'several streams each have their own keys',
+    marbles((m) => {
+      const runes = m.hot('-a-b-c', {
+        a: spawnRune('call-1', input),
+        b: spawnRune('call-2', input),
+        c: callRune('call-1', 2, { type: 'denied' }, 'pending_call', 'denied'),
+      });
+      const one = m.cold('-');
+      const two = m.cold('-');
+      const epic = stateEffects({ name: 'test', machine: toolCall, states: ['pending_call'], effects: (view) => ({ wait: view.stream === 'call-1' ? one : two }) });
+      m.expect(epic(runes, epicContext(m.scheduler), undefined)).toBeObservable('-');
+      m.has(one, '-^---!');
+      m.has(two, '---^');
+    }),
+  );
+});
+
+describe('stateEffects: resuming from the store', () => {
+  it(
+    'at start, resumes the stored streams in its states from their heads, without hydrating them',
+    marbles((m) => {
+      const views: StreamView<typeof toolCall>[] = [];
+      let hydrations = 0;
+      const context = epicContext(m.scheduler, {
+        streams: (query) => {
+          expect(query).toEqual({ machine: 'tool-call', values: ['awaiting_approval', 'executing'] });
+          return m.cold('-a-b|', { a: head('call-1', 'awaiting_approval', 2, 40), b: head('call-2', 'executing', 3, 50) });
+        },
+        snapshot: () => {
+          hydrations++;
+          return of(undefined);
+        },
+      });
+      const epic = stateEffects({
+        name: 'test',
+        machine: toolCall,
+        states: ['awaiting_approval', 'executing'],
+        effects: (view) => {
+          views.push(view);
+          return { [view.value!]: m.cold('x', { x: { type: 'approval_timeout' as const } }) };
+        },
+      });
+      m.expect(epic(m.hot('-'), context, undefined)).toBeObservable('-a-b', {
+        a: { stream: 'call-1', event: { type: 'approval_timeout' } },
+        b: { stream: 'call-2', event: { type: 'approval_timeout' } },
+      });
+      m.flush();
+      expect(views.map(({ stream, value, seq, at, origin }) => ({ stream, value, seq, at, origin }))).toEqual([
+        { stream: 'call-1', value: 'awaiting_approval', seq: 2, at: 40, origin: 'resumed' },
+        { stream: 'call-2', value: 'executing', seq: 3, at: 50, origin: 'resumed' },
+      ]);
+      expect(hydrations).toBe(0);
+    }),
+  );
+
+  it(
+    'a stream heard live while the listing runs is left to its live rune',
+    marbles((m) => {
+      const origins: string[] = [];
+      const context = epicContext(m.scheduler, { streams: () => m.cold('---a|', { a: head('call-1', 'awaiting_approval') }) });
+      const runes = m.hot('-a', { a: callRune('call-1', 4, { type: 'requires_approval' }, 'pending_call', 'awaiting_approval') });
+      const wait = m.cold('-');
+      const epic = stateEffects({
+        name: 'test',
+        machine: toolCall,
+        states: ['awaiting_approval'],
+        effects: (view) => {
+          origins.push(view.origin);
+          return { wait };
+        },
+      });
+      m.expect(epic(runes, context, undefined)).toBeObservable('-');
+      m.has(wait, '-^');
+      m.flush();
+      expect(origins).toEqual(['live']);
+    }),
+  );
+
+  it(
+    'a stream first heard by a rune that keeps its state name was in it before this process: resumed',
+    marbles((m) => {
+      const origins: string[] = [];
+      const runes = m.hot('-a-b', {
+        a: callRune('call-1', 4, { type: 'progress_update', chunk: 'x' }, 'executing', 'executing'),
+        b: callRune('call-1', 5, { type: 'progress_update', chunk: 'y' }, 'executing', 'executing'),
+      });
+      const epic = stateEffects({
+        name: 'test',
+        machine: toolCall,
+        states: ['executing'],
+        effects: (view) => {
+          origins.push(view.origin);
+          return { run: NEVER };
+        },
+      });
+      m.expect(epic(runes, epicContext(m.scheduler), undefined)).toBeObservable('-');
+      m.flush();
+      expect(origins).toEqual(['resumed', 'live']);
+    }),
+  );
+
+  it('a listing that fails is tried again after a second, without disturbing running effects', () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    scheduler.run(({ cold, hot, expectObservable }) => {
+      let attempts = 0;
+      const context = epicContext(scheduler, {
+        streams: () => (++attempts === 1 ? cold('#', {}, new Error('store busy')) : cold('a|', { a: head('call-2', 'executing') })),
+      });
+      const runes = hot('-a', { a: callRune('call-1', 2, { type: 'no_approval_needed' }, 'pending_call', 'executing') });
+      const epic = stateEffects({
+        name: 'test',
+        machine: toolCall,
+        states: ['executing'],
+        effects: (view) => ({ run: of({ type: 'execution_error' as const, error: `${view.origin} ${view.stream}` }) }),
+      });
+      expectObservable(epic(runes, context, undefined)).toBe('-a 998ms b', {
+        a: { stream: 'call-1', event: { type: 'execution_error', error: 'live call-1' } },
+        b: { stream: 'call-2', event: { type: 'execution_error', error: 'resumed call-2' } },
+      });
+    });
+  });
+});
+
+describe('stateEffects: bad effects', () => {
+  it('an effects function that throws, a key that is not an Observable, and an effect that errors are reported; other streams go on', () => {
+    const reports: EpicReport[] = [];
+    const runes = new Subject<ReturnType<typeof spawnRune>>();
+    const commands: EpicCommand[] = [];
+    const epic = stateEffects({
+      name: 'flaky',
+      machine: toolCall,
+      states: ['pending_call'],
+      effects: (view): Record<string, Observable<{ type: 'no_approval_needed' }>> => {
+        if (view.stream === 'throws') throw new Error('effects exploded');
+        if (view.stream === 'not-observable') return { bad: 42 as unknown as Observable<never>, good: of({ type: 'no_approval_needed' }) };
+        if (view.stream === 'errors') return { boom: new Observable((s) => s.error(new Error('effect exploded'))) };
+        return { good: of({ type: 'no_approval_needed' }) };
+      },
+    });
+    const context = epicContext(new TestScheduler(() => {}), { report: (report) => reports.push(report) });
+    epic(runes, context, undefined).subscribe((command) => commands.push(command));
+    for (const stream of ['throws', 'not-observable', 'errors', 'fine']) runes.next(spawnRune(stream, input));
+    expect(reports.map((r) => (r.type === 'effect_failed' ? [r.epic, r.stream, r.key, String(r.error)] : r.type))).toEqual([
+      ['flaky', 'throws', undefined, 'Error: effects exploded'],
+      ['flaky', 'not-observable', 'bad', 'TypeError: effect "bad" is not an Observable (got number)'],
+      ['flaky', 'errors', 'boom', 'Error: effect exploded'],
+    ]);
+    expect(commands.map((c) => c.stream)).toEqual(['not-observable', 'fine']);
+  });
+});
+
+describe('stateEffects: ownership', () => {
+  it('runs only owned streams; a lost stream is cancelled, a gained one resumed from the store', () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    scheduler.run(({ cold, hot, expectSubscriptions }) => {
+      const owned = new Set(['call-1']);
+      // At 4 the lease of call-1 is lost and that of call-2 gained.
+      const changes$ = hot('----x').pipe(
+        tap(() => {
+          owned.delete('call-1');
+          owned.add('call-2');
+        }),
+      );
+      const ownership: EffectOwnership = { owns: (stream) => owned.has(stream), changes$ };
+      const context = epicContext(scheduler, { ownership, streams: () => cold('a|', { a: head('call-2', 'executing') }) });
+      const runes = hot('-a-b', {
+        a: callRune('call-1', 2, { type: 'no_approval_needed' }, 'pending_call', 'executing'),
+        b: callRune('call-2', 2, { type: 'no_approval_needed' }, 'pending_call', 'executing'),
+      });
+      const one = cold<never>('-');
+      const two = cold<never>('-');
+      const epic = stateEffects({ name: 'test', machine: toolCall, states: ['executing'], effects: (view) => ({ run: view.stream === 'call-1' ? one : two }) });
+      epic(runes, context, undefined).subscribe();
+      expectSubscriptions(one.subscriptions).toBe('-^--!');
+      // call-2's rune came while another process owned it; gained at 4, it is resumed from its head.
+      expectSubscriptions(two.subscriptions).toBe('----^');
+    });
+  });
+});
+
+describe('stateEffects in an engine', () => {
+  it('the engine passes its ownership and reports failed effects on errors$', async () => {
+    const owned = new Set(['call-1']);
+    const changes$ = new Subject<void>();
+    const started: string[] = [];
+    const epic = stateEffects({
+      name: 'watcher',
+      machine: toolCall,
+      states: ['pending_call'],
+      effects: (view) => {
+        started.push(`${view.stream} ${view.origin}`);
+        return view.stream === 'call-3' ? { boom: new Observable<never>((s) => s.error(new Error('no'))) } : { wait: NEVER };
+      },
+    });
+    const engine = createEngine({ epics: [epic], ownership: { owns: (stream) => owned.has(stream), changes$ } });
+    const reports: EngineError[] = [];
+    engine.errors$.subscribe((error) => reports.push(error));
+    for (const stream of ['call-1', 'call-2', 'call-3']) await engine.spawn(stream, toolCall, input);
+    expect(started).toEqual(['call-1 live']);
+    owned.add('call-2').add('call-3');
+    changes$.next();
+    await new Promise((resolve) => setImmediate(resolve)); // the host lists the heads it gained
+    expect(started).toEqual(['call-1 live', 'call-2 resumed', 'call-3 resumed']);
+    expect(reports).toMatchObject([{ type: 'effect_failed', epic: 'watcher', stream: 'call-3', key: 'boom' }]);
+    await engine.close();
+  });
+});

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type BuildFailure, type Plugin } from 'esbuild';
@@ -144,7 +144,8 @@ export async function buildExamples(examples: readonly Example[], outDir: string
   for (const [i, example] of examples.entries()) {
     const entry = join(outDir, `example-${i + 1}.mts`);
     writeFileSync(entry, example.code);
-    entries.set(entry, i);
+    // By its real path, as esbuild names importers: node_modules may be a symlink (a worktree's).
+    entries.set(realpathSync(entry), i);
   }
   const toSource: Plugin = {
     name: 'runestream-source',

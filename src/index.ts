@@ -23,6 +23,7 @@ export { DEFAULT_VALUE_LIMITS, type ValueLimitCode, type ValueLimits } from './r
 export { ERROR_TEXT_MAX_LENGTH, errorText } from './reducers/error-text.js';
 
 // Runes and the seed-003 invariants over a log of them.
+export { runePayloadSchemas } from './reducers/rune-payloads.js';
 export { Rune, SPAWN_EVENT_TYPE, isRuneOf, type AnyRuneEvent, type RuneOf, type SpawnEvent, type StateNameOf } from './reducers/rune.js';
 export { InvariantName, InvariantViolation, checkInvariants, type CheckInvariantsOptions } from './reducers/invariants.js';
 

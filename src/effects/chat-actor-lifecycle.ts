@@ -59,6 +59,8 @@ const RESTART_PAUSE = { type: 'Pause', reason: INTERRUPTED_BY_RESTART } as const
  * ```ts
  * import { chatActorLifecycle, createEngine } from 'runestream';
  * const engine = createEngine({ epics: [chatActorLifecycle({ inactivityTimeoutMs: 5 * 60_000 })] });
+ * await engine.spawn('chat-1', 'chat-actor'); // idle: times out after five quiet minutes
+ * await engine.close();
  * ```
  */
 export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epic {

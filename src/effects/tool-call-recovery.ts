@@ -34,9 +34,15 @@ export interface ToolCallRecoveryOptions {
  *
  * ## Example
  * ```ts
+ * import { mkdtempSync, rmSync } from 'node:fs';
+ * import { tmpdir } from 'node:os';
+ * import { join } from 'node:path';
  * import { createEngine, toolCallRecovery } from 'runestream';
  * import { sqliteStore } from 'runestream/sqlite';
- * const engine = createEngine({ store: sqliteStore('agents.db'), epics: [toolCallRecovery()] });
+ * const dir = mkdtempSync(join(tmpdir(), 'runestream-'));
+ * const engine = createEngine({ store: sqliteStore(join(dir, 'agents.db')), epics: [toolCallRecovery()] });
+ * await engine.close();
+ * rmSync(dir, { recursive: true });
  * ```
  */
 export function toolCallRecovery(options: ToolCallRecoveryOptions = {}): Epic {

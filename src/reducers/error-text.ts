@@ -20,10 +20,11 @@ const UNPRINTABLE = '(an unprintable value)';
  *
  * @example
  * ```ts
- * errorText(new Error('disk full'));                                   // 'disk full'
- * errorText(new TypeError('x is null'));                               // 'TypeError: x is null'
- * errorText(new Error('save failed', { cause: new Error('disk full') })); // 'save failed (cause: disk full)'
- * errorText({ code: 42 });                                             // '{"code":42}'
+ * import { errorText } from 'runestream';
+ * console.log(errorText(new Error('disk full')));                                   // Logs: disk full
+ * console.log(errorText(new TypeError('x is null')));                               // Logs: TypeError: x is null
+ * console.log(errorText(new Error('save failed', { cause: new Error('disk full') }))); // Logs: save failed (cause: disk full)
+ * console.log(errorText({ code: 42 }));                                             // Logs: {"code":42}
  * ```
  */
 export function errorText(error: unknown): string {

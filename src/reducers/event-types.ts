@@ -11,8 +11,10 @@ interface LiteralTypeOption {
  *
  * @example
  * ```ts
+ * import { z } from 'zod';
+ * import { eventTypesOf } from 'runestream';
  * const DoorEvent = z.discriminatedUnion('type', [z.object({ type: z.literal('open') }), z.object({ type: z.literal('close') })]);
- * eventTypesOf(DoorEvent); // ['open', 'close']
+ * console.log(eventTypesOf(DoorEvent)); // Logs: [ 'open', 'close' ]
  * ```
  */
 export function eventTypesOf<E extends EventObject>(schema: ZodType<E>): readonly E['type'][] {

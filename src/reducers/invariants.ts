@@ -63,8 +63,9 @@ const executes = (rune: Rune): boolean =>
  * ```ts
  * import { checkInvariants } from 'runestream';
  * const rune = { stream: 'call-1', machine: 'tool-call', at: 0 };
- * checkInvariants([{ ...rune, seq: 1, kind: 'tool.result', event: { type: 'success', output: 1 }, from: 'executing', to: 'completed_result' }]);
- * // [{ invariant: 'INV-TOOL-CALL-BEFORE-RESULT', rune: ..., message: 'stream "call-1" seq 1: tool.result with no earlier tool.call' }]
+ * const [broken] = checkInvariants([{ ...rune, seq: 1, kind: 'tool.result', event: { type: 'success', output: 1 }, from: 'executing', to: 'completed_result' }]);
+ * console.log(broken?.invariant, '-', broken?.message);
+ * // Logs: INV-TOOL-CALL-BEFORE-RESULT - stream "call-1" seq 1: tool.result with no earlier tool.call
  * ```
  */
 export function checkInvariants(runes: readonly Rune[], options: CheckInvariantsOptions = {}): InvariantViolation[] {

@@ -67,7 +67,7 @@ export interface Edge {
 }
 
 type AnyRow = {
-  from: string | readonly string[] | '*';
+  from: string | readonly string[]; // a state, several, or '*' for every non-terminal state
   on: string;
   to?: string;
   when?: (state: any, event: any) => boolean;
@@ -125,6 +125,10 @@ export function edgesOf(machine: {
  *
  * @example
  * ```ts
+ * import { z } from 'zod';
+ * import { defineMachine } from 'runestream';
+ * const DoorState = z.object({ value: z.enum(['closed', 'open']) });
+ * const DoorEvent = z.discriminatedUnion('type', [z.object({ type: z.literal('open') }), z.object({ type: z.literal('close') })]);
  * const door = defineMachine({
  *   id: 'door', states: ['closed', 'open'], terminal: [], events: ['open', 'close'],
  *   schemas: { state: DoorState, event: DoorEvent, input: z.void() },
@@ -134,7 +138,7 @@ export function edgesOf(machine: {
  *     { from: 'open', on: 'close', to: 'closed' },
  *   ],
  * });
- * door.transition({ value: 'closed' }, { type: 'open' }); // { value: 'open' }
+ * console.log(door.transition({ value: 'closed' }, { type: 'open' })); // Logs: { value: 'open' }
  * ```
  */
 export function defineMachine<S extends FiniteState, E extends EventObject, I = void>(

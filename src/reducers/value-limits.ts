@@ -53,10 +53,11 @@ export type ValueCheck = (value: unknown, root: string) => ValueViolation | unde
  *
  * ## Example
  * ```ts
+ * import { DEFAULT_VALUE_LIMITS, valueCheck } from './value-limits.js';
  * const check = valueCheck({ ...DEFAULT_VALUE_LIMITS, maxArrayLength: 1 });
- * check({ type: 'Ping' }, 'event'); // undefined
- * check({ type: 'Tag', tags: ['a', 'b'] }, 'event');
- * // { code: 'array_too_long', reason: 'event.tags: an array of 2 elements is over 1 (limits.maxArrayLength)' }
+ * console.log(check({ type: 'Ping' }, 'event')); // Logs: undefined
+ * console.log(check({ type: 'Tag', tags: ['a', 'b'] }, 'event'));
+ * // Logs: { code: 'array_too_long', reason: 'event.tags: an array of 2 elements is over 1 (limits.maxArrayLength)' }
  * ```
  */
 export function valueCheck(limits: ValueLimits): ValueCheck {

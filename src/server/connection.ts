@@ -121,7 +121,7 @@ export class ClientConnection {
       this.inOrder.run(
         () => {
           const subscriptions = [...this.subscriptions.values()];
-          const answers = subscriptions.map((s) => askAuthorize(this.options.authorize, this.access, s.stream, 'see'));
+          const answers = subscriptions.map(async (s) => askAuthorize(this.options.authorize, this.access, s.stream, 'see'));
           return Promise.all(answers).then((settled) => settled.map((answer, i) => ({ subscription: subscriptions[i]!, answer })));
         },
         (verdicts) => {

@@ -144,18 +144,21 @@ export function handleRoute(deps: RouteDeps, all: readonly CompiledRoute[], req:
   const url = new URL(req.url ?? '/', 'http://localhost');
   const matches = matching(all, url.pathname);
   if (matches.length === 0) return false;
-  void answer(deps, matches, url, req, res);
+  void answer(deps, matches, url, req, res); // answer catches its own failures: a throw is 500 `internal`
   return true;
 }
 
 /** Answers every request: its route, or 404 `not_found` (after the access checks) when none matches. */
 export function handleRequest(deps: RouteDeps, all: readonly CompiledRoute[], req: IncomingMessage, res: ServerResponse): void {
   if (handleRoute(deps, all, req, res)) return;
-  void deps.gate.admit(req).then((admission) => {
-    if (!admission.ok) return replyRefusal(res, admission);
-    const paths = all.map((route) => `${route.method} ${route.path}`).join(', ');
-    replyError(res, 404, 'not_found', `no route for ${new URL(req.url ?? '/', 'http://localhost').pathname}; the routes are ${paths}`);
-  }, failed(res, 'the access checks'));
+  deps.gate
+    .admit(req)
+    .then((admission) => {
+      if (!admission.ok) return replyRefusal(res, admission);
+      const paths = all.map((route) => `${route.method} ${route.path}`).join(', ');
+      replyError(res, 404, 'not_found', `no route for ${new URL(req.url ?? '/', 'http://localhost').pathname}; the routes are ${paths}`);
+    })
+    .catch(failed(res, 'the access checks'));
 }
 
 const failed =

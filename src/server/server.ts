@@ -89,7 +89,7 @@ const listen = (server: Server, port: number, host: string): Promise<void> =>
  * import { createServer } from 'runestream/server';
  * const engine = createEngine();
  * const server = await createServer({ engine, port: 0 });
- * console.log(server.url); // ws://127.0.0.1:54321
+ * console.log(server.url); // Logs: ws://127.0.0.1:...
  * await server.close();
  * await engine.close();
  * ```
@@ -135,17 +135,21 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
   const onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', () => socket.destroy());
     if (closing !== undefined) return refuseUpgrade(socket, CLOSING);
-    void gate.admit(req).then((admission) => {
-      if (!admission.ok) return refuseUpgrade(socket, admission);
-      if (socket.destroyed) return;
-      if (closing !== undefined) return refuseUpgrade(socket, CLOSING);
-      wss.handleUpgrade(req, socket, head, (ws) => {
-        new InboundGuard(ws, socket, inboundBudget, messageTimeoutMs, scheduler);
-        const client = new ClientConnection(nextId++, ws, admission.request, fanout, resolved);
-        clients.add(client);
-        void client.closedPromise.then(() => clients.delete(client));
-      });
-    });
+    gate
+      .admit(req)
+      .then((admission) => {
+        if (!admission.ok) return refuseUpgrade(socket, admission);
+        if (socket.destroyed) return;
+        if (closing !== undefined) return refuseUpgrade(socket, CLOSING);
+        wss.handleUpgrade(req, socket, head, (ws) => {
+          new InboundGuard(ws, socket, inboundBudget, messageTimeoutMs, scheduler);
+          const client = new ClientConnection(nextId++, ws, admission.request, fanout, resolved);
+          clients.add(client);
+          void client.closedPromise.then(() => clients.delete(client)); // closedPromise never rejects
+        });
+      })
+      // A throw while admitting one upgrade ends that socket; unhandled, it would end the process.
+      .catch(() => socket.destroy());
   };
   http.on('upgrade', onUpgrade);
 

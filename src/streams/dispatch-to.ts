@@ -33,7 +33,7 @@ import { submitOf, type DispatchSink } from './submit.js';
  *   from([{ type: 'Pause', reason: 'lunch' }, { type: 'Nope' }, { type: 'Ping' }]).pipe(dispatchTo(engine, 'chat-1'), toArray()),
  * );
  * console.log(results.map((r) => (r.accepted ? r.rune.seq : r.code)));
- * // Logs: [2, 'unknown_event', 3]
+ * // Logs: [ 2, 'unknown_event', 3 ]
  * await engine.close();
  * ```
  *

@@ -217,7 +217,9 @@ const newWriterId = (): string => `engine-${Date.now().toString(36)}-${Math.rand
  * await engine.spawn('chat-1', 'chat-actor');
  * engine.state$('chat-1').subscribe((s) => console.log(s));
  * await engine.dispatch('chat-1', { type: 'Pause', reason: 'lunch' });
- * // Logs: { value: 'idle' }, then { value: 'paused', reason: 'lunch' }
+ * // Logs:
+ * // { value: 'idle' }
+ * // { value: 'paused', reason: 'lunch' }
  * await engine.close();
  * ```
  */

@@ -86,7 +86,13 @@ interface Running<Effect> {
  * });
  * moorex.state$.subscribe((s) => console.log('count', s.count));
  * moorex.effects$.subscribe((e) => console.log(e.type, e.key));
- * // Logs: count 0, started ticker, count 1, count 2, canceled ticker, count 3
+ * // Logs:
+ * // count 0
+ * // started ticker
+ * // count 1
+ * // count 2
+ * // canceled ticker
+ * // count 3
  * ```
  *
  * @see reactAgentEffectsAt and agentTransition, the ReAct agent written for it.

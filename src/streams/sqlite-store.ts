@@ -177,23 +177,28 @@ type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: 
  *
  * ## Example
  * ```ts
+ * import { mkdtempSync, rmSync } from 'node:fs';
+ * import { tmpdir } from 'node:os';
+ * import { join } from 'node:path';
  * import type { StoreError } from 'runestream';
  * import { sqliteStore } from 'runestream/sqlite';
  *
- * const store = sqliteStore('agents.db');
+ * const dir = mkdtempSync(join(tmpdir(), 'runestream-'));
+ * const store = sqliteStore(join(dir, 'agents.db'));
  * await store.append([
  *   { stream: 'chat-1', seq: 1, machine: 'chat-actor', kind: 'spawned', event: { type: 'spawn' }, to: 'idle', at: 0 },
  *   { stream: 'chat-1', seq: 2, machine: 'chat-actor', kind: 'Ping', event: { type: 'Ping' }, from: 'idle', to: 'idle', at: 5 },
  * ]);
  * await store.close();
  *
- * const again = sqliteStore('agents.db');
+ * const again = sqliteStore(join(dir, 'agents.db'));
  * console.log(await again.head('chat-1'));
- * // Logs: { stream: 'chat-1', machine: 'chat-actor', seq: 2 }
+ * // Logs: { stream: 'chat-1', machine: 'chat-actor', seq: 2, value: 'idle', at: 5 }
  * await again.append([{ stream: 'chat-1', seq: 2, machine: 'chat-actor', kind: 'Ping', event: { type: 'Ping' }, at: 9 }])
  *   .catch((error: StoreError) => console.log(error.code, error.message));
  * // Logs: seq_conflict stream "chat-1": expected seq 3, got 2; nothing of the batch was written
  * await again.close();
+ * rmSync(dir, { recursive: true });
  * ```
  * With the engine: `createEngine({ store: sqliteStore('agents.db') })`.
  *

@@ -57,7 +57,7 @@ export interface StoreFeatures {
  * starts by passing it.
  *
  * ## Example
- * ```ts
+ * ```ts no-run: a test file; test/streams/memory-store.test.ts runs this one
  * import { describe, expect, it } from 'vitest';
  * import { memoryStore } from 'runestream';
  * import { storeContract } from 'runestream/store-kit';

@@ -22,10 +22,17 @@ export interface TimerWheel<K> {
  *
  * ## Example
  * ```ts
- * import { asyncScheduler } from 'rxjs';
- * const wheel = timerWheel<string>(asyncScheduler, 1000, (due) => console.log('due', due));
- * wheel.set('chat-1', asyncScheduler.now() + 600_000); // fires within a second after 10 minutes
- * wheel.set('chat-1', asyncScheduler.now() + 600_000); // moved: activity restarts the clock
+ * import { VirtualTimeScheduler } from 'rxjs';
+ * import { timerWheel } from 'runestream';
+ * const scheduler = new VirtualTimeScheduler(); // in production: asyncScheduler
+ * const wheel = timerWheel<string>(scheduler, 1000, (due) => console.log('due', due, 'at', scheduler.now()));
+ * wheel.set('chat-1', scheduler.now() + 600_000); // in 10 minutes
+ * wheel.set('chat-2', scheduler.now() + 600_500); // fires at the next whole second: at most resolutionMs late
+ * scheduler.schedule(() => wheel.set('chat-1', scheduler.now() + 600_000), 300_000); // moved: activity restarts the clock
+ * scheduler.flush();
+ * // Logs:
+ * // due [ 'chat-2' ] at 601000
+ * // due [ 'chat-1' ] at 900000
  * ```
  */
 export function timerWheel<K>(scheduler: SchedulerLike, resolutionMs: number, fire: (due: K[]) => void): TimerWheel<K> {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { chatActor } from '../../src/reducers/chat-actor/index.js';
 import { ClientError } from '../../src/server/client/index.js';
-import { answerSubscribe, collect, counterRune, refuseReconnects, setupPerTest, valueWhere } from './fixtures.js';
+import { answerSubscribe, collect, counterRune, setupPerTest, valueWhere } from './fixtures.js';
 
 // Real sockets to a scripted server on 127.0.0.1; every wait is for an event, never for time.
 describe('client: connect, subscribe, fold, request', { timeout: 10_000 }, () => {

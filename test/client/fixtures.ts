@@ -35,9 +35,9 @@ export function recordingScheduler() {
   const delays: number[] = [];
   const scheduler: SchedulerLike = {
     now: () => virtual.now(),
-    schedule: ((work: never, delay = 0, state?: unknown) => {
-      delays.push(delay);
-      return virtual.schedule(work, delay, state);
+    schedule: ((work: never, delay?: number, state?: unknown) => {
+      delays.push(delay ?? 0);
+      return virtual.schedule(work, delay ?? 0, state);
     }) as SchedulerLike['schedule'],
   };
   return {

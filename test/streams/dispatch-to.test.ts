@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Subject, from, lastValueFrom, map, toArray } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { chatActor, type Rune } from '../../src/index.js';
+import { chatActor } from '../../src/index.js';
 import { dispatchTo } from '../../src/streams/dispatch-to.js';
 import { createEngine, type DispatchResult, type Engine } from '../../src/streams/engine.js';
 import { memoryStore } from '../../src/streams/memory-store.js';

@@ -118,7 +118,7 @@ describe('engine: spawn and dispatch', () => {
   it('refuses the second of two concurrent spawns of one stream', async () => {
     const engine = createEngine();
     const results = await Promise.all([engine.spawn('s', 'chat-actor'), engine.spawn('s', 'chat-actor')]);
-    expect(results.map((r) => r.accepted).sort()).toEqual([false, true]);
+    expect(results.map((r) => r.accepted).sort((a, b) => Number(a) - Number(b))).toEqual([false, true]);
     await engine.close();
   });
 

@@ -35,6 +35,6 @@ if (count) {
   await flushed;
   port.close();
   const required = Object.keys(createRequire(import.meta.url).cache).map((path) => pathToFileURL(path).href);
-  modules = [...new Set([...resolved, ...required])].filter((url) => url.startsWith('file:')).sort();
+  modules = [...new Set([...resolved, ...required])].filter((url) => url.startsWith('file:')).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
 }
 process.stdout.write(JSON.stringify({ ms, modules }));

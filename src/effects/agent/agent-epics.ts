@@ -31,9 +31,21 @@ const isChain = (model: LanguageModel | ProviderChain): model is ProviderChain =
  *
  * ## Example
  * ```ts
- * const engine = createEngine({ store: sqliteStore('agents.db'), epics: agentEpics({ model, tools: [clock] }) });
+ * import { filter, firstValueFrom } from 'rxjs';
+ * import { z } from 'zod';
+ * import { createEngine, type TurnEngineState } from 'runestream';
+ * import { agentEpics, defineTool, scriptedModel } from 'runestream/agents';
+ *
+ * const clock = defineTool({ name: 'clock', description: 'The time now.', inputSchema: z.object({}), execute: () => '12:00' });
+ * // Offline: a scripted model asks for the clock, then answers with what it said.
+ * const model = scriptedModel([{ toolCalls: [{ toolName: 'clock', input: {} }] }, { text: 'It is 12:00.' }]);
+ * const engine = createEngine({ epics: agentEpics({ model, tools: [clock] }) });
  * await engine.spawn('a1/turn', 'turn-engine');
+ * const answered = firstValueFrom(engine.state$<TurnEngineState>('a1/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
  * await engine.dispatch('a1/turn', { type: 'start_turn', input: 'What time is it?' });
+ * console.log((await answered).output);
+ * // Logs: It is 12:00.
+ * await engine.close();
  * ```
  */
 export function agentEpics(options: AgentEpicsOptions): Epic[] {

@@ -100,7 +100,7 @@ export function reactAgentRuntime(options: ReactAgentRuntimeOptions): ReactAgent
           else if (part.type === 'tool-call') asked[part.toolCallId] = { name: part.toolName, parameters: JSON.stringify(part.input ?? null), calledAt: now() };
           return undefined;
         }),
-        filter((x): x is never => false),
+        filter((_part): _part is never => false),
       );
       // Timestamps in the order the inputs are applied: time never goes back.
       const end = defer((): Observable<AgentInput> => {

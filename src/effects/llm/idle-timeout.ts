@@ -8,7 +8,18 @@ import { Observable, type MonoTypeOperatorFunction, type SchedulerLike, type Sub
  *
  * @example
  * ```ts
- * parts$.pipe(idleTimeout(120_000, asyncScheduler, () => new Error('the provider hangs')));
+ * import { NEVER, VirtualTimeScheduler, startWith } from 'rxjs';
+ * import { idleTimeout } from './idle-timeout.js';
+ *
+ * const scheduler = new VirtualTimeScheduler(); // in production: asyncScheduler
+ * const parts$ = NEVER.pipe(startWith('Hel')); // a provider that hangs after its first part
+ * parts$.pipe(idleTimeout(120_000, scheduler, () => new Error('the provider hangs'))).subscribe({
+ *   next: (part) => console.log(part, 'at', scheduler.now()),
+ *   error: (error: Error) => console.log(error.message, 'at', scheduler.now()),
+ * });
+ * scheduler.flush();
+ * // Logs: Hel at 0
+ * //       the provider hangs at 120000
  * ```
  */
 export function idleTimeout<T>(ms: number, scheduler: SchedulerLike, error: () => unknown): MonoTypeOperatorFunction<T> {

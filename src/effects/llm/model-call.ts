@@ -89,8 +89,10 @@ export const modelPartOf = (part: TextStreamPart<ToolSet>): ModelPart | undefine
  * import { modelCall$, scriptedModel } from 'runestream/agents';
  * const model = scriptedModel([{ text: 'Hello there' }]);
  * modelCall$(model, { messages: [{ role: 'user', content: 'Hi' }], tools: {} }).subscribe((part) => console.log(part));
- * // Logs: { type: 'text-delta', text: 'Hello' }, { type: 'text-delta', text: ' there' },
- * //       { type: 'finish', finishReason: 'stop', usage: { outputTokens: 2, totalTokens: 2 } }
+ * // Logs:
+ * // { type: 'text-delta', text: 'Hello' }
+ * // { type: 'text-delta', text: ' there' }
+ * // { type: 'finish', finishReason: 'stop', usage: { outputTokens: 2, totalTokens: 2 } }
  * ```
  *
  * @see chainCall$ for a call through a chain of providers with circuit breakers.

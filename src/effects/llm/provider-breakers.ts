@@ -71,6 +71,7 @@ async function openClockStart(context: Pick<EpicContext, 'read'>, stream: string
  * const chain = { providers: [{ name: 'primary', model: scriptedModel([{ text: 'Hi' }]) }], breaker: { openTimeoutMs: 10_000 } };
  * const engine = createEngine({ epics: [providerBreakers(chain)] });
  * // provider/primary, once OPEN, goes HALF_OPEN 10 s later, even across a restart.
+ * await engine.close();
  * ```
  *
  * @see chainCall$, which records the outcomes that open the breakers.

@@ -127,7 +127,7 @@ export interface ChainContext {
  *
  * ## Example
  * ```ts
- * import { asyncScheduler } from 'rxjs';
+ * import { asyncScheduler, lastValueFrom, tap } from 'rxjs';
  * import { createEngine, isSpawnCommand } from 'runestream';
  * import { chainCall$, scriptedModel } from 'runestream/agents';
  * const engine = createEngine();
@@ -138,12 +138,27 @@ export interface ChainContext {
  *   ],
  * };
  * const request = { messages: [{ role: 'user' as const, content: 'Hi' }], tools: {} };
- * chainCall$(chain, request, { snapshot: engine.snapshot, scheduler: asyncScheduler }).subscribe((out) => {
- *   if (out.type === 'part') console.log(out.part);
- *   else if (isSpawnCommand(out.command)) void engine.spawn(out.command.stream, out.command.spawn, out.command.input);
- *   else void engine.dispatch(out.command.stream, out.command.event);
- * });
- * // Spawns provider/primary and records its failure; logs backup's parts; records backup's success.
+ * const calling = chainCall$(chain, request, { snapshot: engine.snapshot, scheduler: asyncScheduler }).pipe(
+ *   tap((out) => {
+ *     if (out.type === 'part') return console.log(out.part.type);
+ *     const { command } = out;
+ *     console.log(command.stream, isSpawnCommand(command) ? 'spawn' : command.event.type);
+ *     // Not awaited: the breakers' runes need not hold up the answer (a refusal is a result, not an error).
+ *     if (isSpawnCommand(command)) void engine.spawn(command.stream, command.spawn, command.input);
+ *     else void engine.dispatch(command.stream, command.event);
+ *   }),
+ * );
+ * await lastValueFrom(calling);
+ * // Logs:
+ * // provider/primary spawn
+ * // provider/primary failure
+ * // text-delta
+ * // text-delta
+ * // text-delta
+ * // finish
+ * // provider/backup spawn
+ * // provider/backup success
+ * await engine.close();
  * ```
  *
  * @see providerBreakers for the epic that half-opens an OPEN breaker after its timeout.

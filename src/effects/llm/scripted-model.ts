@@ -163,8 +163,11 @@ function* partsOf(step: ScriptStep, callNumber: number): Generator<LanguageModel
  * import { scriptedModel } from 'runestream/agents';
  * const model = scriptedModel([{ text: 'Hello there' }, { toolCalls: [{ toolName: 'weather', input: { city: 'Oslo' } }] }]);
  * const result = streamText({ model, prompt: 'Hi' });
- * console.log(await result.text);                        // 'Hello there'
- * console.log(model.doStreamCalls[0]?.prompt.at(-1)?.content); // [{ type: 'text', text: 'Hi' }]
+ * console.log(await result.text);
+ * console.log(model.doStreamCalls[0]?.prompt.at(-1)?.content);
+ * // Logs:
+ * // Hello there
+ * // [ { type: 'text', text: 'Hi' } ]
  * ```
  *
  * @see modelCall$ for one call as an Observable of parts.

@@ -88,11 +88,21 @@ const SDK_TIMEOUT_MARGIN_MS = 5000;
  * ```ts
  * import { createEngine } from 'runestream';
  * import { connectMcp, toolCallEffects } from 'runestream/agents';
- * const fs = await connectMcp({ command: 'npx', args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'], name: 'fs' });
- * const engine = createEngine({ epics: [toolCallEffects({ tools: fs.tools })] }); // tools named fs__read_file, ...
+ * // A stdio MCP server with one tool, made with the MCP SDK (any server command works the same way).
+ * const server = `
+ *   import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+ *   import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+ *   const server = new McpServer({ name: 'clock', version: '1.0.0' });
+ *   server.registerTool('now', { description: 'The time now.' }, () => ({ content: [{ type: 'text', text: '12:00' }] }));
+ *   await server.connect(new StdioServerTransport());
+ * `;
+ * const clock = await connectMcp({ command: process.execPath, args: ['--input-type=module', '--eval', server], name: 'clock' });
+ * console.log(clock.tools.map((tool) => tool.name));
+ * // Logs: [ 'clock__now' ]
+ * const engine = createEngine({ epics: [toolCallEffects({ tools: clock.tools })] });
  * // ... later
  * await engine.close();
- * await fs.close();
+ * await clock.close();
  * ```
  *
  * @see toolCallEffects, toolSpecs

@@ -18,9 +18,18 @@ export class NonJsonOutputError extends TypeError {
  *
  * @example
  * ```ts
- * toJsonOutput('read', { at: new Date(0), skip: undefined }); // { at: '1970-01-01T00:00:00.000Z' }
- * toJsonOutput('read', undefined);                            // null
- * toJsonOutput('read', 1n);                                   // throws: tool "read" returned a value that is not JSON: ...
+ * import { toJsonOutput } from './json-output.js';
+ * console.log(toJsonOutput('read', { at: new Date(0), skip: undefined }));
+ * console.log(toJsonOutput('read', undefined));
+ * try {
+ *   toJsonOutput('read', 1n);
+ * } catch (error) {
+ *   console.log((error as Error).message);
+ * }
+ * // Logs:
+ * // { at: '1970-01-01T00:00:00.000Z' }
+ * // null
+ * // tool "read" returned a value that is not JSON: ...
  * ```
  */
 export function toJsonOutput(toolName: string, value: unknown): JsonValue {

@@ -46,13 +46,22 @@ export interface ToolCallEffectsOptions {
  *
  * ## Example
  * ```ts
+ * import { filter, firstValueFrom } from 'rxjs';
  * import { z } from 'zod';
  * import { createEngine } from 'runestream';
  * import { defineTool, toolCallEffects } from 'runestream/agents';
  * const add = defineTool({ name: 'add', description: 'Adds two numbers.', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
  * const engine = createEngine({ epics: [toolCallEffects({ tools: [add] })] });
+ * engine.runes$().subscribe((rune) => console.log(rune.kind, rune.to));
+ * const result = firstValueFrom(engine.runes$().pipe(filter((rune) => rune.kind === 'tool.result')));
  * await engine.spawn('call-1', 'tool-call', { callId: 'c1', toolName: 'add', arguments: { a: 1, b: 2 } });
- * // runes: tool.call, no_approval_needed, tool.result { type: 'success', output: 3 }
+ * console.log((await result).event);
+ * // Logs:
+ * // tool.call pending_call
+ * // no_approval_needed executing
+ * // tool.result completed_result
+ * // { type: 'success', output: 3 }
+ * await engine.close();
  * ```
  *
  * @see defineTool, toolSpecs, connectMcp, toolCallRecovery

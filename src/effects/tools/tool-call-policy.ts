@@ -17,8 +17,14 @@ import type { ToolRegistry } from './tool-registry.js';
  *
  * @example
  * ```ts
- * approvalDecision(registry, { callId: 'c1', toolName: 'rm', arguments: { path: '/tmp/x' } });
- * // { type: 'requires_approval', policyReason: 'tool "rm" requires approval' }
+ * import { z } from 'zod';
+ * import { defineTool } from 'runestream/agents';
+ * import { approvalDecision } from './tool-call-policy.js';
+ * import { toolRegistry } from './tool-registry.js';
+ * const rm = defineTool({ name: 'rm', description: 'Removes a file.', inputSchema: z.object({ path: z.string() }), needsApproval: true, execute: () => 'removed' });
+ * const registry = toolRegistry('example', [rm]);
+ * console.log(approvalDecision(registry, { toolName: 'rm', arguments: { path: '/tmp/x' } }));
+ * // Logs: { type: 'requires_approval', policyReason: 'tool "rm" requires approval' }
  * ```
  */
 export function approvalDecision(registry: ToolRegistry, call: Pick<ToolCallInput, 'toolName' | 'arguments'>): ToolCallEvent {

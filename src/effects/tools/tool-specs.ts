@@ -14,9 +14,9 @@ import type { AnyTool } from './tool.js';
  * import { z } from 'zod';
  * import { defineTool, toolSpecs } from 'runestream/agents';
  * const add = defineTool({ name: 'add', description: 'Adds two numbers.', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
- * toolSpecs([add]);
- * // { add: { description: 'Adds two numbers.', inputSchema: { $schema: 'http://json-schema.org/draft-07/schema#',
- * //   type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } } }
+ * console.dir(toolSpecs([add]), { depth: null });
+ * // Logs: { add: { description: 'Adds two numbers.', inputSchema: { '$schema': 'http://json-schema.org/draft-07/schema#',
+ * //   type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: [ 'a', 'b' ] } } }
  * ```
  *
  * @see defineTool

@@ -95,7 +95,8 @@ export function checkToolName(who: string, name: string): void {
  *   execute: ({ path }, { signal }) => import('node:fs/promises').then((fs) => fs.readFile(path, { encoding: 'utf8', signal })),
  *   rerunSafe: true, // a read may run again after a crash
  * });
- * readFile.parseInput({ path: 3 }); // { ok: false, error: 'path: Invalid input: expected string, received number' }
+ * console.log(readFile.parseInput({ path: 3 }));
+ * // Logs: { ok: false, error: 'path: Invalid input: expected string, received number' }
  * ```
  *
  * @see toolSpecs for what the model sees, and toolCallEffects for what runs it.

@@ -62,8 +62,8 @@ const table: readonly Row<S, E>[] = [
  * let s = agentLifecycle.initial({ agentId: 'a1', role: 'coder' });          // spawning
  * s = agentLifecycle.transition(s, { type: 'init_complete' });                // idle
  * s = agentLifecycle.transition(s, { type: 'turn_assigned', turnId: 't1' });  // running_turn
- * agentLifecycle.step(s, { type: 'kill' });
- * // { accepted: false, code: 'not_allowed', reason: 'event "kill" is not allowed in state "running_turn": it needs force', ... }
+ * console.log(agentLifecycle.step(s, { type: 'kill' }));
+ * // Logs: { accepted: false, state: ..., code: 'not_allowed', reason: 'event "kill" is not allowed in state "running_turn": it needs force' }
  * ```
  */
 export const agentLifecycle = defineMachine<S, E, AgentLifecycleInput>({

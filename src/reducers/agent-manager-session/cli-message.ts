@@ -39,10 +39,10 @@ const API_REQ_STARTED = 'api_req_started';
  * @example
  * ```ts
  * import { fromCliMessage } from 'runestream';
- * fromCliMessage({ ts: 1, type: 'ask', ask: 'followup', text: 'Which branch?', partial: false });
- * // { event: { type: 'ask:followup', partial: false, text: 'Which branch?' } }
- * fromCliMessage({ ts: 2, type: 'say', say: 'reasoning', text: '...' });
- * // { ignored: 'say:reasoning has no agentManagerSession event' }
+ * console.log(fromCliMessage({ ts: 1, type: 'ask', ask: 'followup', text: 'Which branch?', partial: false }));
+ * // Logs: { event: { type: 'ask:followup', partial: false, text: 'Which branch?' } }
+ * console.log(fromCliMessage({ ts: 2, type: 'say', say: 'reasoning', text: '...' }));
+ * // Logs: { ignored: 'say:reasoning has no agentManagerSession event' }
  * ```
  */
 export function fromCliMessage(message: unknown): AgentManagerCliMapping {

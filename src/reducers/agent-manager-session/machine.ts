@@ -210,10 +210,11 @@ const table: readonly Row<S, E>[] = [
  * s = agentManagerSession.transition(s, { type: 'start_session', prompt: 'Fix the build' });
  * s = agentManagerSession.transition(s, { type: 'session_created', sessionId: 'task-1' });
  * s = agentManagerSession.transition(s, { type: 'api_req_started' });
- * s.value;                                                   // 'streaming'
+ * console.log(s.value);                                      // Logs: streaming
  * s = agentManagerSession.transition(s, { type: 'ask:followup', text: 'Which branch?' });
- * s.value;                                                   // 'waiting_input'
- * agentManagerSession.step(s, { type: 'process_exit', code: 0 }).accepted; // false: an ask is pending
+ * console.log(s.value);                                      // Logs: waiting_input
+ * // An ask is pending, so the process may not exit:
+ * console.log(agentManagerSession.step(s, { type: 'process_exit', code: 0 }).accepted); // Logs: false
  * ```
  */
 export const agentManagerSession = defineMachine<S, E, AgentManagerSessionInput | void>({

@@ -57,8 +57,8 @@ function stateName({ status, lastAsk, processRunning }: AgentManagerPersistedSes
  * @example
  * ```ts
  * import { reconstructAgentManagerState } from 'runestream';
- * reconstructAgentManagerState({ status: 'running', lastAsk: 'followup', processRunning: true }).value; // 'waiting_input'
- * reconstructAgentManagerState({ status: 'running', processRunning: false }).value;                   // 'paused'
+ * console.log(reconstructAgentManagerState({ status: 'running', lastAsk: 'followup', processRunning: true }).value); // Logs: waiting_input
+ * console.log(reconstructAgentManagerState({ status: 'running', processRunning: false }).value);                   // Logs: paused
  * ```
  */
 export function reconstructAgentManagerState(

@@ -28,8 +28,8 @@ const statesWhereTrue: { readonly [Flag in keyof AgentManagerUiFlags]: readonly 
  * ```ts
  * import { agentManagerSession, agentManagerUiFlags } from 'runestream';
  * const s = { ...agentManagerSession.initial({ autoApprove: true }), value: 'streaming' as const };
- * agentManagerUiFlags(s);
- * // { showSpinner: true, showCancelButton: true, showResumeButton: false,
+ * console.log(agentManagerUiFlags(s));
+ * // Logs: { showSpinner: true, showCancelButton: true, showResumeButton: false,
  * //   showAutoModeWarning: true, inputEnabled: false, isActive: true }
  * ```
  */

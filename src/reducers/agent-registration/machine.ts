@@ -36,8 +36,8 @@ const table: readonly Row<S, E>[] = [
  * let s = agentRegistration.initial();                                   // { value: 'REGISTERED' }
  * s = agentRegistration.transition(s, { type: 'register' });             // ACTIVATING
  * s = agentRegistration.transition(s, { type: 'init_failed', error: 'no API key' });
- * s;                                                                     // { value: 'ERROR', error: 'no API key' }
- * agentRegistration.step(s, { type: 'resume' }).accepted;                // false
+ * console.log(s);                                                        // Logs: { value: 'ERROR', error: 'no API key' }
+ * console.log(agentRegistration.step(s, { type: 'resume' }).accepted);   // Logs: false
  * ```
  */
 export const agentRegistration = defineMachine<S, E>({

@@ -41,7 +41,7 @@ const table: readonly Row<S, E>[] = [
  * s = archival.transition(s, { type: 'serialized' });                      // WRITING_TO_R2, attempts 1
  * s = archival.transition(s, { type: 'write_failed', error: '503 from R2' });
  * s = archival.transition(archival.transition(s, { type: 'retry' }), { type: 'rewrite' });
- * [s.value, s.attempts, s.error];                                          // ['WRITING_TO_R2', 2, '503 from R2']
+ * console.log([s.value, s.attempts, s.error]);                             // Logs: [ 'WRITING_TO_R2', 2, '503 from R2' ]
  * ```
  */
 export const archival = defineMachine<S, E>({

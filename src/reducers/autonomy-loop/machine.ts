@@ -74,8 +74,8 @@ const table: readonly Row<S, E>[] = [
  * let s = autonomyLoop.initial({ goal: 'ship v1' });                                  // goal_received
  * s = autonomyLoop.transition(s, { type: 'decompose_goal', planId: 'p1', tasks: [] }); // planning
  * s = autonomyLoop.transition(s, { type: 'auto_start' });                              // executing
- * autonomyLoop.step(s, { type: 'task_completed', morePending: true, taskId: 't1' });
- * // { accepted: true, kind: 'plan.task_completed', state: { value: 'executing', tasksCompleted: 1, ... } }
+ * console.log(autonomyLoop.step(s, { type: 'task_completed', morePending: true, taskId: 't1' }));
+ * // Logs: { accepted: true, state: { value: 'executing', ... tasksCompleted: 1, ... }, kind: 'plan.task_completed' }
  * ```
  */
 export const autonomyLoop = defineMachine<S, E, AutonomyLoopInput>({

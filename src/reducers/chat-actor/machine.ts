@@ -42,8 +42,9 @@ const table: readonly Row<S, E>[] = [
  * import { chatActor } from 'runestream';
  * let s = chatActor.initial();                       // { value: 'idle' }
  * s = chatActor.transition(s, { type: 'ProcessInteraction', userId: '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21' });
- * s.value;                                           // 'running'
- * chatActor.step(s, { type: 'InactivityTimeout' });  // { accepted: false, code: 'not_allowed', reason: ... }
+ * console.log(s.value);                              // Logs: running
+ * console.log(chatActor.step(s, { type: 'InactivityTimeout' }));
+ * // Logs: { accepted: false, state: ..., code: 'not_allowed', reason: ... }
  * ```
  */
 export const chatActor = defineMachine<S, E>({

@@ -47,9 +47,11 @@ function stopReason(event: ChatActorEvent): string {
  *
  * @example
  * ```ts
- * chatActorNotices({ stream: 'c', seq: 3, machine: 'chat-actor', kind: 'Cancel', event: { type: 'Cancel', reason: 'user_cancelled' }, from: 'idle', to: 'cancelled', at: 0 });
- * // [{ type: 'state_changed', data: { from_state: 'idle', to_state: 'cancelled', reason: 'user_cancelled' } },
- * //  { type: 'stopped', data: { reason: 'user_cancelled', partial_response: '' } }]
+ * import { chatActorNotices } from 'runestream';
+ * const notices = chatActorNotices({ stream: 'c', seq: 3, machine: 'chat-actor', kind: 'Cancel', event: { type: 'Cancel', reason: 'user_cancelled' }, from: 'idle', to: 'cancelled', at: 0 });
+ * console.dir(notices, { depth: null });
+ * // Logs: [ { type: 'state_changed', data: { from_state: 'idle', to_state: 'cancelled', reason: 'user_cancelled' } },
+ * //   { type: 'stopped', data: { reason: 'user_cancelled', partial_response: '' } } ]
  * ```
  */
 export function chatActorNotices(rune: Rune): ChatActorNotice[] {

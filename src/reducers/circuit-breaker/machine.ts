@@ -83,9 +83,9 @@ const table: readonly Row<S, E>[] = [
  * let s = circuitBreaker.initial({ failureThreshold: 2, successThreshold: 1, openTimeoutMs: 30_000 });
  * s = circuitBreaker.transition(s, { type: 'failure', error: 'timeout' });  // CLOSED, failureCount 1
  * s = circuitBreaker.transition(s, { type: 'failure', error: 'timeout' });
- * s.value;                                                                  // 'OPEN'
+ * console.log(s.value);                                                     // Logs: OPEN
  * s = circuitBreaker.transition(s, { type: 'open_timeout_elapsed' });       // HALF_OPEN
- * circuitBreaker.transition(s, { type: 'success' }).value;                  // 'CLOSED'
+ * console.log(circuitBreaker.transition(s, { type: 'success' }).value);     // Logs: CLOSED
  * ```
  */
 export const circuitBreaker = defineMachine<S, E, CircuitBreakerInput>({
@@ -104,8 +104,9 @@ export const circuitBreaker = defineMachine<S, E, CircuitBreakerInput>({
  *
  * @example
  * ```ts
+ * import { circuitBreaker, circuitBreakerAllowsCall } from 'runestream';
  * const s = circuitBreaker.initial({ failureThreshold: 3, successThreshold: 1, openTimeoutMs: 1000 });
- * circuitBreakerAllowsCall(s); // true
+ * console.log(circuitBreakerAllowsCall(s)); // Logs: true
  * ```
  */
 export const circuitBreakerAllowsCall = (state: CircuitBreakerState): boolean => state.value !== 'OPEN';

@@ -87,7 +87,7 @@ const table: readonly Row<S, E>[] = [
  * s = connection.transition(s, { type: 'subscribe', stream: 'chat-1' });
  * s = connection.transition(s, { type: 'subscribe', stream: 'chat-2' });
  * s = connection.transition(s, { type: 'error', error: 'ECONNRESET' });
- * s;                                                              // { value: 'DISCONNECTED', subscriptions: 0, attempt: 0, error: 'ECONNRESET' }
+ * console.log(s); // Logs: { value: 'DISCONNECTED', subscriptions: 0, attempt: 0, error: 'ECONNRESET' }
  * ```
  */
 export const connection = defineMachine<S, E>({

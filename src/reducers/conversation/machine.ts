@@ -61,8 +61,8 @@ const table: readonly Row<S, E>[] = [
  * let s = conversation.initial({ conversationId: 'conv-1' });                  // created
  * s = conversation.transition(s, { type: 'agent_ready', rootAgentId: 'a1' });   // active
  * s = conversation.transition(s, { type: 'pause_requested', reason: 'lunch' }); // paused
- * conversation.step(s, { type: 'new_turn' });
- * // { accepted: false, code: 'not_allowed', reason: 'event "new_turn" is not allowed in state "paused"', ... }
+ * console.log(conversation.step(s, { type: 'new_turn' }));
+ * // Logs: { accepted: false, state: ..., code: 'not_allowed', reason: 'event "new_turn" is not allowed in state "paused"' }
  * ```
  */
 export const conversation = defineMachine<S, E, ConversationInput>({

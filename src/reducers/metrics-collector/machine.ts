@@ -44,8 +44,8 @@ const table: readonly Row<S, E>[] = [
  * let s = metricsCollector.initial();                                         // { value: 'INITIALIZING' }
  * s = metricsCollector.transition(s, { type: 'binding_missing', error: 'METRICS_KV not bound' });
  * s = metricsCollector.transition(s, { type: 'retry' });                      // RECOVERING
- * s.error;                                                                    // 'METRICS_KV not bound'
-metricsCollector.transition(s, { type: 'recovered' }).value;                // 'RUNNING'
+ * console.log(s.error);                                                       // Logs: METRICS_KV not bound
+ * console.log(metricsCollector.transition(s, { type: 'recovered' }).value);   // Logs: RUNNING
  * ```
  */
 export const metricsCollector = defineMachine<S, E>({

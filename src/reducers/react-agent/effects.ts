@@ -29,7 +29,7 @@ export type ReactAgentEffect = z.infer<typeof ReactAgentEffect>;
  * ```ts
  * import { agentTransition, initialAgentState, reactAgentEffectsAt } from 'runestream';
  * const s = agentTransition({ type: 'user-message-received', messageId: 'm1', content: 'Hi', timestamp: 5 })(initialAgentState());
- * reactAgentEffectsAt(s);  // { 'call-llm:0': { type: 'call-llm', answersTo: 5 } }
+ * console.log(reactAgentEffectsAt(s)); // Logs: { 'call-llm:0': { type: 'call-llm', answersTo: 5 } }
  * ```
  */
 export function reactAgentEffectsAt(state: AgentState): Record<string, ReactAgentEffect> {

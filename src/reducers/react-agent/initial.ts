@@ -6,8 +6,9 @@ import type { AgentState, ToolDefinition } from './state.js';
  *
  * @example
  * ```ts
- * initialAgentState();
- * // { updatedAt: 0, messages: [], tools: {}, toolCalls: {}, calledLlmAt: 0, reActContext: null }
+ * import { initialAgentState } from 'runestream';
+ * console.log(initialAgentState());
+ * // Logs: { updatedAt: 0, messages: [], tools: {}, toolCalls: {}, calledLlmAt: 0, reActContext: null }
  * ```
  */
 export function initialAgentState(options: { tools?: Record<string, ToolDefinition> } = {}): AgentState {

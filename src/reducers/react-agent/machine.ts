@@ -19,7 +19,8 @@ import { agentTransition, applyAgentInput } from './transition.js';
  * import { reactAgent } from 'runestream';
  * const s = reactAgent.initial();
  * const step = reactAgent.step(s, { type: 'llm-message-completed', messageId: 'a1', content: 'Hi', timestamp: 1 });
- * // { accepted: false, state: s, code: 'not_allowed', reason: 'no message "a1" to complete' }
+ * console.log(step.state === s, step);
+ * // Logs: true { accepted: false, state: ..., code: 'not_allowed', reason: 'no message "a1" to complete' }
  * ```
  */
 export const reactAgent: Machine<AgentState, AgentInput> = {

@@ -73,9 +73,10 @@ export function applyAgentInput(
  * import { agentTransition, initialAgentState } from 'runestream';
  * const s0 = initialAgentState();
  * const s1 = agentTransition({ type: 'user-message-received', messageId: 'm1', content: 'Hi', timestamp: 1 })(s0);
- * s1.reActContext?.contextWindowSize;  // 10
- * agentTransition({ type: 'context-window-expanded', timestamp: 2 }, { expandContextWindowSize: 5 })(s1) === s1;
- * // true: the window already covers the one message
+ * console.log(s1.reActContext?.contextWindowSize);  // Logs: 10
+ * // The window already covers the one message, so expanding it changes nothing:
+ * console.log(agentTransition({ type: 'context-window-expanded', timestamp: 2 }, { expandContextWindowSize: 5 })(s1) === s1);
+ * // Logs: true
  * ```
  */
 export function agentTransition(

@@ -43,10 +43,11 @@ const table: readonly Row<S, E>[] = [
  * ```ts
  * import { toolCall, toolCallStatus } from 'runestream';
  * let s = toolCall.initial({ callId: 'c1', toolName: 'shell', arguments: { cmd: 'ls' } }); // pending_call
- * toolCall.step(s, { type: 'requires_approval' }); // { accepted: true, kind: 'tool.approval_requested', ... }
+ * console.log(toolCall.step(s, { type: 'requires_approval' }));
+ * // Logs: { accepted: true, state: { value: 'awaiting_approval', ... }, kind: 'tool.approval_requested' }
  * s = toolCall.transition(s, { type: 'no_approval_needed' });       // executing
  * s = toolCall.transition(s, { type: 'success', output: 'a.txt' }); // completed_result
- * toolCallStatus(s);                                                 // 'success'
+ * console.log(toolCallStatus(s));                                    // Logs: success
  * ```
  */
 export const toolCall = defineMachine<S, E, ToolCallInput>({
@@ -74,8 +75,9 @@ const statusByState: Partial<Record<S['value'], ToolCallStatus>> = {
  *
  * @example
  * ```ts
- * toolCallStatus({ value: 'timeout_result' }); // 'timeout'
- * toolCallStatus({ value: 'executing' });      // undefined
+ * import { toolCallStatus } from 'runestream';
+ * console.log(toolCallStatus({ value: 'timeout_result' })); // Logs: timeout
+ * console.log(toolCallStatus({ value: 'executing' }));      // Logs: undefined
  * ```
  */
 export const toolCallStatus = (state: Pick<S, 'value'>): ToolCallStatus | undefined => statusByState[state.value];

@@ -56,8 +56,8 @@ const table: readonly Row<S, E>[] = [
  * let s = turnEngine.initial();                                     // { value: 'idle', turn: 0, ... }
  * s = turnEngine.transition(s, { type: 'start_turn', input: 'hi' }); // streaming, turn 1
  * s = turnEngine.transition(s, { type: 'assistant_delta', content: 'Hel' });
- * turnEngine.step(s, { type: 'steer', input: 'be brief' });
- * // { accepted: true, kind: 'turn.interrupted', state: { value: 'interrupted', output: 'Hel', steerInput: 'be brief', ... } }
+ * console.log(turnEngine.step(s, { type: 'steer', input: 'be brief' }));
+ * // Logs: { accepted: true, state: { value: 'interrupted', ... output: 'Hel', ... steerInput: 'be brief', ... }, kind: 'turn.interrupted' }
  * ```
  */
 export const turnEngine = defineMachine<S, E>({

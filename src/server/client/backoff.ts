@@ -15,9 +15,11 @@ export const DEFAULT_BACKOFF = { baseMs: 500, maxMs: 30_000 } as const;
  *
  * ## Example
  * ```ts
- * backoffDelay(1, { baseMs: 500, maxMs: 30_000 }, () => 0.5);  // 250
- * backoffDelay(3, { baseMs: 500, maxMs: 30_000 }, () => 0.5);  // 1000
- * backoffDelay(20, { baseMs: 500, maxMs: 30_000 }, () => 0.5); // 15000 (capped)
+ * import { backoffDelay } from 'runestream/client';
+ * console.log(backoffDelay(1, { baseMs: 500, maxMs: 30_000 }, () => 0.5));  // Logs: 250
+ * console.log(backoffDelay(3, { baseMs: 500, maxMs: 30_000 }, () => 0.5));  // Logs: 1000
+ * // Capped: never more than maxMs.
+ * console.log(backoffDelay(20, { baseMs: 500, maxMs: 30_000 }, () => 0.5)); // Logs: 15000
  * ```
  */
 export function backoffDelay(attempt: number, backoff: Required<BackoffOptions>, random: () => number): number {

@@ -71,15 +71,21 @@ const describeDrop = (url: string, drop: SocketDrop): string =>
  * ```ts
  * import { filter, firstValueFrom } from 'rxjs';
  * import { WebSocket } from 'ws'; // Node 20; browsers have a global WebSocket
+ * import { createEngine } from 'runestream';
+ * import { createServer } from 'runestream/server';
  * import { createClient } from 'runestream/client';
  *
- * const client = createClient({ url: 'ws://127.0.0.1:7070', WebSocket });
- * await client.spawn('chat-1', 'chat-actor');                       // { seq: 1 }
+ * const engine = createEngine();
+ * const server = await createServer({ engine, port: 0 }); // a server to talk to, on a free port
+ * const client = createClient({ url: server.url, WebSocket });
+ * console.log(await client.spawn('chat-1', 'chat-actor'));   // Logs: { seq: 1 }
  * const paused = firstValueFrom(client.state$<{ value: string }>('chat-1').pipe(filter((s) => s.value === 'paused')));
- * await client.dispatch('chat-1', { type: 'Pause', reason: 'lunch' }); // { seq: 2 }
+ * console.log(await client.dispatch('chat-1', { type: 'Pause', reason: 'lunch' })); // Logs: { seq: 2 }
  * console.log(await paused);
  * // Logs: { value: 'paused', reason: 'lunch' }
  * await client.close();
+ * await server.close();
+ * await engine.close();
  * ```
  */
 export function createClient(options: ClientOptions): RunestreamClient {

@@ -1,4 +1,4 @@
-import { NEVER, Subject, VirtualTimeScheduler, merge, of } from 'rxjs';
+import { NEVER, Subject, VirtualTimeScheduler, of } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { marbles } from 'rxjs-marbles';
 import { describe, expect, it } from 'vitest';

@@ -2,16 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { streamText } from 'ai';
 import { z } from 'zod';
 import { agentEpics, defineTool, scriptedModel } from '../src/agents.js';
-import {
-  createEngine,
-  memoryStore,
-  toolCall,
-  type ConversationState,
-  type Engine,
-  type EngineError,
-  type ToolCallState,
-  type TurnEngineState,
-} from '../src/index.js';
+import { createEngine, memoryStore, toolCall, type ConversationState, type Engine, type EngineError, type ToolCallState, type TurnEngineState } from '../src/index.js';
 import type { Rate } from './harness.js';
 
 /** The issue's figure: deltas streamed by one model answer. */
@@ -194,7 +185,9 @@ async function approvalLatencies(): Promise<number[]> {
     });
     const t1 = startedAt.get(callId);
     if (t1 === undefined || outcome.value !== 'completed_result' || outcome.output !== n) {
-      throw new Error(`approval: call ${callId} ended ${outcome.value} with ${JSON.stringify(outcome.output)}, its tool ${t1 === undefined ? 'never ran' : 'ran'}; its runes: ${await logOf(stream)}`);
+      throw new Error(
+        `approval: call ${callId} ended ${outcome.value} with ${JSON.stringify(outcome.output)}, its tool ${t1 === undefined ? 'never ran' : 'ran'}; its runes: ${await logOf(stream)}`,
+      );
     }
     if (n > APPROVAL_WARMUP) latencies.push(t1 - t0);
   }

@@ -1,6 +1,16 @@
 import { Subject, scan } from 'rxjs';
 import { createActor } from 'xstate';
-import { chatActor, createEngine, dispatchTo, memoryStore, type ChatActorEvent, type ChatActorState, type DispatchResult, type EngineOptions, type Rune } from '../src/index.js';
+import {
+  chatActor,
+  createEngine,
+  dispatchTo,
+  memoryStore,
+  type ChatActorEvent,
+  type ChatActorState,
+  type DispatchResult,
+  type EngineOptions,
+  type Rune,
+} from '../src/index.js';
 import { DEFAULT_VALUE_LIMITS, valueCheck } from '../src/reducers/value-limits.js';
 import { measure, measureAsync, report, type Rate } from './harness.js';
 import { xstateChatActor } from './xstate-chat-actor.js';
@@ -60,8 +70,7 @@ async function engineRound(
       w();
     }
   });
-  const waitSeen = (): Promise<void> | undefined =>
-    seen >= target ? undefined : new Promise<void>((resolve) => (wake = resolve));
+  const waitSeen = (): Promise<void> | undefined => (seen >= target ? undefined : new Promise<void>((resolve) => (wake = resolve)));
   await waitSeen();
 
   let dispatched = 0;
@@ -235,7 +244,9 @@ export async function benchEngineDispatch(): Promise<boolean> {
   console.log(`  ratio ${ofContract.toFixed(3)}x (bar: >= 0.800x)  ${vsContract ? 'PASS' : 'FAIL'}`);
   // `report` prints ratios to one decimal, too coarse for a fractional figure: the same lines here.
   const ratio = engine!.rate / bare!.rate;
-  console.log(`  (information) DESIGN.md's goals: ${(engine!.rate / xstate!.rate).toFixed(1)}x XState (goal 10x), ${ratio.toFixed(3)}x the bare Subject -> scan pipeline (goal 0.333x)`);
+  console.log(
+    `  (information) DESIGN.md's goals: ${(engine!.rate / xstate!.rate).toFixed(1)}x XState (goal 10x), ${ratio.toFixed(3)}x the bare Subject -> scan pipeline (goal 0.333x)`,
+  );
 
   // Issue 11's bars for Rx-native ingestion: the same events and subscriber, through `dispatchTo`.
   const ingestTitle = 'chatActor in memory: Subject -> dispatchTo -> state$ subscriber, alternating ProcessInteraction / InteractionComplete';
@@ -270,13 +281,20 @@ export async function benchEngineDispatch(): Promise<boolean> {
   console.log(`\n${title}\n  (the default input limits against none)`);
   console.log(`  ${limited!.name.padEnd(44)} ${fmt(limited!.rate).padStart(14)} ops/s`);
   console.log(`  ${unlimited!.name.padEnd(44)} ${fmt(unlimited!.rate).padStart(14)} ops/s`);
-  console.log(`  best rounds ${(limited!.rate / unlimited!.rate).toFixed(3)}x; median pair ${median.toFixed(3)}x (pairs from ${Math.min(...limitsRatios).toFixed(2)} to ${Math.max(...limitsRatios).toFixed(2)})`);
+  console.log(
+    `  best rounds ${(limited!.rate / unlimited!.rate).toFixed(3)}x; median pair ${median.toFixed(3)}x (pairs from ${Math.min(...limitsRatios).toFixed(2)} to ${Math.max(...limitsRatios).toFixed(2)})`,
+  );
   console.log(`  ratio of the total rates over ${LIMITS_PAIRS} pairs ${limitsRatio.toFixed(3)}x (bar: >= 0.950x, at most 5% slower)  ${vsUnlimited ? 'PASS' : 'FAIL'}`);
   // The same cost measured directly, steadier than any rate: the check alone on the same events.
   const check = valueCheck(DEFAULT_VALUE_LIMITS);
-  const checked = measure('the check alone', 1000, () => {
-    for (let i = 0; i < 1000; i++) if (check(events[i & 1], 'event') !== undefined) throw new Error('the bench events are within the limits');
-  }, 500);
+  const checked = measure(
+    'the check alone',
+    1000,
+    () => {
+      for (let i = 0; i < 1000; i++) if (check(events[i & 1], 'event') !== undefined) throw new Error('the bench events are within the limits');
+    },
+    500,
+  );
   const checkNs = 1e9 / checked.rate;
   const dispatchNs = 1e9 / unlimited!.rate;
   console.log(`  (information) the check alone: ${checkNs.toFixed(1)} ns an event, ${((checkNs / dispatchNs) * 100).toFixed(1)}% of a dispatch (${dispatchNs.toFixed(0)} ns)`);

@@ -10,10 +10,7 @@
 import { performance } from 'node:perf_hooks';
 import { WebSocket } from 'ws';
 
-type Command =
-  | { type: 'connect'; url: string; clients: number; subscribe?: string }
-  | { type: 'expect'; count: number; latency: boolean }
-  | { type: 'close' };
+type Command = { type: 'connect'; url: string; clients: number; subscribe?: string } | { type: 'expect'; count: number; latency: boolean } | { type: 'close' };
 
 let sockets: WebSocket[] = [];
 let remaining = 0; // frames still expected, summed over the clients

@@ -32,8 +32,7 @@ export const xstateChatActor = setup({
     }),
     recordReason: assign({ reason: ({ event }) => (event.type === 'Pause' || event.type === 'Cancel' ? event.reason : undefined) }),
     recordError: assign({
-      error: ({ event }) =>
-        event.type === 'Error' ? event.error : event.type === 'InteractionComplete' ? (event.error ?? 'interaction failed') : undefined,
+      error: ({ event }) => (event.type === 'Error' ? event.error : event.type === 'InteractionComplete' ? (event.error ?? 'interaction failed') : undefined),
     }),
   },
 }).createMachine({

@@ -41,7 +41,10 @@ class Client {
   private listeners: (() => void)[] = [];
 
   /** `keep` false: only tally what comes (for floods, so the script's own memory stays out of the figures). */
-  private constructor(readonly ws: WebSocket, private readonly keep: boolean) {
+  private constructor(
+    readonly ws: WebSocket,
+    private readonly keep: boolean,
+  ) {
     ws.on('message', (data) => {
       const text = String(data);
       const message = JSON.parse(text) as Received['message'];
@@ -159,7 +162,11 @@ async function origin(): Promise<void> {
   await turn();
   const applied = (await engine.snapshot('hijacked')) !== undefined;
   await stop();
-  report('1. cross-site WebSocket (Origin: http://evil.example, no token)', 'accepted: a foreign page spawned, drove the agent and approved save_note', `${outcome}; spawn applied: ${applied ? 'yes' : 'no'}`);
+  report(
+    '1. cross-site WebSocket (Origin: http://evil.example, no token)',
+    'accepted: a foreign page spawned, drove the agent and approved save_note',
+    `${outcome}; spawn applied: ${applied ? 'yes' : 'no'}`,
+  );
 }
 
 /** 2. A tool-call spawned with arguments nested 1,200 levels. */
@@ -294,7 +301,6 @@ async function subscriptions(): Promise<void> {
     '50,000 accepted (+200 MB)',
     `${outcomes}${complete ? '' : ` (only ${answered()} answered within 1 min)`}; heap ${signed(heapSubscribed - heapSpawned)} while subscribed (the 50,000 spawned streams not counted)`,
   );
-
 }
 
 async function requestsInFlight(): Promise<void> {
@@ -356,7 +362,11 @@ async function sseResume(): Promise<void> {
     request.on('error', () => resolve());
   });
   await stop();
-  report('6. SSE resume (lastEventId=0 on a 20,000-rune chat actor, default maxBufferedBytes)', 'an empty reply every time (replay cut as a slow client)', `${events} of ${runes} events arrived`);
+  report(
+    '6. SSE resume (lastEventId=0 on a 20,000-rune chat actor, default maxBufferedBytes)',
+    'an empty reply every time (replay cut as a slow client)',
+    `${events} of ${runes} events arrived`,
+  );
 }
 
 /** 7. Two stores (two servers) on one SQLite file. */
@@ -417,7 +427,11 @@ async function small(): Promise<void> {
   c.ws.close();
   await stop();
   report('9a. spawn machine "constructor"', 'internal (a TypeError)', `${ctor?.message.code ?? 'no answer'}`);
-  report('9b. stream id "\\ud800" (lone surrogate)', 'stored as invalid UTF-8: heads() listed an id head() could not find', `${surrogate?.message.code ?? 'no answer'} (${surrogate?.message.message?.slice(0, 120) ?? ''})`);
+  report(
+    '9b. stream id "\\ud800" (lone surrogate)',
+    'stored as invalid UTF-8: heads() listed an id head() could not find',
+    `${surrogate?.message.code ?? 'no answer'} (${surrogate?.message.message?.slice(0, 120) ?? ''})`,
+  );
 
   const slow = await serve({ slowClient: 'close', maxBufferedBytes: 16 * 1024 });
   await slow.engine.spawn('busy', 'chat-actor');

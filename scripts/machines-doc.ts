@@ -1,7 +1,6 @@
 import { edgesOf, machines, type AnyMachine, type MachineId, type TableMachine } from '../src/index.js';
 import { machineSeeds } from '../src/reducers/machines.js';
 
-
 const exportName = (id: string): string => id.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
 const code = (s: string): string => `\`${s}\``;
 /** A table cell: a `|` inside it would end the cell. */

@@ -104,10 +104,17 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         defaultIfEmpty(undefined),
         catchError(() => of(undefined)),
         switchMap((last) =>
-          last?.kind === 'Shutdown' ? EMPTY : concat(of(INACTIVITY_TIMEOUT), durableDeadline(context.scheduler.now() + retryMs, INACTIVITY_TIMEOUT, { scheduler: context.scheduler, resolutionMs, retryMs })),
+          last?.kind === 'Shutdown'
+            ? EMPTY
+            : concat(of(INACTIVITY_TIMEOUT), durableDeadline(context.scheduler.now() + retryMs, INACTIVITY_TIMEOUT, { scheduler: context.scheduler, resolutionMs, retryMs })),
         ),
       );
-      return { inactivity: timeout$.pipe(take(1), switchMap(() => unlessShutDown$)) };
+      return {
+        inactivity: timeout$.pipe(
+          take(1),
+          switchMap(() => unlessShutDown$),
+        ),
+      };
     },
   });
 }

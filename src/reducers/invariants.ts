@@ -2,12 +2,7 @@ import { z } from 'zod';
 import { Rune } from './rune.js';
 
 /** The runelog invariants of seed 003 that `checkInvariants` enforces. */
-export const InvariantName = z.enum([
-  'INV-TOOL-TERMINAL',
-  'INV-TOOL-CALL-BEFORE-RESULT',
-  'INV-TOOL-APPROVAL-BEFORE-EXEC',
-  'INV-TURN-SEQUENTIAL',
-]);
+export const InvariantName = z.enum(['INV-TOOL-TERMINAL', 'INV-TOOL-CALL-BEFORE-RESULT', 'INV-TOOL-APPROVAL-BEFORE-EXEC', 'INV-TURN-SEQUENTIAL']);
 export type InvariantName = z.infer<typeof InvariantName>;
 
 /** One broken invariant: which one, the rune where it shows, and what happened. */
@@ -39,9 +34,7 @@ const at = (rune: Rune): string => `stream "${rune.stream}" seq ${rune.seq}`;
 
 /** A rune that runs the tool: entering `executing` other than by approval, progress, or a result out of `executing`. */
 const executes = (rune: Rune): boolean =>
-  (rune.to === 'executing' && rune.kind !== 'tool.approved') ||
-  rune.kind === 'tool.progress' ||
-  (rune.kind === 'tool.result' && rune.from === 'executing');
+  (rune.to === 'executing' && rune.kind !== 'tool.approved') || rune.kind === 'tool.progress' || (rune.kind === 'tool.result' && rune.from === 'executing');
 
 /**
  * Every violation of seed 003's runelog invariants in `runes` (in log order, any mix of streams),
@@ -100,24 +93,14 @@ export function checkInvariants(runes: readonly Rune[], options: CheckInvariants
     if (TURN_ENDS.has(rune.kind)) track.openTurn = undefined;
 
     if (track.approvalPending !== undefined && executes(rune)) {
-      report(
-        'INV-TOOL-APPROVAL-BEFORE-EXEC',
-        rune,
-        index,
-        `${rune.kind} executes the call before approval (requested at seq ${track.approvalPending.seq})`,
-      );
+      report('INV-TOOL-APPROVAL-BEFORE-EXEC', rune, index, `${rune.kind} executes the call before approval (requested at seq ${track.approvalPending.seq})`);
     }
 
     if (rune.kind === 'tool.result' || rune.kind === 'tool.denied') {
       if (track.call === undefined) {
         if (rune.kind === 'tool.result') report('INV-TOOL-CALL-BEFORE-RESULT', rune, index, 'tool.result with no earlier tool.call');
       } else if (track.outcome !== undefined) {
-        report(
-          'INV-TOOL-TERMINAL',
-          rune,
-          index,
-          `${rune.kind} is a second outcome for the call; its first was ${track.outcome.kind} at seq ${track.outcome.seq}`,
-        );
+        report('INV-TOOL-TERMINAL', rune, index, `${rune.kind} is a second outcome for the call; its first was ${track.outcome.kind} at seq ${track.outcome.seq}`);
       } else {
         track.outcome = rune;
       }

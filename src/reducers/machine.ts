@@ -15,9 +15,7 @@ export interface EventObject {
 export type RejectionCode = 'unknown_event' | 'invalid_event' | 'terminal_state' | 'not_allowed';
 
 /** The outcome of applying one event: the next state and its rune kind, or the same state and why. */
-export type Step<State> =
-  | { accepted: true; state: State; kind: string }
-  | { accepted: false; state: State; code: RejectionCode; reason: string };
+export type Step<State> = { accepted: true; state: State; kind: string } | { accepted: false; state: State; code: RejectionCode; reason: string };
 
 /**
  * A machine is data plus a pure, total transition (the XState v5 idea without the runtime).

@@ -8,8 +8,7 @@ interface Diagrammable {
 }
 
 /** The label of one edge: the event, then its guard in brackets, as Mermaid shows it. */
-export const edgeLabel = (edge: Pick<Edge, 'on' | 'label'>): string =>
-  edge.label === undefined ? edge.on : `${edge.on} [${edge.label}]`;
+export const edgeLabel = (edge: Pick<Edge, 'on' | 'label'>): string => (edge.label === undefined ? edge.on : `${edge.on} [${edge.label}]`);
 
 /**
  * A Mermaid `stateDiagram-v2` of a finite machine, generated from its table: one line per

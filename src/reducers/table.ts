@@ -79,11 +79,7 @@ type AnyRow = {
 };
 
 /** Expands `'*'` and state lists, dropping exact repeats (a seed often lists a row and also "Any"). */
-export function expandRows(
-  table: readonly AnyRow[],
-  states: readonly string[],
-  terminal: readonly string[],
-): Array<AnyRow & { from: string; to: string }> {
+export function expandRows(table: readonly AnyRow[], states: readonly string[], terminal: readonly string[]): Array<AnyRow & { from: string; to: string }> {
   const live = states.filter((s) => !terminal.includes(s));
   const seen = new Set<string>();
   const out: Array<AnyRow & { from: string; to: string }> = [];
@@ -101,11 +97,7 @@ export function expandRows(
 }
 
 /** The table as edges: one per (state, event, guard), in table order. */
-export function edgesOf(machine: {
-  table: readonly AnyRow[] | readonly Row<any, any>[];
-  states: readonly string[];
-  terminal: readonly string[];
-}): Edge[] {
+export function edgesOf(machine: { table: readonly AnyRow[] | readonly Row<any, any>[]; states: readonly string[]; terminal: readonly string[] }): Edge[] {
   return expandRows(machine.table as readonly AnyRow[], machine.states, machine.terminal).map((r) => ({
     from: r.from,
     on: r.on,
@@ -141,9 +133,7 @@ export function edgesOf(machine: {
  * console.log(door.transition({ value: 'closed' }, { type: 'open' })); // Logs: { value: 'open' }
  * ```
  */
-export function defineMachine<S extends FiniteState, E extends EventObject, I = void>(
-  definition: TableDefinition<S, E, I>,
-): TableMachine<S, E, I> {
+export function defineMachine<S extends FiniteState, E extends EventObject, I = void>(definition: TableDefinition<S, E, I>): TableMachine<S, E, I> {
   const { id, states, terminal, events, table } = definition;
   checkTable(definition);
 
@@ -191,9 +181,7 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
     const reason =
       cell === undefined
         ? `event "${type}" is not allowed in state "${state.value}"`
-        : `event "${type}" is not allowed in state "${state.value}": it needs ${cell
-            .map((r) => r.label ?? 'its guard')
-            .join(' or ')}`;
+        : `event "${type}" is not allowed in state "${state.value}": it needs ${cell.map((r) => r.label ?? 'its guard').join(' or ')}`;
     return { accepted: false, state, code: 'not_allowed', reason };
   };
 

@@ -71,11 +71,7 @@ export function validateEvent<M extends AnyMachine>(machine: M, value: unknown):
  * an unknown `type` (named, with the types the machine accepts), or the fields that failed.
  * For a caller that ran the parse itself, as the engine does on every dispatch.
  */
-export function eventRejection(
-  machine: AnyMachine,
-  value: unknown,
-  issues: readonly z.core.$ZodIssue[],
-): Omit<Extract<EventCheck<never>, { ok: false }>, 'ok'> {
+export function eventRejection(machine: AnyMachine, value: unknown, issues: readonly z.core.$ZodIssue[]): Omit<Extract<EventCheck<never>, { ok: false }>, 'ok'> {
   const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
   if (typeof type !== 'string') {
     return { code: 'invalid_event', reason: `invalid event: expected an object with a string "type", got ${describeValue(value)}`, issues: [] };
@@ -91,11 +87,7 @@ export function eventRejection(
  * Validates an untrusted event, then steps the machine: what an engine does with every dispatch.
  * Rejections carry a stable `code` and a reason naming what was wrong.
  */
-export function stepUnknown<S, E extends { type: string }, I>(
-  machine: Machine<S, E, I>,
-  state: S,
-  value: unknown,
-): Step<S> {
+export function stepUnknown<S, E extends { type: string }, I>(machine: Machine<S, E, I>, state: S, value: unknown): Step<S> {
   const check = validateEvent(machine as AnyMachine, value);
   if (!check.ok) return { accepted: false, state, code: check.code, reason: check.reason };
   return machine.step(state, check.event as E);

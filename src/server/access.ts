@@ -199,12 +199,7 @@ function hostOf(header: string): string {
  * Asks the hook, turning a throw or a rejection into `'failed'` (the caller answers `internal`,
  * revealing nothing). Stays synchronous when the hook is, so requests keep their order cheaply.
  */
-export function askAuthorize(
-  authorize: Authorize,
-  request: AccessRequest,
-  stream: string,
-  action: AccessAction,
-): boolean | 'failed' | Promise<boolean | 'failed'> {
+export function askAuthorize(authorize: Authorize, request: AccessRequest, stream: string, action: AccessAction): boolean | 'failed' | Promise<boolean | 'failed'> {
   let answer: boolean | Promise<boolean>;
   try {
     answer = authorize(request, stream, action);

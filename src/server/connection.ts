@@ -13,9 +13,7 @@ import { errorText } from '../reducers/error-text.js';
 
 const TEXT = { binary: false } as const;
 
-const toBuffer = (data: RawData): Buffer =>
-  Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
-
+const toBuffer = (data: RawData): Buffer => (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
 
 /**
  * One WebSocket client: reads its requests, answers them, and sends the frames of the streams
@@ -137,8 +135,7 @@ export class ClientConnection {
     if (this.closed || this.subscriptions.get(stream) !== subscription) return;
     subscription.close();
     this.subscriptions.delete(stream);
-    const message =
-      answer === false ? `access to stream "${stream}" was revoked` : `the authorization hook failed for stream "${stream}"; its subscription was ended`;
+    const message = answer === false ? `access to stream "${stream}" was revoked` : `the authorization hook failed for stream "${stream}"; its subscription was ended`;
     this.sendMessage(errorMessage(answer === false ? 'forbidden' : 'internal', message, { stream }));
   }
 
@@ -193,13 +190,7 @@ export class ClientConnection {
    * Runs `then` if the hook allows `action` on `stream`, in request order; else answers
    * `forbidden` (or `internal`) and calls `refused`.
    */
-  private whenAllowed(
-    stream: string,
-    action: AccessAction,
-    about: { id?: string | number; stream: string },
-    refused: () => void,
-    then: () => void,
-  ): void {
+  private whenAllowed(stream: string, action: AccessAction, about: { id?: string | number; stream: string }, refused: () => void, then: () => void): void {
     this.inOrder.run(
       () => askAuthorize(this.options.authorize, this.access, stream, action),
       (answer) => {
@@ -219,17 +210,14 @@ export class ClientConnection {
     let result: Promise<DispatchResult>;
     try {
       // Called synchronously, so requests reach the engine in arrival order.
-      result =
-        message.op === 'spawn' ? engine.spawn(message.stream, message.machine, message.input) : engine.dispatch(message.stream, message.event);
+      result = message.op === 'spawn' ? engine.spawn(message.stream, message.machine, message.input) : engine.dispatch(message.stream, message.event);
     } catch (error) {
       result = Promise.reject(error);
     }
     result.then(
       (outcome) => {
         answered();
-        this.sendMessage(
-          outcome.accepted ? { op: 'ack', id: message.id, seq: outcome.rune.seq } : errorMessage(outcome.code, outcome.reason, about),
-        );
+        this.sendMessage(outcome.accepted ? { op: 'ack', id: message.id, seq: outcome.rune.seq } : errorMessage(outcome.code, outcome.reason, about));
       },
       (error: unknown) => {
         answered();

@@ -15,7 +15,6 @@ export interface FeedListener {
   onFeedError(message: string): void;
 }
 
-
 /**
  * One stream's live runes, shared by every connection that watches it: one `engine.runes$`
  * subscription, and each rune serialized once into a `{op: "rune"}` frame that every listener

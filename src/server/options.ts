@@ -251,8 +251,7 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
   const origins = (allowedOrigins as readonly unknown[]).map((entry) =>
     entry === '*'
       ? entry
-      : ((typeof entry === 'string' ? originOf(entry) : undefined) ??
-        fail(`"allowedOrigins" must hold origins like "https://app.example:8443" (or '*'), got ${show(entry)}`)),
+      : ((typeof entry === 'string' ? originOf(entry) : undefined) ?? fail(`"allowedOrigins" must hold origins like "https://app.example:8443" (or '*'), got ${show(entry)}`)),
   );
   positiveInteger('messageTimeoutMs', messageTimeoutMs);
   positiveInteger('maxInboundBytes', maxInboundBytes);

@@ -161,20 +161,17 @@ export function handleRequest(deps: RouteDeps, all: readonly CompiledRoute[], re
     .catch(failed(res, 'the access checks'));
 }
 
-const failed =
-  (res: ServerResponse, what: string) =>
-  (): void => {
-    if (!res.headersSent) replyError(res, 500, 'internal', `${what} failed`);
-    else res.destroy();
-  };
+const failed = (res: ServerResponse, what: string) => (): void => {
+  if (!res.headersSent) replyError(res, 500, 'internal', `${what} failed`);
+  else res.destroy();
+};
 
 async function answer(deps: RouteDeps, matches: { route: CompiledRoute; raw: string[] }[], url: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const chosen = matches.find(({ route }) => route.method === req.method);
   const name = `${req.method ?? '?'} ${url.pathname}`;
   try {
     const allow = matches.map(({ route }) => route.method).join(', ');
-    const refuseMethod = (): void =>
-      replyError(res, 405, 'method_not_allowed', `${req.method ?? 'this method'} is not allowed on ${url.pathname}; use ${allow}`, { allow });
+    const refuseMethod = (): void => replyError(res, 405, 'method_not_allowed', `${req.method ?? 'this method'} is not allowed on ${url.pathname}; use ${allow}`, { allow });
     const open = matches.find(({ route }) => route.open !== undefined)?.route.open;
     if (open !== undefined) {
       if (chosen === undefined) return refuseMethod();

@@ -171,7 +171,10 @@ export class CommitQueue<I extends Committable> {
         const batch = this.#pending;
         this.#pending = [];
         try {
-          await this.#store.append(batch.map((p) => p.rune), this.#appendOptions);
+          await this.#store.append(
+            batch.map((p) => p.rune),
+            this.#appendOptions,
+          );
         } catch (error) {
           this.#fail(batch, error);
           continue;

@@ -238,9 +238,11 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
             });
 
       const subscription = new Subscription();
-      subscription.add((runes$ as Observable<RuneOf<M>>).subscribe((rune) => {
-        if (isRuneOf(machine, rune)) onRune(rune);
-      }));
+      subscription.add(
+        (runes$ as Observable<RuneOf<M>>).subscribe((rune) => {
+          if (isRuneOf(machine, rune)) onRune(rune);
+        }),
+      );
       const changes$ = ownership?.changes$ ?? EMPTY;
       subscription.add(
         changes$

@@ -31,20 +31,10 @@ import { PromisedDispatch, promiseSink, registerSubmit, type DispatchSink } from
  *
  * An event with a `__proto__` key is refused as `invalid_event`.
  */
-export type EngineRejectionCode =
-  | RejectionCode
-  | ValueLimitCode
-  | 'unknown_stream'
-  | 'invalid_stream'
-  | 'stream_exists'
-  | 'unknown_machine'
-  | 'invalid_input'
-  | 'closed';
+export type EngineRejectionCode = RejectionCode | ValueLimitCode | 'unknown_stream' | 'invalid_stream' | 'stream_exists' | 'unknown_machine' | 'invalid_input' | 'closed';
 
 /** What `spawn` and `dispatch` resolve to: the durable rune, or why nothing was appended. */
-export type DispatchResult =
-  | { accepted: true; rune: Rune }
-  | { accepted: false; code: EngineRejectionCode; reason: string };
+export type DispatchResult = { accepted: true; rune: Rune } | { accepted: false; code: EngineRejectionCode; reason: string };
 
 /** Options of {@link createEngine}; every one has a default. */
 export interface EngineOptions {
@@ -265,38 +255,43 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   // --- the write path: commit, then publish ------------------------------------------------------
 
-  const commits = new CommitQueue<Instance>(store, {
-    /** One durable rune: a snapshot if due, subscribers, release. */
-    published: (instance, rune) => {
-      const current = instances.isCurrent(instance);
-      snapshots.counted(instance, current);
-      // The hot path: no wrapper object per state, and no subject call nobody hears.
-      liveStates.next(rune.stream, instance);
-      liveRunes.next(rune.stream, rune);
-      if (allRunes.observed) allRunes.next(rune);
-      // A terminal state accepts no event: keeping the instance would only hold memory. Its state
-      // stays in the log, where a later subscriber hydrates it from.
-      if (rune.to !== undefined && instance.machine.terminal.length > 0 && instance.machine.terminal.includes(rune.to)) instance.releasing = true;
-      if (instance.releasing && instance.durableSeq === instance.seq && current) instances.forget(instance.stream);
-      if (follower?.waiting) follower.settled(instance.stream);
+  const commits = new CommitQueue<Instance>(
+    store,
+    {
+      /** One durable rune: a snapshot if due, subscribers, release. */
+      published: (instance, rune) => {
+        const current = instances.isCurrent(instance);
+        snapshots.counted(instance, current);
+        // The hot path: no wrapper object per state, and no subject call nobody hears.
+        liveStates.next(rune.stream, instance);
+        liveRunes.next(rune.stream, rune);
+        if (allRunes.observed) allRunes.next(rune);
+        // A terminal state accepts no event: keeping the instance would only hold memory. Its state
+        // stays in the log, where a later subscriber hydrates it from.
+        if (rune.to !== undefined && instance.machine.terminal.length > 0 && instance.machine.terminal.includes(rune.to)) instance.releasing = true;
+        if (instance.releasing && instance.durableSeq === instance.seq && current) instances.forget(instance.stream);
+        if (follower?.waiting) follower.settled(instance.stream);
+      },
+      refused: (stream) => {
+        instances.forget(stream);
+        if (follower?.waiting) follower.settled(stream);
+      },
+      committed: () => (snapshots.due ? snapshots.saveSoon() : snapshots.saving),
     },
-    refused: (stream) => {
-      instances.forget(stream);
-      if (follower?.waiting) follower.settled(stream);
-    },
-    committed: () => (snapshots.due ? snapshots.saveSoon() : snapshots.saving),
-  }, { appendOptions });
+    { appendOptions },
+  );
 
-  const follower = writer === undefined
-    ? undefined
-    : new StoreFollower(store as RuneStore & Required<Pick<RuneStore, 'tail'>>, writer, instances, commits, {
-        state: (stream, instance) => liveStates.next(stream, instance),
-        watched: (stream) => liveStates.has(stream),
-        rune: (rune) => {
-          liveRunes.next(rune.stream, rune);
-          if (allRunes.observed) allRunes.next(rune);
-        },
-      });
+  const follower =
+    writer === undefined
+      ? undefined
+      : new StoreFollower(store as RuneStore & Required<Pick<RuneStore, 'tail'>>, writer, instances, commits, {
+          state: (stream, instance) => liveStates.next(stream, instance),
+          watched: (stream) => liveStates.has(stream),
+          rune: (rune) => {
+            liveRunes.next(rune.stream, rune);
+            if (allRunes.observed) allRunes.next(rune);
+          },
+        });
 
   // --- instances: spawn and hydration ------------------------------------------------------------
 

@@ -97,12 +97,9 @@ interface Running<Effect> {
  *
  * @see reactAgentEffectsAt and agentTransition, the ReAct agent written for it.
  */
-export function createMoorex<State, Input, Effect>(
-  definition: MoorexDefinition<State, Input, Effect>,
-): Moorex<State, Input, Effect> {
+export function createMoorex<State, Input, Effect>(definition: MoorexDefinition<State, Input, Effect>): Moorex<State, Input, Effect> {
   const { transition, effectsAt, runEffect } = definition;
-  let state: State =
-    typeof definition.initial === 'function' ? (definition.initial as () => State)() : definition.initial;
+  let state: State = typeof definition.initial === 'function' ? (definition.initial as () => State)() : definition.initial;
   const running = new Map<string, Running<Effect>>();
   /** Inputs to apply and effect settlements, in the order they happened. */
   const queue: Array<() => void> = [];

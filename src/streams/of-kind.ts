@@ -14,8 +14,7 @@ export type EventOfKind<Event extends EventObject, Kind extends string> = string
     : Event;
 
 /** A rune `R` known to be of kind `Kind`: its `kind` is `Kind` and its event narrowed by {@link EventOfKind}. */
-export type RuneOfKind<R, Kind extends string> =
-  R extends Rune<infer Event, infer StateName> ? Rune<EventOfKind<Event, Kind>, StateName> & { kind: Kind } : never;
+export type RuneOfKind<R, Kind extends string> = R extends Rune<infer Event, infer StateName> ? Rune<EventOfKind<Event, Kind>, StateName> & { kind: Kind } : never;
 
 /**
  * Keeps the runes of the given kinds and narrows their type (redux-observable's `ofType`: variadic,

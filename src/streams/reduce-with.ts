@@ -29,10 +29,7 @@ import type { EventObject, Machine } from '../reducers/machine.js';
  *
  * @see {@link Machine.transition}
  */
-export function reduceWith<S, E extends EventObject, I>(
-  machine: Machine<S, E, I>,
-  initial: S = machine.initial(undefined as I),
-): OperatorFunction<E, S> {
+export function reduceWith<S, E extends EventObject, I>(machine: Machine<S, E, I>, initial: S = machine.initial(undefined as I)): OperatorFunction<E, S> {
   return (source) =>
     new Observable<S>((subscriber) => {
       let state = initial;

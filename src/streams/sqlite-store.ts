@@ -139,8 +139,7 @@ interface HeadRow {
   at: number;
 }
 
-const headOf = ({ stream, machine, seq, value, at }: HeadRow): StreamHead =>
-  value === null ? { stream, machine, seq, at } : { stream, machine, seq, value, at };
+const headOf = ({ stream, machine, seq, value, at }: HeadRow): StreamHead => (value === null ? { stream, machine, seq, at } : { stream, machine, seq, value, at });
 
 /** A rune's `body` column, parsed. */
 type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: string };
@@ -299,8 +298,7 @@ function createIfAbsent(path: string): void {
 
 const errorCode = (error: unknown): unknown => (error as NodeJS.ErrnoException | undefined)?.code;
 
-const invalidFile = (path: string, problem: string): StoreError =>
-  new StoreError('invalid_file', `cannot open "${path}": ${problem}; the file was left untouched`);
+const invalidFile = (path: string, problem: string): StoreError => new StoreError('invalid_file', `cannot open "${path}": ${problem}; the file was left untouched`);
 
 const hex = (n: number): string => `0x${(n >>> 0).toString(16).padStart(8, '0')}`;
 
@@ -373,9 +371,7 @@ function openStore(db: Database.Database, path: string): RuneStore {
   );
   const insertStream = db.prepare<[string, string]>('INSERT INTO streams (stream, machine, seq) VALUES (?, ?, 0)');
   const insertRune = db.prepare<[string, number, string, string]>('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)');
-  const advanceHead = db.prepare<[number, string | null, number, string, number]>(
-    'UPDATE streams SET seq = ?, value = ?, at = ? WHERE stream = ? AND seq = ?',
-  );
+  const advanceHead = db.prepare<[number, string | null, number, string, number]>('UPDATE streams SET seq = ?, value = ?, at = ? WHERE stream = ? AND seq = ?');
   const selectRunes = db.prepare<[string, number, number], { seq: number; kind: string; body: string }>(
     'SELECT seq, kind, body FROM runes WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?',
   );

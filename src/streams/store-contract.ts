@@ -40,8 +40,7 @@ export const runeOf = (stream: string, seq: number, machine = 'counter'): Rune =
     : { stream, seq, machine, kind: 'tick', event: { type: 'tick', n: seq, text: `é✓ "quoted" ${seq}` }, from: 'idle', to: 'idle', at: seq * 10 };
 
 /** `count` runes of `stream` from `from`. */
-export const runesOf = (stream: string, from: number, count: number): Rune[] =>
-  Array.from({ length: count }, (_, i) => runeOf(stream, from + i));
+export const runesOf = (stream: string, from: number, count: number): Rune[] => Array.from({ length: count }, (_, i) => runeOf(stream, from + i));
 
 /** What a store says it has beyond the required methods: the suite checks each one it claims. */
 export interface StoreFeatures {
@@ -101,7 +100,7 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       await store.close();
     });
 
-    it('remembers each stream\'s machine and last seq', async () => {
+    it("remembers each stream's machine and last seq", async () => {
       const store = await makeStore();
       await store.append([runeOf('a', 1, 'chat-actor'), runeOf('a', 2, 'chat-actor')]);
       expect(await store.head('a')).toEqual({ stream: 'a', machine: 'chat-actor', seq: 2, value: 'idle', at: 20 });
@@ -120,7 +119,10 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
         [runeOf('c', 1), runeOf('a', 5)], // good runes of another stream do not get through either
       ];
       for (const batch of cases) {
-        const error = await store.append(batch).then(() => undefined, (e: unknown) => e);
+        const error = await store.append(batch).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         expect(error).toBeInstanceOf(StoreConflictError);
         expect(error).toMatchObject({ code: 'seq_conflict' });
       }
@@ -148,7 +150,10 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
         [[runeOf('c', 1), runeOf('a', 5), runeOf('b', 9)], { stream: 'a', expectedSeq: 3, gotSeq: 5 }],
       ];
       for (const [batch, named] of cases) {
-        const error = await store.append(batch).then(() => undefined, (e: unknown) => e);
+        const error = await store.append(batch).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         expect(error).toBeInstanceOf(StoreConflictError);
         expect(error).toMatchObject({ name: 'StoreConflictError', code: 'seq_conflict', ...named });
       }
@@ -160,7 +165,10 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       await store.append(runesOf('a', 1, 2));
       const head = (await store.head('a'))!.seq; // both writers read seq 2
       await store.append([runeOf('a', head + 1)]); // the first writer
-      const refused = await store.append([runeOf('a', head + 1), runeOf('b', 1)]).then(() => undefined, (e: unknown) => e);
+      const refused = await store.append([runeOf('a', head + 1), runeOf('b', 1)]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(refused).toMatchObject({ code: 'seq_conflict', stream: 'a', expectedSeq: 4, gotSeq: 3 });
       expect(await store.head('b')).toBeUndefined(); // nothing of the batch, not even its other stream
       const again = (await store.head('a'))!.seq;
@@ -189,7 +197,7 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       await store.close();
     });
 
-    it('refuses a snapshot past the stream\'s last rune', async () => {
+    it("refuses a snapshot past the stream's last rune", async () => {
       const store = await makeStore();
       await store.append(runesOf('a', 1, 2));
       await expect(store.saveSnapshot({ stream: 'a', seq: 3, state: {} })).rejects.toBeInstanceOf(StoreError);
@@ -225,9 +233,12 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       const calls: Array<[string, () => Promise<unknown>]> = [
         ['append', () => store.append([runeOf('a', 3)])],
         ['head', () => store.head('a')],
-        ['heads', async () => {
-          for await (const head of store.heads()) void head;
-        }],
+        [
+          'heads',
+          async () => {
+            for await (const head of store.heads()) void head;
+          },
+        ],
         ['read', () => store.read('a')],
         ['readEvents', () => store.readEvents('a')],
         ['latestSnapshot', () => store.latestSnapshot('a')],
@@ -301,7 +312,10 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
         const old = { lease: 'log', epoch: 1 };
         await store.append(runesOf('a', 1, 2), { fence: old });
         await store.raiseFence!({ lease: 'log', epoch: 2 }); // a new owner took the lease
-        const refused = await store.append([runeOf('a', 3), runeOf('b', 1)], { fence: old }).then(() => undefined, (e: unknown) => e);
+        const refused = await store.append([runeOf('a', 3), runeOf('b', 1)], { fence: old }).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         expect(refused).toBeInstanceOf(StoreFencedError);
         expect(refused).toBeInstanceOf(StoreError);
         expect(refused).toMatchObject({

@@ -234,8 +234,7 @@ export const prunePastSnapshot = (stream: string, throughSeq: number, covered: n
 
 /** Whether a head matches a query. */
 export const headMatches = (head: StreamHead, query: HeadsQuery): boolean =>
-  (query.machine === undefined || head.machine === query.machine) &&
-  (query.values === undefined || (head.value !== undefined && query.values.includes(head.value)));
+  (query.machine === undefined || head.machine === query.machine) && (query.values === undefined || (head.value !== undefined && query.values.includes(head.value)));
 
 /**
  * Checks that a batch continues each stream's head without gap; returns the batch's last seq per

@@ -26,8 +26,9 @@ describe('the XState anchor of the chatActor benchmark', () => {
           theirs = transition(xstateChatActor, theirs, e)[0];
           const { value, ...context } = ours;
           expect(theirs.value).toBe(value);
-          expect(Object.fromEntries(Object.entries(theirs.context).filter(([, v]) => v !== undefined)))
-            .toEqual(Object.fromEntries(Object.entries(context).filter(([, v]) => v !== undefined)));
+          expect(Object.fromEntries(Object.entries(theirs.context).filter(([, v]) => v !== undefined))).toEqual(
+            Object.fromEntries(Object.entries(context).filter(([, v]) => v !== undefined)),
+          );
         }
       }),
       { numRuns: 300 },

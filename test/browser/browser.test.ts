@@ -120,7 +120,7 @@ describe.skipIf(!hasChromium)('a real browser', () => {
     await page.close();
   });
 
-  it("refuses a page of another origin: its WebSocket never opens and the stream it spawns never exists", async () => {
+  it('refuses a page of another origin: its WebSocket never opens and the stream it spawns never exists', async () => {
     // Another port of the same host is another origin: the attacker's site, as far as the browser knows.
     const attackerSite: Server = createHttpServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/html' });

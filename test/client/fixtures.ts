@@ -66,8 +66,7 @@ export function countingWebSocket() {
 }
 
 /** The first value of `source` that passes `predicate`. */
-export const valueWhere = <T>(source: Observable<T>, predicate: (value: T) => boolean): Promise<T> =>
-  firstValueFrom(source.pipe(filter(predicate)));
+export const valueWhere = <T>(source: Observable<T>, predicate: (value: T) => boolean): Promise<T> => firstValueFrom(source.pipe(filter(predicate)));
 
 /** Every value of `source` so far, collected into an array (subscribes now). */
 export function collect<T>(source: Observable<T>): { values: T[]; error?: unknown; completed: boolean } {

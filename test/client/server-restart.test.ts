@@ -33,8 +33,7 @@ describe('client and server: the server process dies mid-stream', () => {
       lastSeen = rune.seq;
       wake?.();
     });
-    const seenUpTo = (seq: number): Promise<void> =>
-      lastSeen >= seq ? Promise.resolve() : new Promise((resolve) => (wake = () => lastSeen >= seq && resolve()));
+    const seenUpTo = (seq: number): Promise<void> => (lastSeen >= seq ? Promise.resolve() : new Promise((resolve) => (wake = () => lastSeen >= seq && resolve())));
 
     // Pings, one after another. A dispatch in flight when the server dies is lost with
     // connection_lost (it may or may not have been applied); the driver goes on with the next.

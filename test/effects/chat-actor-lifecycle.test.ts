@@ -100,12 +100,7 @@ describe('chatActorLifecycle in an engine', () => {
     const timedOut = firstValueFrom(engine.runes$().pipe(filter((r) => r.kind === 'InactivityTimeout')));
     scheduler.flush(); // 10 virtual minutes later: the timeout is dispatched
     await timedOut;
-    expect((await store.read('chat-1')).map((r) => `${r.kind}@${r.at}`)).toEqual([
-      'spawned@0',
-      'ProcessInteraction@0',
-      'InteractionComplete@0',
-      'InactivityTimeout@600000',
-    ]);
+    expect((await store.read('chat-1')).map((r) => `${r.kind}@${r.at}`)).toEqual(['spawned@0', 'ProcessInteraction@0', 'InteractionComplete@0', 'InactivityTimeout@600000']);
     expect(engine.size).toBe(0); // released on its terminal state
     expect(notices).toEqual([
       'state_changed:{"from_state":"idle","to_state":"running","reason":"Processing user interaction"}',

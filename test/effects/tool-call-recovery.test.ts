@@ -74,7 +74,16 @@ describe('toolCallRecovery after a failure', () => {
   it('leaves alone a call approved while the stored calls are listed, and ends one whose progress shows it executing from before', () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     scheduler.run(({ hot, cold, expectObservable }) => {
-      const toolRune = (stream: string, seq: number, kind: string, from: string, to: string): Rune => ({ stream, seq, machine: 'tool-call', kind, event: { type: kind }, from, to, at: 0 });
+      const toolRune = (stream: string, seq: number, kind: string, from: string, to: string): Rune => ({
+        stream,
+        seq,
+        machine: 'tool-call',
+        kind,
+        event: { type: kind },
+        from,
+        to,
+        at: 0,
+      });
       // A slow listing (5 ms). Meanwhile call-1 is approved here (so the listing finds it executing),
       // and call-2, executing since before the restart, reports progress.
       const runes = hot<Rune>('-a-b', {
@@ -123,13 +132,22 @@ describe('toolCallRecovery with rerun', () => {
   it("does not interrupt a re-run whose progress it hears while listing; does interrupt another call's", () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     scheduler.run(({ hot, cold, expectObservable }) => {
-      const progress = (stream: string): Rune => ({ stream, seq: 3, machine: 'tool-call', kind: 'tool.progress', event: { type: 'progress_update', chunk: '.' }, from: 'executing', to: 'executing', at: 0 });
+      const progress = (stream: string): Rune => ({
+        stream,
+        seq: 3,
+        machine: 'tool-call',
+        kind: 'tool.progress',
+        event: { type: 'progress_update', chunk: '.' },
+        from: 'executing',
+        to: 'executing',
+        at: 0,
+      });
       const runes = hot<Rune>('-a-b', { a: progress('call-1'), b: progress('call-2') });
       const states: Record<string, ToolCallState> = {
         'call-1': { callId: 'c1', toolName: 'lookup', arguments: {}, value: 'executing', progressCount: 1 },
         'call-2': { callId: 'c2', toolName: 'shell', arguments: {}, value: 'executing', progressCount: 1 },
       };
-      const context = epicContext(scheduler, { streams: () => cold<StreamHead>('-----|'), state: <S,>(s: string) => states[s] as S | undefined });
+      const context = epicContext(scheduler, { streams: () => cold<StreamHead>('-----|'), state: <S>(s: string) => states[s] as S | undefined });
       const commands = toolCallRecovery({ rerun: (call) => call.toolName === 'lookup' })(runes, context, undefined);
       expectObservable(commands).toBe('---b', { b: { stream: 'call-2', event: { type: 'execution_error', error: INTERRUPTED_BY_RESTART } } });
     });

@@ -31,7 +31,7 @@ describe('package entries', () => {
     }
   });
 
-  it('each export a name from one entry only (the store errors are also the store kit\'s)', async () => {
+  it("each export a name from one entry only (the store errors are also the store kit's)", async () => {
     const homes = new Map<string, string[]>();
     for (const entry of entries) for (const name of await namesOf(entry.source)) homes.set(name, [...(homes.get(name) ?? []), entry.name]);
     const shared = [...homes].filter(([, where]) => where.length > 1);
@@ -42,10 +42,29 @@ describe('package entries', () => {
     ]);
   });
 
-  it('leave internals out: the stores\' shared checks are the store kit\'s, the engine\'s plumbing is no one\'s', async () => {
-    const internals = ['checkBatch', 'headMatches', 'openState', 'prunePastSnapshot', 'isWellFormedUtf16', 'noValueLimits', 'valueCheck', 'KeyedListeners', 'replayThenLive', 'runEpics', 'epicName', 'registerSubmit', 'describeIssues', 'expandRows'];
+  it("leave internals out: the stores' shared checks are the store kit's, the engine's plumbing is no one's", async () => {
+    const internals = [
+      'checkBatch',
+      'headMatches',
+      'openState',
+      'prunePastSnapshot',
+      'isWellFormedUtf16',
+      'noValueLimits',
+      'valueCheck',
+      'KeyedListeners',
+      'replayThenLive',
+      'runEpics',
+      'epicName',
+      'registerSubmit',
+      'describeIssues',
+      'expandRows',
+    ];
     const exported = new Map<string, string[]>();
-    for (const entry of entries) exported.set(entry.name, (await namesOf(entry.source)).filter((name) => internals.includes(name)));
+    for (const entry of entries)
+      exported.set(
+        entry.name,
+        (await namesOf(entry.source)).filter((name) => internals.includes(name)),
+      );
     expect(Object.fromEntries(exported)).toEqual({
       runestream: [],
       'runestream/sqlite': [],

@@ -77,7 +77,11 @@ describe('layers', () => {
     ['src/reducers/x/machine.ts imports rxjs: a reducer imports only zod', 'src/reducers/x/machine.ts', "import { map } from 'rxjs';"],
     ['src/reducers/x.ts imports node:fs: a reducer imports only zod', 'src/reducers/x.ts', "import { readFileSync } from 'node:fs';"],
     ['src/reducers/x.ts imports ../streams/engine.js: reducers may not import streams', 'src/reducers/x.ts', "import type { Engine } from '../streams/engine.js';"],
-    ['src/streams/x.ts imports ../effects/tools/tool-call-effects.js: streams may not import effects', 'src/streams/x.ts', "export { toolCallEffects } from '../effects/tools/tool-call-effects.js';"],
+    [
+      'src/streams/x.ts imports ../effects/tools/tool-call-effects.js: streams may not import effects',
+      'src/streams/x.ts',
+      "export { toolCallEffects } from '../effects/tools/tool-call-effects.js';",
+    ],
     ['src/streams/x.ts imports ../server/server.js: streams may not import server', 'src/streams/x.ts', "import {\n  createServer,\n} from '../server/server.js';"],
     ['src/effects/llm/x.ts imports ../../server/server.js: effects may not import server', 'src/effects/llm/x.ts', "const s = await import('../../server/server.js');"],
     ['src/server/x.ts imports ../cli/main.js: server may not import cli', 'src/server/x.ts', "import { main } from '../cli/main.js';"],

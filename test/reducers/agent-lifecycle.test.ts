@@ -1,14 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  agentLifecycle,
-  edgesOf,
-  stepUnknown,
-  type AgentLifecycleEvent,
-  type AgentLifecycleInput,
-  type AgentLifecycleState,
-  type Edge,
-} from '../../src/index.js';
+import { agentLifecycle, edgesOf, stepUnknown, type AgentLifecycleEvent, type AgentLifecycleInput, type AgentLifecycleState, type Edge } from '../../src/index.js';
 import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 import { drawnEdges, eventsBeforeParens, expectRuneKind, missingDrawnEdges, readSeed, runeKindRows } from '../support/seed-diagram.js';
 
@@ -75,7 +67,11 @@ describe('agentLifecycle: seed 003 "Agent Events (Rune Kinds)"', () => {
   });
 
   it('"* -> terminated" reaches terminated from every live state', () => {
-    const froms = new Set(edgesOf(agentLifecycle).filter((e) => e.to === 'terminated').map((e) => e.from));
+    const froms = new Set(
+      edgesOf(agentLifecycle)
+        .filter((e) => e.to === 'terminated')
+        .map((e) => e.from),
+    );
     expect([...froms].sort()).toEqual(['idle', 'running_turn', 'spawning']);
   });
 });
@@ -95,7 +91,7 @@ describe('agentLifecycle: context', () => {
     expect(agentLifecycle.transition(at('idle'), { type: 'parent_closed' })).toMatchObject({ terminatedBy: 'parent_closed' });
   });
 
-  it('a turn assigned without an id does not keep the previous turn\'s id', () => {
+  it("a turn assigned without an id does not keep the previous turn's id", () => {
     const again = agentLifecycle.transition(at('idle', { turnId: 't1' }), { type: 'turn_assigned' });
     expect(again.turnId).toBeUndefined();
   });
@@ -140,12 +136,18 @@ describe('agentLifecycle: bad input', () => {
 
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(agentLifecycle, at('idle'), { type: 'terminate' });
-    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"unknown event type "terminate" for machine "agent-lifecycle"; expected one of: init_complete, init_error, turn_assigned, turn_completed, turn_interrupted, turn_error, kill, parent_closed, budget_exhausted"`);
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(
+      `"unknown event type "terminate" for machine "agent-lifecycle"; expected one of: init_complete, init_error, turn_assigned, turn_completed, turn_interrupted, turn_error, kill, parent_closed, budget_exhausted"`,
+    );
   });
 
   it('never throws out of transition, even for hand-built events that skip validation', () => {
     const bad = [null, undefined, 42, {}, { type: 'kill', force: { toString: null } }, { type: 'hasOwnProperty' }, { type: '__proto__' }];
-    expectNeverThrows(agentLifecycle, agentLifecycle.states.map((value) => at(value as Name)), bad);
+    expectNeverThrows(
+      agentLifecycle,
+      agentLifecycle.states.map((value) => at(value as Name)),
+      bad,
+    );
   });
 });
 

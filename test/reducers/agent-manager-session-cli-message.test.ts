@@ -36,12 +36,9 @@ const says: Array<[string, string | null]> = [
   ['checkpoint_saved', 'say:checkpoint_saved'],
   ['tool', null],
 ];
-const cases = [
-  ...asks.map(([name, event]) => ({ type: 'ask' as const, name, event })),
-  ...says.map(([name, event]) => ({ type: 'say' as const, name, event })),
-];
+const cases = [...asks.map(([name, event]) => ({ type: 'ask' as const, name, event })), ...says.map(([name, event]) => ({ type: 'say' as const, name, event }))];
 
-describe('fromCliMessage: the real CLI\'s asks and says', () => {
+describe("fromCliMessage: the real CLI's asks and says", () => {
   it.each(cases)('$type $name -> $event', ({ type, name, event }) => {
     const message = { ts: 1_700_000_000_000, type, [type]: name, partial: false, text: 'hello' };
     if (event === null) {
@@ -84,9 +81,7 @@ describe('fromCliMessage: malformed input', () => {
     expect(reason([])).toMatchInlineSnapshot(`"not a CLI message: expected an object, got an array"`);
     expect(reason({ ts: 1 })).toMatchInlineSnapshot(`"invalid CLI message: type: Invalid option: expected one of "ask"|"say""`);
     expect(reason({ type: 'ask', text: 'x' })).toMatchInlineSnapshot(`"invalid CLI message: ask: required when type is "ask""`);
-    expect(reason({ type: 'ask', ask: 'tool', partial: 1 })).toMatchInlineSnapshot(
-      `"invalid CLI message: partial: Invalid input: expected boolean, received number"`,
-    );
+    expect(reason({ type: 'ask', ask: 'tool', partial: 1 })).toMatchInlineSnapshot(`"invalid CLI message: partial: Invalid input: expected boolean, received number"`);
   });
 });
 

@@ -1,9 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import {
-  AgentManagerSessionState,
-  reconstructAgentManagerState,
-  type AgentManagerPersistedSession,
-} from '../../src/index.js';
+import { AgentManagerSessionState, reconstructAgentManagerState, type AgentManagerPersistedSession } from '../../src/index.js';
 
 type StateName = AgentManagerSessionState['value'];
 const both = [true, false];
@@ -38,9 +34,7 @@ const rules: Array<{ persisted: AgentManagerPersistedSession; expected: StateNam
       ['resume_task', 'paused'],
       ['resume_completed_task', 'paused'],
     ] as const
-  ).flatMap(([lastAsk, expected]) =>
-    both.map((processRunning) => ({ persisted: { status: 'running' as const, lastAsk, processRunning }, expected })),
-  ),
+  ).flatMap(([lastAsk, expected]) => both.map((processRunning) => ({ persisted: { status: 'running' as const, lastAsk, processRunning }, expected }))),
   // No ask, or one that does not stop the agent: working while the process runs, else interrupted.
   { persisted: { status: 'running', processRunning: true }, expected: 'streaming' },
   { persisted: { status: 'running', processRunning: false }, expected: 'paused' },

@@ -17,7 +17,7 @@ const table = seedFlagTable();
 const cases = agentManagerSession.states.flatMap((value) => [...table.keys()].map((flag) => ({ value, flag })));
 
 describe('agentManagerUiFlags: seed 001 "Derived UI State"', () => {
-  it('the seed\'s table has the six flags', () => {
+  it("the seed's table has the six flags", () => {
     expect([...table.keys()].sort()).toEqual(Object.keys(agentManagerUiFlags(agentManagerSession.initial())).sort());
     expect(table.size).toBe(6);
   });

@@ -1,13 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  agentManagerSession,
-  edgesOf,
-  stepUnknown,
-  type AgentManagerSessionEvent,
-  type AgentManagerSessionInput,
-  type AgentManagerSessionState,
-} from '../../src/index.js';
+import { agentManagerSession, edgesOf, stepUnknown, type AgentManagerSessionEvent, type AgentManagerSessionInput, type AgentManagerSessionState } from '../../src/index.js';
 import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, stateAt } from '../support/machine-properties.js';
 import { missingDrawnEdges, readSeed, type DrawnEdge } from '../support/seed-diagram.js';
 
@@ -15,10 +8,8 @@ type StateName = AgentManagerSessionState['value'];
 type Ask = Extract<AgentManagerSessionEvent['type'], `ask:${string}`>;
 
 const seed = readSeed('001_7f680d74c9e005a9.txt');
-const at = (value: StateName, context: Partial<AgentManagerSessionState> = {}) =>
-  stateAt(agentManagerSession, value, context);
-const autoAt = (value: StateName, context: Partial<AgentManagerSessionState> = {}) =>
-  stateAt(agentManagerSession, value, context, { autoApprove: true });
+const at = (value: StateName, context: Partial<AgentManagerSessionState> = {}) => stateAt(agentManagerSession, value, context);
+const autoAt = (value: StateName, context: Partial<AgentManagerSessionState> = {}) => stateAt(agentManagerSession, value, context, { autoApprove: true });
 
 const asks: Ask[] = [
   'ask:tool',
@@ -114,7 +105,7 @@ const seedCases: SeedCase[] = [
 ];
 
 describe('agentManagerSession: seed 001 transition table, row by row', () => {
-  it('the cases cover exactly the rows of the seed\'s table', () => {
+  it("the cases cover exactly the rows of the seed's table", () => {
     const covered = new Set(seedCases.map(({ row }) => `${row.from} | ${row.on} | ${row.to}`));
     expect([...covered].sort()).toEqual(seedTableRows().sort());
     expect(covered.size).toBe(32);
@@ -196,7 +187,7 @@ describe('agentManagerSession: DESIGN.md resolutions', () => {
     expect(agentManagerSession.step(at('streaming'), { type })).toMatchObject({ accepted: true, kind: type, state: { value: to } });
   });
 
-  it('resume_session in error goes back to streaming, as the seed\'s diagram draws it', () => {
+  it("resume_session in error goes back to streaming, as the seed's diagram draws it", () => {
     expect(agentManagerSession.transition(at('error'), { type: 'resume_session' }).value).toBe('streaming');
   });
 
@@ -235,15 +226,12 @@ describe('agentManagerSession: extensions', () => {
     expect(next.value).toBe('streaming');
   });
 
-  it.each(['streaming', 'waiting_approval', 'waiting_input', 'completed', 'paused'] as const)(
-    'process_error in %s goes to error and keeps the error',
-    (value) => {
-      expect(agentManagerSession.transition(at(value), { type: 'process_error', error: 'EPIPE' })).toMatchObject({
-        value: 'error',
-        error: 'EPIPE',
-      });
-    },
-  );
+  it.each(['streaming', 'waiting_approval', 'waiting_input', 'completed', 'paused'] as const)('process_error in %s goes to error and keeps the error', (value) => {
+    expect(agentManagerSession.transition(at(value), { type: 'process_error', error: 'EPIPE' })).toMatchObject({
+      value: 'error',
+      error: 'EPIPE',
+    });
+  });
 
   it('cancel_session while creating stops the session', () => {
     expect(agentManagerSession.transition(at('creating'), { type: 'cancel_session' }).value).toBe('stopped');
@@ -286,10 +274,12 @@ describe('agentManagerSession: context', () => {
   });
 
   it('an error ask keeps its text as the error, else its name', () => {
-    expect(agentManagerSession.transition(at('streaming'), { type: 'ask:api_req_failed', text: '429 rate limited' }))
-      .toMatchObject({ value: 'error', error: '429 rate limited', lastAsk: 'api_req_failed' });
-    expect(agentManagerSession.transition(at('streaming'), { type: 'ask:invalid_model' }))
-      .toMatchObject({ value: 'error', error: 'invalid_model', lastAsk: 'invalid_model' });
+    expect(agentManagerSession.transition(at('streaming'), { type: 'ask:api_req_failed', text: '429 rate limited' })).toMatchObject({
+      value: 'error',
+      error: '429 rate limited',
+      lastAsk: 'api_req_failed',
+    });
+    expect(agentManagerSession.transition(at('streaming'), { type: 'ask:invalid_model' })).toMatchObject({ value: 'error', error: 'invalid_model', lastAsk: 'invalid_model' });
   });
 
   it('start_session forgets the previous task but keeps auto-approve', () => {
@@ -313,7 +303,7 @@ describe('agentManagerSession: context', () => {
   });
 });
 
-describe('agentManagerSession: the seed\'s diagram', () => {
+describe("agentManagerSession: the seed's diagram", () => {
   // The diagram is hand-drawn ASCII, not Mermaid: these are its clearly drawn edges, each with its
   // label as drawn. The `cancel_session` arrows into `idle` and the `completed -> stopped` line
   // (labelled send_message) contradict the seed's table, which wins (DESIGN.md), so they are not listed.
@@ -345,12 +335,12 @@ describe('agentManagerSession: the seed\'s diagram', () => {
   };
   const labelToEvents = (edge: DrawnEdge) => eventsOfLabel[edge.label] ?? [edge.label];
 
-  it('every listed label is drawn in the seed\'s diagram', () => {
+  it("every listed label is drawn in the seed's diagram", () => {
     const diagram = seed.slice(seed.indexOf('## State Transitions'), seed.indexOf('## Transition Table'));
     for (const { label } of drawn) expect(diagram, label).toContain(label);
   });
 
-  it('every clearly drawn transition is in the machine\'s table', () => {
+  it("every clearly drawn transition is in the machine's table", () => {
     expect(missingDrawnEdges(edgesOf(agentManagerSession), drawn, labelToEvents)).toEqual([]);
   });
 });
@@ -375,18 +365,12 @@ describe('agentManagerSession: bad input', () => {
       expect(step).toMatchObject({ accepted: false, code: 'invalid_event', state: idle });
       return !step.accepted && step.reason;
     };
-    expect(reason({ type: 'start_session' })).toMatchInlineSnapshot(
-      `"invalid "start_session" event: prompt: Invalid input: expected string, received undefined"`,
-    );
+    expect(reason({ type: 'start_session' })).toMatchInlineSnapshot(`"invalid "start_session" event: prompt: Invalid input: expected string, received undefined"`);
     expect(reason({ type: 'session_created', sessionId: '' })).toMatchInlineSnapshot(
       `"invalid "session_created" event: sessionId: Too small: expected string to have >=1 characters"`,
     );
-    expect(reason({ type: 'process_exit', code: 1.5 })).toMatchInlineSnapshot(
-      `"invalid "process_exit" event: code: Invalid input: expected int, received number"`,
-    );
-    expect(reason({ type: 'ask:tool', partial: 'yes' })).toMatchInlineSnapshot(
-      `"invalid "ask:tool" event: partial: Invalid input: expected boolean, received string"`,
-    );
+    expect(reason({ type: 'process_exit', code: 1.5 })).toMatchInlineSnapshot(`"invalid "process_exit" event: code: Invalid input: expected int, received number"`);
+    expect(reason({ type: 'ask:tool', partial: 'yes' })).toMatchInlineSnapshot(`"invalid "ask:tool" event: partial: Invalid input: expected boolean, received string"`);
   });
 
   it('rejects an unknown event type by name', () => {
@@ -399,7 +383,11 @@ describe('agentManagerSession: bad input', () => {
 
   it('never throws out of transition, even for hand-built events that skip validation', () => {
     const bad = [null, undefined, 42, {}, { type: 'process_exit' }, { type: 'ask:tool', partial: 'yes' }, { type: 'toString' }, { type: '__proto__' }];
-    expectNeverThrows(agentManagerSession, agentManagerSession.states.map((value) => at(value as StateName)), bad);
+    expectNeverThrows(
+      agentManagerSession,
+      agentManagerSession.states.map((value) => at(value as StateName)),
+      bad,
+    );
   });
 });
 
@@ -419,18 +407,9 @@ describe('agentManagerSession: properties', () => {
     fc.string({ minLength: 1 }).map((sessionId) => ({ type: 'session_created' as const, sessionId })),
     fc.oneof(fc.constant(0), fc.integer({ min: -255, max: 255 })).map((code) => ({ type: 'process_exit' as const, code })),
     fc.string().map((error) => ({ type: 'process_error' as const, error })),
-    fc.constantFrom(
-      'api_req_started' as const,
-      'say:text' as const,
-      'say:completion_result' as const,
-      'say:checkpoint_saved' as const,
-      ...asks,
-    ).chain(cliEvent),
+    fc.constantFrom('api_req_started' as const, 'say:text' as const, 'say:completion_result' as const, 'say:checkpoint_saved' as const, ...asks).chain(cliEvent),
   ) as fc.Arbitrary<AgentManagerSessionEvent>;
-  const input: fc.Arbitrary<AgentManagerSessionInput> = fc.option(
-    fc.record({ autoApprove: fc.boolean() }, { requiredKeys: [] }),
-    { nil: undefined },
-  );
+  const input: fc.Arbitrary<AgentManagerSessionInput> = fc.option(fc.record({ autoApprove: fc.boolean() }, { requiredKeys: [] }), { nil: undefined });
 
   it('random event sequences keep every machine property', () => {
     checkMachineProperties(agentManagerSession, {

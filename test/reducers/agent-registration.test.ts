@@ -1,17 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  agentRegistration,
-  edgesOf,
-  stepUnknown,
-  type AgentRegistrationEvent,
-  type AgentRegistrationState,
-} from '../../src/index.js';
+import { agentRegistration, edgesOf, stepUnknown, type AgentRegistrationEvent, type AgentRegistrationState } from '../../src/index.js';
 import { checkMachineProperties, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 import { drawnEdges, eventsByLabel, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
 
-const at = (value: AgentRegistrationState['value'], context: Partial<AgentRegistrationState> = {}) =>
-  stateAt(agentRegistration, value, context);
+const at = (value: AgentRegistrationState['value'], context: Partial<AgentRegistrationState> = {}) => stateAt(agentRegistration, value, context);
 
 const samples: AgentRegistrationEvent[] = [
   { type: 'register' },
@@ -106,7 +99,9 @@ describe('agentRegistration: bad input', () => {
 
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(agentRegistration, at('ACTIVE'), { type: 'activate' });
-    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"unknown event type "activate" for machine "agent-registration"; expected one of: register, init_succeeded, init_failed, pause, resume, remove, retry_init, retry_succeeded, retry_failed"`);
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(
+      `"unknown event type "activate" for machine "agent-registration"; expected one of: register, init_succeeded, init_failed, pause, resume, remove, retry_init, retry_succeeded, retry_failed"`,
+    );
   });
 });
 

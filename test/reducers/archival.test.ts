@@ -102,7 +102,9 @@ describe('archival: bad input', () => {
 
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(archival, at('IDLE'), { type: 'purge' });
-    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"unknown event type "purge" for machine "archival"; expected one of: start, serialized, write_succeeded, write_failed, retry, rewrite, reset"`);
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(
+      `"unknown event type "purge" for machine "archival"; expected one of: start, serialized, write_succeeded, write_failed, retry, rewrite, reset"`,
+    );
   });
 });
 
@@ -111,9 +113,7 @@ describe('archival: properties', () => {
     fc.constant({ type: 'start' as const }),
     fc.constant({ type: 'serialized' as const }),
     fc.constant({ type: 'write_succeeded' as const }),
-    fc
-      .option(fc.string(), { nil: undefined })
-      .map((e) => (e === undefined ? { type: 'write_failed' as const } : { type: 'write_failed' as const, error: e })),
+    fc.option(fc.string(), { nil: undefined }).map((e) => (e === undefined ? { type: 'write_failed' as const } : { type: 'write_failed' as const, error: e })),
     fc.constant({ type: 'retry' as const }),
     fc.constant({ type: 'rewrite' as const }),
     fc.constant({ type: 'reset' as const }),

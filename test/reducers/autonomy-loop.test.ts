@@ -1,14 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  autonomyLoop,
-  edgesOf,
-  stepUnknown,
-  type AutonomyLoopEvent,
-  type AutonomyLoopInput,
-  type AutonomyLoopState,
-  type Edge,
-} from '../../src/index.js';
+import { autonomyLoop, edgesOf, stepUnknown, type AutonomyLoopEvent, type AutonomyLoopInput, type AutonomyLoopState, type Edge } from '../../src/index.js';
 import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 import { drawnEdges, eventsBeforeParens, expectRuneKind, missingDrawnEdges, readSeed, runeKindRows } from '../support/seed-diagram.js';
 
@@ -80,7 +72,14 @@ describe('autonomyLoop: seed 003 "Autonomy Events (Rune Kinds)"', () => {
     ['executing', 'plan.task_assigned', [{ from: 'executing', on: 'task_assigned' }]],
     ['executing', 'plan.task_started', [{ from: 'executing', on: 'task_started' }]],
     ['executing', 'plan.task_completed', [{ from: 'executing', on: 'task_completed' }]],
-    ['reviewing', 'plan.critique', [{ from: 'reviewing', to: 'executing' }, { from: 'reviewing', to: 'planning' }]],
+    [
+      'reviewing',
+      'plan.critique',
+      [
+        { from: 'reviewing', to: 'executing' },
+        { from: 'reviewing', to: 'planning' },
+      ],
+    ],
     ['goal_met', 'plan.goal_met', [{ to: 'goal_met' }]],
     ['stopped', 'plan.stopped', [{ to: 'stopped' }]],
   ];
@@ -93,7 +92,7 @@ describe('autonomyLoop: seed 003 "Autonomy Events (Rune Kinds)"', () => {
     expectRuneKind(autonomyLoop, where, kind);
   });
 
-  it('marks the rune-table rows as the seed\'s, with a note', () => {
+  it("marks the rune-table rows as the seed's, with a note", () => {
     for (const on of ['task_assigned', 'task_started'] as const) {
       expect(edgesOf(autonomyLoop).find((e) => e.on === on)).toMatchObject({ source: 'seed', note: expect.stringContaining('rune table') });
     }
@@ -129,7 +128,7 @@ describe('autonomyLoop: context', () => {
     });
   });
 
-  it('the last task\'s completion is a plan.task_completed too, whatever morePending says', () => {
+  it("the last task's completion is a plan.task_completed too, whatever morePending says", () => {
     expect(autonomyLoop.step(at('executing'), { type: 'task_completed', morePending: false })).toMatchObject({
       accepted: true,
       kind: 'plan.task_completed',
@@ -166,12 +165,7 @@ describe('autonomyLoop: rejections', () => {
   });
 
   it('runs no task before the plan is approved', () => {
-    expectNotAllowed(
-      autonomyLoop,
-      at('planning'),
-      { type: 'task_assigned', taskId: 't1', agentId: 'a1' },
-      'event "task_assigned" is not allowed in state "planning"',
-    );
+    expectNotAllowed(autonomyLoop, at('planning'), { type: 'task_assigned', taskId: 't1', agentId: 'a1' }, 'event "task_assigned" is not allowed in state "planning"');
   });
 
   it('meets the goal only through a passing critique', () => {
@@ -190,12 +184,16 @@ describe('autonomyLoop: bad input', () => {
     expect(step).toMatchObject({ accepted: false, code: 'invalid_event' });
     expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"invalid "task_assigned" event: agentId: Invalid input: expected string, received undefined"`);
     const completed = stepUnknown(autonomyLoop, at('executing'), { type: 'task_completed' });
-    expect(!completed.accepted && completed.reason).toMatchInlineSnapshot(`"invalid "task_completed" event: morePending: Invalid input: expected boolean, received undefined"`);
+    expect(!completed.accepted && completed.reason).toMatchInlineSnapshot(
+      `"invalid "task_completed" event: morePending: Invalid input: expected boolean, received undefined"`,
+    );
   });
 
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(autonomyLoop, at('executing'), { type: 'task.completed' });
-    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"unknown event type "task.completed" for machine "autonomy-loop"; expected one of: decompose_goal, plan_approved, auto_start, plan_rejected, user_cancel, all_tasks_terminal, task_assigned, task_started, task_completed, all_runnable_blocked, budget_exhausted, critique_found_issues, critique_passed, needs_replan, dependency_resolved, unresolvable"`);
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(
+      `"unknown event type "task.completed" for machine "autonomy-loop"; expected one of: decompose_goal, plan_approved, auto_start, plan_rejected, user_cancel, all_tasks_terminal, task_assigned, task_started, task_completed, all_runnable_blocked, budget_exhausted, critique_found_issues, critique_passed, needs_replan, dependency_resolved, unresolvable"`,
+    );
   });
 
   it('needs a goal', () => {
@@ -204,7 +202,11 @@ describe('autonomyLoop: bad input', () => {
 
   it('never throws out of transition, even for hand-built events that skip validation', () => {
     const bad = [null, undefined, 42, {}, { type: 'user_cancel', reason: 7 }, { type: 'valueOf' }, { type: '__proto__' }];
-    expectNeverThrows(autonomyLoop, autonomyLoop.states.map((value) => at(value as Name)), bad);
+    expectNeverThrows(
+      autonomyLoop,
+      autonomyLoop.states.map((value) => at(value as Name)),
+      bad,
+    );
   });
 });
 

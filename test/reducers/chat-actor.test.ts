@@ -41,10 +41,8 @@ describe('chatActor: seed 000 transition rules, row by row', () => {
 
   it('records the payloads in the context', () => {
     expect(chatActor.transition(at('idle'), { type: 'ProcessInteraction', userId })).toEqual({ value: 'running', userId });
-    expect(chatActor.transition(at('running'), { type: 'InteractionComplete', success: false, error: 'rate limited' }))
-      .toEqual({ value: 'error', error: 'rate limited' });
-    expect(chatActor.transition(at('idle'), { type: 'Cancel', reason: 'user_cancelled' }))
-      .toEqual({ value: 'cancelled', reason: 'user_cancelled' });
+    expect(chatActor.transition(at('running'), { type: 'InteractionComplete', success: false, error: 'rate limited' })).toEqual({ value: 'error', error: 'rate limited' });
+    expect(chatActor.transition(at('idle'), { type: 'Cancel', reason: 'user_cancelled' })).toEqual({ value: 'cancelled', reason: 'user_cancelled' });
   });
 });
 
@@ -162,13 +160,13 @@ describe("chatActor: seed 000's drawing", () => {
 
 describe('chatActorNotices: seed 000 "SSE Events"', () => {
   const base = { stream: 'c', machine: 'chat-actor', at: 0 };
-  it('gives the seed\'s state_changed example for idle -> running', () => {
+  it("gives the seed's state_changed example for idle -> running", () => {
     expect(chatActorNotices({ ...base, seq: 2, kind: 'ProcessInteraction', event: { type: 'ProcessInteraction', userId }, from: 'idle', to: 'running' })).toEqual([
       { type: 'state_changed', data: { from_state: 'idle', to_state: 'running', reason: 'Processing user interaction' } },
     ]);
   });
 
-  it('adds the seed\'s stopped event on a terminal state, with the cancel reason', () => {
+  it("adds the seed's stopped event on a terminal state, with the cancel reason", () => {
     const notices = chatActorNotices({ ...base, seq: 3, kind: 'Cancel', event: { type: 'Cancel', reason: 'user_cancelled' }, from: 'running', to: 'cancelled' });
     expect(notices[1]).toEqual({ type: 'stopped', data: { reason: 'user_cancelled', partial_response: '' } });
   });

@@ -13,8 +13,7 @@ import { checkMachineProperties, type ContextRow, expectRowAfter, expectTerminal
 import { drawnEdges, eventsByLabel, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
 
 const config: CircuitBreakerInput = { failureThreshold: 3, successThreshold: 2, openTimeoutMs: 30_000 };
-const at = (value: CircuitBreakerState['value'], context: Partial<CircuitBreakerState> = {}) =>
-  stateAt(circuitBreaker, value, context, config);
+const at = (value: CircuitBreakerState['value'], context: Partial<CircuitBreakerState> = {}) => stateAt(circuitBreaker, value, context, config);
 
 const samples: CircuitBreakerEvent[] = [
   { type: 'success' },
@@ -132,7 +131,9 @@ describe('circuitBreaker: bad input', () => {
 
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(circuitBreaker, at('CLOSED'), { type: 'trip' });
-    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"unknown event type "trip" for machine "circuit-breaker"; expected one of: success, failure, open_timeout_elapsed, manual_reset, manual_keep_open"`);
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(
+      `"unknown event type "trip" for machine "circuit-breaker"; expected one of: success, failure, open_timeout_elapsed, manual_reset, manual_keep_open"`,
+    );
   });
 
   it('rejects a spawn input that is not a positive threshold', () => {
@@ -152,9 +153,7 @@ describe('circuitBreaker: properties', () => {
   const event: fc.Arbitrary<CircuitBreakerEvent> = fc.oneof(
     { arbitrary: fc.constant({ type: 'success' as const }), weight: 3 },
     {
-      arbitrary: fc
-        .option(fc.string(), { nil: undefined })
-        .map((error) => (error === undefined ? { type: 'failure' as const } : { type: 'failure' as const, error })),
+      arbitrary: fc.option(fc.string(), { nil: undefined }).map((error) => (error === undefined ? { type: 'failure' as const } : { type: 'failure' as const, error })),
       weight: 5,
     },
     { arbitrary: fc.constant({ type: 'open_timeout_elapsed' as const }), weight: 2 },

@@ -109,7 +109,9 @@ describe('connection: bad input', () => {
 
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(connection, at('OPEN'), { type: 'ping' });
-    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"unknown event type "ping" for machine "connection"; expected one of: open_socket, handshake_success, subscribe, unsubscribe, close, error, schedule_reconnect, reconnect"`);
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(
+      `"unknown event type "ping" for machine "connection"; expected one of: open_socket, handshake_success, subscribe, unsubscribe, close, error, schedule_reconnect, reconnect"`,
+    );
   });
 });
 

@@ -1,14 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  conversation,
-  edgesOf,
-  stepUnknown,
-  type ConversationEvent,
-  type ConversationInput,
-  type ConversationState,
-  type Edge,
-} from '../../src/index.js';
+import { conversation, edgesOf, stepUnknown, type ConversationEvent, type ConversationInput, type ConversationState, type Edge } from '../../src/index.js';
 import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 import { drawnEdges, eventsBeforeParens, expectRuneKind, missingDrawnEdges, readSeed, runeKindRows } from '../support/seed-diagram.js';
 
@@ -84,7 +76,9 @@ describe('conversation: seed 003 "Session Events (Rune Kinds)"', () => {
   });
 
   it('"* -> closing" closes from every state before closing, created included', () => {
-    const froms = edgesOf(conversation).filter((e) => e.to === 'closing').map((e) => e.from);
+    const froms = edgesOf(conversation)
+      .filter((e) => e.to === 'closing')
+      .map((e) => e.from);
     expect(froms.sort()).toEqual(['active', 'created', 'paused', 'suspended']);
     expect(conversation.step(at('created'), { type: 'close_requested', reason: 'never used' })).toMatchObject({
       accepted: true,
@@ -176,20 +170,24 @@ describe('conversation: bad input', () => {
 
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(conversation, at('active'), { type: 'close' });
-    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"unknown event type "close" for machine "conversation"; expected one of: first_message, agent_ready, new_turn, turn_completed, pause_requested, resume_requested, budget_exhausted, error_threshold, budget_replenished, reset, close_requested, cleanup_complete, archive_requested"`);
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(
+      `"unknown event type "close" for machine "conversation"; expected one of: first_message, agent_ready, new_turn, turn_completed, pause_requested, resume_requested, budget_exhausted, error_threshold, budget_replenished, reset, close_requested, cleanup_complete, archive_requested"`,
+    );
   });
 
   it('never throws out of transition, even for hand-built events that skip validation', () => {
     const bad = [null, undefined, 42, {}, { type: 'agent_ready' }, { type: 'constructor' }, { type: '__proto__' }];
-    expectNeverThrows(conversation, conversation.states.map((value) => at(value as Name)), bad);
+    expectNeverThrows(
+      conversation,
+      conversation.states.map((value) => at(value as Name)),
+      bad,
+    );
   });
 });
 
 describe('conversation: properties', () => {
   const text = fc.string({ maxLength: 12 });
-  const jsonObject = fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 1 })) as fc.Arbitrary<
-    NonNullable<ConversationInput['config']>
-  >;
+  const jsonObject = fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 1 })) as fc.Arbitrary<NonNullable<ConversationInput['config']>>;
   const event: fc.Arbitrary<ConversationEvent> = fc.oneof(
     fc.constant({ type: 'first_message' as const }),
     fc.record({ type: fc.constant('agent_ready' as const), rootAgentId: fc.string({ minLength: 1, maxLength: 8 }) }, { requiredKeys: ['type'] }),

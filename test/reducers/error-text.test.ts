@@ -35,12 +35,28 @@ describe('errorText', () => {
   });
 
   it('never throws: a throwing getter falls back to String, a throwing toString to a fixed text', () => {
-    const getter = { get boom(): never { throw new Error('getter'); }, toString: () => 'the thing' };
+    const getter = {
+      get boom(): never {
+        throw new Error('getter');
+      },
+      toString: () => 'the thing',
+    };
     expect(errorText(getter)).toBe('the thing');
-    const nothingWorks = { get boom(): never { throw new Error('getter'); }, toString(): never { throw new Error('toString'); } };
+    const nothingWorks = {
+      get boom(): never {
+        throw new Error('getter');
+      },
+      toString(): never {
+        throw new Error('toString');
+      },
+    };
     expect(errorText(nothingWorks)).toBe('(an unprintable value)');
     const badError = new Error('x');
-    Object.defineProperty(badError, 'message', { get() { throw new Error('message'); } });
+    Object.defineProperty(badError, 'message', {
+      get() {
+        throw new Error('message');
+      },
+    });
     expect(errorText(badError)).toBe('(an unprintable value)');
     expect(errorText(Object.create(null))).toBe('{}');
   });

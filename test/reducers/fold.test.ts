@@ -6,8 +6,8 @@ import { createEngine, memoryStore } from '../../src/index.js';
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const breakerInput = { failureThreshold: 2, successThreshold: 1, openTimeoutMs: 10 };
 
-describe('foldRune and foldEvents: the one fold of a stream\'s runes', () => {
-  it('starts at seq 1 from the spawn\'s input, whatever state it is given, then transitions', () => {
+describe("foldRune and foldEvents: the one fold of a stream's runes", () => {
+  it("starts at seq 1 from the spawn's input, whatever state it is given, then transitions", () => {
     const spawned = foldRune(circuitBreaker, { value: 'stale' }, 1, { type: 'spawn', input: breakerInput });
     expect(spawned).toEqual(circuitBreaker.initial(breakerInput));
     expect(foldRune(circuitBreaker, spawned, 2, { type: 'failure' })).toEqual(circuitBreaker.transition(circuitBreaker.initial(breakerInput), { type: 'failure' }));
@@ -35,7 +35,7 @@ describe('foldRune and foldEvents: the one fold of a stream\'s runes', () => {
     expect(foldEvents(chatActor, whole, 5, [])).toBe(whole);
   });
 
-  it('gives the client\'s stream view the state the engine hydrates from the same log', async () => {
+  it("gives the client's stream view the state the engine hydrates from the same log", async () => {
     const store = memoryStore();
     const engine = createEngine({ store });
     await engine.spawn('c', chatActor);

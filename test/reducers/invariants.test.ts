@@ -20,12 +20,7 @@ import {
  * The runes an engine logs for one instance: its spawn, then one rune per accepted event
  * (rejected events append nothing).
  */
-function runesOf<S extends { value: string }, E extends EventObject, I>(
-  stream: string,
-  machine: Machine<S, E, I>,
-  input: I,
-  events: readonly E[],
-): Rune[] {
+function runesOf<S extends { value: string }, E extends EventObject, I>(stream: string, machine: Machine<S, E, I>, input: I, events: readonly E[]): Rune[] {
   let state = machine.initial(input);
   const runes: Rune[] = [];
   const rune = (kind: string, event: Rune['event'], to: string, from?: string): Rune => ({
@@ -49,12 +44,7 @@ function runesOf<S extends { value: string }, E extends EventObject, I>(
 }
 
 /** Like `runesOf`, for a run every event of which must be accepted. */
-function validRun<S extends { value: string }, E extends EventObject, I>(
-  stream: string,
-  machine: Machine<S, E, I>,
-  input: I,
-  events: readonly E[],
-): Rune[] {
+function validRun<S extends { value: string }, E extends EventObject, I>(stream: string, machine: Machine<S, E, I>, input: I, events: readonly E[]): Rune[] {
   const runes = runesOf(stream, machine, input, events);
   expect(runes, `every event of ${stream} is accepted`).toHaveLength(events.length + 1);
   return runes;
@@ -152,9 +142,7 @@ describe('checkInvariants: clean logs', () => {
 
   it('valid runs of every machine, interleaved in one log, break no invariant', () => {
     const log = interleave(validRuns());
-    expect(new Set(log.map((r) => r.machine))).toEqual(
-      new Set(['turn-engine', 'tool-call', 'conversation', 'agent-lifecycle', 'autonomy-loop']),
-    );
+    expect(new Set(log.map((r) => r.machine))).toEqual(new Set(['turn-engine', 'tool-call', 'conversation', 'agent-lifecycle', 'autonomy-loop']));
     expect(checkInvariants(log)).toEqual([]);
   });
 
@@ -184,7 +172,7 @@ describe('checkInvariants: each invariant, found at its rune', () => {
     ]);
   });
 
-  it('INV-TOOL-TERMINAL: a denial is the call\'s outcome, so a result after it is a second one', () => {
+  it("INV-TOOL-TERMINAL: a denial is the call's outcome, so a result after it is a second one", () => {
     const log = validRun('call-1', toolCall, call, [{ type: 'requires_approval' }, { type: 'denied' }]);
     const result = next(log, { kind: 'tool.result', event: { type: 'approval_timeout' }, from: 'awaiting_approval', to: 'timeout_result' });
     expect(checkInvariants(log)).toEqual([]);

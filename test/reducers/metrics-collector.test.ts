@@ -1,17 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  edgesOf,
-  metricsCollector,
-  stepUnknown,
-  type MetricsCollectorEvent,
-  type MetricsCollectorState,
-} from '../../src/index.js';
+import { edgesOf, metricsCollector, stepUnknown, type MetricsCollectorEvent, type MetricsCollectorState } from '../../src/index.js';
 import { checkMachineProperties, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 import { drawnEdges, eventsByLabel, missingDrawnEdges, readSeed } from '../support/seed-diagram.js';
 
-const at = (value: MetricsCollectorState['value'], context: Partial<MetricsCollectorState> = {}) =>
-  stateAt(metricsCollector, value, context);
+const at = (value: MetricsCollectorState['value'], context: Partial<MetricsCollectorState> = {}) => stateAt(metricsCollector, value, context);
 
 const samples: MetricsCollectorEvent[] = [
   { type: 'initialized' },
@@ -57,8 +50,10 @@ describe('metricsCollector: DESIGN.md resolution, extension and context', () => 
   });
 
   it('a recovery that fails goes back to ERROR instead of hanging in RECOVERING (extension)', () => {
-    expect(metricsCollector.transition(at('RECOVERING', { error: 'KV put failed' }), { type: 'runtime_error', error: 'KV still down' }))
-      .toEqual({ value: 'ERROR', error: 'KV still down' });
+    expect(metricsCollector.transition(at('RECOVERING', { error: 'KV put failed' }), { type: 'runtime_error', error: 'KV still down' })).toEqual({
+      value: 'ERROR',
+      error: 'KV still down',
+    });
   });
 
   it('keeps the error through the recovery and clears it once recovered', () => {
@@ -97,7 +92,9 @@ describe('metricsCollector: bad input', () => {
 
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(metricsCollector, at('RUNNING'), { type: 'flush' });
-    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"unknown event type "flush" for machine "metrics-collector"; expected one of: initialized, binding_missing, runtime_error, retry, recovered, archive_triggered, archive_done"`);
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(
+      `"unknown event type "flush" for machine "metrics-collector"; expected one of: initialized, binding_missing, runtime_error, retry, recovered, archive_triggered, archive_done"`,
+    );
   });
 });
 

@@ -177,11 +177,9 @@ describe('agentTransition: every input of seed 004, accepted', () => {
   });
 
   it('uses expandContextWindowSize as the window increment', () => {
-    const state = fold(
-      [userMessage('m1', 1), completeReAct(2, 1), userMessage('m2', 3), userMessage('m3', 4), userMessage('m4', 5)],
-      initialAgentState(),
-      { initialContextWindowSize: 1 },
-    );
+    const state = fold([userMessage('m1', 1), completeReAct(2, 1), userMessage('m2', 3), userMessage('m3', 4), userMessage('m4', 5)], initialAgentState(), {
+      initialContextWindowSize: 1,
+    });
     expect(state.reActContext?.contextWindowSize).toBe(3);
     const next = agentTransition({ type: 'context-window-expanded', timestamp: 6 }, { expandContextWindowSize: 1 })(state);
     expect(next.reActContext?.contextWindowSize).toBe(4);
@@ -340,25 +338,37 @@ const userMessageId = fc.integer({ min: 1, max: 24 }).map((n) => (n <= 2 ? `a${n
 const messageId = fc.constantFrom('m3', 'a1', 'a2');
 const toolCallId = fc.constantFrom('t1', 't2', 't3');
 const makeInput: fc.Arbitrary<MakeInput> = fc.oneof(
-  fc.tuple(userMessageId, fc.string({ maxLength: 8 })).map(([id, content]): MakeInput => (t) => userMessage(id, t, content)),
-  messageId.map((id): MakeInput => (t) => ({ type: 'llm-message-started', messageId: id, timestamp: t })),
+  fc.tuple(userMessageId, fc.string({ maxLength: 8 })).map(
+    ([id, content]): MakeInput =>
+      (t) =>
+        userMessage(id, t, content),
+  ),
+  messageId.map(
+    (id): MakeInput =>
+      (t) => ({ type: 'llm-message-started', messageId: id, timestamp: t }),
+  ),
   fc.tuple(messageId, fc.string({ maxLength: 8 })).map(
-    ([id, content]): MakeInput => (t) => ({ type: 'llm-message-completed', messageId: id, content, timestamp: t }),
+    ([id, content]): MakeInput =>
+      (t) => ({ type: 'llm-message-completed', messageId: id, content, timestamp: t }),
   ),
   fc.tuple(fc.nat({ max: 4 }), fc.option(fc.uniqueArray(toolCallId, { maxLength: 2 }), { nil: undefined })).map(
-    ([lag, ids]): MakeInput => (t) => (ids === undefined ? completeReAct(t, t - lag) : continueReAct(t, t - lag, ...ids)),
+    ([lag, ids]): MakeInput =>
+      (t) =>
+        ids === undefined ? completeReAct(t, t - lag) : continueReAct(t, t - lag, ...ids),
   ),
   fc.tuple(toolCallId, fc.boolean()).map(
-    ([id, ok]): MakeInput => (t) => ({
-      type: 'tool-call-completed',
-      toolCallId: id,
-      result: ok ? { isSuccess: true, content: 'ok', receivedAt: t } : { isSuccess: false, error: 'boom', receivedAt: t },
-      timestamp: t,
-    }),
+    ([id, ok]): MakeInput =>
+      (t) => ({
+        type: 'tool-call-completed',
+        toolCallId: id,
+        result: ok ? { isSuccess: true, content: 'ok', receivedAt: t } : { isSuccess: false, error: 'boom', receivedAt: t },
+        timestamp: t,
+      }),
   ),
   fc.constant<MakeInput>((t) => ({ type: 'context-window-expanded', timestamp: t })),
   fc.uniqueArray(toolCallId, { maxLength: 3 }).map(
-    (ids): MakeInput => (t) => ({ type: 'history-tool-calls-added', toolCallIds: ids, timestamp: t }),
+    (ids): MakeInput =>
+      (t) => ({ type: 'history-tool-calls-added', toolCallIds: ids, timestamp: t }),
   ),
 );
 

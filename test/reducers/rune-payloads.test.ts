@@ -38,7 +38,10 @@ describe('runePayloadSchemas: a schema per rune kind, from the table', () => {
     await engine.dispatch('turn-1', { type: 'start_turn', input: 'hi' });
     await engine.dispatch('turn-1', { type: 'assistant_delta', content: 'Hel' });
     await engine.dispatch('turn-1', { type: 'interrupt', reason: 'stop' });
-    for (const [stream, machine] of [['chat-1', chatActor as TableMachine<any, any, any>], ['turn-1', turnEngine as TableMachine<any, any, any>]] as const) {
+    for (const [stream, machine] of [
+      ['chat-1', chatActor as TableMachine<any, any, any>],
+      ['turn-1', turnEngine as TableMachine<any, any, any>],
+    ] as const) {
       const payloads = runePayloadSchemas(machine);
       const runes = await new Promise<{ kind: string; event: unknown }[]>((resolve) => {
         const seen: { kind: string; event: unknown }[] = [];

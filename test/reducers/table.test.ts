@@ -32,7 +32,11 @@ const lamp = defineMachine<LampState, LampEvent>({
 
 describe('defineMachine', () => {
   it("expands '*' to every non-terminal state, and lists a repeated row once", () => {
-    expect(edgesOf(lamp).filter((e) => e.on === 'smash').map((e) => e.from)).toEqual(['off', 'on']);
+    expect(
+      edgesOf(lamp)
+        .filter((e) => e.on === 'smash')
+        .map((e) => e.from),
+    ).toEqual(['off', 'on']);
   });
 
   it('a row without `to` stays in its state; `kind` defaults to the event type', () => {

@@ -1,15 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  edgesOf,
-  stepUnknown,
-  toolCall,
-  toolCallStatus,
-  type Edge,
-  type ToolCallEvent,
-  type ToolCallInput,
-  type ToolCallState,
-} from '../../src/index.js';
+import { edgesOf, stepUnknown, toolCall, toolCallStatus, type Edge, type ToolCallEvent, type ToolCallInput, type ToolCallState } from '../../src/index.js';
 import { checkMachineProperties, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 import { drawnEdges, eventsBeforeParens, expectRuneKind, missingDrawnEdges, readSeed, runeKindRows } from '../support/seed-diagram.js';
 
@@ -81,7 +72,11 @@ describe('toolCall: seed 003 "Tool Events (Rune Kinds)"', () => {
   });
 
   it('auto_approved is a tool.approved too; no_approval_needed keeps its event type', () => {
-    const kinds = Object.fromEntries(edgesOf(toolCall).filter((e) => e.from === 'pending_call').map((e) => [e.on, e.kind]));
+    const kinds = Object.fromEntries(
+      edgesOf(toolCall)
+        .filter((e) => e.from === 'pending_call')
+        .map((e) => [e.on, e.kind]),
+    );
     expect(kinds).toMatchObject({ auto_approved: 'tool.approved', no_approval_needed: 'no_approval_needed' });
   });
 });
@@ -172,7 +167,9 @@ describe('toolCall: bad input', () => {
 
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(toolCall, at('pending_call'), { type: 'approve' });
-    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"unknown event type "approve" for machine "tool-call"; expected one of: requires_approval, auto_approved, no_approval_needed, approved, denied, approval_timeout, progress_update, success, execution_error, execution_timeout, cancelled"`);
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(
+      `"unknown event type "approve" for machine "tool-call"; expected one of: requires_approval, auto_approved, no_approval_needed, approved, denied, approval_timeout, progress_update, success, execution_error, execution_timeout, cancelled"`,
+    );
   });
 
   it('checks the spawn input', () => {

@@ -97,10 +97,11 @@ describe('turnEngine: context', () => {
   });
 
   it('records why a turn was interrupted or failed', () => {
-    expect(turnEngine.transition(at('tool_executing'), { type: 'interrupt', reason: 'user pressed stop' }))
-      .toMatchObject({ value: 'interrupted', reason: 'user pressed stop' });
-    expect(turnEngine.transition(at('tool_executing'), { type: 'tool_crash', error: 'sandbox died' }))
-      .toMatchObject({ value: 'error', error: 'sandbox died' });
+    expect(turnEngine.transition(at('tool_executing'), { type: 'interrupt', reason: 'user pressed stop' })).toMatchObject({
+      value: 'interrupted',
+      reason: 'user pressed stop',
+    });
+    expect(turnEngine.transition(at('tool_executing'), { type: 'tool_crash', error: 'sandbox died' })).toMatchObject({ value: 'error', error: 'sandbox died' });
   });
 });
 
@@ -139,12 +140,18 @@ describe('turnEngine: bad input', () => {
 
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(turnEngine, at('idle'), { type: 'start' });
-    expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"unknown event type "start" for machine "turn-engine"; expected one of: start_turn, assistant_delta, tool_calls_received, response_done, interrupt, steer, stream_error, tools_finished, tool_crash, turn_finalized"`);
+    expect(!step.accepted && step.reason).toMatchInlineSnapshot(
+      `"unknown event type "start" for machine "turn-engine"; expected one of: start_turn, assistant_delta, tool_calls_received, response_done, interrupt, steer, stream_error, tools_finished, tool_crash, turn_finalized"`,
+    );
   });
 
   it('never throws out of transition, even for hand-built events that skip validation', () => {
     const bad = [null, undefined, 42, {}, { type: 'assistant_delta' }, { type: 'tools_finished' }, { type: '__proto__' }];
-    expectNeverThrows(turnEngine, turnEngine.states.map((value) => at(value as Name)), bad);
+    expectNeverThrows(
+      turnEngine,
+      turnEngine.states.map((value) => at(value as Name)),
+      bad,
+    );
   });
 });
 
@@ -154,9 +161,9 @@ describe('turnEngine: properties', () => {
     text.map((input) => ({ type: 'start_turn' as const, input })),
     text.map((content) => ({ type: 'assistant_delta' as const, content })),
     fc.array(fc.string({ minLength: 1, maxLength: 6 }), { minLength: 1, maxLength: 3 }).map((callIds) => ({ type: 'tool_calls_received' as const, callIds })),
-    fc.option(fc.dictionary(fc.string({ maxLength: 8 }), fc.nat()), { nil: undefined }).map((usage) =>
-      usage === undefined ? { type: 'response_done' as const } : { type: 'response_done' as const, usage },
-    ),
+    fc
+      .option(fc.dictionary(fc.string({ maxLength: 8 }), fc.nat()), { nil: undefined })
+      .map((usage) => (usage === undefined ? { type: 'response_done' as const } : { type: 'response_done' as const, usage })),
     fc.option(text, { nil: undefined }).map((reason) => (reason === undefined ? { type: 'interrupt' as const } : { type: 'interrupt' as const, reason })),
     text.map((input) => ({ type: 'steer' as const, input })),
     text.map((error) => ({ type: 'stream_error' as const, error })),

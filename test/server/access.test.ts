@@ -14,10 +14,11 @@ afterEach(async () => {
   stop = undefined;
 });
 
-const statusOf = (promise: Promise<unknown>) => promise.then(
-  () => 'connected',
-  (error: { statusCode?: number }) => error.statusCode,
-);
+const statusOf = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'connected',
+    (error: { statusCode?: number }) => error.statusCode,
+  );
 
 /** A raw WebSocket upgrade request: `'upgraded'`, or the status and JSON body of the refusal. */
 const upgrade = (httpUrl: string, headers: Record<string, string>) =>
@@ -39,10 +40,12 @@ const upgrade = (httpUrl: string, headers: Record<string, string>) =>
   });
 
 /** Per-user tokens: each token verifies as its user; a token deleted from the map no longer does. */
-const perUserTokens = (tokens: Map<string, string>): Verify => (credential) => {
-  const user = credential.token === undefined ? undefined : tokens.get(credential.token);
-  return user === undefined ? undefined : { id: user };
-};
+const perUserTokens =
+  (tokens: Map<string, string>): Verify =>
+  (credential) => {
+    const user = credential.token === undefined ? undefined : tokens.get(credential.token);
+    return user === undefined ? undefined : { id: user };
+  };
 
 describe('server: token', () => {
   it('refuses a WebSocket upgrade without the token, or with a wrong one, with HTTP 401', async () => {
@@ -107,7 +110,13 @@ describe('server: Origin and Host', () => {
   it("accepts the server's own origins and clients that send no Origin", async () => {
     const h = await startServer();
     stop = h.stop;
-    const origins = [undefined, `http://127.0.0.1:${h.server.port}`, `http://localhost:${h.server.port}`, `http://[::1]:${h.server.port}`, `HTTP://LOCALHOST:${h.server.port}/page`];
+    const origins = [
+      undefined,
+      `http://127.0.0.1:${h.server.port}`,
+      `http://localhost:${h.server.port}`,
+      `http://[::1]:${h.server.port}`,
+      `HTTP://LOCALHOST:${h.server.port}/page`,
+    ];
     for (const [i, origin] of origins.entries()) {
       const c = await h.connect(origin === undefined ? {} : { origin });
       expect(await c.request({ op: 'spawn', id: i, stream: `own-${i}`, machine: 'chat-actor' })).toEqual({ op: 'ack', id: i, seq: 1 });
@@ -179,7 +188,12 @@ describe('server: authorize', () => {
     if (stream.startsWith(`${request.identity.id}/`)) return true;
     return stream.startsWith('shared/') && action === 'see';
   };
-  const verify = perUserTokens(new Map([['alice-token', 'alice'], ['bob-token', 'bob']]));
+  const verify = perUserTokens(
+    new Map([
+      ['alice-token', 'alice'],
+      ['bob-token', 'bob'],
+    ]),
+  );
 
   it('a connection the hook refuses a stream can neither subscribe, dispatch nor spawn it, and gets none of its runes, whatever headers it sends', async () => {
     const h = await startServer({ verify, authorize });
@@ -194,7 +208,12 @@ describe('server: authorize', () => {
     // The same answer whether or not the stream exists: nothing is revealed.
     for (const stream of ['alice/chat', 'alice/nothing-here']) {
       bob.send({ op: 'subscribe', stream });
-      expect(await bob.find((m) => m.op === 'error' && m.stream === stream && m.id === undefined)).toEqual({ op: 'error', stream, code: 'forbidden', message: `not allowed to see stream "${stream}"` });
+      expect(await bob.find((m) => m.op === 'error' && m.stream === stream && m.id === undefined)).toEqual({
+        op: 'error',
+        stream,
+        code: 'forbidden',
+        message: `not allowed to see stream "${stream}"`,
+      });
       expect(await bob.request({ op: 'dispatch', id: `d-${stream}`, stream, event: interact })).toEqual({
         op: 'error',
         id: `d-${stream}`,
@@ -303,14 +322,23 @@ describe('server: verify and revocation', () => {
       ['bob', new Set(['team/chat'])],
     ]);
     const authorize: Authorize = (request, stream) => grants.get(request.identity.id)?.has(stream) === true;
-    const verify = perUserTokens(new Map([['alice-token', 'alice'], ['bob-token', 'bob']]));
+    const verify = perUserTokens(
+      new Map([
+        ['alice-token', 'alice'],
+        ['bob-token', 'bob'],
+      ]),
+    );
     const h = await startServer({ verify, authorize });
     stop = h.stop;
     await h.engine.spawn('team/chat', 'chat-actor');
     await h.engine.spawn('alice/notes', 'chat-actor');
     const alice = await h.connect({ headers: { authorization: 'Bearer alice-token' } });
     const bob = await h.connect({ headers: { authorization: 'Bearer bob-token' } });
-    for (const [client, stream] of [[alice, 'team/chat'], [alice, 'alice/notes'], [bob, 'team/chat']] as const) {
+    for (const [client, stream] of [
+      [alice, 'team/chat'],
+      [alice, 'alice/notes'],
+      [bob, 'team/chat'],
+    ] as const) {
       client.send({ op: 'subscribe', stream });
       await client.reach(stream, 1);
     }
@@ -339,7 +367,10 @@ describe('server: verify and revocation', () => {
   });
 
   it('reauthorize() closes the connections of a revoked token with 4001 and ends its SSE responses', async () => {
-    const tokens = new Map([['alice-token', 'alice'], ['bob-token', 'bob']]);
+    const tokens = new Map([
+      ['alice-token', 'alice'],
+      ['bob-token', 'bob'],
+    ]);
     const h = await startServer({ verify: perUserTokens(tokens) });
     stop = h.stop;
     await h.engine.spawn('chat', 'chat-actor');

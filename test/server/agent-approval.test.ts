@@ -33,10 +33,7 @@ function gatedDeploy() {
 /** An engine running agents (one tool round, then an answer) behind a real server on 127.0.0.1. */
 async function agentServer() {
   const deploy = gatedDeploy();
-  const model = scriptedModel([
-    { text: 'Deploying.', toolCalls: [{ toolName: 'deploy', input: { service: 'api' }, toolCallId: 'd1' }] },
-    { text: 'Done.' },
-  ]);
+  const model = scriptedModel([{ text: 'Deploying.', toolCalls: [{ toolName: 'deploy', input: { service: 'api' }, toolCallId: 'd1' }] }, { text: 'Done.' }]);
   const store = memoryStore();
   const h = await startServer({}, { store, epics: agentEpics({ model, tools: [deploy.tool] }) });
   stop = h.stop;
@@ -45,9 +42,14 @@ async function agentServer() {
 
 const a = agentStreams('a1');
 /** A rune of `stream` entering `to` (a spawn rune has no `from`: the turn's spawn enters `idle` too, and is not a finalized turn). */
-const isRune = (stream: string, to: string) => (m: ServerMessage): boolean =>
-  m.op === 'rune' && m.rune.stream === stream && m.rune.to === to && m.rune.from !== undefined;
-const answerTo = (id: string | number) => (m: ServerMessage): boolean => (m.op === 'ack' || m.op === 'error') && m.id === id;
+const isRune =
+  (stream: string, to: string) =>
+  (m: ServerMessage): boolean =>
+    m.op === 'rune' && m.rune.stream === stream && m.rune.to === to && m.rune.from !== undefined;
+const answerTo =
+  (id: string | number) =>
+  (m: ServerMessage): boolean =>
+    (m.op === 'ack' || m.op === 'error') && m.id === id;
 
 /** Starts a turn from a client and waits until the model's call asks for approval; both clients then follow the call from its first rune. */
 async function untilAwaitingApproval(first: TestClient, second: TestClient): Promise<void> {
@@ -80,9 +82,7 @@ describe('server: approving an agent tool call over WebSocket', () => {
     expect(acks[0]).toMatchObject({ op: 'ack', seq: 3 });
     const loser = acks[0]!.id === 'alice' ? 'bob' : 'alice';
     // The tool is still running (held by its gate): the second approval meets a call in `executing`.
-    expect(errors).toEqual([
-      { op: 'error', id: loser, stream: a.call('d1'), code: 'not_allowed', message: 'event "approved" is not allowed in state "executing"' },
-    ]);
+    expect(errors).toEqual([{ op: 'error', id: loser, stream: a.call('d1'), code: 'not_allowed', message: 'event "approved" is not allowed in state "executing"' }]);
 
     h.deploy.finish();
     await Promise.all([alice, bob].map((client) => client.find(isRune(a.call('d1'), 'completed_result'), 'the tool result')));

@@ -18,14 +18,17 @@ interface BadFrame {
 
 const MAX_FRAME = 2048;
 const json = (value: unknown): string => JSON.stringify(value);
-const notJson = fc.string({ maxLength: 40 }).map((s) => `{${s}`).filter((s) => {
-  try {
-    JSON.parse(s);
-    return false;
-  } catch {
-    return true;
-  }
-});
+const notJson = fc
+  .string({ maxLength: 40 })
+  .map((s) => `{${s}`)
+  .filter((s) => {
+    try {
+      JSON.parse(s);
+      return false;
+    } catch {
+      return true;
+    }
+  });
 
 /** Bad frames of every kind; `i` makes each request id and unknown stream unique. */
 const badFrame = (i: number): fc.Arbitrary<BadFrame> => {
@@ -129,8 +132,7 @@ describe('server: bad input', () => {
       if (frame.stream === undefined) expect(error).not.toHaveProperty('stream');
       else expect(error).toHaveProperty('stream', frame.stream);
     }
-    const count = (list: readonly { code: string }[]) =>
-      list.reduce<Record<string, number>>((acc, { code }) => ({ ...acc, [code]: (acc[code] ?? 0) + 1 }), {});
+    const count = (list: readonly { code: string }[]) => list.reduce<Record<string, number>>((acc, { code }) => ({ ...acc, [code]: (acc[code] ?? 0) + 1 }), {});
     expect(count(withoutId as { code: string }[])).toEqual(count(frames.filter((f) => f.id === undefined)));
     expect(new Set(frames.map((f) => f.code)).size).toBe(13); // every kind was tried
 
@@ -198,7 +200,7 @@ describe('server: bad input', () => {
     `);
   });
 
-  it('closes with 1009 a frame over maxPayloadBytes (ws\'s own hard limit)', async () => {
+  it("closes with 1009 a frame over maxPayloadBytes (ws's own hard limit)", async () => {
     const h = await startServer({ maxFrameBytes: 64, maxPayloadBytes: 128 });
     stop = h.stop;
     const c = await h.connect();

@@ -64,8 +64,7 @@ describe('server: per-connection limits', () => {
       id: 4,
       stream: 'chat',
       code: 'too_many_requests',
-      message:
-        'too many requests in flight: at most 3 requests of one connection may wait for their answer (maxRequestsInFlight); wait for answers before sending more',
+      message: 'too many requests in flight: at most 3 requests of one connection may wait for their answer (maxRequestsInFlight); wait for answers before sending more',
     });
     expect(await c.next((m) => m.op === 'error')).toMatchObject({ stream: 'chat', code: 'too_many_requests' }); // the subscribe
     expect(hook.calls).toHaveLength(1); // the first request still waits for its answer

@@ -62,7 +62,10 @@ describe('server: unfinished messages', () => {
     const bystander = await h.connect();
     const first = await RawWebSocket.open(h.server.port);
     const second = await RawWebSocket.open(h.server.port);
-    cleanup.push(() => first.socket.destroy(), () => second.socket.destroy());
+    cleanup.push(
+      () => first.socket.destroy(),
+      () => second.socket.destroy(),
+    );
 
     first.send(OPCODE.text, 'x'.repeat(30 * KIB), false); // under its own maxPayloadBytes
     await first.fence();
@@ -87,7 +90,10 @@ describe('server: handshake deadline', () => {
     cleanup.push(h.stop);
     const silent = connect(h.server.port, '127.0.0.1');
     const half = connect(h.server.port, '127.0.0.1');
-    cleanup.push(() => silent.destroy(), () => half.destroy());
+    cleanup.push(
+      () => silent.destroy(),
+      () => half.destroy(),
+    );
     await Promise.all([once(silent, 'connect'), once(half, 'connect')]);
     half.write('GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n');
     const replies = [silent, half].map((socket) => {

@@ -12,29 +12,32 @@ const refuse = (options: Partial<ServerOptions>) => createServer({ engine, port:
 describe('server options', () => {
   it.each([
     [{ engine: undefined }, 'createServer: "engine" is required: an Engine from createEngine(), got undefined'],
-    [{ host: '0.0.0.0' }, 'createServer: "host" "0.0.0.0" is not a loopback address and neither "token" nor "verify" is set: set one to serve the network, or use host "127.0.0.1"'],
+    [
+      { host: '0.0.0.0' },
+      'createServer: "host" "0.0.0.0" is not a loopback address and neither "token" nor "verify" is set: set one to serve the network, or use host "127.0.0.1"',
+    ],
     [{ host: '' }, 'createServer: "host" must be a non-empty string, got ""'],
     [{ port: 70_000 }, 'createServer: "port" must be an integer from 0 to 65535, got 70000'],
     [{ port: 1.5 }, 'createServer: "port" must be an integer from 0 to 65535, got 1.5'],
     [{ token: '' }, 'createServer: "token" must be a non-empty string, got ""'],
     [{ verify: 'yes' }, 'createServer: "verify" must be a function (credential) => Identity | undefined, got "yes"'],
-    [
-      { token: 't', verify: () => ({ id: 'a' }) },
-      'createServer: "token" and "verify" are both set: set one ("token" is a shorthand for a verify that compares it)',
-    ],
+    [{ token: 't', verify: () => ({ id: 'a' }) }, 'createServer: "token" and "verify" are both set: set one ("token" is a shorthand for a verify that compares it)'],
     [{ allowedOrigins: 'http://a.example' }, 'createServer: "allowedOrigins" must be an array of origins, got "http://a.example"'],
     [{ allowedOrigins: ['a.example'] }, `createServer: "allowedOrigins" must hold origins like "https://app.example:8443" (or '*'), got "a.example"`],
     [{ allowedOrigins: ['file:///index.html'] }, `createServer: "allowedOrigins" must hold origins like "https://app.example:8443" (or '*'), got "file:///index.html"`],
     [{ authorize: 'yes' }, 'createServer: "authorize" must be a function (request, stream, action) => boolean, got "yes"'],
     [{ maxFrameBytes: 0 }, 'createServer: "maxFrameBytes" must be a positive integer, got 0'],
     [{ maxBufferedBytes: -1 }, 'createServer: "maxBufferedBytes" must be a positive integer, got -1'],
-    [
-      { maxFrameBytes: 2048, maxPayloadBytes: 1024 },
-      'createServer: "maxPayloadBytes" (1024) must be >= "maxFrameBytes" (2048): frames between them get "frame_too_large"',
-    ],
+    [{ maxFrameBytes: 2048, maxPayloadBytes: 1024 }, 'createServer: "maxPayloadBytes" (1024) must be >= "maxFrameBytes" (2048): frames between them get "frame_too_large"'],
     [{ slowClient: 'drop' }, `createServer: "slowClient" must be 'coalesce' or 'close', got "drop"`],
-    [{ dispatchRate: { perSecond: 0, burst: 1 } }, 'createServer: "dispatchRate" must be { perSecond: a positive number, burst: an integer >= 1 }, got {"perSecond":0,"burst":1}'],
-    [{ dispatchRate: { perSecond: 5, burst: 0.5 } }, 'createServer: "dispatchRate" must be { perSecond: a positive number, burst: an integer >= 1 }, got {"perSecond":5,"burst":0.5}'],
+    [
+      { dispatchRate: { perSecond: 0, burst: 1 } },
+      'createServer: "dispatchRate" must be { perSecond: a positive number, burst: an integer >= 1 }, got {"perSecond":0,"burst":1}',
+    ],
+    [
+      { dispatchRate: { perSecond: 5, burst: 0.5 } },
+      'createServer: "dispatchRate" must be { perSecond: a positive number, burst: an integer >= 1 }, got {"perSecond":5,"burst":0.5}',
+    ],
     [{ heartbeatMs: -5 }, 'createServer: "heartbeatMs" must be a non-negative integer (0: off), got -5'],
     [{ scheduler: {} }, 'createServer: "scheduler" must be an rxjs SchedulerLike, got [object Object]'],
     [{ messageTimeoutMs: 0 }, 'createServer: "messageTimeoutMs" must be a positive integer, got 0'],
@@ -57,10 +60,7 @@ describe('server options', () => {
       { routes: [{ method: 'POST', path: '/streams/:id/events', handler: () => {} }] },
       'createServer: "routes"[0] (POST /streams/:id/events) clashes with the built-in route GET /streams/:stream/events',
     ],
-    [
-      { routes: [{ method: 'GET', path: '/healthz', handler: () => {} }] },
-      'createServer: "routes"[0] (GET /healthz) clashes with the built-in route GET /healthz',
-    ],
+    [{ routes: [{ method: 'GET', path: '/healthz', handler: () => {} }] }, 'createServer: "routes"[0] (GET /healthz) clashes with the built-in route GET /healthz'],
     [
       {
         routes: [

@@ -94,7 +94,13 @@ describe('server: routes', () => {
 
   it('answers 500 internal for a handler that throws or rejects, and carries on', async () => {
     const routes: Route[] = [
-      { method: 'POST', path: '/throws', handler: () => { throw new Error('secret detail'); } },
+      {
+        method: 'POST',
+        path: '/throws',
+        handler: () => {
+          throw new Error('secret detail');
+        },
+      },
       { method: 'GET', path: '/rejects', handler: async () => Promise.reject(new Error('secret detail')) },
     ];
     const h = await server({ routes });

@@ -68,8 +68,7 @@ async function setUp(slowClient: 'coalesce' | 'close', options: Partial<ServerOp
   return { h, slow, fast, diagnostics, flood };
 }
 
-const maxBuffered = (sent: readonly SentReport[], connection: number) =>
-  Math.max(0, ...sent.filter((r) => r.connection === connection).map((r) => r.bufferedAmount));
+const maxBuffered = (sent: readonly SentReport[], connection: number) => Math.max(0, ...sent.filter((r) => r.connection === connection).map((r) => r.bufferedAmount));
 
 describe('server: a client that stops reading', () => {
   it("'coalesce': its buffer stays near the mark, others get every rune, and once it reads again it gets a snapshot and the runes after it", async () => {

@@ -176,7 +176,7 @@ describe('CommitQueue: order', () => {
     expect(log.slice(4)).toEqual(['append a:2', 'published a:2', 'a:2 accepted']);
   });
 
-  it('takes a rune enqueued while announcing runes that did not come through it (another writer\'s) in the next batch too', async () => {
+  it("takes a rune enqueued while announcing runes that did not come through it (another writer's) in the next batch too", async () => {
     const log: string[] = [];
     const { store } = loggingStore(log, { sync: true });
     const { queue, sink, settled } = queueOn(store, log);

@@ -79,9 +79,7 @@ describe('dispatchTo (memory store: each result at once)', () => {
   it('gives the limits and an unknown stream as results, like dispatch', async () => {
     const engine = createEngine({ limits: { maxDepth: 2 } });
     await engine.spawn('chat-1', chatActor);
-    const results = await lastValueFrom(
-      from([{ type: 'Pause', reason: 'x', extra: { a: { b: 1 } } }, interact]).pipe(dispatchTo(engine, 'chat-1'), map(outcome), toArray()),
-    );
+    const results = await lastValueFrom(from([{ type: 'Pause', reason: 'x', extra: { a: { b: 1 } } }, interact]).pipe(dispatchTo(engine, 'chat-1'), map(outcome), toArray()));
     expect(results).toEqual(['too_deep', 2]);
     expect(await lastValueFrom(from([interact]).pipe(dispatchTo(engine, 'nobody'), map(outcome)))).toBe('unknown_stream');
     await engine.close();

@@ -33,7 +33,10 @@ describe('durableDeadline', () => {
     const firedAt: number[] = [];
     scheduler.run(() => {
       const before = scheduler.actions.length;
-      for (let i = 0; i < 1000; i++) durableDeadline(1000 + (i % 3) * 1000, i, { scheduler }).pipe(take(1)).subscribe(() => firedAt.push(scheduler.now()));
+      for (let i = 0; i < 1000; i++)
+        durableDeadline(1000 + (i % 3) * 1000, i, { scheduler })
+          .pipe(take(1))
+          .subscribe(() => firedAt.push(scheduler.now()));
       expect(scheduler.actions.length - before).toBe(1);
     });
     expect(firedAt.filter((t) => t === 1000)).toHaveLength(334);

@@ -96,7 +96,11 @@ describe('engine: limits on spawn inputs and events', () => {
     const engine = createEngine();
     await engine.spawn('chat-1', 'chat-actor');
     const result = await engine.dispatch('chat-1', { type: 'x'.repeat(100_000) });
-    expect(result).toMatchObject({ accepted: false, code: 'unknown_event', reason: expect.stringContaining(`unknown event type "${'x'.repeat(39)}…" for machine "chat-actor"`) });
+    expect(result).toMatchObject({
+      accepted: false,
+      code: 'unknown_event',
+      reason: expect.stringContaining(`unknown event type "${'x'.repeat(39)}…" for machine "chat-actor"`),
+    });
     expect((result as { reason: string }).reason.length).toBeLessThan(500);
     await engine.close();
   });

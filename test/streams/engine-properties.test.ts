@@ -81,8 +81,7 @@ async function check(store: RuneStore, commands: readonly Command[]): Promise<vo
       const joiner = { stream: c.stream, afterSeq: c.afterSeq, seqs: [] as number[] };
       joiners.push(joiner);
       engine.runes$(c.stream, { afterSeq: c.afterSeq }).subscribe({ next: (r) => joiner.seqs.push(r.seq), error: () => {} });
-    }
-    else await turn();
+    } else await turn();
   }
   // Answers dispatched late land in `results` as it grows: wait until it stops growing.
   for (let settled = 0; settled < results.length; ) {
@@ -128,14 +127,23 @@ describe('engine properties: random spawns, dispatches, answers from inside subs
   const commands = fc.array(command, { minLength: 1, maxLength: 40 });
 
   it('memory store (commits at once): gapless logs, states that are their folds, every rune heard once in order', async () => {
-    await fc.assert(fc.asyncProperty(commands, (cs) => check(memoryStore(), cs)), { numRuns: 150 });
+    await fc.assert(
+      fc.asyncProperty(commands, (cs) => check(memoryStore(), cs)),
+      { numRuns: 150 },
+    );
   });
 
   it('a store without appendSync (batches): the same', async () => {
-    await fc.assert(fc.asyncProperty(commands, (cs) => check({ ...memoryStore(), appendSync: undefined }, cs)), { numRuns: 150 });
+    await fc.assert(
+      fc.asyncProperty(commands, (cs) => check({ ...memoryStore(), appendSync: undefined }, cs)),
+      { numRuns: 150 },
+    );
   });
 
   it('sqliteStore on a real file: the same', async () => {
-    await fc.assert(fc.asyncProperty(commands, (cs) => check(sqliteStore(join(dir, `p-${++files}.db`)), cs)), { numRuns: 40 });
+    await fc.assert(
+      fc.asyncProperty(commands, (cs) => check(sqliteStore(join(dir, `p-${++files}.db`)), cs)),
+      { numRuns: 40 },
+    );
   });
 });

@@ -42,7 +42,10 @@ describe('two engines on one store (two writers), following it', () => {
     const b = createEngine({ store: shared(store), followStore: true });
     await a.spawn('s', chatActor);
     await b.dispatch('s', interact);
-    const collided = await a.dispatch('s', { type: 'Ping' }).then(() => undefined, (error: unknown) => error);
+    const collided = await a.dispatch('s', { type: 'Ping' }).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(collided).toBeInstanceOf(StoreConflictError);
     expect(collided).toMatchObject({ stream: 's', expectedSeq: 3, gotSeq: 2 });
     expect(await a.dispatch('s', complete)).toMatchObject({ accepted: true, rune: { seq: 3, from: 'running', to: 'idle' } });
@@ -117,7 +120,10 @@ describe('fencing: an owner that lost its lease cannot write', () => {
       // The lease moves on while the old owner is paused; the new owner raises it before writing.
       await store.raiseFence!({ lease: 'log', epoch: 2 });
       const owner = createEngine({ store: shared(store), fence: { lease: 'log', epoch: 2 } });
-      const fenced = await old.dispatch('s', interact).then(() => undefined, (error: unknown) => error);
+      const fenced = await old.dispatch('s', interact).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       expect(fenced).toBeInstanceOf(StoreFencedError);
       expect(fenced).toMatchObject({ code: 'fenced', fence: { lease: 'log', epoch: 1 }, newestEpoch: 2 });
       expect(await old.spawn('t', chatActor).catch((error: unknown) => error)).toBeInstanceOf(StoreFencedError);
@@ -130,15 +136,7 @@ describe('fencing: an owner that lost its lease cannot write', () => {
   }
 });
 
-const EVENTS = [
-  { type: 'Ping' },
-  { type: 'Ping' },
-  interact,
-  complete,
-  { type: 'Pause', reason: 'lunch' },
-  { type: 'Cancel', reason: 'user' },
-  { type: 'Explode' },
-];
+const EVENTS = [{ type: 'Ping' }, { type: 'Ping' }, interact, complete, { type: 'Pause', reason: 'lunch' }, { type: 'Cancel', reason: 'user' }, { type: 'Explode' }];
 
 type Command =
   | { op: 'dispatch'; engine: number; event: number }
@@ -172,8 +170,7 @@ async function check(batches: readonly [boolean, boolean], commands: readonly Co
   const streamErrors: unknown[] = [];
   const answers: number[][] = [[], []];
   const outcomes: Array<Promise<DispatchResult | { failed: unknown }>> = [];
-  const dispatch = (i: number, event: number) =>
-    outcomes.push(engines[i]!.dispatch('s', EVENTS[event]).catch((failed: unknown) => ({ failed })));
+  const dispatch = (i: number, event: number) => outcomes.push(engines[i]!.dispatch('s', EVENTS[event]).catch((failed: unknown) => ({ failed })));
   engines.forEach((engine, i) => {
     engine.state$('s').subscribe({ next: (state) => (lastStates[i] = state), error: (e) => streamErrors.push(e) });
     engine.runes$('s').subscribe({ next: (rune) => seqs[i]!.push(rune.seq), error: (e) => streamErrors.push(e) });
@@ -222,9 +219,16 @@ async function check(batches: readonly [boolean, boolean], commands: readonly Co
 
 describe('two engines following one store: random dispatches from both, answers from inside subscribers, releases and turns', () => {
   const commands = fc.array(command, { minLength: 1, maxLength: 40 });
-  for (const batches of [[false, false], [true, false], [true, true]] as const) {
+  for (const batches of [
+    [false, false],
+    [true, false],
+    [true, true],
+  ] as const) {
     it(`gapless log, each rune accepted once or the dispatch failed with the conflict, both engines see every rune (${batches.map((b) => (b ? 'batches' : 'at once')).join(' / ')})`, async () => {
-      await fc.assert(fc.asyncProperty(commands, (cs) => check(batches, cs)), { numRuns: 120 });
+      await fc.assert(
+        fc.asyncProperty(commands, (cs) => check(batches, cs)),
+        { numRuns: 120 },
+      );
     });
   }
 });

@@ -372,7 +372,7 @@ describe('engine: hydration, snapshots and retention', () => {
     await second.close();
   });
 
-  it("stamps a rune with the time of its dispatch, even when the stream had to be hydrated first; at never goes back", async () => {
+  it('stamps a rune with the time of its dispatch, even when the stream had to be hydrated first; at never goes back', async () => {
     const scheduler = new VirtualTimeScheduler();
     const engine = createEngine({ scheduler });
     await engine.spawn('a', 'chat-actor');
@@ -426,7 +426,7 @@ describe('engine: hydration, snapshots and retention', () => {
     await second.close();
   });
 
-  it("prunes what a snapshot covers for streams whose retention says so, and keeps the head", async () => {
+  it('prunes what a snapshot covers for streams whose retention says so, and keeps the head', async () => {
     const store = memoryStore();
     const engine = createEngine({ store, snapshotEvery: 2, retention: (stream) => (stream.startsWith('tmp-') ? 'snapshot' : 'all') });
     for (const s of ['tmp-1', 'keep-1']) {

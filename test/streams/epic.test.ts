@@ -105,7 +105,10 @@ describe('engine epics', () => {
           return throwError(() => new Error('nope'));
         },
         function pausesNewChats(runes$) {
-          return runes$.pipe(filter((r) => r.kind === 'spawned'), map((r): EpicCommand => ({ stream: r.stream, event: { type: 'Pause', reason: 'new' } })));
+          return runes$.pipe(
+            filter((r) => r.kind === 'spawned'),
+            map((r): EpicCommand => ({ stream: r.stream, event: { type: 'Pause', reason: 'new' } })),
+          );
         },
       ],
     });
@@ -127,7 +130,10 @@ describe('engine epics', () => {
           return runes$.pipe(
             filter((r) => r.kind === 'Ping'),
             mergeMap(async (r) => {
-              seen.push(await firstValueFrom(context.snapshot(r.stream)), (await firstValueFrom(context.read(r.stream).pipe(toArray()))).map((x) => x.kind));
+              seen.push(
+                await firstValueFrom(context.snapshot(r.stream)),
+                (await firstValueFrom(context.read(r.stream).pipe(toArray()))).map((x) => x.kind),
+              );
               const call: EpicCommand = { stream: 'call-1', spawn: 'tool-call', input: { callId: 'c1', toolName: 'clock', arguments: {} } };
               return [call, call, { stream: 'call-1', event: { type: 'no_approval_needed' } }] satisfies EpicCommand[];
             }),

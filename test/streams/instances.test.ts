@@ -92,11 +92,14 @@ describe('Instances: loading', () => {
     await inner.append(chatRunes('a', 3));
     let goOn!: () => void;
     const held = new Promise<void>((resolve) => (goOn = resolve));
-    const store: RuneStore = { ...inner, head: async (stream) => {
-      const head = await inner.head(stream);
-      await held;
-      return head;
-    } };
+    const store: RuneStore = {
+      ...inner,
+      head: async (stream) => {
+        const head = await inner.head(stream);
+        await held;
+        return head;
+      },
+    };
     const instances = new Instances(store, machines);
     const [, a4, a5] = chatRunes('a', 5).slice(2);
     expect(instances.arrived(a4!)).toBe(false); // no load in progress: nothing to fold into
@@ -114,10 +117,13 @@ describe('Instances: loading', () => {
   it('refuses a log that ends before its head (log_mismatch) and a machine it does not host (unknown_machine)', async () => {
     const inner = memoryStore();
     await inner.append([...chatRunes('a', 2), { stream: 'x', seq: 1, machine: 'alien', kind: 'spawned', event: { type: 'spawn' }, at: 0 }]);
-    const store: RuneStore = { ...inner, head: async (stream) => {
-      const head = await inner.head(stream);
-      return head && { ...head, seq: head.seq + 1 };
-    } };
+    const store: RuneStore = {
+      ...inner,
+      head: async (stream) => {
+        const head = await inner.head(stream);
+        return head && { ...head, seq: head.seq + 1 };
+      },
+    };
     const instances = new Instances(store, machines);
     await expect(instances.load('a')).rejects.toMatchObject({ code: 'log_mismatch', message: `stream "a": the store's head is seq 3 but its runes end at 2` });
     await expect(instances.load('x')).rejects.toBeInstanceOf(StreamReadError);
@@ -127,7 +133,7 @@ describe('Instances: loading', () => {
 });
 
 describe('Instances: a spawn claims its stream', () => {
-  it("puts the instance in memory in the same step as its spawn rune is admitted: no load sees it before, whatever microtask it comes in", async () => {
+  it('puts the instance in memory in the same step as its spawn rune is admitted: no load sees it before, whatever microtask it comes in', async () => {
     for (let delay = 0; delay <= 12; delay++) {
       const instances = new Instances(memoryStore(), machines);
       const admitted = new Set<Instance>();
@@ -167,7 +173,11 @@ describe('Instances: a spawn claims its stream', () => {
     const store: RuneStore = { ...inner, head: async (stream) => (await asked, inner.head(stream)) };
     const instances = new Instances(store, machines);
     let created = 0;
-    const claim = instances.claim('a', () => (created++, spawned('a')), () => {});
+    const claim = instances.claim(
+      'a',
+      () => (created++, spawned('a')),
+      () => {},
+    );
     expect(instances.has('a')).toBe(true);
     expect(instances.loading('a')).toBe(claim);
     const loaded = instances.load('a');
@@ -184,7 +194,11 @@ describe('Instances: a spawn claims its stream', () => {
 describe('Instances: leaving memory', () => {
   it('releases an instance at once when every rune is durable, else marks it to leave once they are', async () => {
     const instances = new Instances(memoryStore(), machines);
-    await instances.claim('a', () => spawned('a'), () => {});
+    await instances.claim(
+      'a',
+      () => spawned('a'),
+      () => {},
+    );
     const a = instances.get('a')!;
     instances.release('a');
     expect(a.releasing).toBe(true); // its spawn is not durable yet

@@ -3,7 +3,6 @@ import { StoreConflictError } from '../../src/streams/store.js';
 import { memoryStore } from '../../src/streams/memory-store.js';
 import { runeOf, runesOf, storeContract } from '../../src/store-kit.js';
 
-
 storeContract('memoryStore', () => memoryStore(), { describe, it, expect }, { appendSync: true, severalWriters: true });
 
 describe('memoryStore.appendSync', () => {
@@ -50,7 +49,7 @@ describe('memoryStore across its chunks of 1,024 runes', () => {
     expect((await store.read('a')).map((r) => r.seq)).toEqual([2049]);
   });
 
-  it('grows a young stream\'s chunk rune by rune through every capacity, keeping each rune, and prunes inside it', async () => {
+  it("grows a young stream's chunk rune by rune through every capacity, keeping each rune, and prunes inside it", async () => {
     const store = memoryStore();
     const written = [runeOf('a', 1, 'counter'), ...runesOf('a', 2, 1100)];
     for (const rune of written) store.appendSync!(rune);

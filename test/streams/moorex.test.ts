@@ -1,14 +1,7 @@
 import { Observable, interval, map, mergeMap } from 'rxjs';
 import { TestScheduler, type RunHelpers } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import {
-  agentTransition,
-  initialAgentState,
-  reactAgentEffectsAt,
-  type AgentInput,
-  type AgentState,
-  type ReactAgentEffect,
-} from '../../src/index.js';
+import { agentTransition, initialAgentState, reactAgentEffectsAt, type AgentInput, type AgentState, type ReactAgentEffect } from '../../src/index.js';
 import { createMoorex, type Moorex, type MoorexEffectController, type MoorexEffectEvent } from '../../src/streams/moorex.js';
 
 const testScheduler = () => new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
@@ -23,18 +16,20 @@ interface ToyEffect {
   name: string;
 }
 
-const toyTransition = (input: ToyInput) => (state: Toy): Toy => {
-  switch (input.type) {
-    case 'want':
-      return state.wanted.includes(input.key) ? state : { ...state, wanted: [...state.wanted, input.key] };
-    case 'drop':
-      return state.wanted.includes(input.key) ? { ...state, wanted: state.wanted.filter((k) => k !== input.key) } : state;
-    case 'bump':
-      return { ...state, version: state.version + 1 };
-    case 'noop':
-      return state;
-  }
-};
+const toyTransition =
+  (input: ToyInput) =>
+  (state: Toy): Toy => {
+    switch (input.type) {
+      case 'want':
+        return state.wanted.includes(input.key) ? state : { ...state, wanted: [...state.wanted, input.key] };
+      case 'drop':
+        return state.wanted.includes(input.key) ? { ...state, wanted: state.wanted.filter((k) => k !== input.key) } : state;
+      case 'bump':
+        return { ...state, version: state.version + 1 };
+      case 'noop':
+        return state;
+    }
+  };
 const toyEffectsAt = (state: Toy): Record<string, ToyEffect> => Object.fromEntries(state.wanted.map((k) => [k, { name: k }]));
 const toy = (wanted: readonly string[] = []): Toy => ({ wanted, version: 0 });
 const want = (key: string): ToyInput => ({ type: 'want', key });
@@ -42,8 +37,7 @@ const drop = (key: string): ToyInput => ({ type: 'drop', key });
 const bump: ToyInput = { type: 'bump' };
 const noop: ToyInput = { type: 'noop' };
 
-const describeEvent = (e: MoorexEffectEvent<unknown>): string =>
-  `${e.type} ${e.key}${e.type === 'failed' ? `: ${(e.error as Error).message}` : ''}`;
+const describeEvent = (e: MoorexEffectEvent<unknown>): string => `${e.type} ${e.key}${e.type === 'failed' ? `: ${(e.error as Error).message}` : ''}`;
 
 /** Every effect event with the virtual time it happened at. */
 function recordEffects(moorex: Moorex<any, any, any>, scheduler: TestScheduler): Array<[number, string]> {
@@ -105,7 +99,6 @@ describe('createMoorex: reconciliation by key', () => {
       ]);
     });
   });
-
 
   it('keeps an effect that emits and completes at once running until its own inputs are applied', () => {
     // The effect for "a" bumps the state twice and completes synchronously. Were it settled before
@@ -397,7 +390,12 @@ describe('createMoorex + reactAgent: the ReAct loop end to end', () => {
         return running.pipe(
           map((): AgentInput => {
             const at = stamp();
-            return { type: 'tool-call-completed', toolCallId: effect.toolCallId, result: { isSuccess: true, content: `found ${effect.parameters}`, receivedAt: at }, timestamp: at };
+            return {
+              type: 'tool-call-completed',
+              toolCallId: effect.toolCallId,
+              result: { isSuccess: true, content: `found ${effect.parameters}`, receivedAt: at },
+              timestamp: at,
+            };
           }),
         );
       };
@@ -409,9 +407,7 @@ describe('createMoorex + reactAgent: the ReAct loop end to end', () => {
         runEffect: (effect, state) => (effect.type === 'call-llm' ? fakeLlm(effect, state) : fakeTool(effect)),
       });
       const log = recordEffects(moorex, scheduler);
-      hot('-u', { u: { type: 'user-message-received', messageId: 'm1', content: 'What is Moorex?', timestamp: 1 } as AgentInput }).subscribe(
-        moorex.dispatch,
-      );
+      hot('-u', { u: { type: 'user-message-received', messageId: 'm1', content: 'What is Moorex?', timestamp: 1 } as AgentInput }).subscribe(moorex.dispatch);
       flush();
 
       expect(log).toEqual([

@@ -33,7 +33,10 @@ describe('notices', () => {
   it("is an engine's notices$: its live runes piped through it", async () => {
     const engine = createEngine();
     const seen: string[] = [];
-    engine.runes$().pipe(notices()).subscribe((n) => seen.push(`${n.stream}#${n.seq} ${n.type}`));
+    engine
+      .runes$()
+      .pipe(notices())
+      .subscribe((n) => seen.push(`${n.stream}#${n.seq} ${n.type}`));
     await engine.spawn('chat-1', 'chat-actor');
     await engine.dispatch('chat-1', { type: 'ProcessInteraction', userId });
     await engine.dispatch('chat-1', { type: 'InteractionComplete', success: false, error: 'model down' });

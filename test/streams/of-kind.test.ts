@@ -37,7 +37,9 @@ describe('ofKind', () => {
 
   it('narrows the event where the kind is the event type, and leaves it whole where it is not', () => {
     const actors$ = new Subject<RuneOf<typeof chatActor>>();
-    expectTypeOf(actors$.pipe(ofKind('Pause'))).toEqualTypeOf<Observable<Rune<Extract<ChatActorEvent, { type: 'Pause' }>, RuneOf<typeof chatActor>['to'] & string> & { kind: 'Pause' }>>();
+    expectTypeOf(actors$.pipe(ofKind('Pause'))).toEqualTypeOf<
+      Observable<Rune<Extract<ChatActorEvent, { type: 'Pause' }>, RuneOf<typeof chatActor>['to'] & string> & { kind: 'Pause' }>
+    >();
     actors$.pipe(ofKind('ProcessInteraction', 'Pause')).subscribe((r) => {
       expectTypeOf(r.kind).toEqualTypeOf<'ProcessInteraction' | 'Pause'>();
       expectTypeOf(r.event).toEqualTypeOf<Extract<ChatActorEvent, { type: 'ProcessInteraction' | 'Pause' }>>();

@@ -50,7 +50,9 @@ describe('ofMachine', () => {
       expectTypeOf(calls$).toEqualTypeOf<import('rxjs').Observable<RuneOf<typeof toolCall>>>();
       calls$.subscribe((r) => {
         expectTypeOf(r.event).toEqualTypeOf<ToolCallEvent | { type: 'spawn'; input: ToolCallInput }>();
-        expectTypeOf(r.to).toEqualTypeOf<'pending_call' | 'awaiting_approval' | 'executing' | 'denied' | 'completed_result' | 'error_result' | 'timeout_result' | 'cancelled_result' | undefined>();
+        expectTypeOf(r.to).toEqualTypeOf<
+          'pending_call' | 'awaiting_approval' | 'executing' | 'denied' | 'completed_result' | 'error_result' | 'timeout_result' | 'cancelled_result' | undefined
+        >();
         if (r.event.type === 'denied') expectTypeOf(r.event.reason).toEqualTypeOf<string | undefined>();
         if (r.event.type === 'spawn') expectTypeOf(r.event.input).toEqualTypeOf<ToolCallInput>();
       });

@@ -26,7 +26,9 @@ describe('replayThenLive', () => {
 
   it('errors, naming the missing seqs, when the stored runes start after a pruned gap', async () => {
     const runes = replayThenLive({ stream: 's', afterSeq: 0, read: async (after) => (after === 0 ? [rune(5)] : []), live$: new Subject<Rune>() });
-    await expect(firstValueFrom(runes)).rejects.toThrow('stream "s": runes 1..4 were not in the store when read, nor heard live (pruned by retention, or written by another process)');
+    await expect(firstValueFrom(runes)).rejects.toThrow(
+      'stream "s": runes 1..4 were not in the store when read, nor heard live (pruned by retention, or written by another process)',
+    );
   });
 
   it('completes when the live runes complete (the engine closed)', async () => {

@@ -125,7 +125,10 @@ describe('Snapshots: saving in the background', () => {
   it('reports a save that failed and goes on with the next; its stream keeps its runes', async () => {
     const recorder = await storeWith(['a', 'b'], 2);
     const failures: string[] = [];
-    const snapshots = new Snapshots(recorder.store, options({ every: 2, retention: () => 'snapshot', failed: (stream, error) => failures.push(`${stream}: ${(error as Error).message}`) }));
+    const snapshots = new Snapshots(
+      recorder.store,
+      options({ every: 2, retention: () => 'snapshot', failed: (stream, error) => failures.push(`${stream}: ${(error as Error).message}`) }),
+    );
     recorder.failing.add('a');
     for (const name of ['a', 'b']) {
       const s = subject(name);

@@ -21,7 +21,7 @@ describe('storeErrorOf: what SQLite says, as a StoreError code', () => {
     ['SQLITE_CONSTRAINT_TRIGGER', 'seq_conflict'],
     ['SQLITE_CONSTRAINT_PRIMARYKEY', 'seq_conflict'],
   ];
-  it.each(cases)('%s -> %s, naming the file and keeping SQLite\'s error as the cause', (sqliteCode, storeCode) => {
+  it.each(cases)("%s -> %s, naming the file and keeping SQLite's error as the cause", (sqliteCode, storeCode) => {
     const sqliteError = new Database.SqliteError('what SQLite said', sqliteCode);
     const error = storeErrorOf('/data/agents.db', sqliteError);
     expect(error).toBeInstanceOf(StoreError);
@@ -30,7 +30,7 @@ describe('storeErrorOf: what SQLite says, as a StoreError code', () => {
     if (storeCode !== 'seq_conflict') expect((error as Error).message).toContain(`sqliteStore "/data/agents.db": `);
   });
 
-  it('passes on what it does not know: other SQLite codes, and errors that are not SQLite\'s', () => {
+  it("passes on what it does not know: other SQLite codes, and errors that are not SQLite's", () => {
     const misuse = new Database.SqliteError('bad parameter', 'SQLITE_MISUSE');
     expect(storeErrorOf('x.db', misuse)).toBe(misuse);
     const plain = new TypeError('not sqlite');

@@ -91,7 +91,10 @@ describe('sqliteStore: the file', () => {
 
     const gap = batchOf(11);
     gap[557] = runeOf('stream-57', 17); // stream-57's seq 16 comes in as 17
-    const error = await store.append(gap).then(() => undefined, (e: unknown) => e);
+    const error = await store.append(gap).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(StoreConflictError);
     expect(error).toMatchObject({ stream: 'stream-57', expectedSeq: 16, gotSeq: 17 });
 
@@ -106,13 +109,27 @@ describe('sqliteStore: the file', () => {
     expect(await stored()).toBe(2000);
   });
 
-  it('reads back unicode, nested objects and numbers exactly, and runes whose machine is not their stream\'s', async () => {
+  it("reads back unicode, nested objects and numbers exactly, and runes whose machine is not their stream's", async () => {
     const path = freshPath();
     const event = {
       type: 'tick',
       text: 'é✓ "quoted" \\ back\nslash \t tab 𝄞 👩‍👩‍👧 العربية עברית 中文 \u0000 nul \u2028 lone \ud800 surrogate',
       '키 with spaces & "quotes"': { nested: { deeper: [1, [2, [3, { four: 4 }]], null, true, false, '', {}, []] } },
-      numbers: [0, -1, 1.5, -2.25, 0.1 + 0.2, 1e-7, 1e21, 123456789.12345679, Number.MAX_SAFE_INTEGER, Number.MIN_SAFE_INTEGER, Number.MAX_VALUE, Number.MIN_VALUE, -Number.EPSILON],
+      numbers: [
+        0,
+        -1,
+        1.5,
+        -2.25,
+        0.1 + 0.2,
+        1e-7,
+        1e21,
+        123456789.12345679,
+        Number.MAX_SAFE_INTEGER,
+        Number.MIN_SAFE_INTEGER,
+        Number.MAX_VALUE,
+        Number.MIN_VALUE,
+        -Number.EPSILON,
+      ],
     };
     const runes: Rune[] = [
       { stream: 'u', seq: 1, machine: 'counter', kind: 'spawned', event: { type: 'spawn', input: event }, at: 0.5 },
@@ -133,7 +150,7 @@ describe('sqliteStore: the file', () => {
     expect(await again.latestSnapshot('u')).toStrictEqual({ stream: 'u', seq: 4, state });
   });
 
-  it('stores a rune compactly: stream, seq and kind as columns, the rest as JSON without its stream\'s machine', async () => {
+  it("stores a rune compactly: stream, seq and kind as columns, the rest as JSON without its stream's machine", async () => {
     const path = freshPath();
     const store = openStore(path);
     await store.append([...runesOf('a', 1, 2), { ...runeOf('a', 3), machine: 'other', from: undefined }]);
@@ -224,7 +241,9 @@ describe('sqliteStore: the database keeps each stream gapless on its own', () =>
     expect(() => insert.run('nobody', 1, 'spawned', body(1))).toThrow(gapless); // a stream never created
     expect(() => raw.prepare('INSERT OR REPLACE INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)').run('a', 2, 'tick', body(2))).toThrow(gapless);
     // A statement of several runes is refused whole: a4 does not stay behind a6.
-    expect(() => raw.prepare('INSERT INTO runes (stream, seq, kind, body) VALUES (?, 4, ?, ?), (?, 6, ?, ?)').run('a', 'tick', body(4), 'a', 'tick', body(6))).toThrow(gapless);
+    expect(() => raw.prepare('INSERT INTO runes (stream, seq, kind, body) VALUES (?, 4, ?, ?), (?, 6, ?, ?)').run('a', 'tick', body(4), 'a', 'tick', body(6))).toThrow(
+      gapless,
+    );
     expect(seqsOf(raw)).toEqual([1, 2, 3]);
 
     // What the store itself does, done by hand in one transaction, is accepted and read back.
@@ -234,12 +253,16 @@ describe('sqliteStore: the database keeps each stream gapless on its own', () =>
     })();
     const store = storeAfter(path, raw);
     await store.append([runeOf('a', 5)]);
-    expect(await store.read('a')).toEqual([...runesOf('a', 1, 3), { stream: 'a', seq: 4, machine: 'counter', kind: 'tick', event: { type: 'tick', n: 4 }, at: 4 }, runeOf('a', 5)]);
+    expect(await store.read('a')).toEqual([
+      ...runesOf('a', 1, 3),
+      { stream: 'a', seq: 4, machine: 'counter', kind: 'tick', event: { type: 'tick', n: 4 }, at: 4 },
+      runeOf('a', 5),
+    ]);
   });
 
   it('refuses a head moved anywhere but to its last rune, a stream created twice or deleted, and runes rewritten', async () => {
     const { path, raw } = await fileAndRaw();
-    const head = 'runestream: a stream\'s head only moves forward, to its last rune';
+    const head = "runestream: a stream's head only moves forward, to its last rune";
     expect(() => raw.exec(`UPDATE streams SET seq = 4 WHERE stream = 'a'`)).toThrow(head); // no rune 4: the next rune would leave a gap
     expect(() => raw.exec(`UPDATE streams SET seq = 2 WHERE stream = 'a'`)).toThrow(head); // back: rune 3 would come twice
     expect(() => raw.exec(`UPDATE streams SET machine = 'other' WHERE stream = 'a'`)).toThrow('runestream: a stream keeps its id and machine');
@@ -257,7 +280,7 @@ describe('sqliteStore: the database keeps each stream gapless on its own', () =>
 
   it('deletes only the oldest runes a snapshot covers, and keeps snapshots from moving back', async () => {
     const { path, raw } = await fileAndRaw(6);
-    const prune = 'runestream: only a stream\'s oldest runes, covered by its snapshot, may be deleted';
+    const prune = "runestream: only a stream's oldest runes, covered by its snapshot, may be deleted";
     expect(() => raw.exec(`DELETE FROM runes WHERE stream = 'a' AND seq = 1`)).toThrow(prune); // no snapshot yet
     raw.exec(`INSERT INTO snapshots (stream, seq, state) VALUES ('a', 4, '{"n":4}')`);
     expect(() => raw.exec(`DELETE FROM runes WHERE stream = 'a' AND seq = 2`)).toThrow(prune); // a hole after rune 1
@@ -283,7 +306,10 @@ describe('sqliteStore: the database keeps each stream gapless on its own', () =>
     raw.prepare('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)').run('a', 4, 'tick', body(4)); // no head update
     const store = storeAfter(path, raw);
     expect(await store.head('a')).toMatchObject({ stream: 'a', machine: 'counter', seq: 3 });
-    const error = await store.append([runeOf('a', 4)]).then(() => undefined, (e: unknown) => e);
+    const error = await store.append([runeOf('a', 4)]).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(StoreError);
     expect(error).toMatchObject({ code: 'seq_conflict' });
     expect((error as Error).message).toBe(
@@ -526,7 +552,7 @@ describe('sqliteStore: options', () => {
     expect((await store.head('a'))?.seq).toBe(3);
   });
 
-  it('runs with synchronous: \'full\' as with the default', async () => {
+  it("runs with synchronous: 'full' as with the default", async () => {
     const path = freshPath();
     const store = openStore(path, { synchronous: 'full' });
     await store.append(runesOf('a', 1, 3));

@@ -4,10 +4,13 @@ import { StreamReadError, createEngine, memoryStore, type Rune, type RuneStore }
 import { replayThenLive } from '../../src/streams/replay-then-live.js';
 
 /** The error an Observable or promise failed with, for asserting its class, code and message. */
-const failureOf = (settled: Promise<unknown>): Promise<unknown> => settled.then(
-  () => { throw new Error('expected a failure'); },
-  (error: unknown) => error,
-);
+const failureOf = (settled: Promise<unknown>): Promise<unknown> =>
+  settled.then(
+    () => {
+      throw new Error('expected a failure');
+    },
+    (error: unknown) => error,
+  );
 
 const spawnRune = (stream: string, machine: string): Rune => ({ stream, seq: 1, machine, kind: 'spawned', event: { type: 'spawn' }, at: 0 });
 
@@ -45,10 +48,13 @@ describe('StreamReadError: the stable codes of reading a stream', () => {
     const inner = memoryStore();
     await inner.append([spawnRune('s', 'chat-actor')]);
     // A store that claims one rune more than it can read: a head and a log that disagree.
-    const store: RuneStore = { ...inner, head: async (stream) => {
-      const head = await inner.head(stream);
-      return head && { ...head, seq: head.seq + 1 };
-    } };
+    const store: RuneStore = {
+      ...inner,
+      head: async (stream) => {
+        const head = await inner.head(stream);
+        return head && { ...head, seq: head.seq + 1 };
+      },
+    };
     const engine = createEngine({ store });
     const expected = { code: 'log_mismatch', message: `stream "s": the store's head is seq 2 but its runes end at 1` };
     expect(await failureOf(firstValueFrom(engine.state$('s')))).toMatchObject(expected);

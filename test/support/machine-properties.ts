@@ -24,10 +24,7 @@ const valueOf = (state: unknown): string | undefined =>
  * object and `step` says why; an accepted one returns a new object and a rune kind; terminal
  * states absorb every event; `transition` and `step` agree.
  */
-export function checkMachineProperties<S, E extends EventObject, I>(
-  machine: Machine<S, E, I>,
-  options: PropertyOptions<S, E, I>,
-): void {
+export function checkMachineProperties<S, E extends EventObject, I>(machine: Machine<S, E, I>, options: PropertyOptions<S, E, I>): void {
   const input = options.input ?? (fc.constant(undefined) as unknown as fc.Arbitrary<I>);
   fc.assert(
     fc.property(input, fc.array(options.event, { maxLength: options.maxLength ?? 60, size: 'max' }), (inp, events) => {
@@ -67,21 +64,12 @@ export function checkMachineProperties<S, E extends EventObject, I>(
 }
 
 /** A state of a finite machine at `value`, built from the initial state plus context fields. */
-export function stateAt<S extends { value: string }, I>(
-  machine: Machine<S, EventObject, I>,
-  value: S['value'],
-  context: Partial<S> = {},
-  input?: I,
-): S {
+export function stateAt<S extends { value: string }, I>(machine: Machine<S, EventObject, I>, value: S['value'], context: Partial<S> = {}, input?: I): S {
   return { ...machine.initial(input as I), ...context, value };
 }
 
 /** Every terminal state rejects every event (one sample of each type) with "terminal state". */
-export function expectTerminalsAbsorb<S extends { value: string }, E extends EventObject, I>(
-  machine: Machine<S, E, I>,
-  samples: readonly E[],
-  input?: I,
-): void {
+export function expectTerminalsAbsorb<S extends { value: string }, E extends EventObject, I>(machine: Machine<S, E, I>, samples: readonly E[], input?: I): void {
   const types = new Set(samples.map((e) => e.type));
   expect([...types].sort(), 'the samples must cover every event type').toEqual([...machine.events].sort());
   for (const t of machine.terminal) {
@@ -95,13 +83,7 @@ export function expectTerminalsAbsorb<S extends { value: string }, E extends Eve
 }
 
 /** One accepted row: `step` moves `state` to `to` with rune `kind` (default: the event type) and `transition` agrees; returns `transition`'s state. */
-export function expectRow<S extends { value: string }, E extends EventObject, I>(
-  machine: Machine<S, E, I>,
-  state: S,
-  event: E,
-  to: S['value'],
-  kind: string = event.type,
-): S {
+export function expectRow<S extends { value: string }, E extends EventObject, I>(machine: Machine<S, E, I>, state: S, event: E, to: S['value'], kind: string = event.type): S {
   expect(machine.step(state, event)).toMatchObject({ accepted: true, state: { value: to }, kind });
   const next = machine.transition(state, event);
   expect(next.value).toBe(to);
@@ -118,13 +100,7 @@ export interface ContextRow<S extends { value: string }, E extends EventObject> 
 }
 
 /** One accepted row with context: `step` moves `state` to `to` with the fields `after` and the event type as rune kind; `transition` returns an equal state. */
-export function expectRowAfter<S extends { value: string }, E extends EventObject, I>(
-  machine: Machine<S, E, I>,
-  state: S,
-  event: E,
-  to: S['value'],
-  after: Partial<S>,
-): void {
+export function expectRowAfter<S extends { value: string }, E extends EventObject, I>(machine: Machine<S, E, I>, state: S, event: E, to: S['value'], after: Partial<S>): void {
   const step = machine.step(state, event);
   expect(step).toMatchObject({ accepted: true, state: { value: to, ...after }, kind: event.type });
   expect(machine.transition(state, event)).toEqual(step.state);

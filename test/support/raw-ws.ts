@@ -43,7 +43,10 @@ export class RawWebSocket {
   private buffer = Buffer.alloc(0);
   private listeners: (() => void)[] = [];
 
-  private constructor(readonly socket: Socket, rest: Buffer) {
+  private constructor(
+    readonly socket: Socket,
+    rest: Buffer,
+  ) {
     this.closed = new Promise((resolve) => {
       socket.on('close', () => {
         const close = this.frames.find((f) => f.opcode === OPCODE.close);
@@ -61,9 +64,7 @@ export class RawWebSocket {
     const socket = connect(port, '127.0.0.1');
     await once(socket, 'connect');
     const key = randomBytes(16).toString('base64');
-    socket.write(
-      `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`,
-    );
+    socket.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${key}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
     let head = Buffer.alloc(0);
     while (!head.includes('\r\n\r\n')) {
       const [chunk] = (await once(socket, 'data')) as [Buffer];

@@ -54,7 +54,6 @@ export function runestream(args: string[], env: Record<string, string> = {}) {
   };
 }
 
-
 /** A fresh SQLite file in its own temporary directory. */
 export function tempDb(): string {
   const dir = mkdtempSync(join(tmpdir(), 'runestream-cli-'));

@@ -77,10 +77,7 @@ export function eventsBeforeParens(d: { label: string }): string[] {
 }
 
 /** The events a label stands for, by `labeled[label]`; an unlabeled edge by `unlabeled["from --> to"]`; none if not listed. */
-export function eventsByLabel(
-  labeled: Record<string, string[]>,
-  unlabeled: Record<string, string[]> = {},
-): (d: DrawnEdge) => string[] {
+export function eventsByLabel(labeled: Record<string, string[]>, unlabeled: Record<string, string[]> = {}): (d: DrawnEdge) => string[] {
   return (d) => (d.label === '' ? unlabeled[`${d.from} --> ${d.to}`] : labeled[d.label]) ?? [];
 }
 

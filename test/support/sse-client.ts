@@ -1,9 +1,7 @@
 import { request, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 
 /** One SSE block: an event (with its id and parsed data) or a comment line. */
-export type SseBlock =
-  | { kind: 'event'; event: string; id: string | undefined; data: unknown }
-  | { kind: 'comment'; text: string };
+export type SseBlock = { kind: 'event'; event: string; id: string | undefined; data: unknown } | { kind: 'comment'; text: string };
 
 /** An HTTP response read to its end: status, headers and the parsed JSON body. */
 export interface JsonResponse {

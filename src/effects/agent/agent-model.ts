@@ -26,7 +26,6 @@ export interface AgentModelOptions {
   readonly system?: string;
 }
 
-
 /**
  * The model request of a turn stream: its whole conversation, from its runes and its calls'
  * states. An Observable all the way: with a context that answers at once (a test's), the model is

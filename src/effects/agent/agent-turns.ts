@@ -177,7 +177,8 @@ export function agentTurns(): Epic {
           if (view.value === 'tool_executing') return [...callsOf(agent, await latestRound(view.stream, context)), ...(await finishRound(agent))];
           const lifecycle = await stateOf(context, agentStreams(agent).lifecycle, agentLifecycle);
           const commands: EpicCommand[] = [];
-          if (lifecycle?.value === 'running_turn') commands.push({ stream: agentStreams(agent).lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
+          if (lifecycle?.value === 'running_turn')
+            commands.push({ stream: agentStreams(agent).lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
           commands.push({ stream: view.stream, event: { type: 'turn_finalized' } });
           return commands;
         };

@@ -91,10 +91,14 @@ export function reactAgentRuntime(options: ReactAgentRuntimeOptions): ReactAgent
       const messageId = `llm-${answersTo}`;
       const asked: Record<string, { name: string; parameters: string; calledAt: number }> = {};
       let text = '';
-      const call$ = modelCall$(model, { ...(system === undefined ? {} : { system }), messages: reactAgentMessages(state), tools: specs }, {
-        scheduler,
-        ...(callTimeoutMs === undefined ? {} : { timeoutMs: callTimeoutMs }),
-      }).pipe(
+      const call$ = modelCall$(
+        model,
+        { ...(system === undefined ? {} : { system }), messages: reactAgentMessages(state), tools: specs },
+        {
+          scheduler,
+          ...(callTimeoutMs === undefined ? {} : { timeoutMs: callTimeoutMs }),
+        },
+      ).pipe(
         map((part) => {
           if (part.type === 'text-delta') text += part.text;
           else if (part.type === 'tool-call') asked[part.toolCallId] = { name: part.toolName, parameters: JSON.stringify(part.input ?? null), calledAt: now() };

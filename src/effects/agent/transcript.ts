@@ -49,7 +49,8 @@ export function transcriptOf(runes: readonly RuneOf<typeof turnEngine>[], calls:
         text += event.content;
         break;
       case 'tool_calls_received': {
-        const asked: readonly ToolCallInput[] = event.calls ?? event.callIds.map((callId) => ({ callId, toolName: calls.get(callId)?.toolName ?? 'unknown', arguments: null }));
+        const asked: readonly ToolCallInput[] =
+          event.calls ?? event.callIds.map((callId) => ({ callId, toolName: calls.get(callId)?.toolName ?? 'unknown', arguments: null }));
         const content: Exclude<AssistantContent, string> = text === '' ? [] : [{ type: 'text', text }];
         text = '';
         for (const call of asked) content.push({ type: 'tool-call', toolCallId: call.callId, toolName: call.toolName, input: call.arguments });

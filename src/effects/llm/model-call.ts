@@ -36,10 +36,7 @@ export const modelName = (model: LanguageModel): string => (typeof model === 'st
  */
 export const sdkToolsOf = (tools: ModelRequest['tools']): ToolSet =>
   Object.fromEntries(
-    Object.entries(tools).map(([name, spec]: [string, ToolSpec]) => [
-      name,
-      dynamicTool({ description: spec.description, inputSchema: jsonSchema(spec.inputSchema) }),
-    ]),
+    Object.entries(tools).map(([name, spec]: [string, ToolSpec]) => [name, dynamicTool({ description: spec.description, inputSchema: jsonSchema(spec.inputSchema) })]),
   );
 
 const usageOf = (usage: LanguageModelUsage): Record<string, number> => {
@@ -131,10 +128,7 @@ export function modelCall$(model: LanguageModel, request: ModelRequest, options:
     };
   });
 
-  const timed$ =
-    timeoutMs === Infinity
-      ? sdkParts$
-      : sdkParts$.pipe(idleTimeout(timeoutMs, scheduler, () => new ModelCallTimeoutError(name, timeoutMs)));
+  const timed$ = timeoutMs === Infinity ? sdkParts$ : sdkParts$.pipe(idleTimeout(timeoutMs, scheduler, () => new ModelCallTimeoutError(name, timeoutMs)));
 
   return new Observable<ModelPart>((subscriber) =>
     timed$.subscribe({

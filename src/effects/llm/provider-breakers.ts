@@ -27,8 +27,7 @@ const retryDelayOf = (openTimeoutMs: number): number => Math.min(60_000, Math.ma
 type BreakerRune = RuneOf<typeof circuitBreaker>;
 
 /** Whether a breaker rune starts its OPEN clock: it entered OPEN, or an operator kept it open. */
-const startsOpenClock = (rune: BreakerRune): boolean =>
-  rune.to === 'OPEN' && (rune.from !== 'OPEN' || rune.event.type === 'manual_keep_open');
+const startsOpenClock = (rune: BreakerRune): boolean => rune.to === 'OPEN' && (rune.from !== 'OPEN' || rune.event.type === 'manual_keep_open');
 
 /**
  * When the OPEN clock of a breaker that is OPEN as of `lastSeq` started: the `at` of its latest
@@ -80,8 +79,7 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
   const { providers } = chainOrOptions;
   const resolutionMs = ('resolutionMs' in chainOrOptions ? chainOrOptions.resolutionMs : undefined) ?? 1;
   if (!(resolutionMs > 0)) throw new TypeError(`providerBreakers: "resolutionMs" must be positive, got ${String(resolutionMs)}`);
-  const streams =
-    providers === undefined ? undefined : new Set(providers.map((p) => providerBreakerStream(typeof p === 'string' ? p : p.name)));
+  const streams = providers === undefined ? undefined : new Set(providers.map((p) => providerBreakerStream(typeof p === 'string' ? p : p.name)));
   /** Whether a breaker stream is one of these providers'. */
   const inScope = (stream: string): boolean => (streams === undefined ? stream.startsWith(providerBreakerStream('')) : streams.has(stream));
 
@@ -108,7 +106,11 @@ function halfOpen$(view: StreamView<typeof circuitBreaker>, context: EpicContext
     switchMap(([openedAt, state]) =>
       state === undefined
         ? EMPTY
-        : durableDeadline(openedAt + state.openTimeoutMs, { type: 'open_timeout_elapsed' as const }, { scheduler: context.scheduler, resolutionMs, retryMs: retryDelayOf(state.openTimeoutMs) }),
+        : durableDeadline(
+            openedAt + state.openTimeoutMs,
+            { type: 'open_timeout_elapsed' as const },
+            { scheduler: context.scheduler, resolutionMs, retryMs: retryDelayOf(state.openTimeoutMs) },
+          ),
     ),
   );
 }

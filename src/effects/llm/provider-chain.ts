@@ -63,7 +63,7 @@ export function describeError(error: unknown): string {
     text = typeof status === 'number' && !error.message.includes(String(status)) ? `HTTP ${status}: ${error.message}` : error.message;
     if (text.length === 0) text = error.name;
   } else {
-    text = typeof error === 'string' ? error : JSON.stringify(error) ?? String(error);
+    text = typeof error === 'string' ? error : (JSON.stringify(error) ?? String(error));
   }
   return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH - 1)}…` : text;
 }
@@ -218,7 +218,12 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
         const open = (link: Link): boolean => link.state !== undefined && !circuitBreakerAllowsCall(link.state);
         const closed = links.filter((link) => !open(link));
         if (closed.length === 0) tryFrom(links, 0, []);
-        else tryFrom(closed, 0, links.filter(open).map((link) => link.provider.name));
+        else
+          tryFrom(
+            closed,
+            0,
+            links.filter(open).map((link) => link.provider.name),
+          );
       })
       .catch((error: unknown) => subscriber.error(error));
 

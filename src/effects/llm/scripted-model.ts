@@ -79,10 +79,7 @@ export class ScriptExhaustedError extends Error {
     readonly callNumber: number,
     readonly steps: number,
   ) {
-    super(
-      `scriptedModel "${modelId}": call ${callNumber} has no step, the script has ${steps}; ` +
-        `add steps, or pass { whenExhausted: 'cycle' } to start it over`,
-    );
+    super(`scriptedModel "${modelId}": call ${callNumber} has no step, the script has ${steps}; ` + `add steps, or pass { whenExhausted: 'cycle' } to start it over`);
   }
 }
 

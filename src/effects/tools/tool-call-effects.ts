@@ -83,7 +83,9 @@ export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
           return { policy: policy$(view, registry) };
         case 'awaiting_approval':
           // Nothing loops in awaiting_approval: the view's `at` is the rune that entered it, stored or live.
-          return { approvalTimeout: durableDeadline(view.at + approvalTimeoutMs, { type: 'approval_timeout' as const }, { scheduler: context.scheduler, resolutionMs, retryMs }) };
+          return {
+            approvalTimeout: durableDeadline(view.at + approvalTimeoutMs, { type: 'approval_timeout' as const }, { scheduler: context.scheduler, resolutionMs, retryMs }),
+          };
         case 'executing':
           return { run: execution$(view, context, registry) };
         default:

@@ -1,12 +1,6 @@
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
-import {
-  AgentManagerSessionEvent,
-  AgentManagerSessionInput,
-  AgentManagerSessionState,
-  AgentManagerSessionStateName,
-  type AgentManagerSessionAskType,
-} from './schema.js';
+import { AgentManagerSessionEvent, AgentManagerSessionInput, AgentManagerSessionState, AgentManagerSessionStateName, type AgentManagerSessionAskType } from './schema.js';
 
 type S = AgentManagerSessionState;
 type E = AgentManagerSessionEvent;
@@ -132,7 +126,7 @@ const table: readonly Row<S, E>[] = [
     when: (s) => s.sessionCreated,
     label: 'session_created already received',
     assign: () => ({ apiReqStarted: true }),
-    ...design('either order: the mirror of the seed\'s session_created rows'),
+    ...design("either order: the mirror of the seed's session_created rows"),
   },
   // DESIGN.md: partial asks stream on, like the seed's partial ask:tool.
   { from: 'streaming', on: 'ask:command', ...partial, assign: said, ...partialAsk },
@@ -162,9 +156,9 @@ const table: readonly Row<S, E>[] = [
     to: 'paused',
     ...complete,
     assign: asked,
-    ...design('the seed\'s `paused` entry condition names it next to ask:resume_task'),
+    ...design("the seed's `paused` entry condition names it next to ask:resume_task"),
   },
-  { from: 'error', on: 'resume_session', to: 'streaming', ...design('the seed\'s diagram draws error --retry/resume--> streaming') },
+  { from: 'error', on: 'resume_session', to: 'streaming', ...design("the seed's diagram draws error --retry/resume--> streaming") },
 
   // Extensions: CLI traffic that would otherwise be rejected and lost.
   {
@@ -195,7 +189,7 @@ const table: readonly Row<S, E>[] = [
     from: 'creating',
     on: 'cancel_session',
     to: 'stopped',
-    ...extension('the seed\'s UI shows the cancel button in creating; without it a CLI that hangs on start could not be left'),
+    ...extension("the seed's UI shows the cancel button in creating; without it a CLI that hangs on start could not be left"),
   },
 ];
 

@@ -61,10 +61,7 @@ function stateName({ status, lastAsk, processRunning }: AgentManagerPersistedSes
  * console.log(reconstructAgentManagerState({ status: 'running', processRunning: false }).value);                   // Logs: paused
  * ```
  */
-export function reconstructAgentManagerState(
-  persisted: AgentManagerPersistedSession,
-  input?: AgentManagerSessionInput,
-): AgentManagerSessionState {
+export function reconstructAgentManagerState(persisted: AgentManagerPersistedSession, input?: AgentManagerSessionInput): AgentManagerSessionState {
   const parsed = AgentManagerPersistedSession.safeParse(persisted);
   if (!parsed.success) {
     throw new Error(`invalid persisted agent manager session: ${describeIssues(parsed.error.issues)}`);

@@ -1,17 +1,7 @@
 import { z } from 'zod';
 
 /** Seed 001 "States"; none is terminal: every state can lead to a new or resumed task. */
-export const AgentManagerSessionStateName = z.enum([
-  'idle',
-  'creating',
-  'streaming',
-  'waiting_approval',
-  'waiting_input',
-  'completed',
-  'paused',
-  'error',
-  'stopped',
-]);
+export const AgentManagerSessionStateName = z.enum(['idle', 'creating', 'streaming', 'waiting_approval', 'waiting_input', 'completed', 'paused', 'error', 'stopped']);
 export type AgentManagerSessionStateName = z.infer<typeof AgentManagerSessionStateName>;
 
 /** Spawn options; omitted, the session asks for approval of every tool and command. */
@@ -46,8 +36,7 @@ export const AgentManagerSessionState = z.object({
 export type AgentManagerSessionState = z.infer<typeof AgentManagerSessionState>;
 
 /** A message relayed from the CLI: `partial: true` while its content is still streaming. */
-const cliEvent = <T extends string>(type: T) =>
-  z.object({ type: z.literal(type), partial: z.boolean().optional(), text: z.string().optional() });
+const cliEvent = <T extends string>(type: T) => z.object({ type: z.literal(type), partial: z.boolean().optional(), text: z.string().optional() });
 
 /** Seed 001 "Events": from the user, from the CLI process, and the CLI's `say:*` / `ask:*` messages. */
 export const AgentManagerSessionEvent = z.discriminatedUnion('type', [

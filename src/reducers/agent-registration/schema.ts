@@ -1,15 +1,7 @@
 import { z } from 'zod';
 
 /** Seed 002 "Agent Lifecycle"; DECOMMISSIONED is terminal. */
-export const AgentRegistrationStateName = z.enum([
-  'REGISTERED',
-  'ACTIVATING',
-  'ACTIVE',
-  'PAUSED',
-  'ERROR',
-  'RETRYING',
-  'DECOMMISSIONED',
-]);
+export const AgentRegistrationStateName = z.enum(['REGISTERED', 'ACTIVATING', 'ACTIVE', 'PAUSED', 'ERROR', 'RETRYING', 'DECOMMISSIONED']);
 export type AgentRegistrationStateName = z.infer<typeof AgentRegistrationStateName>;
 
 /** The agent's state: its state name plus why it was paused or failed. */

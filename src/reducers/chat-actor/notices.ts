@@ -58,9 +58,7 @@ export function chatActorNotices(rune: Rune): ChatActorNotice[] {
   if (!isRuneOf(chatActor, rune) || rune.event.type === SPAWN_EVENT_TYPE) return [];
   const { event, from, to } = rune;
   if (from === undefined || to === undefined || from === to) return [];
-  const notices: ChatActorNotice[] = [
-    { type: 'state_changed', data: { from_state: from, to_state: to, reason: changeReason(event) } },
-  ];
+  const notices: ChatActorNotice[] = [{ type: 'state_changed', data: { from_state: from, to_state: to, reason: changeReason(event) } }];
   if (chatActor.terminal.includes(to)) notices.push({ type: 'stopped', data: { reason: stopReason(event), partial_response: '' } });
   return notices;
 }

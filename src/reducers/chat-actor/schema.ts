@@ -29,14 +29,5 @@ export const InteractionComplete = z.object({
 export const InactivityTimeout = z.object({ type: z.literal('InactivityTimeout') });
 export const ChatActorError = z.object({ type: z.literal('Error'), error: z.string() });
 
-export const ChatActorEvent = z.discriminatedUnion('type', [
-  ProcessInteraction,
-  Pause,
-  Cancel,
-  Ping,
-  Shutdown,
-  InteractionComplete,
-  InactivityTimeout,
-  ChatActorError,
-]);
+export const ChatActorEvent = z.discriminatedUnion('type', [ProcessInteraction, Pause, Cancel, Ping, Shutdown, InteractionComplete, InactivityTimeout, ChatActorError]);
 export type ChatActorEvent = z.infer<typeof ChatActorEvent>;

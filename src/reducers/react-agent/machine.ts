@@ -30,9 +30,7 @@ export const reactAgent: Machine<AgentState, AgentInput> = {
   step: (state, event): Step<AgentState> => {
     try {
       const outcome = applyAgentInput(event, state);
-      return outcome.applied
-        ? { accepted: true, state: outcome.state, kind: event.type }
-        : { accepted: false, state, code: outcome.code, reason: outcome.reason };
+      return outcome.applied ? { accepted: true, state: outcome.state, kind: event.type } : { accepted: false, state, code: outcome.code, reason: outcome.reason };
     } catch (error) {
       return { accepted: false, state, code: 'invalid_event', reason: `invalid event: ${String(error)}` };
     }
@@ -43,6 +41,5 @@ export const reactAgent: Machine<AgentState, AgentInput> = {
   events: AGENT_INPUT_TYPES,
   spawnKind: DEFAULT_SPAWN_KIND,
   // One state, "agent", with a self-loop per input.
-  toMermaid: () =>
-    mermaidFromTable({ states: ['agent'], terminal: [], table: AGENT_INPUT_TYPES.map((on) => ({ from: 'agent', on })) }),
+  toMermaid: () => mermaidFromTable({ states: ['agent'], terminal: [], table: AGENT_INPUT_TYPES.map((on) => ({ from: 'agent', on })) }),
 };

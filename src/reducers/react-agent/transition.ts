@@ -12,9 +12,7 @@ export interface AgentTransitionOptions {
 }
 
 /** The outcome of one input: the next state, or why the input does not apply. */
-export type AgentInputOutcome =
-  | { applied: true; state: AgentState }
-  | { applied: false; code: Extract<RejectionCode, 'unknown_event' | 'not_allowed'>; reason: string };
+export type AgentInputOutcome = { applied: true; state: AgentState } | { applied: false; code: Extract<RejectionCode, 'unknown_event' | 'not_allowed'>; reason: string };
 
 type Input<T extends AgentInput['type']> = Extract<AgentInput, { type: T }>;
 type Options = Required<AgentTransitionOptions>;
@@ -31,11 +29,7 @@ const applied = (state: AgentState): AgentInputOutcome => ({ applied: true, stat
  * Time never goes back (the origin's rule): an input whose `timestamp` is not after the state's
  * `updatedAt` is rejected. That keeps `messages` ordered and makes "newer than `calledLlmAt`" exact.
  */
-export function applyAgentInput(
-  input: AgentInput,
-  state: AgentState,
-  options: AgentTransitionOptions = {},
-): AgentInputOutcome {
+export function applyAgentInput(input: AgentInput, state: AgentState, options: AgentTransitionOptions = {}): AgentInputOutcome {
   const type: unknown = (input as { type?: unknown } | null | undefined)?.type;
   if (!AGENT_INPUT_TYPES.includes(type as AgentInput['type'])) {
     return { applied: false, code: 'unknown_event', reason: unknownEventReason('react-agent', type, AGENT_INPUT_TYPES) };
@@ -79,10 +73,7 @@ export function applyAgentInput(
  * // Logs: true
  * ```
  */
-export function agentTransition(
-  input: AgentInput,
-  options?: AgentTransitionOptions,
-): (state: AgentState) => AgentState {
+export function agentTransition(input: AgentInput, options?: AgentTransitionOptions): (state: AgentState) => AgentState {
   return (state) => {
     try {
       const outcome = applyAgentInput(input, state, options);
@@ -94,11 +85,7 @@ export function agentTransition(
   };
 }
 
-function userMessageReceived(
-  { messageId, content, timestamp }: Input<'user-message-received'>,
-  state: AgentState,
-  initialContextWindowSize: number,
-): AgentInputOutcome {
+function userMessageReceived({ messageId, content, timestamp }: Input<'user-message-received'>, state: AgentState, initialContextWindowSize: number): AgentInputOutcome {
   if (state.messages.some((m) => m.id === messageId)) return notAllowed(`message "${messageId}" already exists`);
   const context = state.reActContext;
   return applied({
@@ -122,10 +109,7 @@ function llmMessageStarted({ messageId, timestamp }: Input<'llm-message-started'
   });
 }
 
-function llmMessageCompleted(
-  { messageId, content, timestamp }: Input<'llm-message-completed'>,
-  state: AgentState,
-): AgentInputOutcome {
+function llmMessageCompleted({ messageId, content, timestamp }: Input<'llm-message-completed'>, state: AgentState): AgentInputOutcome {
   const index = state.messages.findIndex((m) => m.id === messageId);
   const message = state.messages[index];
   if (message === undefined) return notAllowed(`no message "${messageId}" to complete`);
@@ -137,10 +121,7 @@ function llmMessageCompleted(
   return applied({ ...state, messages, updatedAt: timestamp });
 }
 
-function reActObserved(
-  { calledLlmAt, observation, timestamp }: Input<'re-act-observed'>,
-  state: AgentState,
-): AgentInputOutcome {
+function reActObserved({ calledLlmAt, observation, timestamp }: Input<'re-act-observed'>, state: AgentState): AgentInputOutcome {
   const context = state.reActContext;
   if (context === null) return notAllowed('no ReAct loop is in progress');
   if (!(calledLlmAt > state.calledLlmAt)) {
@@ -162,10 +143,7 @@ function reActObserved(
   });
 }
 
-function toolCallCompleted(
-  { toolCallId, result, timestamp }: Input<'tool-call-completed'>,
-  state: AgentState,
-): AgentInputOutcome {
+function toolCallCompleted({ toolCallId, result, timestamp }: Input<'tool-call-completed'>, state: AgentState): AgentInputOutcome {
   const call = Object.hasOwn(state.toolCalls, toolCallId) ? state.toolCalls[toolCallId] : undefined;
   if (call === undefined) return notAllowed(`no tool call "${toolCallId}"`);
   if (call.result !== null) return notAllowed(`tool call "${toolCallId}" already has a result`);
@@ -178,11 +156,7 @@ function toolCallCompleted(
   });
 }
 
-function contextWindowExpanded(
-  { timestamp }: Input<'context-window-expanded'>,
-  state: AgentState,
-  expandContextWindowSize: number,
-): AgentInputOutcome {
+function contextWindowExpanded({ timestamp }: Input<'context-window-expanded'>, state: AgentState, expandContextWindowSize: number): AgentInputOutcome {
   const context = state.reActContext;
   if (context === null) return notAllowed('no ReAct loop is in progress');
   const total = state.messages.length;
@@ -201,10 +175,7 @@ function contextWindowExpanded(
   });
 }
 
-function historyToolCallsAdded(
-  { toolCallIds, timestamp }: Input<'history-tool-calls-added'>,
-  state: AgentState,
-): AgentInputOutcome {
+function historyToolCallsAdded({ toolCallIds, timestamp }: Input<'history-tool-calls-added'>, state: AgentState): AgentInputOutcome {
   const context = state.reActContext;
   if (context === null) return notAllowed('no ReAct loop is in progress');
   const unknown = toolCallIds.filter((id) => !Object.hasOwn(state.toolCalls, id));

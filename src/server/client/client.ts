@@ -118,7 +118,7 @@ export function createClient(options: ClientOptions): RunestreamClient {
       requests.rejectSent(
         new ClientError(
           'connection_lost',
-          'the connection dropped before the server answered; the request was not retried (a dispatch is not idempotent): read the stream\'s runes to learn whether it was applied',
+          "the connection dropped before the server answered; the request was not retried (a dispatch is not idempotent): read the stream's runes to learn whether it was applied",
         ),
       );
       errors.next(new ClientError('connection_lost', describeDrop(config.socketUrl, drop)));
@@ -232,8 +232,7 @@ export function createClient(options: ClientOptions): RunestreamClient {
     return answer;
   }
 
-  const closedStream = (stream: string) =>
-    throwError(() => new ClientError('closed', `stream ${JSON.stringify(stream)}: the client is closed`, stream));
+  const closedStream = (stream: string) => throwError(() => new ClientError('closed', `stream ${JSON.stringify(stream)}: the client is closed`, stream));
 
   return {
     connectionState$: driver.state.pipe(

@@ -15,12 +15,7 @@ import type { ProtocolErrorCode } from '../protocol.js';
  * - `invalid_message` (also a server code): a spawn or dispatch that is not a valid protocol
  *   message (or not JSON-serialisable); it was never sent.
  */
-export type ClientErrorCode =
-  | ProtocolErrorCode
-  | 'connection_lost'
-  | 'invalid_server_message'
-  | 'unexpected_message'
-  | 'rune_gap';
+export type ClientErrorCode = ProtocolErrorCode | 'connection_lost' | 'invalid_server_message' | 'unexpected_message' | 'rune_gap';
 
 /** An error of the runestream client: a stable `code` to branch on, and a message naming what was wrong. */
 export class ClientError extends Error {

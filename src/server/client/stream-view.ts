@@ -45,9 +45,15 @@ export class StreamView {
   }).pipe(share());
 
   /** The state: the current one to a late subscriber, then every change. */
-  readonly state$: Observable<unknown> = using(() => this.lease$.subscribe(), () => this.states);
+  readonly state$: Observable<unknown> = using(
+    () => this.lease$.subscribe(),
+    () => this.states,
+  );
   /** Every rune from now on, once each, in seq order. */
-  readonly runes$: Observable<Rune> = using(() => this.lease$.subscribe(), () => this.runes);
+  readonly runes$: Observable<Rune> = using(
+    () => this.lease$.subscribe(),
+    () => this.runes,
+  );
 
   constructor(
     readonly stream: string,

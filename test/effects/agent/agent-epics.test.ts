@@ -10,7 +10,6 @@ afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.close();
 });
 
-
 describe('agentEpics: an agent with a model, tools and durable approval', () => {
   it('asks for a tool that needs approval, waits, and the approval itself carries the turn on to the answer; two approvals run it once', async () => {
     let runs = 0;

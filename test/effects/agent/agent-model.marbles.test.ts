@@ -132,7 +132,8 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       commands.toBe('--a-b-------', { a: toTurn({ type: 'assistant_delta', content: 'Hel' }), b: toTurn({ type: 'assistant_delta', content: 'lo' }) });
       m.expectSubscriptions(llm.subscriptions).toBe('-^----!');
       return () => expect(requests).toHaveLength(1);
-    }));
+    }),
+  );
 
   it("another agent's interrupt does not cut this agent's call", () =>
     marbleTest((m) => {

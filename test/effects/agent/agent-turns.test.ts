@@ -34,13 +34,17 @@ function scriptedCaller(answers: readonly (() => Observable<ModelPart>)[]) {
   return { call, requests, unsubscribedEarly: () => unsubscribed };
 }
 
-const text = (...deltas: string[]) => () =>
-  from<ModelPart[]>([...deltas.map((t): ModelPart => ({ type: 'text-delta', text: t })), { type: 'finish', finishReason: 'stop', usage: { outputTokens: deltas.length } }]);
-const toolCalls = (...calls: { id: string; name: string; input: unknown }[]) => () =>
-  from<ModelPart[]>([
-    ...calls.map((c): ModelPart => ({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.input })),
-    { type: 'finish', finishReason: 'tool-calls' },
-  ]);
+const text =
+  (...deltas: string[]) =>
+  () =>
+    from<ModelPart[]>([...deltas.map((t): ModelPart => ({ type: 'text-delta', text: t })), { type: 'finish', finishReason: 'stop', usage: { outputTokens: deltas.length } }]);
+const toolCalls =
+  (...calls: { id: string; name: string; input: unknown }[]) =>
+  () =>
+    from<ModelPart[]>([
+      ...calls.map((c): ModelPart => ({ type: 'tool-call', toolCallId: c.id, toolName: c.name, input: c.input })),
+      { type: 'finish', finishReason: 'tool-calls' },
+    ]);
 
 const engines: Engine[] = [];
 afterEach(async () => {
@@ -54,13 +58,11 @@ function start(caller: ModelCaller, store: RuneStore = memoryStore()) {
 }
 
 /** The first rune of `stream` (stored or live) that `matches`. */
-const runeWhere = (engine: Engine, stream: string, matches: (rune: Rune) => boolean): Promise<Rune> =>
-  firstValueFrom(engine.runes$(stream).pipe(filter(matches)));
+const runeWhere = (engine: Engine, stream: string, matches: (rune: Rune) => boolean): Promise<Rune> => firstValueFrom(engine.runes$(stream).pipe(filter(matches)));
 
 /** Waits until the agent's turn is back to idle after `turns` turns. */
 const turnsDone = (engine: Engine, agent: string, turns: number): Promise<unknown> =>
   firstValueFrom(engine.state$<TurnEngineState>(agentStreams(agent).turn).pipe(filter((s) => s.value === 'idle' && s.turn === turns)));
-
 
 const kinds = async (store: RuneStore, stream: string): Promise<string[]> => (await store.read(stream)).map((r) => r.kind);
 
@@ -100,14 +102,25 @@ describe('agent turns: a turn stream is an agent', () => {
     await engine.spawn(a.turn, 'turn-engine');
     await engine.dispatch(a.turn, { type: 'start_turn', input: 'time? 1+2?' });
     // The tools' side, by hand here: each call runs and succeeds.
-    for (const [callId, output] of [['c1', '12:00'], ['c2', 3]] as const) {
+    for (const [callId, output] of [
+      ['c1', '12:00'],
+      ['c2', 3],
+    ] as const) {
       await runeWhere(engine, a.call(callId), (r) => r.kind === 'tool.call');
       await engine.dispatch(a.call(callId), { type: 'no_approval_needed' });
       await engine.dispatch(a.call(callId), { type: 'success', output });
     }
     await turnsDone(engine, 'a1', 1);
 
-    expect(await kinds(store, a.turn)).toEqual(['spawned', 'turn.started', 'turn.tool_calls_received', 'turn.tools_finished', 'turn.assistant_delta', 'turn.completed', 'turn_finalized']);
+    expect(await kinds(store, a.turn)).toEqual([
+      'spawned',
+      'turn.started',
+      'turn.tool_calls_received',
+      'turn.tools_finished',
+      'turn.assistant_delta',
+      'turn.completed',
+      'turn_finalized',
+    ]);
     expect(model.requests[1]!.messages).toEqual([
       { role: 'user', content: 'time? 1+2?' },
       {
@@ -237,7 +250,10 @@ describe('agent turns: a turn stream is an agent', () => {
     const engine = start(model.call, store);
     const a = agentStreams('a1');
     await engine.spawn(a.turn, 'turn-engine');
-    for (const [turn, callId, output] of [[1, 'call_0', '12:00'], [2, 'call_0-2', '13:00']] as const) {
+    for (const [turn, callId, output] of [
+      [1, 'call_0', '12:00'],
+      [2, 'call_0-2', '13:00'],
+    ] as const) {
       await engine.dispatch(a.turn, { type: 'start_turn', input: 'time?' });
       await runeWhere(engine, a.call(callId), (r) => r.kind === 'tool.call');
       await engine.dispatch(a.call(callId), { type: 'no_approval_needed' });

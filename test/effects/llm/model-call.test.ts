@@ -13,9 +13,7 @@ async function until(condition: () => boolean, turns = 1000): Promise<void> {
 
 describe('modelCall$', () => {
   it('streams text deltas, tool calls and the finish as ModelParts', async () => {
-    const model = scriptedModel([
-      { text: 'Let me check.', toolCalls: [{ toolName: 'weather', input: { city: 'Oslo' } }], usage: { inputTokens: 12, outputTokens: 9 } },
-    ]);
+    const model = scriptedModel([{ text: 'Let me check.', toolCalls: [{ toolName: 'weather', input: { city: 'Oslo' } }], usage: { inputTokens: 12, outputTokens: 9 } }]);
     const { values, error } = await collect(modelCall$(model, request));
     expect(error).toBeUndefined();
     expect(values).toEqual<ModelPart[]>([

@@ -35,7 +35,16 @@ describe('chainCall$', () => {
     withEngine(async (engine, clock) => {
       const a = failing('a');
       const b = answering('b', 'Sunny in Oslo');
-      const run = await runChain(engine, { providers: [{ name: 'a', model: a }, { name: 'b', model: b }] }, clock);
+      const run = await runChain(
+        engine,
+        {
+          providers: [
+            { name: 'a', model: a },
+            { name: 'b', model: b },
+          ],
+        },
+        clock,
+      );
       expect(run.error).toBeUndefined();
       expect(text(run.parts)).toBe('Sunny in Oslo');
       expect(run.parts.at(-1)).toMatchObject({ type: 'finish', finishReason: 'stop' });
@@ -65,7 +74,13 @@ describe('chainCall$', () => {
     withEngine(async (engine, clock) => {
       const a = failing('a');
       const b = answering('b', 'from b');
-      const chain: ProviderChain = { providers: [{ name: 'a', model: a }, { name: 'b', model: b }], breaker: { failureThreshold: 2 } };
+      const chain: ProviderChain = {
+        providers: [
+          { name: 'a', model: a },
+          { name: 'b', model: b },
+        ],
+        breaker: { failureThreshold: 2 },
+      };
       await runChain(engine, chain, clock);
       expect(await breaker(engine, 'a')).toMatchObject({ value: 'CLOSED', failureCount: 1 });
       await runChain(engine, chain, clock);
@@ -81,7 +96,13 @@ describe('chainCall$', () => {
     withEngine(async (engine, clock) => {
       const a = scriptedModel([{ error: 'a is down' }, { error: 'a is still down' }], { modelId: 'a' });
       const b = scriptedModel([{ error: 'b is down' }, { text: 'b is back' }], { modelId: 'b' });
-      const chain: ProviderChain = { providers: [{ name: 'a', model: a }, { name: 'b', model: b }], breaker: { failureThreshold: 1 } };
+      const chain: ProviderChain = {
+        providers: [
+          { name: 'a', model: a },
+          { name: 'b', model: b },
+        ],
+        breaker: { failureThreshold: 1 },
+      };
       const first = await runChain(engine, chain, clock);
       expect(first.error).toBeInstanceOf(AllProvidersFailedError);
       expect((await breaker(engine, 'a'))?.value).toBe('OPEN');
@@ -125,9 +146,7 @@ describe('chainCall$', () => {
       const run = await runChain(engine, chain, clock);
       const error = run.error as AllProvidersFailedError;
       expect(error).toBeInstanceOf(AllProvidersFailedError);
-      expect(error.message).toMatchInlineSnapshot(
-        `"all providers failed: "primary": HTTP 500: Internal Server Error; "backup": fetch failed: ECONNREFUSED"`,
-      );
+      expect(error.message).toMatchInlineSnapshot(`"all providers failed: "primary": HTTP 500: Internal Server Error; "backup": fetch failed: ECONNREFUSED"`);
       expect(error.failures.map((f) => f.provider)).toEqual(['primary', 'backup']);
       expect(error.failures[0]?.error).toBe(refused);
       expect(run.parts).toEqual([]);
@@ -197,8 +216,8 @@ describe('chainCall$', () => {
     const clock = new ManualClock();
     const a = scriptedModel([{ text: 'one two three', hang: true, afterDeltas: 1 }]);
     const outputs: ChainOutput[] = [];
-    const subscription = chainCall$({ providers: [{ name: 'a', model: a }] }, request, { snapshot: () => of(undefined), scheduler: clock }).subscribe(
-      (output) => outputs.push(output),
+    const subscription = chainCall$({ providers: [{ name: 'a', model: a }] }, request, { snapshot: () => of(undefined), scheduler: clock }).subscribe((output) =>
+      outputs.push(output),
     );
     for (let i = 0; i < 100 && outputs.length === 0; i++) await settle();
     subscription.unsubscribe();
@@ -224,9 +243,18 @@ describe('chainCall$', () => {
     const context = { snapshot: () => of(undefined), scheduler: new ManualClock() };
     const model = answering('m', 'x');
     expect(() => chainCall$({ providers: [] }, request, context)).toThrow('chainCall$: a chain needs at least one provider in "providers"');
-    expect(() => chainCall$({ providers: [{ name: 'a', model }, { name: 'a', model }] }, request, context)).toThrow(
-      'chainCall$: provider name "a" appears twice; each names its own breaker',
-    );
+    expect(() =>
+      chainCall$(
+        {
+          providers: [
+            { name: 'a', model },
+            { name: 'a', model },
+          ],
+        },
+        request,
+        context,
+      ),
+    ).toThrow('chainCall$: provider name "a" appears twice; each names its own breaker');
     expect(() => chainCall$({ providers: [{ name: 'a', model }], breaker: { failureThreshold: 0 } }, request, context)).toThrow(
       'chainCall$: invalid "breaker": failureThreshold: Too small: expected number to be >0',
     );

@@ -21,8 +21,7 @@ async function read(model: ScriptedModel, options = call()): Promise<{ parts: La
   }
 }
 
-const deltasOf = (parts: readonly LanguageModelV4StreamPart[]): string[] =>
-  parts.flatMap((p) => (p.type === 'text-delta' ? [p.delta] : []));
+const deltasOf = (parts: readonly LanguageModelV4StreamPart[]): string[] => parts.flatMap((p) => (p.type === 'text-delta' ? [p.delta] : []));
 
 describe('wordDeltas', () => {
   it('splits text into words, each with the whitespace before it, and loses no character', () => {
@@ -146,10 +145,7 @@ describe('scriptedModel', () => {
     const tools = [{ type: 'function' as const, name: 'weather', inputSchema: { type: 'object' as const } }];
     await read(model, { ...call(), tools });
     await read(model, { prompt: [{ role: 'system', content: 'Be brief.' }] });
-    expect(model.doStreamCalls.map((c) => c.prompt)).toEqual([
-      [{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }],
-      [{ role: 'system', content: 'Be brief.' }],
-    ]);
+    expect(model.doStreamCalls.map((c) => c.prompt)).toEqual([[{ role: 'user', content: [{ type: 'text', text: 'Hi' }] }], [{ role: 'system', content: 'Be brief.' }]]);
     expect(model.doStreamCalls[0]?.tools).toEqual(tools);
   });
 

@@ -1,15 +1,7 @@
 import { VirtualTimeScheduler, type Observable, type SchedulerLike } from 'rxjs';
 import { expect } from 'vitest';
 import { isSpawnCommand, type CircuitBreakerState, type Engine, type EpicCommand } from '../../../src/index.js';
-import {
-  chainCall$,
-  scriptedModel,
-  type ChainOutput,
-  type ModelPart,
-  type ModelRequest,
-  type ProviderChain,
-  type ScriptedModel,
-} from '../../../src/effects/llm/index.js';
+import { chainCall$, scriptedModel, type ChainOutput, type ModelPart, type ModelRequest, type ProviderChain, type ScriptedModel } from '../../../src/effects/llm/index.js';
 
 /** A request with one user message and one tool. */
 export const request: ModelRequest = {
@@ -37,9 +29,7 @@ export function collect<T>(source: Observable<T>): Promise<{ values: T[]; error?
 
 /** Carries out one command of a chain on an engine, as `runEpics` would; an existing stream is no error. */
 export async function execute(engine: Engine, command: EpicCommand): Promise<void> {
-  const result = isSpawnCommand(command)
-    ? await engine.spawn(command.stream, command.spawn, command.input)
-    : await engine.dispatch(command.stream, command.event);
+  const result = isSpawnCommand(command) ? await engine.spawn(command.stream, command.spawn, command.input) : await engine.dispatch(command.stream, command.event);
   if (!result.accepted && result.code !== 'stream_exists') throw new Error(`command refused: ${result.code}: ${result.reason}`);
 }
 

@@ -24,8 +24,7 @@ export const callState = (input: ToolCallInput, value: ToolCallState['value'] = 
 const TERMINAL = new Set(['denied', 'completed_result', 'error_result', 'timeout_result', 'cancelled_result']);
 
 /** The first rune of a call (stored or live) that matches. */
-export const runeOf = (engine: Engine, stream: string, match: (rune: Rune) => boolean): Promise<Rune> =>
-  firstValueFrom(engine.runes$(stream).pipe(filter(match)));
+export const runeOf = (engine: Engine, stream: string, match: (rune: Rune) => boolean): Promise<Rune> => firstValueFrom(engine.runes$(stream).pipe(filter(match)));
 
 /** The call's outcome rune (the one entering a terminal state), stored or live. */
 export const outcomeOf = (engine: Engine, stream: string): Promise<Rune> => runeOf(engine, stream, (rune) => TERMINAL.has(rune.to ?? ''));

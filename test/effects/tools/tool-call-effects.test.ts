@@ -213,8 +213,7 @@ describe('toolCallEffects: execution', () => {
 
   it('settles promises: a value is the output, a rejection the error, a value JSON cannot carry an error naming the tool', async () => {
     const scheduler = new VirtualTimeScheduler();
-    const asyncTool = (name: string, run: () => Promise<unknown>) =>
-      defineTool({ name, description: name, inputSchema: z.object({}), execute: run });
+    const asyncTool = (name: string, run: () => Promise<unknown>) => defineTool({ name, description: name, inputSchema: z.object({}), execute: run });
     const tools = [
       asyncTool('fetch_ok', async () => ({ status: 200, at: new Date(0) })),
       asyncTool('fetch_fail', async () => Promise.reject(new Error('ECONNREFUSED 127.0.0.1:9'))),
@@ -227,7 +226,10 @@ describe('toolCallEffects: execution', () => {
     for (const t of tools) runes.next(executingRune(t.name));
     await new Promise((resolve) => setImmediate(resolve)); // the tools' promises settle
     expect(commands.sort((a, b) => a.stream.localeCompare(b.stream))).toEqual([
-      cmd('fetch_big', { type: 'execution_error', error: 'NonJsonOutputError: tool "fetch_big" returned a value that is not JSON: TypeError: Do not know how to serialize a BigInt' }),
+      cmd('fetch_big', {
+        type: 'execution_error',
+        error: 'NonJsonOutputError: tool "fetch_big" returned a value that is not JSON: TypeError: Do not know how to serialize a BigInt',
+      }),
       cmd('fetch_fail', { type: 'execution_error', error: 'ECONNREFUSED 127.0.0.1:9' }),
       cmd('fetch_ok', { type: 'success', output: { status: 200, at: '1970-01-01T00:00:00.000Z' } }),
     ]);

@@ -78,7 +78,14 @@ describe('tool calls on an engine', () => {
       error: 'invalid arguments for tool "lookup": word: Invalid input: expected string, received array',
     });
     const runes = await logOf(store, 'call-1', 'call-2');
-    expect(kinds(runes)).toEqual(['tool.call:spawn', 'no_approval_needed', 'tool.result:execution_error', 'tool.call:spawn', 'no_approval_needed', 'tool.result:execution_error']);
+    expect(kinds(runes)).toEqual([
+      'tool.call:spawn',
+      'no_approval_needed',
+      'tool.result:execution_error',
+      'tool.call:spawn',
+      'no_approval_needed',
+      'tool.result:execution_error',
+    ]);
     expect(checkInvariants(runes)).toEqual([]);
     await engine.close();
   });

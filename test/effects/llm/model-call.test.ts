@@ -2,7 +2,7 @@ import { MockLanguageModelV4 } from 'ai/test';
 import { TestScheduler } from 'rxjs/testing';
 import { marbles } from 'rxjs-marbles';
 import { describe, expect, it } from 'vitest';
-import { ModelCallTimeoutError, modelCall$, scriptedModel, type ModelPart } from '../../../src/effects/llm/index.js';
+import { ModelCallTimeoutError, modelCall$, scriptedModel, type ModelPart } from '../../../src/agents.js';
 import { ManualClock, collect, defined, request, settle } from './support.js';
 
 /** Waits, a turn of the event loop at a time, until `condition` holds (at most `turns` turns). */

@@ -4,7 +4,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { APICallError } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../../../src/index.js';
-import { AllProvidersFailedError, modelCall$, type ModelPart } from '../../../src/effects/llm/index.js';
+import { AllProvidersFailedError, modelCall$, type ModelPart } from '../../../src/agents.js';
 import { ManualClock, answering, breaker, collect, request, runChain } from './support.js';
 
 /** One request the server received, and how it ended. */

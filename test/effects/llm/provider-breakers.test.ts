@@ -2,7 +2,7 @@ import { filter, firstValueFrom } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { createEngine, memoryStore, type CircuitBreakerState, type Rune, type RuneStore } from '../../../src/index.js';
-import { providerBreakerStream, providerBreakers, scriptedModel, type ProviderChain } from '../../../src/effects/llm/index.js';
+import { providerBreakerStream, providerBreakers, scriptedModel, type ProviderChain } from '../../../src/agents.js';
 import { epicContext } from '../../support/epic-context.js';
 import { ManualClock, answering, breaker, runChain, settle } from './support.js';
 

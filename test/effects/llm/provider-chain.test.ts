@@ -9,7 +9,7 @@ import {
   scriptedModel,
   type ChainOutput,
   type ProviderChain,
-} from '../../../src/effects/llm/index.js';
+} from '../../../src/agents.js';
 import { ManualClock, answering, breaker, collect, defined, failing, request, runChain, settle } from './support.js';
 
 const text = (parts: readonly { type: string; text?: string }[]): string => parts.map((p) => p.text ?? '').join('');

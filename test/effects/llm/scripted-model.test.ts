@@ -1,7 +1,7 @@
 import type { LanguageModelV4CallOptions, LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { generateText, streamText } from 'ai';
 import { describe, expect, it } from 'vitest';
-import { ScriptExhaustedError, scriptedModel, type ScriptedModel } from '../../../src/effects/llm/index.js';
+import { ScriptExhaustedError, scriptedModel, type ScriptedModel } from '../../../src/agents.js';
 import { wordDeltas } from '../../../src/effects/llm/scripted-model.js';
 
 const call = (signal?: AbortSignal): LanguageModelV4CallOptions => ({

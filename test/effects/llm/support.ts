@@ -1,7 +1,7 @@
 import { VirtualTimeScheduler, type Observable, type SchedulerLike } from 'rxjs';
 import { expect } from 'vitest';
 import { isSpawnCommand, type CircuitBreakerState, type Engine, type EpicCommand } from '../../../src/index.js';
-import { chainCall$, scriptedModel, type ChainOutput, type ModelPart, type ModelRequest, type ProviderChain, type ScriptedModel } from '../../../src/effects/llm/index.js';
+import { chainCall$, scriptedModel, type ChainOutput, type ModelPart, type ModelRequest, type ProviderChain, type ScriptedModel } from '../../../src/agents.js';
 
 /** A request with one user message and one tool. */
 export const request: ModelRequest = {

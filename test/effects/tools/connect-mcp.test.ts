@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkInvariants, type RuneStore } from '../../../src/index.js';
 import { createEngine, type Engine } from '../../../src/streams/engine.js';
 import { memoryStore } from '../../../src/streams/memory-store.js';
-import { connectMcp, toolCallEffects, toolSpecs, type McpConnection } from '../../../src/effects/tools/index.js';
+import { connectMcp, toolCallEffects, toolSpecs, type McpConnection } from '../../../src/agents.js';
 import { kinds, outcomeOf, runeOf } from './support.js';
 
 /** A real MCP server in a child process (test/fixtures/mcp/server.ts), over stdio. */

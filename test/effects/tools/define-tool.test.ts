@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { NonJsonOutputError, defineTool, toJsonOutput, toolSpecs } from '../../../src/effects/tools/index.js';
+import { NonJsonOutputError, defineTool, toolSpecs } from '../../../src/agents.js';
+import { toJsonOutput } from '../../../src/effects/tools/json-output.js';
 
 const readFile = defineTool({
   name: 'read_file',

@@ -4,7 +4,7 @@ import { marbles } from 'rxjs-marbles';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { INTERRUPTED_BY_RESTART, type EpicCommand, type Rune, type StreamHead, type ToolCallEvent, type ToolCallInput, type ToolCallState } from '../../../src/index.js';
-import { defineTool, toolCallEffects, type ToolExecutionContext } from '../../../src/effects/tools/index.js';
+import { defineTool, toolCallEffects, type ToolExecutionContext } from '../../../src/agents.js';
 import { epicContext } from '../../support/epic-context.js';
 import { callRune, callState, spawnRune } from './support.js';
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { INTERRUPTED_BY_RESTART, checkInvariants, type Rune, type RuneStore } from '../../../src/index.js';
 import { createEngine, type Engine } from '../../../src/streams/engine.js';
 import { memoryStore } from '../../../src/streams/memory-store.js';
-import { defineTool, toolCallEffects, type AnyTool } from '../../../src/effects/tools/index.js';
+import { defineTool, toolCallEffects, type AnyTool } from '../../../src/agents.js';
 import { kinds, outcomeOf, runeOf } from './support.js';
 
 /** Whole flows on a real engine (memory store, virtual clock): the epics, the machine and the log together. */

@@ -1,6 +1,7 @@
 import { NEVER, Observable, Subject, of, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { marbles } from 'rxjs-marbles';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createEngine, stateEffects, type EffectOwnership, type EngineError, type EpicCommand, type EpicReport, type StreamHead, type StreamView } from '../../src/index.js';
 import { toolCall } from '../../src/index.js';
@@ -305,5 +306,73 @@ describe('stateEffects in an engine', () => {
     expect(started).toEqual(['call-1 live', 'call-2 resumed', 'call-3 resumed']);
     expect(reports).toMatchObject([{ type: 'effect_failed', epic: 'watcher', stream: 'call-3', key: 'boom' }]);
     await engine.close();
+  });
+});
+
+describe('stateEffects: reconciliation, property-based', () => {
+  const STATES = ['pending_call', 'awaiting_approval', 'executing', 'denied'] as const;
+  const HOSTED = ['pending_call', 'awaiting_approval', 'executing'] as const;
+  const KEYS = ['a', 'b', 'c'] as const;
+
+  it("after every rune, exactly the keys due in each stream's state run; a kept key is never restarted unless restartOn says so", () => {
+    fc.assert(
+      fc.property(
+        // Which keys each hosted state wants.
+        fc.record({ pending_call: fc.subarray([...KEYS]), awaiting_approval: fc.subarray([...KEYS]), executing: fc.subarray([...KEYS]) }),
+        // Runes: a stream, the state it enters, and whether it is a restart.
+        fc.array(fc.record({ stream: fc.constantFrom('s1', 's2', 's3'), to: fc.constantFrom(...STATES), restart: fc.boolean() }), { maxLength: 40 }),
+        (due, steps) => {
+          const running = new Map<string, number>(); // `${stream}/${key}` -> subscription id
+          const starts = new Map<string, number>();
+          let ids = 0;
+          const effect = (stream: string, key: string) =>
+            new Observable<never>(() => {
+              const id = ++ids;
+              running.set(`${stream}/${key}`, id);
+              starts.set(`${stream}/${key}`, (starts.get(`${stream}/${key}`) ?? 0) + 1);
+              return () => {
+                if (running.get(`${stream}/${key}`) === id) running.delete(`${stream}/${key}`);
+              };
+            });
+          const epic = stateEffects({
+            name: 'property',
+            machine: toolCall,
+            states: [...HOSTED],
+            effects: (view) => Object.fromEntries((due[view.value as (typeof HOSTED)[number]] ?? []).map((key) => [key, effect(view.stream, key)])),
+            restartOn: (rune) => rune.event.type === 'progress_update',
+          });
+          const runes = new Subject<ReturnType<typeof callRune>>();
+          const subscription = epic(runes, epicContext(new TestScheduler(() => {})), undefined).subscribe();
+          const value = new Map<string, string>();
+          const seqs = new Map<string, number>();
+          for (const step of steps) {
+            const from = value.get(step.stream);
+            const seq = (seqs.get(step.stream) ?? 0) + 1;
+            seqs.set(step.stream, seq);
+            const before = new Map(running);
+            const restarts = step.restart && from !== undefined;
+            const event = restarts ? { type: 'progress_update', chunk: 'x' } : { type: 'no_approval_needed' };
+            runes.next(callRune(step.stream, seq, event, from ?? 'pending_call', step.to));
+            value.set(step.stream, step.to);
+            // Every stream runs exactly the keys its state wants.
+            for (const stream of ['s1', 's2', 's3']) {
+              const state = value.get(stream) as (typeof HOSTED)[number] | undefined;
+              const want = state === undefined || !HOSTED.includes(state) ? [] : due[state];
+              const have = [...running.keys()].filter((k) => k.startsWith(`${stream}/`)).map((k) => k.slice(stream.length + 1));
+              expect(have.sort(), `${stream} in ${state}`).toEqual([...want].sort());
+            }
+            // A key kept by this rune keeps its subscription; a restart gives it a new one.
+            for (const [k, id] of before) {
+              if (!k.startsWith(`${step.stream}/`) || !running.has(k)) continue;
+              if (restarts) expect(running.get(k), `${k} restarted`).not.toBe(id);
+              else expect(running.get(k), `${k} kept`).toBe(id);
+            }
+          }
+          subscription.unsubscribe();
+          expect(running.size).toBe(0);
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

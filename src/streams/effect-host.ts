@@ -71,11 +71,9 @@ interface StreamEffects {
 
 const slotOf = (effects: StreamEffects, key: string): Slot | undefined => effects.slots.find((slot) => slot.key === key);
 
-/** Removes a slot; whether it was still there. */
-const removeSlot = (effects: StreamEffects, slot: Slot): boolean => {
+const removeSlot = (effects: StreamEffects, slot: Slot): void => {
   const index = effects.slots.indexOf(slot);
   if (index >= 0) effects.slots.splice(index, 1);
-  return index >= 0;
 };
 
 /** A listing of stored heads that fails is tried again after this much, doubling up to 30 s. */

@@ -1,4 +1,4 @@
-import { Observable, Subject, asyncScheduler, defer, from, type SchedulerLike, type Subscription } from 'rxjs';
+import { Observable, Subject, asyncScheduler, defer, filter, from, type SchedulerLike, type Subscription } from 'rxjs';
 import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine.js';
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
@@ -63,8 +63,9 @@ export interface EngineOptions {
    */
   limits?: Partial<ValueLimits>;
   /**
-   * Which streams' state-derived effects this engine runs (see `stateEffects`): several processes
-   * on one log split them by lease. Default: all.
+   * Which streams' effects this engine runs: several processes on one log split them by lease.
+   * Epics hear only the live runes of the streams it owns, and `stateEffects` resume only those
+   * (and follow its `changes$`). Default: all.
    */
   ownership?: EffectOwnership;
   /**
@@ -222,6 +223,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     retention = () => 'all' as const,
     epics = [],
     deps,
+    ownership,
   } = options;
   if (!Number.isInteger(snapshotEvery) || snapshotEvery < 0) {
     throw new TypeError(`createEngine: "snapshotEvery" must be a non-negative integer, got ${String(snapshotEvery)}`);
@@ -504,7 +506,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (closed) return;
     epicsRunning = runEpics({
       epics,
-      runes$: allRunes,
+      // Each rune reaches the epics of the one process that owns its stream.
+      runes$: ownership === undefined ? allRunes : allRunes.pipe(filter((rune) => ownership.owns(rune.stream))),
       deps,
       context: {
         state: <S>(stream: string) => instances.get(stream)?.durableState as S | undefined,
@@ -514,7 +517,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         streams: (query) => from(store.heads(query)),
         scheduler,
         report: (report) => errors.next(report),
-        ...(options.ownership === undefined ? {} : { ownership: options.ownership }),
+        ...(ownership === undefined ? {} : { ownership }),
       },
       dispatch: (command) => (isSpawnCommand(command) ? spawn(command.stream, command.spawn, command.input) : dispatch(command.stream, command.event)),
       report: (report) => errors.next(report),

@@ -3,7 +3,17 @@ import { TestScheduler } from 'rxjs/testing';
 import { marbles } from 'rxjs-marbles';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createEngine, stateEffects, type EffectOwnership, type EngineError, type EpicCommand, type EpicReport, type StreamHead, type StreamView } from '../../src/index.js';
+import {
+  createEngine,
+  stateEffects,
+  type EffectOwnership,
+  type Epic,
+  type EngineError,
+  type EpicCommand,
+  type EpicReport,
+  type StreamHead,
+  type StreamView,
+} from '../../src/index.js';
 import { toolCall } from '../../src/index.js';
 import { epicContext } from '../support/epic-context.js';
 import { callRune, spawnRune } from '../effects/tools/support.js';
@@ -305,6 +315,20 @@ describe('stateEffects in an engine', () => {
     await new Promise((resolve) => setImmediate(resolve)); // the host lists the heads it gained
     expect(started).toEqual(['call-1 live', 'call-2 resumed', 'call-3 resumed']);
     expect(reports).toMatchObject([{ type: 'effect_failed', epic: 'watcher', stream: 'call-3', key: 'boom' }]);
+    await engine.close();
+  });
+  it('a rune-reacting epic hears only the live runes of the streams the engine owns', async () => {
+    const heard: string[] = [];
+    const listener: Epic = (runes$) => {
+      runes$.subscribe((rune) => heard.push(`${rune.stream}:${rune.seq}`));
+      return NEVER;
+    };
+    const engine = createEngine({ epics: [listener], ownership: { owns: (stream) => stream !== 'theirs' } });
+    await new Promise((resolve) => setImmediate(resolve)); // epics start on a microtask
+    await engine.spawn('ours', toolCall, input);
+    await engine.spawn('theirs', toolCall, input);
+    await engine.dispatch('ours', { type: 'no_approval_needed' });
+    expect(heard).toEqual(['ours:1', 'ours:2']);
     await engine.close();
   });
 });

@@ -4,6 +4,7 @@ import { CommitQueue, type CommitHooks, type CommitQueueOptions, type Committabl
 import { memoryStore, StoreError, type RuneStore } from '../../src/index.js';
 import type { DispatchSink } from '../../src/streams/submit.js';
 import { runeOf } from '../../src/store-kit.js';
+import { heldStore } from '../support/held-store.js';
 
 const id = (rune: Rune): string => `${rune.stream}:${rune.seq}`;
 
@@ -14,51 +15,8 @@ const instanceOf = (stream: string, durableSeq = 0): Committable => ({ stream, d
  * A memory store that logs every write into `log`; with `sync`, it commits at once (`appendSync`),
  * else only in batches. Its batches can be held, and fail once with a given error.
  */
-function loggingStore(log: string[], { sync }: { sync: boolean }) {
-  const inner = memoryStore();
-  let gate: Promise<void> = Promise.resolve();
-  let failNext: Error | undefined;
-  let inFlight = 0;
-  let maxInFlight = 0;
-  const store: RuneStore = {
-    ...inner,
-    appendSync: sync
-      ? (rune) => {
-          log.push(`appendSync ${id(rune)}`);
-          inner.appendSync!(rune);
-        }
-      : undefined,
-    append: async (runes) => {
-      log.push(`append ${runes.map(id).join(' ')}`);
-      maxInFlight = Math.max(maxInFlight, ++inFlight);
-      try {
-        await gate;
-        if (failNext !== undefined) {
-          const error = failNext;
-          failNext = undefined;
-          throw error;
-        }
-        await inner.append(runes);
-      } finally {
-        inFlight--;
-      }
-    },
-  };
-  return {
-    store,
-    inner,
-    maxInFlight: () => maxInFlight,
-    hold: () => {
-      let release!: () => void;
-      gate = new Promise((r) => (release = r));
-      return () => {
-        gate = Promise.resolve();
-        release();
-      };
-    },
-    failNextAppend: (error: Error) => (failNext = error),
-  };
-}
+const loggingStore = (log: string[], { sync }: { sync: boolean }) =>
+  heldStore(memoryStore(), { sync, onWrite: (write, runes) => log.push(`${write} ${runes.map(id).join(' ')}`) });
 
 /** A queue on `store` whose hooks and sink log into `log`; `published` can be extended. */
 function queueOn(store: RuneStore, log: string[], hooks: Partial<CommitHooks<Committable>> = {}, options?: CommitQueueOptions) {

@@ -4,46 +4,14 @@ import { chatActor, type ChatActorState, type Rune } from '../../src/index.js';
 import { createEngine, type DispatchResult } from '../../src/streams/engine.js';
 import { memoryStore } from '../../src/streams/memory-store.js';
 import { StoreError, type RuneStore } from '../../src/streams/store.js';
+import { heldStore } from '../support/held-store.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const interact = { type: 'ProcessInteraction', userId } as const;
 const complete = { type: 'InteractionComplete', success: true } as const;
 
-/** A store that records every append, and whose appends can be held back and released. */
-function recordingStore(inner: RuneStore = memoryStore()) {
-  const appends: Rune[][] = [];
-  let gate: Promise<void> = Promise.resolve();
-  let failNext: Error | undefined;
-  const store: RuneStore = {
-    ...inner,
-    appendSync: undefined, // every rune goes through `append`, batched, where the test can hold it
-    append: async (runes) => {
-      appends.push([...runes]);
-      await gate;
-      if (failNext) {
-        const error = failNext;
-        failNext = undefined;
-        throw error;
-      }
-      return inner.append(runes);
-    },
-    close: async () => {}, // shared between engines in a test: closing one must not close it
-  };
-  return {
-    store,
-    inner,
-    appends,
-    hold: () => {
-      let release!: () => void;
-      gate = new Promise((r) => (release = r));
-      return () => {
-        gate = Promise.resolve();
-        release();
-      };
-    },
-    failNextAppend: (error: Error) => (failNext = error),
-  };
-}
+/** A store that records every append, and whose appends can be held back and released; engines of one test share it. */
+const recordingStore = (inner?: RuneStore) => heldStore(inner, { keepOpen: true });
 
 const settle = () => new Promise((r) => setImmediate(r));
 

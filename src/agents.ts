@@ -38,6 +38,5 @@ export { connectMcp, type ConnectMcpOptions, type McpArguments, type McpConnecti
 
 // Agents: the turn-based agent's epics and streams (seed 003), the ReAct runtime (seed 004).
 export { agentEpics, type AgentEpicsOptions } from './effects/agent/agent-epics.js';
-export { agentStreams, type AgentStreams } from './effects/agent/streams.js';
 export { transcriptOf } from './effects/agent/transcript.js';
 export { reactAgentRuntime, type ReactAgentRuntime, type ReactAgentRuntimeOptions } from './effects/agent/react-agent-runtime.js';

@@ -27,6 +27,20 @@ export { runePayloadSchemas } from './reducers/rune-payloads.js';
 export { foldEvents, foldRune } from './reducers/fold.js';
 export { Rune, SPAWN_EVENT_TYPE, isRuneOf, type AnyRuneEvent, type RuneOf, type SpawnEvent, type StateNameOf } from './reducers/rune.js';
 export { InvariantName, InvariantViolation, checkInvariants, type CheckInvariantsOptions } from './reducers/invariants.js';
+export {
+  MAX_SEGMENT,
+  agentStreams,
+  chatActorStream,
+  chatStream,
+  conversationStream,
+  isSegment,
+  parseStreamId,
+  rootOf,
+  toSegment,
+  type AgentStreams,
+  type RootKind,
+  type StreamIdParts,
+} from './reducers/stream-ids.js';
 
 // The machines of the five seeds, with their schemas and helpers.
 export * from './reducers/chat-actor/index.js';

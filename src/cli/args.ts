@@ -43,7 +43,7 @@ Options:
 
 Endpoints: ws://host:port (the protocol), GET /streams/:stream/events (SSE), GET /healthz.
 
-A demo agent is served too: spawn "<id>/turn" as machine "turn-engine", then dispatch
+A demo agent is served too: spawn "conv/<c>/agent/<a>/turn" as machine "turn-engine", then dispatch
 {type: "start_turn", input} to it. Offline it answers with a scripted model; with
 OPENAI_BASE_URL and RUNESTREAM_MODEL set (and OPENAI_API_KEY if the server needs one) it
 uses that OpenAI-compatible model (Ollama, vLLM, ...).

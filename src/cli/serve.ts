@@ -38,7 +38,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   }
   log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${db})`);
   if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
-  log.log(`runestream: demo agent on ${agent.description}: spawn "<id>/turn" as "turn-engine", then dispatch start_turn`);
+  log.log(`runestream: demo agent on ${agent.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);
   return {
     engine,
     server,

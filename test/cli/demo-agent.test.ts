@@ -13,17 +13,17 @@ describe('runestream serve: the demo agent, offline', () => {
   it('saves a note only after a person approves it, and the approval carries the turn to its answer', async () => {
     const cli = runestream(['serve', '--port', '0', '--db', tempDb()]);
     const [, url] = await cli.line(LISTENING);
-    await cli.line(/^runestream: demo agent on the offline scripted demo model: spawn "<id>\/turn" as "turn-engine", then dispatch start_turn$/m);
+    await cli.line(/^runestream: demo agent on the offline scripted demo model: spawn "conv\/<c>\/agent\/<a>\/turn" as "turn-engine", then dispatch start_turn$/m);
     const client = createClient({ url: url!, WebSocket });
 
-    await client.spawn('me/turn', 'turn-engine');
-    const asked = firstValueFrom(client.runes$('me/turn').pipe(filter((rune: Rune) => rune.kind === 'turn.tool_calls_received')));
-    await client.dispatch('me/turn', { type: 'start_turn', input: 'note: buy milk' });
+    await client.spawn('conv/me/agent/me/turn', 'turn-engine');
+    const asked = firstValueFrom(client.runes$('conv/me/agent/me/turn').pipe(filter((rune: Rune) => rune.kind === 'turn.tool_calls_received')));
+    await client.dispatch('conv/me/agent/me/turn', { type: 'start_turn', input: 'note: buy milk' });
     const callId = ((await asked).event as { callIds?: string[] }).callIds![0]!;
 
-    const call = `me/call/${callId}`;
+    const call = `conv/me/agent/me/call/${callId}`;
     await firstValueFrom(client.state$<ToolCallState>(call).pipe(filter((s) => s.value === 'awaiting_approval')));
-    const answered = firstValueFrom(client.state$<TurnEngineState>('me/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+    const answered = firstValueFrom(client.state$<TurnEngineState>('conv/me/agent/me/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
     await client.dispatch(call, { type: 'approved', approver: 'me' });
     const turn = await answered;
     expect(turn.output).toBe('I will save that note once you approve it.Done: {"saved":"buy milk","notes":1}');
@@ -58,9 +58,9 @@ describe('runestream serve: the demo agent, offline', () => {
       const [, url] = await cli.line(LISTENING);
       await cli.line(new RegExp(`^runestream: demo agent on tiny at ${baseURL.replace(/[.]/g, '\\.')}:`, 'm'));
       const client = createClient({ url: url!, WebSocket });
-      await client.spawn('me/turn', 'turn-engine');
-      const answered = firstValueFrom(client.state$<TurnEngineState>('me/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
-      await client.dispatch('me/turn', { type: 'start_turn', input: 'hi' });
+      await client.spawn('conv/me/agent/me/turn', 'turn-engine');
+      const answered = firstValueFrom(client.state$<TurnEngineState>('conv/me/agent/me/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+      await client.dispatch('conv/me/agent/me/turn', { type: 'start_turn', input: 'hi' });
       expect((await answered).output).toBe('Hello from the model.');
       expect(requests).toEqual([{ model: 'tiny', auth: 'Bearer k1' }]);
       await client.close();

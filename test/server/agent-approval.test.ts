@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { agentEpics, agentStreams, defineTool, scriptedModel } from '../../src/agents.js';
-import { checkInvariants, memoryStore, type ServerMessage } from '../../src/index.js';
+import { agentEpics, defineTool, scriptedModel } from '../../src/agents.js';
+import { checkInvariants, memoryStore, type ServerMessage, agentStreams } from '../../src/index.js';
 import { storeLog } from '../support/store-log.js';
 import { startServer, type TestClient } from '../support/ws-client.js';
 
@@ -40,7 +40,7 @@ async function agentServer() {
   return { ...h, store, deploy, model };
 }
 
-const a = agentStreams('a1');
+const a = agentStreams('conv/c1', 'a1');
 /** A rune of `stream` entering `to` (a spawn rune has no `from`: the turn's spawn enters `idle` too, and is not a finalized turn). */
 const isRune =
   (stream: string, to: string) =>

@@ -27,7 +27,7 @@ const isChain = (model: LanguageModel | ProviderChain): model is ProviderChain =
  * Every epic an engine needs to run agents (seeds 002–004): the model's answers (`agentModel`,
  * through the provider chain and its breakers), the turns (`agentTurns`), the tool calls
  * (`toolCallEffects`: approval, execution, timeouts, and their crash recovery). Pass them to
- * `createEngine({ epics })`; then spawning `<id>/turn` (machine `turn-engine`) is an agent.
+ * `createEngine({ epics })`; then spawning `<root>/agent/<a>/turn` (machine `turn-engine`; see `agentStreams`) is an agent.
  *
  * ## Example
  * ```ts
@@ -40,9 +40,9 @@ const isChain = (model: LanguageModel | ProviderChain): model is ProviderChain =
  * // Offline: a scripted model asks for the clock, then answers with what it said.
  * const model = scriptedModel([{ toolCalls: [{ toolName: 'clock', input: {} }] }, { text: 'It is 12:00.' }]);
  * const engine = createEngine({ epics: agentEpics({ model, tools: [clock] }) });
- * await engine.spawn('a1/turn', 'turn-engine');
- * const answered = firstValueFrom(engine.state$<TurnEngineState>('a1/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
- * await engine.dispatch('a1/turn', { type: 'start_turn', input: 'What time is it?' });
+ * await engine.spawn('conv/c1/agent/a1/turn', 'turn-engine');
+ * const answered = firstValueFrom(engine.state$<TurnEngineState>('conv/c1/agent/a1/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+ * await engine.dispatch('conv/c1/agent/a1/turn', { type: 'start_turn', input: 'What time is it?' });
  * console.log((await answered).output);
  * // Logs: It is 12:00.
  * await engine.close();

@@ -9,7 +9,8 @@ import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { ofMachine } from '../../streams/of-machine.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
-import { agentOfTurn, agentStreams } from './streams.js';
+import { toSegment } from '../../reducers/stream-ids.js';
+import { agentOfTurn } from './streams.js';
 import { transcriptOf } from './transcript.js';
 import { errorText } from '../../reducers/error-text.js';
 
@@ -38,7 +39,7 @@ function requestOf(stream: string, context: EpicContext, options: AgentModelOpti
     toArray(),
     switchMap((runes) => {
       const callIds = runes.flatMap((rune) => (rune.event.type === 'tool_calls_received' ? rune.event.callIds : []));
-      const states$ = callIds.length === 0 ? of([]) : forkJoin(callIds.map((callId) => context.snapshot(agentStreams(agent).call(callId), toolCall)));
+      const states$ = callIds.length === 0 ? of([]) : forkJoin(callIds.map((callId) => context.snapshot(agent.call(callId), toolCall)));
       return states$.pipe(
         map((snapshots) => {
           const calls = new Map<string, ToolCallState>();
@@ -52,12 +53,13 @@ function requestOf(stream: string, context: EpicContext, options: AgentModelOpti
 }
 
 /**
- * A call id not used before in this conversation: each call has its own stream, and some
- * providers number calls per response (`call_0`), which would meet an earlier call's stream.
+ * A call id not used before by this agent, fit for a stream id: each call has its own stream, and
+ * some providers number calls per response (`call_0`), which would meet an earlier call's stream.
  */
-function uniqueCallId(id: string, used: Set<string>): string {
+function uniqueCallId(asked: string, used: Set<string>): string {
+  const id = toSegment(asked);
   let unique = id;
-  for (let n = 2; used.has(unique); n++) unique = `${id}-${n}`;
+  for (let n = 2; used.has(unique); n++) unique = `${id.slice(0, 100)}-${n}`;
   used.add(unique);
   return unique;
 }

@@ -11,7 +11,8 @@ import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
-import { agentOfCall, agentOfTurn, agentStreams } from './streams.js';
+import { parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
+import { agentOfCall, agentOfTurn } from './streams.js';
 
 type TurnRune = RuneOf<typeof turnEngine>;
 
@@ -27,14 +28,21 @@ async function latestRound(turn: string, context: EpicContext): Promise<readonly
   return [];
 }
 
-/** An agent's companion streams, created with its turn stream, ready at once. */
-function created(agent: string): EpicCommand[] {
-  const streams = agentStreams(agent);
+/**
+ * An agent's companion streams, created with its turn stream, ready at once: its lifecycle, and
+ * its conversation if it is the first agent there (the conversation's root agent).
+ */
+async function created(agent: AgentStreams, context: EpicContext): Promise<EpicCommand[]> {
+  const commands: EpicCommand[] = [
+    { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId } },
+    { stream: agent.lifecycle, event: { type: 'init_complete' } },
+  ];
+  if ((await stateOf(context, agent.root, conversation)) !== undefined) return commands;
+  const conversationId = parseStreamId(agent.root)!.id;
   return [
-    { stream: streams.conversation, spawn: conversation.id, input: { conversationId: agent } },
-    { stream: streams.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent } },
-    { stream: streams.lifecycle, event: { type: 'init_complete' } },
-    { stream: streams.conversation, event: { type: 'agent_ready', rootAgentId: agent } },
+    { stream: agent.root, spawn: conversation.id, input: { conversationId } },
+    ...commands,
+    { stream: agent.root, event: { type: 'agent_ready', rootAgentId: agent.agentId } },
   ];
 }
 
@@ -43,33 +51,32 @@ const stateOf = async <M extends AnyMachine>(context: EpicContext, stream: strin
   (await firstValueFrom(context.snapshot(stream, machine)))?.state;
 
 /** A turn started: the conversation counts it and the agent runs it, unless the conversation is not active. */
-async function started(agent: string, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
-  const streams = agentStreams(agent);
-  const talk = await stateOf(context, streams.conversation, conversation);
+async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
+  const talk = await stateOf(context, agent.root, conversation);
   // `created`: its `agent_ready`, dispatched when the turn stream was spawned, is ahead in its queue.
   if (talk !== undefined && talk.value !== 'active' && talk.value !== 'created') {
     return [{ stream: rune.stream, event: { type: 'interrupt', reason: `the conversation is ${talk.value}` } }];
   }
   const turn = await stateOf(context, rune.stream, turnEngine);
   return [
-    { stream: streams.conversation, event: { type: 'new_turn' } },
-    { stream: streams.lifecycle, event: { type: 'turn_assigned', turnId: String(turn?.turn ?? rune.seq) } },
+    { stream: agent.root, event: { type: 'new_turn' } },
+    { stream: agent.lifecycle, event: { type: 'turn_assigned', turnId: String(turn?.turn ?? rune.seq) } },
   ];
 }
 
 /** Every call of the round exists (created from the turn's log: again after a crash, harmlessly). */
-const callsOf = (agent: string, calls: readonly ToolCallInput[]): EpicCommand[] =>
-  calls.map((call) => ({ stream: agentStreams(agent).call(call.callId), spawn: toolCall.id, input: call }));
+const callsOf = (agent: AgentStreams, calls: readonly ToolCallInput[]): EpicCommand[] =>
+  calls.map((call) => ({ stream: agent.call(call.callId), spawn: toolCall.id, input: call }));
 
 /**
  * The round of the turn, if every one of its calls is done: then the model gets the results
  * (`tools_finished`). Its key (turn number and call ids) says which round it was.
  */
-async function doneRound(agent: string, context: EpicContext): Promise<string | undefined> {
-  const turn = await stateOf(context, agentStreams(agent).turn, turnEngine);
+async function doneRound(agent: AgentStreams, context: EpicContext): Promise<string | undefined> {
+  const turn = await stateOf(context, agent.turn, turnEngine);
   if (turn?.value !== 'tool_executing') return undefined;
   for (const callId of turn.callIds) {
-    if (!isTerminalCall(await stateOf(context, agentStreams(agent).call(callId), toolCall))) return undefined;
+    if (!isTerminalCall(await stateOf(context, agent.call(callId), toolCall))) return undefined;
   }
   return `${turn.turn}:${turn.callIds.join(',')}`;
 }
@@ -79,24 +86,23 @@ async function doneRound(agent: string, context: EpicContext): Promise<string | 
  * next model call never sees an orphan call), the agent and the conversation hear of it, the turn
  * is finalized, and a steer starts the next turn with its input.
  */
-async function ended(agent: string, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
-  const streams = agentStreams(agent);
+async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
   const { event } = rune;
   const commands: EpicCommand[] = [];
   if (rune.to === 'interrupted' && rune.from === 'tool_executing') {
     const reason = event.type === 'interrupt' && event.reason !== undefined ? event.reason : 'turn interrupted';
-    for (const call of await latestRound(streams.turn, context)) {
-      const stream = streams.call(call.callId);
+    for (const call of await latestRound(agent.turn, context)) {
+      const stream = agent.call(call.callId);
       const state = await stateOf(context, stream, toolCall);
       if (isTerminalCall(state)) continue;
       if (state === undefined) commands.push({ stream, spawn: toolCall.id, input: call });
       commands.push({ stream, event: { type: 'cancelled', reason } });
     }
   }
-  const lifecycle = await stateOf(context, streams.lifecycle, agentLifecycle);
+  const lifecycle = await stateOf(context, agent.lifecycle, agentLifecycle);
   if (lifecycle?.value === 'running_turn') {
     commands.push({
-      stream: streams.lifecycle,
+      stream: agent.lifecycle,
       event:
         rune.to === 'completed'
           ? { type: 'turn_completed' }
@@ -104,17 +110,19 @@ async function ended(agent: string, rune: TurnRune, context: EpicContext): Promi
             ? { type: 'turn_error', ...('error' in event ? { error: event.error } : {}) }
             : { type: 'turn_interrupted', ...(event.type === 'interrupt' && event.reason !== undefined ? { reason: event.reason } : {}) },
     });
-    commands.push({ stream: streams.conversation, event: { type: 'turn_completed' } });
+    commands.push({ stream: agent.root, event: { type: 'turn_completed' } });
   }
-  commands.push({ stream: streams.turn, event: { type: 'turn_finalized' } });
-  if (event.type === 'steer') commands.push({ stream: streams.turn, event: { type: 'start_turn', input: event.input } });
+  commands.push({ stream: agent.turn, event: { type: 'turn_finalized' } });
+  if (event.type === 'steer') commands.push({ stream: agent.turn, event: { type: 'start_turn', input: event.input } });
   return commands;
 }
 
 /**
- * Runs every agent's turns through its seed-003 machines (a turn stream `<id>/turn` is an agent):
+ * Runs every agent's turns through its seed-003 machines (a turn stream `<root>/agent/<a>/turn` is
+ * an agent; see `agentStreams`):
  *
- * 1. Its turn stream spawned: its `conversation` and `agentLifecycle` streams are created, ready.
+ * 1. Its turn stream spawned: its `agentLifecycle` stream is created, ready, and its conversation
+ *    (`<root>`) if none is there yet, with it as the root agent.
  * 2. A turn started: the conversation counts it (`new_turn`) and the agent runs it
  *    (`turn_assigned`); if the conversation is paused, suspended or closed, the turn is interrupted.
  * 3. The model asked for tools (`tool_calls_received`): a `toolCall` stream per call.
@@ -131,11 +139,11 @@ export function agentTurns(): Epic {
     // The rounds this epic has finished: a resumed round and a live result may both find a round
     // done, and the model must get its results once.
     const finished = new Set<string>();
-    const finishRound = async (agent: string): Promise<EpicCommand[]> => {
+    const finishRound = async (agent: AgentStreams): Promise<EpicCommand[]> => {
       const round = await doneRound(agent, context);
-      if (round === undefined || finished.has(`${agent}#${round}`)) return [];
-      finished.add(`${agent}#${round}`);
-      return [{ stream: agentStreams(agent).turn, event: { type: 'tools_finished', more: true } }];
+      if (round === undefined || finished.has(`${agent.turn}#${round}`)) return [];
+      finished.add(`${agent.turn}#${round}`);
+      return [{ stream: agent.turn, event: { type: 'tools_finished', more: true } }];
     };
 
     const onRune = (rune: Rune): Observable<EpicCommand> => {
@@ -148,12 +156,12 @@ export function agentTurns(): Epic {
       const agent = agentOfTurn(rune.stream);
       if (agent === undefined) return EMPTY;
       const { event } = rune;
-      if (event.type === 'spawn') return from(created(agent));
+      if (event.type === 'spawn') return defer(() => created(agent, context)).pipe(mergeMap((commands) => commands));
       if (event.type === 'start_turn') return defer(() => started(agent, rune, context)).pipe(mergeMap((commands) => commands));
       if (event.type === 'tool_calls_received') return from(callsOf(agent, event.calls ?? []));
       if (rune.from === 'tool_executing') {
         // The round is over (its results went to the model, or the turn ended): forget it.
-        for (const key of finished) if (key.startsWith(`${agent}#`)) finished.delete(key);
+        for (const key of finished) if (key.startsWith(`${agent.turn}#`)) finished.delete(key);
       }
       if (rune.to === 'completed' || rune.to === 'error' || rune.to === 'interrupted') {
         return defer(() => ended(agent, rune, context)).pipe(mergeMap((commands) => commands));
@@ -175,10 +183,9 @@ export function agentTurns(): Epic {
         if (view.origin !== 'resumed' || agent === undefined) return {};
         const resume = async (): Promise<EpicCommand[]> => {
           if (view.value === 'tool_executing') return [...callsOf(agent, await latestRound(view.stream, context)), ...(await finishRound(agent))];
-          const lifecycle = await stateOf(context, agentStreams(agent).lifecycle, agentLifecycle);
+          const lifecycle = await stateOf(context, agent.lifecycle, agentLifecycle);
           const commands: EpicCommand[] = [];
-          if (lifecycle?.value === 'running_turn')
-            commands.push({ stream: agentStreams(agent).lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
+          if (lifecycle?.value === 'running_turn') commands.push({ stream: agent.lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
           commands.push({ stream: view.stream, event: { type: 'turn_finalized' } });
           return commands;
         };
@@ -189,7 +196,7 @@ export function agentTurns(): Epic {
     // Per agent, one rune at a time: its commands keep the order of its runes. Agents run side by
     // side; an agent's group ends when its turn is idle again.
     const agentKey = (rune: Rune): string | undefined =>
-      isRuneOf(turnEngine, rune) ? agentOfTurn(rune.stream) : isRuneOf(toolCall, rune) ? agentOfCall(rune.stream) : undefined;
+      (isRuneOf(turnEngine, rune) ? agentOfTurn(rune.stream) : isRuneOf(toolCall, rune) ? agentOfCall(rune.stream) : undefined)?.turn;
     const live$ = runes$.pipe(
       filter((rune) => agentKey(rune) !== undefined),
       groupBy((rune) => agentKey(rune)!, { duration: (group$) => group$.pipe(filter((rune) => isRuneOf(turnEngine, rune) && rune.to === 'idle')) }),

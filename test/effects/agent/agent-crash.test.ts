@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { filter, firstValueFrom } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { agentEpics, agentStreams, defineTool, scriptedModel } from '../../../src/agents.js';
-import { checkInvariants, createEngine, type EngineError, type Rune, type TurnEngineState } from '../../../src/index.js';
+import { agentEpics, defineTool, scriptedModel } from '../../../src/agents.js';
+import { checkInvariants, createEngine, type EngineError, type Rune, type TurnEngineState, agentStreams } from '../../../src/index.js';
 import { sqliteStore } from '../../../src/sqlite.js';
 import { storeLog } from '../../support/store-log.js';
 
@@ -60,7 +60,7 @@ async function restart(path: string, slowTool: ReturnType<typeof slow>['tool']) 
   const engine = createEngine({ store, epics: agentEpics({ model, tools: [slowTool] }) });
   const errors: EngineError[] = [];
   engine.errors$.subscribe((error) => errors.push(error));
-  const a = agentStreams('a1');
+  const a = agentStreams('conv/c1', 'a1');
   try {
     await firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
     const after = await storeLog(store);
@@ -91,13 +91,13 @@ async function crashWhileExecuting(path: string, mode: 'interrupt' | 'rerun'): P
   const run = await runAndKill(path, mode);
   expect(run.signal).toBe('SIGKILL');
   expect(run.stderr).not.toContain('agent-crash-worker:'); // it found nothing wrong before it died
-  expect(run.line).toBe(`executing ${agentStreams('a1').call('s1')} 2`);
+  expect(run.line).toBe(`executing ${agentStreams('conv/c1', 'a1').call('s1')} 2`);
 }
 
 describe('agent crash: the process dies with SIGKILL while a tool call is executing', () => {
   it('a tool that is not rerunSafe: the call ends "interrupted by restart", once, and the turn goes on to the answer', async () => {
     const path = join(dir, 'interrupt.db');
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await crashWhileExecuting(path, 'interrupt');
 
     const tool = slow(false);
@@ -144,7 +144,7 @@ describe('agent crash: the process dies with SIGKILL while a tool call is execut
 
   it('a rerunSafe tool: the call runs again after the restart and succeeds, with exactly one result', async () => {
     const path = join(dir, 'rerun.db');
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await crashWhileExecuting(path, 'rerun');
 
     const tool = slow(true);

@@ -1,8 +1,8 @@
 import { filter, firstValueFrom } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { agentEpics, agentStreams, defineTool, scriptedModel } from '../../../src/agents.js';
-import { checkInvariants, createEngine, memoryStore, type Engine, type TurnEngineState } from '../../../src/index.js';
+import { agentEpics, defineTool, scriptedModel } from '../../../src/agents.js';
+import { checkInvariants, createEngine, memoryStore, type Engine, type TurnEngineState, agentStreams } from '../../../src/index.js';
 import { storeLog } from '../../support/store-log.js';
 
 const engines: Engine[] = [];
@@ -27,7 +27,7 @@ describe('agentEpics: an agent with a model, tools and durable approval', () => 
     const store = memoryStore();
     const engine = createEngine({ store, epics: agentEpics({ model, tools: [note], system: 'You keep notes.' }) });
     engines.push(engine);
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await engine.spawn(a.turn, 'turn-engine');
     await engine.dispatch(a.turn, { type: 'start_turn', input: 'note: milk' });
 

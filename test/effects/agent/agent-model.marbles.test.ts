@@ -30,7 +30,7 @@ function marbleTest(body: (m: Marbles) => void | (() => void)): void {
 
 // --- runes of agent a1's turn stream, and what the model streams ------------------------------------
 
-const TURN = 'a1/turn';
+const TURN = 'conv/c1/agent/a1/turn';
 const turnRune = (seq: number, event: Rune['event'], from: string, to: string, kind: string, stream = TURN): Rune => ({
   stream,
   seq,
@@ -137,7 +137,7 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
 
   it("another agent's interrupt does not cut this agent's call", () =>
     marbleTest((m) => {
-      const other = 'a2/turn';
+      const other = 'conv/c1/agent/a2/turn';
       const runes = m.hot<Rune>('-st--i-----', { s: started(), t: started(2, other), i: interrupted(3, other) });
       const mine = m.cold<ChainOutput>('-a--b-(f|)', { a: text('Hel'), b: text('lo'), f: finish('stop') });
       const theirs = m.cold<ChainOutput>('-x------(f|)', { x: text('Yo'), f: finish('stop') });
@@ -203,7 +203,7 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       const first = m.cold<ChainOutput>('-a-(f|)', { a: toolCall('c1', 'clock', {}), f: finish('tool-calls') });
       const second = m.cold<ChainOutput>('-x-(f|)', { x: text('Noon.'), f: finish('stop') });
       const { call, context, requests } = setup(m, runes, [first, second], {
-        'a1/call/c1': { ...asked, value: 'completed_result', output: '12:00', progressCount: 0 },
+        'conv/c1/agent/a1/call/c1': { ...asked, value: 'completed_result', output: '12:00', progressCount: 0 },
       });
       const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
       commands.toBe('----r----x-d', {

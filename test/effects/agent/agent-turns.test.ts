@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { checkInvariants, type Rune, type TurnEngineState } from '../../../src/index.js';
 import { agentModel, type ModelCaller } from '../../../src/effects/agent/agent-model.js';
 import { agentTurns } from '../../../src/effects/agent/agent-turns.js';
-import { agentStreams } from '../../../src/effects/agent/streams.js';
+import { agentStreams } from '../../../src/index.js';
 import type { ChainOutput, ModelPart, ModelRequest } from '../../../src/effects/llm/model-types.js';
 import { createEngine, type Engine } from '../../../src/streams/engine.js';
 import { memoryStore } from '../../../src/streams/memory-store.js';
@@ -62,7 +62,7 @@ const runeWhere = (engine: Engine, stream: string, matches: (rune: Rune) => bool
 
 /** Waits until the agent's turn is back to idle after `turns` turns. */
 const turnsDone = (engine: Engine, agent: string, turns: number): Promise<unknown> =>
-  firstValueFrom(engine.state$<TurnEngineState>(agentStreams(agent).turn).pipe(filter((s) => s.value === 'idle' && s.turn === turns)));
+  firstValueFrom(engine.state$<TurnEngineState>(agentStreams('conv/c1', agent).turn).pipe(filter((s) => s.value === 'idle' && s.turn === turns)));
 
 const kinds = async (store: RuneStore, stream: string): Promise<string[]> => (await store.read(stream)).map((r) => r.kind);
 
@@ -71,9 +71,9 @@ describe('agent turns: a turn stream is an agent', () => {
     const store = memoryStore();
     const model = scriptedCaller([text('Hel', 'lo', '!')]);
     const engine = start(model.call, store);
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await engine.spawn(a.turn, 'turn-engine');
-    await runeWhere(engine, a.conversation, (r) => r.to === 'active');
+    await runeWhere(engine, a.root, (r) => r.to === 'active');
     await engine.dispatch(a.turn, { type: 'start_turn', input: 'hi' });
     await turnsDone(engine, 'a1', 1);
 
@@ -89,7 +89,7 @@ describe('agent turns: a turn stream is an agent', () => {
     expect((await engine.snapshot<TurnEngineState>(a.turn))?.state).toMatchObject({ output: 'Hello!', usage: { outputTokens: 3 } });
     await runeWhere(engine, a.lifecycle, (r) => r.kind === 'turn.completed');
     expect(await kinds(store, a.lifecycle)).toEqual(['agent.spawning', 'agent.ready', 'turn.started', 'turn.completed']);
-    expect(await kinds(store, a.conversation)).toEqual(['session.created', 'session.activated', 'new_turn', 'turn_completed']);
+    expect(await kinds(store, a.root)).toEqual(['session.created', 'session.activated', 'new_turn', 'turn_completed']);
     expect(model.requests[0]).toEqual({ system: 'be kind', messages: [{ role: 'user', content: 'hi' }], tools: {} });
     expect(checkInvariants(await storeLog(store))).toEqual([]);
   });
@@ -98,7 +98,7 @@ describe('agent turns: a turn stream is an agent', () => {
     const store = memoryStore();
     const model = scriptedCaller([toolCalls({ id: 'c1', name: 'clock', input: {} }, { id: 'c2', name: 'add', input: { a: 1, b: 2 } }), text('It is noon; 3.')]);
     const engine = start(model.call, store);
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await engine.spawn(a.turn, 'turn-engine');
     await engine.dispatch(a.turn, { type: 'start_turn', input: 'time? 1+2?' });
     // The tools' side, by hand here: each call runs and succeeds.
@@ -145,7 +145,7 @@ describe('agent turns: a turn stream is an agent', () => {
     const store = memoryStore();
     const model = scriptedCaller([toolCalls({ id: 'c1', name: 'slow', input: {} }, { id: 'c2', name: 'risky', input: {} }), text('ok')]);
     const engine = start(model.call, store);
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await engine.spawn(a.turn, 'turn-engine');
     await engine.dispatch(a.turn, { type: 'start_turn', input: 'go' });
     await runeWhere(engine, a.call('c2'), (r) => r.kind === 'tool.call');
@@ -174,7 +174,7 @@ describe('agent turns: a turn stream is an agent', () => {
     const store = memoryStore();
     const model = scriptedCaller([() => concat(of<ModelPart>({ type: 'text-delta', text: 'Once upon' }), NEVER), text('Fine.')]);
     const engine = start(model.call, store);
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await engine.spawn(a.turn, 'turn-engine');
     await engine.dispatch(a.turn, { type: 'start_turn', input: 'a story' });
     await runeWhere(engine, a.turn, (r) => r.kind === 'turn.assistant_delta');
@@ -193,7 +193,7 @@ describe('agent turns: a turn stream is an agent', () => {
   it('a steer interrupts the answer and starts the next turn with its input', async () => {
     const model = scriptedCaller([() => concat(of<ModelPart>({ type: 'text-delta', text: 'Long' }), NEVER), text('Brief.')]);
     const engine = start(model.call);
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await engine.spawn(a.turn, 'turn-engine');
     await engine.dispatch(a.turn, { type: 'start_turn', input: 'explain' });
     await runeWhere(engine, a.turn, (r) => r.kind === 'turn.assistant_delta');
@@ -206,7 +206,7 @@ describe('agent turns: a turn stream is an agent', () => {
   it('a failed model call ends the turn in error; the agent hears it and is ready for the next turn', async () => {
     const model = scriptedCaller([() => throwError(() => new Error('all providers failed: a: 500'))]);
     const engine = start(model.call);
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await engine.spawn(a.turn, 'turn-engine');
     await engine.dispatch(a.turn, { type: 'start_turn', input: 'hi' });
     await turnsDone(engine, 'a1', 1);
@@ -217,10 +217,10 @@ describe('agent turns: a turn stream is an agent', () => {
   it('a paused conversation takes no new turn: the turn is interrupted, saying why', async () => {
     const model = scriptedCaller([]);
     const engine = start(model.call);
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await engine.spawn(a.turn, 'turn-engine');
-    await runeWhere(engine, a.conversation, (r) => r.to === 'active');
-    await engine.dispatch(a.conversation, { type: 'pause_requested', reason: 'lunch' });
+    await runeWhere(engine, a.root, (r) => r.to === 'active');
+    await engine.dispatch(a.root, { type: 'pause_requested', reason: 'lunch' });
     await engine.dispatch(a.turn, { type: 'start_turn', input: 'hi' });
     await turnsDone(engine, 'a1', 1);
     expect((await runeWhere(engine, a.turn, (r) => r.kind === 'turn.interrupted')).event).toEqual({ type: 'interrupt', reason: 'the conversation is paused' });
@@ -230,7 +230,7 @@ describe('agent turns: a turn stream is an agent', () => {
     const store = memoryStore();
     const kept = { ...store, close: async () => {} };
     const before = start(scriptedCaller([() => NEVER]).call, kept);
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await before.spawn(a.turn, 'turn-engine');
     await before.dispatch(a.turn, { type: 'start_turn', input: 'hi' });
     await runeWhere(before, a.lifecycle, (r) => r.to === 'running_turn');
@@ -248,7 +248,7 @@ describe('agent turns: a turn stream is an agent', () => {
     const store = memoryStore();
     const model = scriptedCaller([toolCalls({ id: 'call_0', name: 'clock', input: {} }), text('noon'), toolCalls({ id: 'call_0', name: 'clock', input: {} }), text('one')]);
     const engine = start(model.call, store);
-    const a = agentStreams('a1');
+    const a = agentStreams('conv/c1', 'a1');
     await engine.spawn(a.turn, 'turn-engine');
     for (const [turn, callId, output] of [
       [1, 'call_0', '12:00'],

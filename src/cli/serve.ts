@@ -1,6 +1,7 @@
 import { inspect } from 'node:util';
 import { agentEpics } from '../effects/agent/agent-epics.js';
 import { chatActorLifecycle } from '../effects/chat-actor-lifecycle.js';
+import { chatTalk } from '../effects/chat-talk.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import { sqliteStore } from '../streams/sqlite-store.js';
@@ -26,7 +27,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   const agent = demoModel(command.model);
   const engine = createEngine({
     store: sqliteStore(db),
-    epics: [chatActorLifecycle(), ...agentEpics({ model: agent.model, tools: demoTools(), system: DEMO_SYSTEM })],
+    epics: [chatActorLifecycle(), chatTalk(), ...agentEpics({ model: agent.model, tools: demoTools(), system: DEMO_SYSTEM })],
   });
   engine.errors$.subscribe((error) => log.error(`runestream: ${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
   let server: RunestreamServer;

@@ -8,7 +8,13 @@ type E = ChatActorEvent;
 
 /** Seed 000 "Transition Rules", row for row; the table wins over the seed's drawing (DESIGN.md). */
 const table: readonly Row<S, E>[] = [
-  { from: 'idle', on: 'ProcessInteraction', to: 'running', assign: (_, e) => ({ userId: e.userId }) },
+  {
+    from: 'idle',
+    on: 'ProcessInteraction',
+    to: 'running',
+    assign: (_, e) => ({ userId: e.userId }),
+    note: "extension: the event may carry the user's `message`, which the chat's agent answers (chatTalk)",
+  },
   { from: 'idle', on: 'Pause', to: 'paused', assign: (_, e) => ({ reason: e.reason }) },
   { from: 'idle', on: 'Cancel', to: 'cancelled', assign: (_, e) => ({ reason: e.reason }) },
   { from: 'idle', on: 'InactivityTimeout', to: 'completed' },

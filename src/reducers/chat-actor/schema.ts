@@ -16,7 +16,16 @@ export const ChatActorState = z.object({
 export type ChatActorState = z.infer<typeof ChatActorState>;
 
 /** Seed 000 "Events", payloads in camelCase, plus the `Error` event of the "Any -> Error" rule. */
-export const ProcessInteraction = z.object({ type: z.literal('ProcessInteraction'), userId: z.uuid() });
+/**
+ * `message` is an extension (the seed's payload is `user_id` alone): the user's message, which the
+ * chat's agent answers (`chatTalk`). Without it the actor runs an interaction nothing answers.
+ */
+export const MAX_CHAT_MESSAGE_LENGTH = 100_000;
+export const ProcessInteraction = z.object({
+  type: z.literal('ProcessInteraction'),
+  userId: z.uuid(),
+  message: z.string().min(1).max(MAX_CHAT_MESSAGE_LENGTH).optional(),
+});
 export const Pause = z.object({ type: z.literal('Pause'), reason: z.string().optional() });
 export const Cancel = z.object({ type: z.literal('Cancel'), reason: z.string() });
 export const Ping = z.object({ type: z.literal('Ping') });

@@ -13,7 +13,7 @@ const table: readonly Row<S, E>[] = [
     on: 'ProcessInteraction',
     to: 'running',
     assign: (_, e) => ({ userId: e.userId }),
-    note: "extension: the event may carry the user's `message`, which the chat's agent answers (chatTalk)",
+    note: "the event may also carry the user's `message` (an extension of the seed's payload), which the chat's agent answers (chatTalk)",
   },
   { from: 'idle', on: 'Pause', to: 'paused', assign: (_, e) => ({ reason: e.reason }) },
   { from: 'idle', on: 'Cancel', to: 'cancelled', assign: (_, e) => ({ reason: e.reason }) },

@@ -65,6 +65,24 @@ describe('reconstructAgentManagerState: seed 001 "State Persistence"', () => {
     });
   });
 
+  // Seed 001 "Auto-Approve Mode": `waiting_approval` is transient, so a reload never lands in it.
+  const approvalAsks = ['tool', 'command', 'browser_action_launch', 'use_mcp_server'] as const;
+  it.each(approvalAsks.flatMap((lastAsk) => both.map((processRunning) => ({ lastAsk, processRunning }))))(
+    'auto-approve: running after ask:$lastAsk (process running: $processRunning) does not wait for approval',
+    ({ lastAsk, processRunning }) => {
+      const state = reconstructAgentManagerState({ status: 'running', lastAsk, processRunning }, { autoApprove: true });
+      expect(state).toEqual({ value: processRunning ? 'streaming' : 'paused', autoApprove: true, sessionCreated: true, apiReqStarted: true, lastAsk });
+      // The same persisted row without auto-approve waits, so the mode is what decides.
+      expect(reconstructAgentManagerState({ status: 'running', lastAsk, processRunning }, { autoApprove: false }).value).toBe('waiting_approval');
+    },
+  );
+
+  it('auto-approve changes nothing for asks that are not approvals', () => {
+    for (const { persisted, expected } of rules.filter(({ persisted }) => !approvalAsks.some((ask) => ask === persisted.lastAsk))) {
+      expect(reconstructAgentManagerState(persisted, { autoApprove: true }).value).toBe(expected);
+    }
+  });
+
   it('throws an error naming each invalid field', () => {
     expect(() => reconstructAgentManagerState({ status: 'paused', processRunning: 'yes' } as never)).toThrowErrorMatchingInlineSnapshot(
       `[Error: invalid persisted agent manager session: status: Invalid option: expected one of "creating"|"running"|"done"|"error"|"stopped"; processRunning: Invalid input: expected boolean, received string]`,

@@ -41,6 +41,11 @@ export interface ConnectMcpOptions {
   timeoutMs?: number;
   /** Whether a call left executing by a crash may run again after a restart. Default `false`. */
   rerunSafe?: boolean | ((tool: McpToolInfo) => boolean);
+  /**
+   * Whether a tool's calls may run beside the other calls of their round. Default: the tools the
+   * server annotates `readOnlyHint: true`; any other runs one at a time, in call order.
+   */
+  parallelSafe?: boolean | ((tool: McpToolInfo) => boolean);
   /** How this client introduces itself. Default `{ name: 'runestream', version: '0.1.0' }`. */
   clientInfo?: { name: string; version: string };
 }
@@ -83,6 +88,8 @@ const SDK_TIMEOUT_MARGIN_MS = 5000;
  *    content part is text (parts joined by newlines), else the content parts as they are. A result
  *    with `isError: true` (the tool failed, or refused the arguments) throws an Error whose message
  *    is its text, so the call ends with `execution_error` and the model reads why.
+ * 6. A tool the server annotates `readOnlyHint: true` is `parallelSafe`: its calls run beside the
+ *    others of their round; every other tool's run one at a time, in call order (option `parallelSafe`).
  *
  * ## Example
  * ```ts
@@ -118,6 +125,7 @@ export async function connectMcp(options: ConnectMcpOptions): Promise<McpConnect
     needsApproval = false,
     timeoutMs = 60_000,
     rerunSafe = false,
+    parallelSafe = readOnly,
     clientInfo = { name: 'runestream', version: '0.1.0' },
   } = options;
   if (typeof command !== 'string' || command === '') throw new TypeError('connectMcp: "command" must be a non-empty string (the server executable)');
@@ -158,6 +166,7 @@ export async function connectMcp(options: ConnectMcpOptions): Promise<McpConnect
       needsApproval: (input) => (typeof needsApproval === 'function' ? needsApproval(info, input) : needsApproval),
       timeoutMs,
       rerunSafe: typeof rerunSafe === 'function' ? rerunSafe(info) : rerunSafe,
+      parallelSafe: typeof parallelSafe === 'function' ? parallelSafe(info) : parallelSafe,
       async execute(input, { signal, progress }) {
         let result: CallToolResult;
         const progressToken = progressOf((p) => progress(progressChunk(p)));
@@ -181,13 +190,16 @@ export async function connectMcp(options: ConnectMcpOptions): Promise<McpConnect
   try {
     tools = listed.map(asTool);
   } catch (error) {
-    await client.close().catch(() => undefined); // a name clash, a `rerunSafe` that threw: nothing is left running
+    await client.close().catch(() => undefined); // a name clash, a `rerunSafe` or `parallelSafe` that threw: nothing is left running
     throw error;
   }
 
   let closing: Promise<void> | undefined;
   return { tools, client, close: () => (closing ??= client.close()) };
 }
+
+/** The default of `parallelSafe`: a tool the server says only reads (its `readOnlyHint`, a hint like every annotation). */
+const readOnly = (tool: McpToolInfo): boolean => tool.annotations?.readOnlyHint === true;
 
 /** Opens a progress route: its token for a request's `_meta`, and `done(token)` to close it. */
 interface ProgressRoutes {

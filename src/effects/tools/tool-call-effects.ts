@@ -1,3 +1,4 @@
+import { ignoreElements, merge, tap } from 'rxjs';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import { durableDeadline } from '../../streams/durable-deadline.js';
 import { stateEffects } from '../../streams/effect-host.js';
@@ -5,6 +6,7 @@ import type { Epic } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import type { AnyTool } from './tool.js';
 import { execution$ } from './tool-call-execution.js';
+import { callOrder, type CallOrder } from './tool-call-order.js';
 import { policy$ } from './tool-call-policy.js';
 import { toolRegistry } from './tool-registry.js';
 
@@ -26,6 +28,9 @@ export interface ToolCallEffectsOptions {
  *    says so, else `no_approval_needed`. A call naming an unknown tool, or whose arguments fail the
  *    tool's schema, needs no approval: it ends with `execution_error` naming the unknown tool (and
  *    the known ones) or each failing field, so the model gets a `tool.result` and the turn goes on.
+ *    Order: within one tool round of an agent's turn, calls of `parallelSafe` tools are decided
+ *    (and run) at once; any other call stays `pending_call` until every call before it in the
+ *    round is terminal or parallel-safe, so unsafe calls run one at a time, in call order (see `CallOrder`).
  * 2. Execution: the rune that moves a call into `executing` runs its tool once, with a signal and
  *    a `progress` callback: progress chunks are `progress_update` runes; the outcome is `success`
  *    (the output as JSON), `execution_error`, or `execution_timeout` after the tool's `timeoutMs`
@@ -37,7 +42,7 @@ export interface ToolCallEffectsOptions {
  *    itself waits in the log.
  * 4. Restart: the three effects are a function of each call's state (see `stateEffects`), so the
  *    engine resumes them from the stored calls: a call still `pending_call` gets its policy
- *    decision; one `awaiting_approval` gets its clock back at its original deadline; one left
+ *    decision, once its turn in its round comes; one `awaiting_approval` gets its clock back at its original deadline; one left
  *    `executing` runs again if its tool is `rerunSafe`, and any other ends with "interrupted by
  *    restart". That is `toolCallRecovery`'s job done here: do not add a `toolCallRecovery()` next
  *    to it (it would interrupt the re-runs).
@@ -73,24 +78,36 @@ export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
   if (!(resolutionMs > 0)) throw new TypeError(`toolCallEffects: "resolutionMs" must be positive, got ${String(resolutionMs)}`);
   // A timeout whose rune did not come back (its dispatch failed) is sent again this much later.
   const retryMs = Math.min(approvalTimeoutMs, 60_000);
-  return stateEffects({
-    name: 'toolCallEffects',
-    machine: toolCall,
-    states: ['pending_call', 'awaiting_approval', 'executing'],
-    effects: (view, context): EffectsByKey<typeof toolCall> => {
-      switch (view.value) {
-        case 'pending_call':
-          return { policy: policy$(view, registry) };
-        case 'awaiting_approval':
-          // Nothing loops in awaiting_approval: the view's `at` is the rune that entered it, stored or live.
-          return {
-            approvalTimeout: durableDeadline(view.at + approvalTimeoutMs, { type: 'approval_timeout' as const }, { scheduler: context.scheduler, resolutionMs, retryMs }),
-          };
-        case 'executing':
-          return { run: execution$(view, context, registry) };
-        default:
-          return {};
-      }
-    },
-  });
+  const effects = (order: CallOrder): Epic =>
+    stateEffects({
+      name: 'toolCallEffects',
+      machine: toolCall,
+      states: ['pending_call', 'awaiting_approval', 'executing'],
+      effects: (view, context): EffectsByKey<typeof toolCall> => {
+        switch (view.value) {
+          case 'pending_call':
+            return { policy: policy$(view, registry, order) };
+          case 'awaiting_approval':
+            // Nothing loops in awaiting_approval: the view's `at` is the rune that entered it, stored or live.
+            return {
+              approvalTimeout: durableDeadline(view.at + approvalTimeoutMs, { type: 'approval_timeout' as const }, { scheduler: context.scheduler, resolutionMs, retryMs }),
+            };
+          case 'executing':
+            return { run: execution$(view, context, registry) };
+          default:
+            return {};
+        }
+      },
+    });
+  // One order per run of the epic: the calls waiting their turn hear the live runes of the calls before them.
+  return function toolCallEffects(runes$, context, deps) {
+    const order = callOrder(registry, context);
+    return merge(
+      runes$.pipe(
+        tap((rune) => order.heard(rune)),
+        ignoreElements(),
+      ),
+      effects(order)(runes$, context, deps),
+    );
+  };
 }

@@ -1,9 +1,10 @@
-import { EMPTY, Observable, catchError, mergeMap, of } from 'rxjs';
+import { EMPTY, Observable, catchError, map, mergeMap, of } from 'rxjs';
 import type { ToolCallEvent, ToolCallInput } from '../../reducers/tool-call/schema.js';
 import type { toolCall } from '../../reducers/tool-call/machine.js';
 import { SPAWN_EVENT_TYPE } from '../../reducers/rune.js';
 import type { StreamView } from '../../streams/state-effects.js';
 import { errorText } from '../../reducers/error-text.js';
+import type { CallOrder } from './tool-call-order.js';
 import type { ToolRegistry } from './tool-registry.js';
 
 /**
@@ -39,16 +40,21 @@ export function approvalDecision(registry: ToolRegistry, call: Pick<ToolCallInpu
 }
 
 /**
- * The policy effect of a call in `pending_call`: its {@link approvalDecision}. A live spawn rune
- * carries the call, so it is decided in the rune's own tick; a call found pending after a restart
- * (its decision died with the process) is read first, and one whose state cannot be read stays
- * pending until the next start.
+ * The policy effect of a call in `pending_call`: its {@link approvalDecision}, once the call may
+ * start (`order.mayStart$`: an unsafe call waits, pending, for the unsafe calls before it in its
+ * round). A live spawn rune carries the call, so a call that need not wait is decided in the
+ * rune's own tick; a call found pending after a restart (its decision died with the process, or
+ * it was waiting its turn) is read first, and one whose state cannot be read stays pending until
+ * the next start.
  */
-export function policy$(view: StreamView<typeof toolCall>, registry: ToolRegistry): Observable<ToolCallEvent> {
+export function policy$(view: StreamView<typeof toolCall>, registry: ToolRegistry, order: CallOrder): Observable<ToolCallEvent> {
   const { rune } = view;
-  if (rune?.event.type === SPAWN_EVENT_TYPE) return of(approvalDecision(registry, rune.event.input));
-  return view.state$.pipe(
-    mergeMap((state) => (state?.value === 'pending_call' ? [approvalDecision(registry, state)] : [])),
-    catchError(() => EMPTY),
-  );
+  const call$: Observable<ToolCallInput> =
+    rune?.event.type === SPAWN_EVENT_TYPE
+      ? of(rune.event.input)
+      : view.state$.pipe(
+          mergeMap((state) => (state?.value === 'pending_call' ? [state] : [])),
+          catchError(() => EMPTY),
+        );
+  return call$.pipe(mergeMap((call) => order.mayStart$(view.stream, call).pipe(map(() => approvalDecision(registry, call)))));
 }

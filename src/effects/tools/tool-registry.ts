@@ -15,6 +15,8 @@ export interface ToolRegistry {
   resolve(call: Pick<ToolCallInput, 'toolName' | 'arguments'>): ResolvedCall;
   /** Whether a call left executing by a crash runs again: its tool is `rerunSafe` and its arguments are valid. */
   rerunSafe(call: Pick<ToolCallInput, 'toolName' | 'arguments'>): boolean;
+  /** Whether calls of `toolName` may run beside others: its tool says so. An unknown tool is not assumed safe. */
+  parallelSafe(toolName: string): boolean;
 }
 
 /** Indexes tools by name; throws naming a name two tools share. */
@@ -42,5 +44,6 @@ export function toolRegistry(who: string, tools: readonly AnyTool[]): ToolRegist
     get: (name) => byName.get(name),
     resolve,
     rerunSafe: (call) => byName.get(call.toolName)?.rerunSafe === true && resolve(call).ok,
+    parallelSafe: (toolName) => byName.get(toolName)?.parallelSafe === true,
   };
 }

@@ -36,6 +36,11 @@ export interface Tool<Input = unknown, Output = unknown> {
   readonly timeoutMs: number;
   /** Whether a call left executing by a crash may run again after a restart (else it is interrupted). */
   readonly rerunSafe: boolean;
+  /**
+   * Whether its calls may run beside the other calls of their round (seed 003: "Parallel-safe
+   * tools run concurrently"). Calls of a tool that is not run one at a time, in call order.
+   */
+  readonly parallelSafe: boolean;
   /** Runs the tool once. Its output becomes the call's `success{output}`, a thrown error its `execution_error`. */
   execute(input: Input, context: ToolExecutionContext): Output | PromiseLike<Output>;
 }
@@ -63,6 +68,12 @@ export interface DefineToolOptions<Schema extends z.ZodType, Output> {
    * idempotent write). Default `false`: such a call ends with "interrupted by restart" instead.
    */
   rerunSafe?: boolean;
+  /**
+   * Whether its calls may run beside the other calls of the same model answer (a read, a pure
+   * computation). Default `false`: a tool is not assumed safe to overlap, so its calls run one at a
+   * time, in the order the model asked for them.
+   */
+  parallelSafe?: boolean;
 }
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -82,7 +93,7 @@ export function checkToolName(who: string, name: string): void {
  *    naming the tool. So does a schema zod cannot represent (a `z.date()`, say).
  * 2. `parseInput` runs the zod schema: the parsed input (defaults applied), or an error naming
  *    each failing field (`path: expected string, received number`).
- * 3. `needsApproval`, `timeoutMs`, `rerunSafe` get their defaults (`false`, 60,000, `false`).
+ * 3. `needsApproval`, `timeoutMs`, `rerunSafe`, `parallelSafe` get their defaults (`false`, 60,000, `false`, `false`).
  *
  * ## Example
  * ```ts
@@ -94,6 +105,7 @@ export function checkToolName(who: string, name: string): void {
  *   inputSchema: z.object({ path: z.string() }),
  *   execute: ({ path }, { signal }) => import('node:fs/promises').then((fs) => fs.readFile(path, { encoding: 'utf8', signal })),
  *   rerunSafe: true, // a read may run again after a crash
+ *   parallelSafe: true, // and may run beside other calls
  * });
  * console.log(readFile.parseInput({ path: 3 }));
  * // Logs: { ok: false, error: 'path: Invalid input: expected string, received number' }
@@ -102,7 +114,7 @@ export function checkToolName(who: string, name: string): void {
  * @see toolSpecs for what the model sees, and toolCallEffects for what runs it.
  */
 export function defineTool<Schema extends z.ZodType, Output>(options: DefineToolOptions<Schema, Output>): Tool<z.output<Schema>, Output> {
-  const { name, description, inputSchema, execute, needsApproval = false, timeoutMs = 60_000, rerunSafe = false } = options;
+  const { name, description, inputSchema, execute, needsApproval = false, timeoutMs = 60_000, rerunSafe = false, parallelSafe = false } = options;
   checkToolName('defineTool', name);
   if (typeof description !== 'string') throw new TypeError(`defineTool: tool "${name}" needs a "description" string`);
   if (!(inputSchema instanceof z.ZodType)) throw new TypeError(`defineTool: tool "${name}" needs a zod "inputSchema"`);
@@ -111,6 +123,7 @@ export function defineTool<Schema extends z.ZodType, Output>(options: DefineTool
   if (typeof needsApproval !== 'boolean' && typeof needsApproval !== 'function') {
     throw new TypeError(`defineTool: tool "${name}": "needsApproval" must be a boolean or a function of the input`);
   }
+  if (typeof parallelSafe !== 'boolean') throw new TypeError(`defineTool: tool "${name}": "parallelSafe" must be a boolean, got ${typeof parallelSafe}`);
   return {
     name,
     description,
@@ -122,6 +135,7 @@ export function defineTool<Schema extends z.ZodType, Output>(options: DefineTool
     needsApproval: typeof needsApproval === 'function' ? needsApproval : () => needsApproval,
     timeoutMs,
     rerunSafe,
+    parallelSafe,
     execute,
   };
 }

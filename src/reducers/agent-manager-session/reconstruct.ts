@@ -16,17 +16,18 @@ export type AgentManagerPersistedSession = z.infer<typeof AgentManagerPersistedS
 
 /**
  * The state a running session is in after its last complete ask, as the machine's own table has
- * it (a complete `ask:<type>` while streaming); undefined for asks that leave it working.
+ * it (a complete `ask:<type>` while streaming, in the session's own mode, so auto-approve passes
+ * approval asks straight on); undefined for asks that leave it working.
  */
-function stateAfterAsk(lastAsk: string): AgentManagerSessionStateName | undefined {
+function stateAfterAsk(lastAsk: string, input: AgentManagerSessionInput | undefined): AgentManagerSessionStateName | undefined {
   const type = `ask:${lastAsk}`;
   if (!agentManagerSession.events.includes(type)) return undefined;
-  const streaming: AgentManagerSessionState = { ...agentManagerSession.initial(), value: 'streaming', sessionCreated: true, apiReqStarted: true };
+  const streaming: AgentManagerSessionState = { ...agentManagerSession.initial(input), value: 'streaming', sessionCreated: true, apiReqStarted: true };
   const next = agentManagerSession.transition(streaming, { type } as AgentManagerSessionEvent);
   return next.value === 'streaming' ? undefined : next.value;
 }
 
-function stateName({ status, lastAsk, processRunning }: AgentManagerPersistedSession): AgentManagerSessionStateName {
+function stateName({ status, lastAsk, processRunning }: AgentManagerPersistedSession, input: AgentManagerSessionInput | undefined): AgentManagerSessionStateName {
   switch (status) {
     case 'creating':
       return processRunning ? 'creating' : 'error';
@@ -37,7 +38,7 @@ function stateName({ status, lastAsk, processRunning }: AgentManagerPersistedSes
       return lastAsk === 'resume_completed_task' ? 'paused' : 'completed';
     case 'running':
       // A running task whose process is gone was interrupted: it can be resumed.
-      return (lastAsk === undefined ? undefined : stateAfterAsk(lastAsk)) ?? (processRunning ? 'streaming' : 'paused');
+      return (lastAsk === undefined ? undefined : stateAfterAsk(lastAsk, input)) ?? (processRunning ? 'streaming' : 'paused');
   }
 }
 
@@ -47,7 +48,8 @@ function stateName({ status, lastAsk, processRunning }: AgentManagerPersistedSes
  *
  * 1. `creating` stays `creating` while the process runs, else it failed: `error`.
  * 2. `stopped` and `error` are themselves; `done` is `completed`, or `paused` after `resume_completed_task`.
- * 3. `running` follows the last ask: approval asks -> `waiting_approval`, `followup` -> `waiting_input`,
+ * 3. `running` follows the last ask: approval asks -> `waiting_approval` (in auto-approve mode,
+ *    `input.autoApprove`, they do not wait, as in the machine), `followup` -> `waiting_input`,
  *    `completion_result` -> `completed`, error asks -> `error`, resume asks -> `paused`; with no such
  *    ask it is `streaming` while the process runs, else `paused` (interrupted, resumable).
  *
@@ -59,6 +61,7 @@ function stateName({ status, lastAsk, processRunning }: AgentManagerPersistedSes
  * import { reconstructAgentManagerState } from 'runestream';
  * console.log(reconstructAgentManagerState({ status: 'running', lastAsk: 'followup', processRunning: true }).value); // Logs: waiting_input
  * console.log(reconstructAgentManagerState({ status: 'running', processRunning: false }).value);                   // Logs: paused
+ * console.log(reconstructAgentManagerState({ status: 'running', lastAsk: 'tool', processRunning: true }, { autoApprove: true }).value); // Logs: streaming
  * ```
  */
 export function reconstructAgentManagerState(persisted: AgentManagerPersistedSession, input?: AgentManagerSessionInput): AgentManagerSessionState {
@@ -71,7 +74,7 @@ export function reconstructAgentManagerState(persisted: AgentManagerPersistedSes
   const started = status !== 'creating';
   return {
     ...agentManagerSession.initial(input),
-    value: stateName(parsed.data),
+    value: stateName(parsed.data, input),
     sessionCreated: started,
     apiReqStarted: started,
     ...(lastAsk === undefined ? {} : { lastAsk }),

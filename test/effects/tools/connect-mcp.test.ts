@@ -46,6 +46,21 @@ describe('connectMcp', () => {
     });
   });
 
+  it('a tool the server annotates readOnlyHint is parallel-safe, any other runs one at a time; the option decides otherwise', async () => {
+    expect(mcp.tools.map((t) => [t.name, t.parallelSafe])).toEqual([
+      ['fx__echo', false],
+      ['fx__add', true], // annotations: { readOnlyHint: true }
+      ['fx__slow', false],
+      ['fx__fail', false],
+    ]);
+    const chosen = await connectMcp({ command: process.execPath, args: ['--import', 'tsx', server], parallelSafe: (tool) => tool.name === 'echo', stderr: 'ignore' });
+    try {
+      expect(chosen.tools.filter((t) => t.parallelSafe).map((t) => t.name)).toEqual(['echo']);
+    } finally {
+      await chosen.close();
+    }
+  });
+
   it('checks arguments against the input schema here, naming each failing field', () => {
     const add = mcp.tools.find((t) => t.name === 'fx__add')!;
     expect(add.parseInput({ a: 1, b: 2 })).toEqual({ ok: true, input: { a: 1, b: 2 } });

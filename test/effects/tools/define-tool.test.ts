@@ -11,10 +11,12 @@ const readFile = defineTool({
 });
 
 describe('defineTool', () => {
-  it('gives the documented defaults: no approval, 60 s timeout, not rerun-safe', () => {
+  it('gives the documented defaults: no approval, 60 s timeout, not rerun-safe, not parallel-safe', () => {
     expect(readFile.needsApproval({ path: '/a', encoding: 'utf8' })).toBe(false);
     expect(readFile.timeoutMs).toBe(60_000);
     expect(readFile.rerunSafe).toBe(false);
+    expect(readFile.parallelSafe).toBe(false);
+    expect(defineTool({ name: 'stat', description: 'Stats a file.', inputSchema: z.object({}), parallelSafe: true, execute: () => null }).parallelSafe).toBe(true);
   });
 
   it('parses arguments with the zod schema (defaults applied), or names each failing field', () => {
@@ -40,6 +42,7 @@ describe('defineTool', () => {
   it('refuses what a model API would refuse, naming the tool', () => {
     const base = { description: 'd', inputSchema: z.object({}), execute: () => null };
     expect(() => defineTool({ ...base, name: 'read file' })).toThrow('defineTool: tool name "read file" must match /^[A-Za-z0-9_-]{1,64}$/');
+    expect(() => defineTool({ ...base, name: 'x', parallelSafe: 'yes' as never })).toThrow('defineTool: tool "x": "parallelSafe" must be a boolean, got string');
     expect(() => defineTool({ ...base, name: 'x', inputSchema: z.string() })).toThrow(
       'defineTool: tool "x": inputSchema must be an object schema (z.object({...})), as model APIs require; got JSON Schema type "string"',
     );

@@ -5,7 +5,7 @@ import type { ToolCallInput } from '../../reducers/tool-call/schema.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { EpicContext } from '../../streams/epic.js';
 import { KeyedListeners } from '../../streams/keyed-listeners.js';
-import { agentOfCall, agentStreams } from '../agent/streams.js';
+import { agentOfCall } from '../agent/streams.js';
 import type { ToolRegistry } from './tool-registry.js';
 
 /**
@@ -57,12 +57,11 @@ export function callOrder(registry: ToolRegistry, context: EpicContext): CallOrd
     mayStart$(stream, call) {
       const agent = agentOfCall(stream);
       if (registry.parallelSafe(call.toolName) || agent === undefined) return of(undefined);
-      const streams = agentStreams(agent);
-      return context.snapshot(streams.turn, turnEngine).pipe(
+      return context.snapshot(agent.turn, turnEngine).pipe(
         mergeMap((turn) => {
           const callIds = turn?.state.value === 'tool_executing' ? turn.state.callIds : [];
           const earlier = callIds.slice(0, Math.max(0, callIds.indexOf(call.callId)));
-          return earlier.length === 0 ? of(undefined) : forkJoin(earlier.map((callId) => released$(streams.call(callId)))).pipe(map(() => undefined));
+          return earlier.length === 0 ? of(undefined) : forkJoin(earlier.map((callId) => released$(agent.call(callId)))).pipe(map(() => undefined));
         }),
       );
     },

@@ -5,7 +5,8 @@ import { setImmediate as tick } from 'node:timers/promises';
 import { filter, firstValueFrom } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { agentEpics, agentStreams, defineTool, scriptedModel } from '../../../src/agents.js';
+import { agentEpics, defineTool, scriptedModel } from '../../../src/agents.js';
+import { agentStreams } from '../../../src/index.js';
 import { checkInvariants, createEngine, type TurnEngineState } from '../../../src/index.js';
 import { sqliteStore } from '../../../src/sqlite.js';
 import { storeLog } from '../../support/store-log.js';
@@ -55,7 +56,7 @@ describe('a tool round of an agent on a SQLite file: unsafe calls one at a time 
     const store = sqliteStore(join(dir, 'order.db'));
     const engine = createEngine({ store, epics: agentEpics({ model, tools: [write, read] }) });
     try {
-      const a = agentStreams('a1');
+      const a = agentStreams('conv/c1', 'a1');
       await engine.spawn(a.turn, 'turn-engine');
       const done = firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
       await engine.dispatch(a.turn, { type: 'start_turn', input: 'write three, read two' });

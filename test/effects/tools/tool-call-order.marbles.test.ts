@@ -16,7 +16,8 @@ import {
   type ToolCallState,
   type TurnEngineState,
 } from '../../../src/index.js';
-import { agentStreams, defineTool, toolCallEffects } from '../../../src/agents.js';
+import { defineTool, toolCallEffects } from '../../../src/agents.js';
+import { agentStreams } from '../../../src/index.js';
 import { epicContext } from '../../support/epic-context.js';
 import { callRune, callState, spawnRune } from './support.js';
 
@@ -26,7 +27,7 @@ import { callRune, callState, spawnRune } from './support.js';
  * ended. First the epic alone (runes in, decisions out), then whole rounds on the machine.
  */
 
-const a = agentStreams('a1');
+const a = agentStreams('conv/c1', 'a1');
 const call = (callId: string, toolName: string): ToolCallInput => ({ callId, toolName, arguments: {} });
 const cmd = (callId: string, event: ToolCallEvent): EpicCommand => ({ stream: a.call(callId), event });
 const go = (callId: string) => cmd(callId, { type: 'no_approval_needed' });
@@ -145,14 +146,14 @@ describe('call order: the epic decides a call only when its turn in the round co
       const runes = m.hot('-abc', {
         a: spawnRune('call-1', call('c1', 'write')),
         b: spawned(call('w2', 'write')),
-        c: spawnRune(agentStreams('a2').call('w3'), call('w3', 'write')),
+        c: spawnRune(agentStreams('conv/c1', 'a2').call('w3'), call('w3', 'write')),
       });
       // a1's turn has moved on to another round; a2 has no turn stream at all.
       const context = contextOf(m.scheduler, turnIn(['w0', 'w1']), []);
       m.expect(toolCallEffects({ tools })(runes, context, undefined)).toBeObservable('-abc', {
         a: { stream: 'call-1', event: { type: 'no_approval_needed' } },
         b: go('w2'),
-        c: { stream: agentStreams('a2').call('w3'), event: { type: 'no_approval_needed' } },
+        c: { stream: agentStreams('conv/c1', 'a2').call('w3'), event: { type: 'no_approval_needed' } },
       });
     }),
   );

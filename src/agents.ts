@@ -40,3 +40,4 @@ export { connectMcp, type ConnectMcpOptions, type McpArguments, type McpConnecti
 export { agentEpics, type AgentEpicsOptions } from './effects/agent/agent-epics.js';
 export { transcriptOf } from './effects/agent/transcript.js';
 export { reactAgentRuntime, type ReactAgentRuntime, type ReactAgentRuntimeOptions } from './effects/agent/react-agent-runtime.js';
+export { reactAgentEpics, type ReactAgentEpicsOptions } from './effects/agent/react-agent-epics.js';

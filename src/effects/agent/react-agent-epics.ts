@@ -12,6 +12,7 @@ import type { AnyTool } from '../tools/tool.js';
 import { toolRegistry } from '../tools/tool-registry.js';
 import { toolSpecs } from '../tools/tool-specs.js';
 import { chainOf } from './agent-epics.js';
+import type { ModelCaller } from './agent-model.js';
 import { runReactAgentEffect, type ReactAgentEffectDeps } from './react-agent-effects.js';
 import { checkNoInternalNames } from './react-internal-tools.js';
 
@@ -66,11 +67,26 @@ export interface ReactAgentEpicsOptions {
  */
 export function reactAgentEpics(options: ReactAgentEpicsOptions): Epic[] {
   const { model, tools = [], system, breakers = true } = options;
-  checkNoInternalNames('reactAgentEpics', tools);
   const chain = chainOf(model);
+  const loop = reactAgentLoop({ call: (request, context) => chainCall$(chain, request, context), tools, ...(system === undefined ? {} : { system }) });
+  return breakers ? [loop, providerBreakers(chain)] : [loop];
+}
+
+/** Options of {@link reactAgentLoop}. */
+export interface ReactAgentLoopOptions {
+  /** The model call: `chainCall$` over a provider chain, usually. */
+  readonly call: ModelCaller;
+  readonly tools: readonly AnyTool[];
+  readonly system?: string;
+}
+
+/** The effects of every ReAct stream, reconciled by the engine (see {@link reactAgentEpics}). */
+export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
+  const { call, tools, system } = options;
+  checkNoInternalNames('reactAgentEpics', tools);
   const registry = toolRegistry('reactAgentEpics', tools);
   const specs = toolSpecs(tools);
-  const loop = stateEffects({
+  return stateEffects({
     name: 'reactAgentLoop',
     machine: reactAgent,
     states: 'any',
@@ -79,7 +95,7 @@ export function reactAgentEpics(options: ReactAgentEpicsOptions): Epic[] {
       const { state } = view;
       if (state === undefined || parseStreamId(view.stream)?.kind !== 'react') return {};
       const deps: ReactAgentEffectDeps = {
-        call: (request) => chainCall$(chain, request, context),
+        call: (request) => call(request, context),
         registry,
         specs,
         ...(system === undefined ? {} : { system }),
@@ -89,5 +105,4 @@ export function reactAgentEpics(options: ReactAgentEpicsOptions): Epic[] {
       return Object.fromEntries(Object.entries(reactAgentEffectsAt(state)).map(([key, effect]) => [key, runReactAgentEffect(effect, state, deps, view.origin)]));
     },
   });
-  return breakers ? [loop, providerBreakers(chain)] : [loop];
 }

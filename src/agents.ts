@@ -40,6 +40,7 @@ export { connectMcp, type ConnectMcpOptions, type McpArguments, type McpConnecti
 export { agentEpics, type AgentEpicsOptions } from './effects/agent/agent-epics.js';
 export { transcriptOf } from './effects/agent/transcript.js';
 export { reactAgentRuntime, type ReactAgentRuntime, type ReactAgentRuntimeOptions } from './effects/agent/react-agent-runtime.js';
+export { reactAgentEpics, type ReactAgentEpicsOptions } from './effects/agent/react-agent-epics.js';
 
 // Chats (seed 000) that talk: each chat's actors hand their messages to the chat's agent.
 export { chatTalk, sendChatMessage, type ChatMessage, type ChatTalkOptions, type SentChatMessage } from './effects/chat-talk.js';

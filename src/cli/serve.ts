@@ -1,5 +1,6 @@
 import { inspect } from 'node:util';
 import { agentEpics } from '../effects/agent/agent-epics.js';
+import { reactAgentEpics } from '../effects/agent/react-agent-epics.js';
 import { chatActorLifecycle } from '../effects/chat-actor-lifecycle.js';
 import { chatTalk } from '../effects/chat-talk.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
@@ -25,9 +26,16 @@ export interface Serving {
 export async function serve(command: Extract<Command, { command: 'serve' }>, log: Pick<Console, 'log' | 'error'>): Promise<Serving> {
   const { port, db, token, host, allowedOrigins } = command;
   const agent = demoModel(command.model);
+  const tools = demoTools();
   const engine = createEngine({
     store: sqliteStore(db),
-    epics: [chatActorLifecycle(), chatTalk(), ...agentEpics({ model: agent.model, tools: demoTools(), system: DEMO_SYSTEM })],
+    epics: [
+      chatActorLifecycle(),
+      chatTalk(),
+      ...agentEpics({ model: agent.model, tools, system: DEMO_SYSTEM }),
+      // ReAct agents (seed 004) on the same model and tools; the breakers are agentEpics'.
+      ...reactAgentEpics({ model: agent.model, tools, system: DEMO_SYSTEM, breakers: false }),
+    ],
   });
   engine.errors$.subscribe((error) => log.error(`runestream: ${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
   let server: RunestreamServer;

@@ -90,8 +90,9 @@ const isCommand = (value: object): value is EpicCommand => 'stream' in value && 
  *    state: a new key starts (its Observable is subscribed), a vanished key is cancelled
  *    (unsubscribed), a kept key runs on untouched (a finished one is not started again until its
  *    key vanishes and comes back). A rune for which `restartOn` holds restarts the kept ones.
- * 2. At start, the stored streams in the declaration's `states` are listed from their heads (no
- *    hydration) and their effects started as `resumed`: nothing is left hanging after a restart,
+ * 2. At start, the stored streams in the declaration's `states` (all of the machine's, with
+ *    `'any'`) are listed from their heads (no hydration, unless `withState`: then `view.state` is
+ *    read first) and their effects started as `resumed`: nothing is left hanging after a restart,
  *    and no epic keeps a flag or a listing of its own. A stream heard live while the listing runs
  *    is left to its live rune. A listing that fails is tried again (1 s, doubling to 30 s).
  * 3. A stream first heard by a rune that does not change its state name was in that state before
@@ -121,13 +122,20 @@ const isCommand = (value: object): value is EpicCommand => 'stream' in value && 
  * ```
  */
 export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: StateEffects<M, Deps>): Epic<Deps> {
-  const { name, machine, states, restartOn } = declaration;
-  const inStates = new Set<string>(states);
+  const { name, machine, states, restartOn, withState = false } = declaration;
+  const anyState = states === 'any';
+  const inStates = new Set<string>(anyState ? [] : states);
   const epic = (runes$: Observable<unknown>, context: EpicContext, deps: Deps): Observable<EpicCommand> =>
     new Observable<EpicCommand>((subscriber) => {
       const { ownership } = context;
       const owns = (stream: string): boolean => ownership === undefined || ownership.owns(stream);
       const streams = new Map<string, StreamEffects>();
+      /** With `withState`, streams not in memory whose state is read before their effects are decided. */
+      const hydrating = new Map<string, Subscription>();
+      const stopHydrating = (stream: string): void => {
+        hydrating.get(stream)?.unsubscribe();
+        hydrating.delete(stream);
+      };
       /** Streams heard live while a listing runs: the listing's head of them may be older. */
       let heardLive: Set<string> | undefined;
 
@@ -138,7 +146,9 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
         subscriber.next(typeof out === 'object' && out !== null && isCommand(out) ? out : { stream, event: out as DispatchCommand['event'] });
 
       /** Stops every effect of a stream: it left the declaration's states (`by`), or this host stops or lost it. */
-      const cancelAll = (stream: string, effects: StreamEffects, by: RuneOf<M> | undefined): void => {
+      const cancelAll = (stream: string, effects: StreamEffects | undefined, by: RuneOf<M> | undefined): void => {
+        stopHydrating(stream);
+        if (effects === undefined) return;
         effects.generation++;
         const slots = effects.slots.splice(0);
         if (streams.get(stream) === effects) streams.delete(stream);
@@ -197,32 +207,55 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
         }
       };
 
+      /**
+       * Reconciles a view, with its state first when the declaration asks for it: from memory, else
+       * hydrated (a newer view of the stream, or its end, drops a hydration still under way).
+       */
+      const reconcileView = (view: StreamView<M>): void => {
+        if (!withState) return reconcile(view);
+        const { stream } = view;
+        stopHydrating(stream);
+        const inMemory = context.state(stream, machine);
+        if (inMemory !== undefined) return reconcile({ ...view, state: inMemory });
+        const subscription = view.state$.subscribe({
+          next: (state) => {
+            hydrating.delete(stream);
+            if (state !== undefined) reconcile({ ...view, state });
+          },
+          error: (error: unknown) => {
+            hydrating.delete(stream);
+            fail(stream, undefined, error);
+          },
+        });
+        if (!subscription.closed) hydrating.set(stream, subscription);
+      };
+
       const onRune = (rune: RuneOf<M>): void => {
         const { stream } = rune;
         if (!owns(stream)) return;
         heardLive?.add(stream);
         const effects = streams.get(stream);
-        if (rune.to !== undefined && !inStates.has(rune.to)) {
-          if (effects !== undefined) cancelAll(stream, effects, rune);
+        if (!anyState && rune.to !== undefined && !inStates.has(rune.to)) {
+          cancelAll(stream, effects, rune);
           return;
         }
         if (effects !== undefined && restartOn?.(rune) === true) for (const slot of effects.slots.splice(0)) slot.stop(rune);
         const entered = rune.event.type === SPAWN_EVENT_TYPE || rune.from !== rune.to || rune.to === undefined;
-        reconcile(viewOfRune(machine, rune, effects !== undefined || entered ? 'live' : 'resumed', context));
+        reconcileView(viewOfRune(machine, rune, effects !== undefined || entered ? 'live' : 'resumed', context));
       };
 
       /** The stored streams in the declaration's states, resumed from their heads. */
       const listing$ = (): Observable<never> =>
-        states.length === 0
+        !anyState && states.length === 0
           ? EMPTY
           : new Observable<never>((listing) => {
               heardLive = new Set();
-              const heads = defer(() => context.streams({ machine: machine.id, values: states }))
+              const heads = defer(() => context.streams(anyState ? { machine: machine.id } : { machine: machine.id, values: states }))
                 .pipe(retry({ delay: (_error: unknown, attempt: number) => timer(Math.min(LISTING_RETRY_MAX_MS, LISTING_RETRY_MS * 2 ** (attempt - 1)), context.scheduler) }))
                 .subscribe({
                   next: (head) => {
-                    if (heardLive?.has(head.stream) || streams.has(head.stream) || !owns(head.stream)) return;
-                    reconcile(viewOfHead(machine, head, context));
+                    if (heardLive?.has(head.stream) || streams.has(head.stream) || hydrating.has(head.stream) || !owns(head.stream)) return;
+                    reconcileView(viewOfHead(machine, head, context));
                   },
                   complete: () => {
                     heardLive = undefined;
@@ -247,7 +280,10 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
           .pipe(
             startWith(undefined),
             switchMap((_, index) => {
-              if (index > 0) for (const [stream, effects] of [...streams]) if (!owns(stream)) cancelAll(stream, effects, undefined);
+              if (index > 0) {
+                for (const [stream, effects] of [...streams]) if (!owns(stream)) cancelAll(stream, effects, undefined);
+                for (const stream of [...hydrating.keys()]) if (!owns(stream)) stopHydrating(stream);
+              }
               return listing$();
             }),
           )
@@ -255,6 +291,7 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
       );
       return () => {
         subscription.unsubscribe();
+        for (const stream of [...hydrating.keys()]) stopHydrating(stream);
         for (const [stream, effects] of [...streams]) cancelAll(stream, effects, undefined);
       };
     });

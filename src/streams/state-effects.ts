@@ -34,6 +34,11 @@ export interface StreamView<M extends AnyMachine> {
   /** The stream's last rune, then completes: the live one, else read from the store. */
   readonly lastRune$: Observable<RuneOf<M> | undefined>;
   /**
+   * The stream's state, when the declaration asks for it (`withState`): from memory for a live
+   * rune, else hydrated before `effects` is asked. Absent otherwise.
+   */
+  readonly state?: StateOf<M>;
+  /**
    * The rune that cancels effects started with this view, set just before they are unsubscribed:
    * a teardown can say why it stops (a tool's abort reason). Unset when they stop for any other
    * reason (the engine closed, the stream's ownership moved).
@@ -63,9 +68,16 @@ export interface StateEffects<M extends AnyMachine, Deps = unknown> {
   readonly machine: M;
   /**
    * The state names in which a stream may have effects: at start the engine lists the stored
-   * streams in these states (a query on heads, no hydration) and resumes their effects.
+   * streams in these states (a query on heads, no hydration) and resumes their effects. `'any'`:
+   * every stream of the machine, whatever its state (a data-state machine, which has no names).
    */
-  readonly states: readonly StateNameOf<M>[];
+  readonly states: readonly StateNameOf<M>[] | 'any';
+  /**
+   * Whether `effects` needs the stream's whole state as `view.state`. Then a stream found in the
+   * store at start is hydrated before its effects are decided (so use it where few streams are
+   * listed, or every one needs its state anyway). Default false: decided from the head.
+   */
+  readonly withState?: boolean;
   /**
    * The effects due in a stream's state, by key. Pure: it builds cold Observables and does not
    * subscribe to them. Keys decided from `value`, `seq`, `at`, `origin` and `rune` need no

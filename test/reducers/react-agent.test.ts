@@ -10,6 +10,7 @@ import {
   type AgentInput,
   type AgentTransitionOptions,
 } from '../../src/index.js';
+import { effectiveTimestamp } from '../../src/reducers/react-agent/transition.js';
 import { checkMachineProperties } from '../support/machine-properties.js';
 import { drawnEdges, generatedEdges, readSeed } from '../support/seed-diagram.js';
 
@@ -203,10 +204,48 @@ describe('agentTransition: every input of seed 004, accepted', () => {
   });
 });
 
+describe('agentTransition: equal timestamps (time never goes back, and no input is lost to a clock)', () => {
+  it("keeps all five inputs of the seed's example, each stamped with one Date.now()", () => {
+    const now = 1_700_000_000_000;
+    const inputs: AgentInput[] = [
+      { type: 'user-message-received', messageId: 'msg-1', content: 'Hello, Agent!', timestamp: now },
+      { type: 'llm-message-started', messageId: 'msg-2', timestamp: now },
+      { type: 'llm-message-completed', messageId: 'msg-2', content: 'Hello!', timestamp: now },
+      {
+        type: 're-act-observed',
+        timestamp: now,
+        calledLlmAt: now,
+        observation: { type: 'continue-re-act', toolCalls: { 'tool-1': { name: 'search', parameters: '{"query":"example"}', calledAt: now } } },
+      },
+      { type: 'tool-call-completed', toolCallId: 'tool-1', result: { isSuccess: true, content: 'Search results...', receivedAt: now }, timestamp: now },
+    ];
+    const state = fold(inputs);
+    // Each took effect one millisecond after the one before: the log's order, strictly increasing.
+    expect(state.updatedAt).toBe(now + 4);
+    expect(state.messages).toEqual([
+      { id: 'msg-1', role: 'user', content: 'Hello, Agent!', timestamp: now },
+      { id: 'msg-2', role: 'assistant', content: 'Hello!', timestamp: now + 1, streaming: false },
+    ]);
+    expect(state.calledLlmAt).toBe(now);
+    expect(state.toolCalls['tool-1']?.result).toEqual({ isSuccess: true, content: 'Search results...', receivedAt: now + 4 });
+    // The result is newer than what the LLM last answered: the next call is due.
+    expect(reactAgentEffectsAt(state)).toEqual({ [`call-llm:${now}`]: { type: 'call-llm', answersTo: now + 4 } });
+  });
+
+  it('an input stamped before the state takes effect just after it', () => {
+    const next = agentTransition({ type: 'user-message-received', messageId: 'm2', content: 'late clock', timestamp: 0.5 })(afterUser);
+    expect(next.updatedAt).toBe(2);
+    expect(next.messages.map((m) => [m.id, m.timestamp])).toEqual([
+      ['m1', 1],
+      ['m2', 2],
+    ]);
+    expect(effectiveTimestamp(5, afterUser)).toBe(5);
+    expect(effectiveTimestamp(1, afterUser)).toBe(2);
+  });
+});
+
 describe('agentTransition: inputs that do not apply return the same state, and step says why', () => {
   const cases: Array<[AgentState, AgentInput, string]> = [
-    [afterUser, userMessage('m2', 1), `timestamp 1 is not after the state's updatedAt 1: time never goes back`],
-    [afterUser, { type: 'context-window-expanded', timestamp: 0.5 }, `timestamp 0.5 is not after the state's updatedAt 1: time never goes back`],
     [afterUser, userMessage('m1', 2), 'message "m1" already exists'],
     [afterUser, { type: 'llm-message-started', messageId: 'm1', timestamp: 2 }, 'message "m1" already exists'],
     [afterUser, { type: 'llm-message-completed', messageId: 'a9', content: 'x', timestamp: 2 }, 'no message "a9" to complete'],
@@ -398,14 +437,14 @@ describe('reactAgent: properties', () => {
     const event = fc.tuple(makeInput, fc.integer({ min: 1, max: 60 })).map(([make, t]) => make(t));
     checkMachineProperties(reactAgent, {
       event,
-      onAccepted: (_, input, next) => {
-        expect(next.updatedAt).toBe(input.timestamp);
+      onAccepted: (state, input, next) => {
+        expect(next.updatedAt).toBe(input.timestamp > state.updatedAt ? input.timestamp : state.updatedAt + 1);
         expectAgentInvariants(next);
       },
     });
   });
 
-  // With random timestamps most inputs fall behind `updatedAt`; with rising ones the loop goes deep.
+  // With random timestamps most inputs are lifted past `updatedAt`; with rising ones the loop goes deep.
   it('sequences with rising timestamps: rejected means the same object and a reason; accepted keeps the invariants', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(makeInput, fc.integer({ min: 1, max: 3 })), { minLength: 20, maxLength: 80, size: 'max' }), (steps) => {

@@ -14,7 +14,7 @@ import {
   type StreamHead,
   type StreamView,
 } from '../../src/index.js';
-import { toolCall } from '../../src/index.js';
+import { reactAgent, toolCall, type Rune } from '../../src/index.js';
 import { epicContext } from '../support/epic-context.js';
 import { callRune, spawnRune } from '../effects/tools/support.js';
 
@@ -232,6 +232,82 @@ describe('stateEffects: resuming from the store', () => {
       });
     });
   });
+});
+
+describe("stateEffects: a data-state machine (states 'any') whose effects need its state (withState)", () => {
+  type AgentState = ReturnType<typeof reactAgent.initial>;
+  const agentRune = (stream: string, seq: number, timestamp: number): Rune => ({
+    stream,
+    seq,
+    machine: reactAgent.id,
+    kind: 'user-message-received',
+    event: { type: 'user-message-received', messageId: `m${seq}`, content: 'hi', timestamp },
+    at: timestamp,
+  });
+  const stateAt = (updatedAt: number): AgentState => ({ ...reactAgent.initial(), updatedAt });
+  const agentHead = (stream: string): StreamHead => ({ stream, machine: reactAgent.id, seq: 2, at: 0 });
+
+  it(
+    'lists every stored stream of the machine, hydrates it, and asks for its effects with its state',
+    marbles((m) => {
+      const seen: Array<[string, string, number | undefined]> = [];
+      const context = epicContext(m.scheduler, {
+        streams: (query) => {
+          expect(query).toEqual({ machine: 'react-agent' });
+          return m.cold('-a|', { a: agentHead('agent-1') });
+        },
+        snapshot: (stream: string) => m.cold('--s|', { s: { stream, seq: 2, state: stateAt(7) } }) as never,
+      });
+      const epic = stateEffects({
+        name: 'test',
+        machine: reactAgent,
+        states: 'any',
+        withState: true,
+        effects: (view) => {
+          seen.push([view.stream, view.origin, view.state?.updatedAt]);
+          return { [`at:${view.state?.updatedAt}`]: m.cold('-') };
+        },
+      });
+      m.expect(epic(m.hot('-'), context, undefined)).toBeObservable('-');
+      m.flush();
+      expect(seen).toEqual([['agent-1', 'resumed', 7]]);
+    }),
+  );
+
+  it(
+    "a live rune reads the state from memory at once, and drops a stored stream's hydration still under way",
+    marbles((m) => {
+      const seen: Array<[string, string, number | undefined]> = [];
+      const inMemory = new Map<string, AgentState>();
+      const runes = m.hot('--a-b', { a: agentRune('agent-1', 3, 10), b: agentRune('agent-2', 1, 20) });
+      const context = epicContext(m.scheduler, {
+        streams: () => m.cold('-a|', { a: agentHead('agent-1') }),
+        // Slower than the live rune: its answer is stale by then.
+        snapshot: (stream: string) => m.cold('-----s|', { s: { stream, seq: 2, state: stateAt(7) } }) as never,
+        state: ((stream: string) => inMemory.get(stream)) as never,
+      });
+      runes.subscribe((rune) => inMemory.set(rune.stream, stateAt(rune.at)));
+      const keys = { 'agent-1': m.cold('-'), 'agent-2': m.cold('-') };
+      const epic = stateEffects({
+        name: 'test',
+        machine: reactAgent,
+        states: 'any',
+        withState: true,
+        effects: (view) => {
+          seen.push([view.stream, view.origin, view.state?.updatedAt]);
+          return { run: keys[view.stream as keyof typeof keys] };
+        },
+      });
+      m.expect(epic(runes as Observable<Rune>, context, undefined)).toBeObservable('-');
+      m.has(keys['agent-1'], '--^');
+      m.has(keys['agent-2'], '----^');
+      m.flush();
+      expect(seen).toEqual([
+        ['agent-1', 'live', 10],
+        ['agent-2', 'live', 20],
+      ]);
+    }),
+  );
 });
 
 describe('stateEffects: bad effects', () => {

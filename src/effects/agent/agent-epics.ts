@@ -23,6 +23,9 @@ export interface AgentEpicsOptions {
 const isChain = (model: LanguageModel | ProviderChain): model is ProviderChain =>
   typeof model === 'object' && model !== null && Array.isArray((model as ProviderChain).providers);
 
+/** A model as a provider chain: a chain as it is, one model as a chain of one provider named `"model"`. */
+export const chainOf = (model: LanguageModel | ProviderChain): ProviderChain => (isChain(model) ? model : { providers: [{ name: 'model', model }] });
+
 /**
  * Every epic an engine needs to run agents (seeds 002–004): the model's answers (`agentModel`,
  * through the provider chain and its breakers), the turns (`agentTurns`), the tool calls
@@ -50,7 +53,7 @@ const isChain = (model: LanguageModel | ProviderChain): model is ProviderChain =
  */
 export function agentEpics(options: AgentEpicsOptions): Epic[] {
   const { model, tools = [], system, approvalTimeoutMs } = options;
-  const chain: ProviderChain = isChain(model) ? model : { providers: [{ name: 'model', model }] };
+  const chain = chainOf(model);
   return [
     agentModel({ call: (request, context) => chainCall$(chain, request, context), tools: toolSpecs(tools), ...(system === undefined ? {} : { system }) }),
     agentTurns(),

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { eventTypesOf } from '../event-types.js';
 import { ToolCallRequest, ToolCallResult } from './state.js';
 
-// Every input carries `timestamp` (Unix ms), and it must be after the state's `updatedAt`.
+// Every input carries `timestamp` (Unix ms); one not after the state's `updatedAt` takes effect at `updatedAt + 1` (see applyAgentInput).
 const timestamp = z.number();
 const id = z.string().min(1);
 

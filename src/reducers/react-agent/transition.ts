@@ -26,41 +26,48 @@ const applied = (state: AgentState): AgentInputOutcome => ({ applied: true, stat
  * Applies one input, or says why it does not apply. The single source of the agent's rules:
  * `agentTransition` keeps only the state, `reactAgent.step` also the reason.
  *
- * Time never goes back (the origin's rule): an input whose `timestamp` is not after the state's
- * `updatedAt` is rejected. That keeps `messages` ordered and makes "newer than `calledLlmAt`" exact.
+ * Time never goes back (the origin's rule), but no input is lost to a clock: an input whose
+ * `timestamp` is not after the state's `updatedAt` takes effect at `updatedAt + 1` (see
+ * {@link effectiveTimestamp}). That keeps `messages` ordered and "newer than `calledLlmAt`" exact,
+ * and the seed's own example, five inputs stamped with one `Date.now()`, keeps all five.
  */
 export function applyAgentInput(input: AgentInput, state: AgentState, options: AgentTransitionOptions = {}): AgentInputOutcome {
   const type: unknown = (input as { type?: unknown } | null | undefined)?.type;
   if (!AGENT_INPUT_TYPES.includes(type as AgentInput['type'])) {
     return { applied: false, code: 'unknown_event', reason: unknownEventReason('react-agent', type, AGENT_INPUT_TYPES) };
   }
-  if (!(input.timestamp > state.updatedAt)) {
-    return notAllowed(`timestamp ${input.timestamp} is not after the state's updatedAt ${state.updatedAt}: time never goes back`);
-  }
   const { initialContextWindowSize, expandContextWindowSize } = { ...DEFAULTS, ...options };
-  switch (input.type) {
+  const stamped: AgentInput = { ...input, timestamp: effectiveTimestamp(input.timestamp, state) };
+  switch (stamped.type) {
     case 'user-message-received':
-      return userMessageReceived(input, state, initialContextWindowSize);
+      return userMessageReceived(stamped, state, initialContextWindowSize);
     case 'llm-message-started':
-      return llmMessageStarted(input, state);
+      return llmMessageStarted(stamped, state);
     case 'llm-message-completed':
-      return llmMessageCompleted(input, state);
+      return llmMessageCompleted(stamped, state);
     case 're-act-observed':
-      return reActObserved(input, state);
+      return reActObserved(stamped, state);
     case 'tool-call-completed':
-      return toolCallCompleted(input, state);
+      return toolCallCompleted(stamped, state);
     case 'context-window-expanded':
-      return contextWindowExpanded(input, state, expandContextWindowSize);
+      return contextWindowExpanded(stamped, state, expandContextWindowSize);
     case 'history-tool-calls-added':
-      return historyToolCallsAdded(input, state);
+      return historyToolCallsAdded(stamped, state);
   }
 }
+
+/**
+ * The time an input takes effect: its `timestamp`, or `updatedAt + 1` if that is not after the
+ * state's `updatedAt` (equal stamps from one `Date.now()`, a client clock behind the server's).
+ * The log's order is the agent's order, as for every stream; the rune keeps the timestamp sent.
+ */
+export const effectiveTimestamp = (timestamp: number, state: AgentState): number => (timestamp > state.updatedAt ? timestamp : state.updatedAt + 1);
 
 /**
  * The agent's transition in the seed's curried form, as `createMoorex` takes it:
  * `agentTransition(input)(state)`. Pure and total: an input that does not apply (a duplicate message
  * id, the completion of an unknown message, a result for an unknown or finished tool call, a stale
- * observation, a timestamp that is not after the state's) returns the same state object.
+ * observation) returns the same state object. A timestamp not after the state's is lifted, not refused.
  *
  * @example
  * ```ts

@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,46 +8,13 @@ import { z } from 'zod';
 import { agentEpics, defineTool, scriptedModel } from '../../../src/agents.js';
 import { checkInvariants, createEngine, type EngineError, type Rune, type TurnEngineState, agentStreams } from '../../../src/index.js';
 import { sqliteStore } from '../../../src/sqlite.js';
+import { runAndKill } from '../../support/kill-worker.js';
 import { storeLog } from '../../support/store-log.js';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
 const workerScript = fileURLToPath(new URL('../../fixtures/agent-crash-worker.ts', import.meta.url));
-/** How long the worker may take to get its call executing (tsx start-up included) on a loaded machine. */
-const SAFETY_MS = 20_000;
 
 const dir = mkdtempSync(join(tmpdir(), 'runestream-agent-crash-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-/**
- * Runs the worker on `path`, waits for its `executing <stream> <seq>` line, kills it with SIGKILL
- * and resolves once it is dead. Rejects (after killing it) if it exits before that line, or does
- * not get there within `SAFETY_MS`.
- */
-function runAndKill(path: string, mode: 'interrupt' | 'rerun'): Promise<{ line: string; signal: NodeJS.Signals | null; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', workerScript, path, mode], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  let line: string | undefined;
-  return new Promise((resolve, reject) => {
-    const safety = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the worker did not get its call executing within ${SAFETY_MS} ms; stdout: ${stdout}; stderr: ${stderr}`));
-    }, SAFETY_MS);
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.stdout.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      if (line === undefined && stdout.includes('\n')) {
-        line = stdout.slice(0, stdout.indexOf('\n'));
-        child.kill('SIGKILL'); // the tool is running: the process dies in the middle of it
-      }
-    });
-    child.once('close', (code, signal) => {
-      clearTimeout(safety);
-      if (line !== undefined) resolve({ line, signal, stderr });
-      else reject(new Error(`the worker exited (code ${code}, signal ${signal}); stdout: ${stdout}; stderr: ${stderr}`));
-    });
-  });
-}
 
 const kinds = (runes: readonly Rune[]): string[] => runes.map((r) => r.kind);
 
@@ -88,7 +54,7 @@ function slow(rerunSafe: boolean) {
 
 /** Runs the worker on `path` and kills it with SIGKILL once its call is executing; checks it got that far cleanly. */
 async function crashWhileExecuting(path: string, mode: 'interrupt' | 'rerun'): Promise<void> {
-  const run = await runAndKill(path, mode);
+  const run = await runAndKill(workerScript, [path, mode]);
   expect(run.signal).toBe('SIGKILL');
   expect(run.stderr).not.toContain('agent-crash-worker:'); // it found nothing wrong before it died
   expect(run.line).toBe(`executing ${agentStreams('conv/c1', 'a1').call('s1')} 2`);

@@ -1,0 +1,229 @@
+import type { ModelMessage } from 'ai';
+import { EMPTY, Observable, catchError, concat, defer, from, mergeMap, of, throwError, type SchedulerLike } from 'rxjs';
+import { errorText } from '../../reducers/error-text.js';
+import type { ReactAgentEffect } from '../../reducers/react-agent/effects.js';
+import type { AgentInput } from '../../reducers/react-agent/input.js';
+import type { AgentState, ToolCallRequest } from '../../reducers/react-agent/state.js';
+import type { AgentInputOutcome } from '../../reducers/react-agent/transition.js';
+import type { EpicCommand } from '../../streams/epic.js';
+import type { EffectOrigin } from '../../streams/state-effects.js';
+import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
+import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
+import { runTool } from '../tools/run-tool.js';
+import type { ToolRegistry } from '../tools/tool-registry.js';
+import { INTERNAL_TOOL_SPECS, isInternalTool, runInternalTool } from './react-internal-tools.js';
+
+/** The most rounds of internal tool calls one `call-llm` makes before the model must answer without them. */
+export const MAX_INTERNAL_ROUNDS = 4;
+
+/** What runs a ReAct agent's effects, in memory (`reactAgentRuntime`) or on the engine (`reactAgentEpics`). */
+export interface ReactAgentEffectDeps {
+  /** One model call: its parts, and any commands of its own (a provider chain's breakers). */
+  readonly call: (request: ModelRequest) => Observable<ChainOutput>;
+  /** The external tools, by name. */
+  readonly registry: ToolRegistry;
+  /** The external tools as the model sees them. */
+  readonly specs: Readonly<Record<string, ToolSpec>>;
+  readonly system?: string;
+  /** The clock of the inputs' timestamps and of the tools' timeouts. */
+  readonly scheduler: SchedulerLike;
+  /** The agent's transition with its reason (`applyAgentInput` with the agent's window sizes). */
+  readonly apply: (input: AgentInput, state: AgentState) => AgentInputOutcome;
+}
+
+/** What an effect emits: inputs of its agent, and commands elsewhere (breakers). */
+export type ReactAgentEffectOutput = AgentInput | EpicCommand;
+
+const parseParameters = (parameters: string): unknown => {
+  try {
+    return JSON.parse(parameters);
+  } catch {
+    return parameters;
+  }
+};
+
+/** The model's view of a ReAct state: the messages of the window and the loop's tool calls, in time order. */
+export function reactAgentMessages(state: AgentState): ModelMessage[] {
+  const window = state.reActContext?.contextWindowSize ?? state.messages.length;
+  const timed: { at: number; messages: ModelMessage[] }[] = state.messages
+    .slice(-window)
+    .filter((m) => m.content !== '')
+    .map((m) => ({ at: m.timestamp, messages: [{ role: m.role, content: m.content } as ModelMessage] }));
+  for (const toolCallId of state.reActContext?.toolCallIds ?? []) {
+    const call = state.toolCalls[toolCallId];
+    if (call === undefined) continue;
+    const output =
+      call.result === null
+        ? { type: 'error-text' as const, value: 'no result yet' }
+        : call.result.isSuccess
+          ? { type: 'text' as const, value: call.result.content }
+          : { type: 'error-text' as const, value: call.result.error };
+    timed.push({
+      at: call.calledAt,
+      messages: [
+        { role: 'assistant', content: [{ type: 'tool-call', toolCallId, toolName: call.name, input: parseParameters(call.parameters) }] },
+        { role: 'tool', content: [{ type: 'tool-result', toolCallId, toolName: call.name, output }] },
+      ],
+    });
+  }
+  return timed.sort((a, b) => a.at - b.at).flatMap((t) => t.messages);
+}
+
+/**
+ * The id of the assistant message a `call-llm` answering up to `answersTo` streams into, and
+ * whether it is still to be started. Made again after a restart, the call finds its message
+ * streaming and completes it; a message already completed (the process died before the
+ * observation) leaves the new answer a fresh id.
+ */
+function messageOf(state: AgentState, answersTo: number): { messageId: string; start: boolean } {
+  const base = `llm-${answersTo}`;
+  for (let n = 1; ; n++) {
+    const messageId = n === 1 ? base : `${base}-${n}`;
+    const message = state.messages.find((m) => m.id === messageId);
+    if (message === undefined) return { messageId, start: true };
+    if (message.role === 'assistant' && message.streaming) return { messageId, start: false };
+  }
+}
+
+/**
+ * One `call-llm`: the model is asked with the window's messages, the loop's tool calls, and the
+ * external and internal tools. Internal calls are answered here (dispatching
+ * `context-window-expanded` / `history-tool-calls-added` as they say), shown to the model as a
+ * round of this call only, and the model is asked again, at most {@link MAX_INTERNAL_ROUNDS}
+ * times (the last time without internal tools). The answer is `llm-message-started`,
+ * `llm-message-completed` with the text of every round, and `re-act-observed` with the external
+ * calls it asked for (`continue-re-act`) or `complete-re-act`. A failed model call completes the
+ * message with what it streamed and ends the loop, then errors (reported as the effect's failure).
+ */
+function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectDeps): Observable<ReactAgentEffectOutput> {
+  return defer(() => {
+    const { messageId, start } = messageOf(initial, answersTo);
+    const now = (): number => deps.scheduler.now();
+    let state = initial;
+    let text = '';
+    const internalRounds: ModelMessage[] = [];
+    const external: Record<string, ToolCallRequest> = {};
+
+    const round = (n: number): Observable<ReactAgentEffectOutput> =>
+      defer(() => {
+        const offered = n < MAX_INTERNAL_ROUNDS;
+        const request: ModelRequest = {
+          ...(deps.system === undefined ? {} : { system: deps.system }),
+          messages: [...reactAgentMessages(state), ...internalRounds],
+          tools: offered ? { ...deps.specs, ...INTERNAL_TOOL_SPECS } : deps.specs,
+        };
+        const internal: { toolCallId: string; toolName: string; input: unknown }[] = [];
+        const answer$ = deps.call(request).pipe(
+          mergeMap((output): ReactAgentEffectOutput[] => {
+            if (output.type === 'command') return [output.command];
+            const { part } = output;
+            if (part.type === 'text-delta') text += part.text;
+            else if (part.type === 'tool-call') {
+              // An internal name the call did not offer is an external call: it fails, saying so.
+              if (offered && isInternalTool(part.toolName)) internal.push(part);
+              else external[part.toolCallId] = { name: part.toolName, parameters: JSON.stringify(part.input ?? null), calledAt: now() };
+            }
+            return [];
+          }),
+        );
+        const internals$ = defer((): Observable<ReactAgentEffectOutput> => {
+          if (internal.length === 0) return EMPTY;
+          const inputs: AgentInput[] = [];
+          const results = internal.map((call) => {
+            const outcome = runInternalTool(call, state, now(), deps.apply);
+            state = outcome.state;
+            if (outcome.input !== undefined) inputs.push(outcome.input);
+            return { ...call, outcome };
+          });
+          internalRounds.push(
+            { role: 'assistant', content: results.map(({ toolCallId, toolName, input }) => ({ type: 'tool-call' as const, toolCallId, toolName, input })) },
+            {
+              role: 'tool',
+              content: results.map(({ toolCallId, toolName, outcome }) => ({
+                type: 'tool-result' as const,
+                toolCallId,
+                toolName,
+                output: outcome.isError ? { type: 'error-text' as const, value: outcome.text } : { type: 'text' as const, value: outcome.text },
+              })),
+            },
+          );
+          // External calls asked beside them go on as usual: the next call sees the new context.
+          return Object.keys(external).length > 0 ? from(inputs) : concat(from(inputs), round(n + 1));
+        });
+        return concat(answer$, internals$);
+      });
+
+    const end = (): AgentInput[] => [
+      { type: 'llm-message-completed', messageId, content: text, timestamp: now() },
+      {
+        type: 're-act-observed',
+        calledLlmAt: answersTo,
+        observation: Object.keys(external).length > 0 ? { type: 'continue-re-act', toolCalls: external } : { type: 'complete-re-act' },
+        timestamp: now(),
+      },
+    ];
+    return concat(
+      start ? of<AgentInput>({ type: 'llm-message-started', messageId, timestamp: now() }) : EMPTY,
+      round(0),
+      defer(() => from(end())),
+    ).pipe(
+      catchError((error: unknown) => {
+        // The loop ends with what was streamed; the failure is reported, and the next message starts a new loop.
+        for (const key of Object.keys(external)) delete external[key];
+        return concat(
+          from(end()),
+          throwError(() => error),
+        );
+      }),
+    );
+  });
+}
+
+/**
+ * One `call-tool`: the external tool runs (`runTool`: its timeout, abort on cancel) and its
+ * outcome is a `tool-call-completed`. A call that cannot run gets a failed result saying why: an
+ * unknown tool, bad arguments, an internal tool's name (those run only inside a model call), or a
+ * call found in flight after a restart whose tool is not `rerunSafe` ("interrupted by restart").
+ */
+function callTool(effect: Extract<ReactAgentEffect, { type: 'call-tool' }>, deps: ReactAgentEffectDeps, origin: EffectOrigin): Observable<AgentInput> {
+  const completed = (result: { isSuccess: true; content: string } | { isSuccess: false; error: string }): AgentInput => {
+    const timestamp = deps.scheduler.now();
+    return { type: 'tool-call-completed', toolCallId: effect.toolCallId, result: { ...result, receivedAt: timestamp }, timestamp };
+  };
+  return defer(() => {
+    if (isInternalTool(effect.name)) {
+      return of(
+        completed({ isSuccess: false, error: `tool "${effect.name}" is internal to the agent: it answers inside a model call and is not a tool call of the history` }),
+      );
+    }
+    const call = { toolName: effect.name, arguments: parseParameters(effect.parameters) as never };
+    const resolved = deps.registry.resolve(call);
+    if (!resolved.ok) return of(completed({ isSuccess: false, error: resolved.error }));
+    if (origin === 'resumed' && !deps.registry.rerunSafe(call)) return of(completed({ isSuccess: false, error: INTERRUPTED_BY_RESTART }));
+    return runTool(resolved.tool, resolved.input, deps.scheduler).pipe(
+      mergeMap((event): AgentInput[] => {
+        switch (event.type) {
+          case 'success':
+            return [completed({ isSuccess: true, content: typeof event.output === 'string' ? event.output : JSON.stringify(event.output) })];
+          case 'execution_error':
+            return [completed({ isSuccess: false, error: event.error })];
+          case 'execution_timeout':
+            return [completed({ isSuccess: false, error: `tool "${effect.name}" timed out` })];
+          default:
+            return [];
+        }
+      }),
+      catchError((error: unknown) => of(completed({ isSuccess: false, error: errorText(error) }))),
+    );
+  });
+}
+
+/**
+ * Runs one effect of `reactAgentEffectsAt` in `state` (the state it became due in). `origin` says
+ * whether it was found due after a restart: an LLM call is then simply made again (the model is
+ * asked from the durable state, and completes the message it had started); a tool call runs again
+ * only if its tool is `rerunSafe`.
+ */
+export function runReactAgentEffect(effect: ReactAgentEffect, state: AgentState, deps: ReactAgentEffectDeps, origin: EffectOrigin): Observable<ReactAgentEffectOutput> {
+  return effect.type === 'call-llm' ? callLlm(effect.answersTo, state, deps) : callTool(effect, deps, origin);
+}

@@ -1,0 +1,108 @@
+import type { LanguageModel } from 'ai';
+import { reactAgentEffectsAt } from '../../reducers/react-agent/effects.js';
+import { reactAgent } from '../../reducers/react-agent/machine.js';
+import { parseStreamId } from '../../reducers/stream-ids.js';
+import { applyAgentInput } from '../../reducers/react-agent/transition.js';
+import { stateEffects } from '../../streams/effect-host.js';
+import type { Epic } from '../../streams/epic.js';
+import type { EffectsByKey } from '../../streams/state-effects.js';
+import { providerBreakers } from '../llm/provider-breakers.js';
+import { chainCall$, type ProviderChain } from '../llm/provider-chain.js';
+import type { AnyTool } from '../tools/tool.js';
+import { toolRegistry } from '../tools/tool-registry.js';
+import { toolSpecs } from '../tools/tool-specs.js';
+import { chainOf } from './agent-epics.js';
+import type { ModelCaller } from './agent-model.js';
+import { runReactAgentEffect, type ReactAgentEffectDeps } from './react-agent-effects.js';
+import { checkNoInternalNames } from './react-internal-tools.js';
+
+/** Options of {@link reactAgentEpics}. */
+export interface ReactAgentEpicsOptions {
+  /** One model (a chain of one provider, named `"model"`), or a provider chain with fallback: as `agentEpics` takes it. */
+  readonly model: LanguageModel | ProviderChain;
+  /** The external tools every ReAct agent may call. Default: none. Their names must not be an internal tool's. */
+  readonly tools?: readonly AnyTool[];
+  /** The system prompt of every ReAct agent. Default: none. */
+  readonly system?: string;
+  /**
+   * Whether to include `providerBreakers(chain)`, the clock of the chain's OPEN breakers. Default
+   * true; pass false beside `agentEpics` on the same providers, which includes it already.
+   */
+  readonly breakers?: boolean;
+}
+
+/**
+ * Every epic an engine needs to run seed 004's ReAct agents, on the same models and tools as the
+ * turn-based agent (`agentEpics`). A stream `<root>/agent/<a>/react` of machine `react-agent` (see
+ * `agentStreams`) is an agent: send it `user-message-received` and its effects follow from its state.
+ *
+ * 1. The effects are `reactAgentEffectsAt(state)`, kept reconciled by the engine (`stateEffects`,
+ *    every state, keyed `call-llm:<calledLlmAt>` and `call-tool:<id>`): the model is called through
+ *    the provider chain (`chainCall$`, its breakers recorded) and tools run with `runTool`.
+ * 2. The model is offered seed 004's internal tools besides the external ones:
+ *    `load_older_messages` (`context-window-expanded`), `query_tool_calls` (answered from the
+ *    state) and `load_tool_call_results` (`history-tool-calls-added`). They are answered inside
+ *    the model call, which asks the model again; they never enter `toolCalls`. A call to an
+ *    unknown tool, or to an internal one outside that offer, ends with a failed result naming it.
+ * 3. After a restart the engine lists every stored ReAct stream, hydrates it and resumes what its
+ *    state still needs: an LLM call that was in flight is made again from the durable state (it
+ *    completes the message it had started); a tool call in flight runs again if its tool is
+ *    `rerunSafe`, else it fails "interrupted by restart" and the model hears so.
+ *
+ * ## Example
+ * ```ts
+ * import { filter, firstValueFrom } from 'rxjs';
+ * import { createEngine, type AgentState } from 'runestream';
+ * import { reactAgentEpics, scriptedModel } from 'runestream/agents';
+ *
+ * const engine = createEngine({ epics: reactAgentEpics({ model: scriptedModel([{ text: 'Hello!' }]) }) });
+ * const stream = 'conv/c1/agent/a1/react';
+ * await engine.spawn(stream, 'react-agent');
+ * const answered = firstValueFrom(engine.state$<AgentState>(stream).pipe(filter((s) => s.reActContext === null && s.messages.length === 2)));
+ * await engine.dispatch(stream, { type: 'user-message-received', messageId: 'm1', content: 'Hi', timestamp: Date.now() });
+ * console.log((await answered).messages[1]?.content);
+ * // Logs: Hello!
+ * await engine.close();
+ * ```
+ */
+export function reactAgentEpics(options: ReactAgentEpicsOptions): Epic[] {
+  const { model, tools = [], system, breakers = true } = options;
+  const chain = chainOf(model);
+  const loop = reactAgentLoop({ call: (request, context) => chainCall$(chain, request, context), tools, ...(system === undefined ? {} : { system }) });
+  return breakers ? [loop, providerBreakers(chain)] : [loop];
+}
+
+/** Options of {@link reactAgentLoop}. */
+export interface ReactAgentLoopOptions {
+  /** The model call: `chainCall$` over a provider chain, usually. */
+  readonly call: ModelCaller;
+  readonly tools: readonly AnyTool[];
+  readonly system?: string;
+}
+
+/** The effects of every ReAct stream, reconciled by the engine (see {@link reactAgentEpics}). */
+export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
+  const { call, tools, system } = options;
+  checkNoInternalNames('reactAgentEpics', tools);
+  const registry = toolRegistry('reactAgentEpics', tools);
+  const specs = toolSpecs(tools);
+  return stateEffects({
+    name: 'reactAgentLoop',
+    machine: reactAgent,
+    states: 'any',
+    withState: true,
+    effects: (view, context): EffectsByKey<typeof reactAgent> => {
+      const { state } = view;
+      if (state === undefined || parseStreamId(view.stream)?.kind !== 'react') return {};
+      const deps: ReactAgentEffectDeps = {
+        call: (request) => call(request, context),
+        registry,
+        specs,
+        ...(system === undefined ? {} : { system }),
+        scheduler: context.scheduler,
+        apply: (input, at) => applyAgentInput(input, at),
+      };
+      return Object.fromEntries(Object.entries(reactAgentEffectsAt(state)).map(([key, effect]) => [key, runReactAgentEffect(effect, state, deps, view.origin)]));
+    },
+  });
+}

@@ -1,0 +1,69 @@
+import { filter, firstValueFrom } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { defineTool, reactAgentEpics, scriptedModel } from '../../../src/agents.js';
+import { agentStreams, createEngine, type AgentInput, type AgentState, type EngineError } from '../../../src/index.js';
+
+const add = defineTool({ name: 'add', description: 'Adds two numbers', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
+
+describe('reactAgentEpics: a ReAct agent on the engine', () => {
+  it('answers through a tool; a call to an unknown tool gets a failed result naming it, and the agent goes on', async () => {
+    const model = scriptedModel([
+      {
+        toolCalls: [
+          { toolName: 'add', input: { a: 1, b: 2 }, toolCallId: 't1' },
+          { toolName: 'rm', input: { path: '/' }, toolCallId: 't2' },
+        ],
+      },
+      { text: 'It is 3.' },
+    ]);
+    const engine = createEngine({ epics: reactAgentEpics({ model, tools: [add], system: 'You add.' }) });
+    const errors: EngineError[] = [];
+    engine.errors$.subscribe((error) => errors.push(error));
+    const stream = agentStreams('conv/c1', 'a1').react;
+    await engine.spawn(stream, 'react-agent');
+    const done = firstValueFrom(engine.state$<AgentState>(stream).pipe(filter((s) => s.reActContext === null && s.messages.length === 3)));
+    await engine.dispatch(stream, { type: 'user-message-received', messageId: 'm1', content: 'what is 1 + 2?', timestamp: 1 });
+    const state = await done;
+    expect(state.messages.map((m) => m.content)).toEqual(['what is 1 + 2?', '', 'It is 3.']);
+    expect(state.toolCalls.t1?.result).toMatchObject({ isSuccess: true, content: '3' });
+    expect(state.toolCalls.t2?.result).toMatchObject({ isSuccess: false, error: 'unknown tool "rm"; the known tools are: "add"' });
+    expect(model.doStreamCalls).toHaveLength(2);
+    expect(model.doStreamCalls[1]!.prompt.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool', 'assistant', 'tool']);
+    expect(errors).toEqual([]);
+    await engine.close();
+  });
+
+  it("keeps all five inputs of the seed's example, each stamped with one Date.now()", async () => {
+    const engine = createEngine({ epics: reactAgentEpics({ model: scriptedModel([]) }) });
+    const stream = 'seed-004-example'; // outside conv/<c>/agent/<a>/react: no effects, only the machine
+    await engine.spawn(stream, 'react-agent');
+    const now = Date.now();
+    const inputs: AgentInput[] = [
+      { type: 'user-message-received', messageId: 'msg-1', content: 'Hello, Agent!', timestamp: now },
+      { type: 'llm-message-started', messageId: 'msg-2', timestamp: now },
+      { type: 'llm-message-completed', messageId: 'msg-2', content: 'Hello!', timestamp: now },
+      {
+        type: 're-act-observed',
+        timestamp: now,
+        calledLlmAt: now,
+        observation: { type: 'continue-re-act', toolCalls: { 'tool-1': { name: 'search', parameters: '{"query":"example"}', calledAt: now } } },
+      },
+      { type: 'tool-call-completed', toolCallId: 'tool-1', result: { isSuccess: true, content: 'Search results...', receivedAt: now }, timestamp: now },
+    ];
+    const results = [];
+    for (const input of inputs) results.push(await engine.dispatch(stream, input));
+    expect(results.map((r) => r.accepted)).toEqual([true, true, true, true, true]);
+    const state = (await engine.snapshot<AgentState>(stream))!.state;
+    expect(state.updatedAt).toBe(now + 4);
+    expect(state.toolCalls['tool-1']?.result).toMatchObject({ isSuccess: true, receivedAt: now + 4 });
+    await engine.close();
+  });
+
+  it('refuses an external tool named like an internal one', () => {
+    const clash = defineTool({ name: 'load_older_messages', description: 'x', inputSchema: z.object({}), execute: () => '' });
+    expect(() => reactAgentEpics({ model: scriptedModel([]), tools: [clash] })).toThrow(
+      'reactAgentEpics: tool name "load_older_messages" is taken by an internal tool of the ReAct agent; rename the tool',
+    );
+  });
+});

@@ -1,0 +1,264 @@
+import { of, throwError, type Observable } from 'rxjs';
+import { TestScheduler } from 'rxjs/testing';
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { agentTransition, initialAgentState, type AgentInput, type AgentState, type EpicReport, type Rune, type StreamHead } from '../../../src/index.js';
+import type { ModelCaller } from '../../../src/effects/agent/agent-model.js';
+import { MAX_INTERNAL_ROUNDS } from '../../../src/effects/agent/react-agent-effects.js';
+import { reactAgentLoop } from '../../../src/effects/agent/react-agent-epics.js';
+import type { ChainOutput, ModelPart, ModelRequest } from '../../../src/effects/llm/model-types.js';
+import { defineTool } from '../../../src/effects/tools/tool.js';
+import { epicContext } from '../../support/epic-context.js';
+
+/**
+ * The ReAct agent's effects as the engine hosts them (`reactAgentLoop`, a state-derived epic),
+ * under `TestScheduler.run`: a hot observable of runes in, commands out; the model caller returns
+ * cold observables; the context holds each stream's state after the runes seen so far.
+ */
+
+interface Marbles {
+  readonly scheduler: TestScheduler;
+  hot: TestScheduler['createHotObservable'];
+  cold: TestScheduler['createColdObservable'];
+  expectObservable: TestScheduler['expectObservable'];
+  expectSubscriptions: TestScheduler['expectSubscriptions'];
+}
+
+function marbleTest(body: (m: Marbles) => void | (() => void)): void {
+  const scheduler = new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
+  const after = scheduler.run((helpers) => body({ scheduler, ...helpers }));
+  after?.();
+}
+
+const REACT = 'conv/c1/agent/a1/react';
+
+/** The runes of `inputs` on `stream`, each with the state after it (every input must apply). */
+function history(inputs: readonly AgentInput[], stream = REACT, state = initialAgentState()): { runes: Rune[]; states: Map<Rune, AgentState>; state: AgentState } {
+  const states = new Map<Rune, AgentState>();
+  const runes = inputs.map((event, i) => {
+    const next = agentTransition(event)(state);
+    expect(next, `fixture input rejected: ${JSON.stringify(event)}`).not.toBe(state);
+    state = next;
+    const rune: Rune = { stream, seq: i + 2, machine: 'react-agent', kind: event.type, event, at: event.timestamp };
+    states.set(rune, state);
+    return rune;
+  });
+  return { runes, states, state };
+}
+
+const ask = (messageId: string, timestamp: number, content = 'hi'): AgentInput => ({ type: 'user-message-received', messageId, content, timestamp });
+const part = (p: ModelPart): ChainOutput => ({ type: 'part', part: p });
+const text = (t: string) => part({ type: 'text-delta', text: t });
+const toolCall = (toolCallId: string, toolName: string, input: unknown) => part({ type: 'tool-call', toolCallId, toolName, input });
+const finish = part({ type: 'finish', finishReason: 'stop' });
+const toAgent = (event: Record<string, unknown>) => ({ stream: REACT, event });
+
+const add = defineTool({ name: 'add', description: 'Adds', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
+const shaky = defineTool({ name: 'shaky', description: 'Not safe to run twice', inputSchema: z.object({}), execute: () => 'ran' });
+const steady = defineTool({ name: 'steady', description: 'Safe to run again', inputSchema: z.object({}), rerunSafe: true, execute: () => 'ran' });
+
+/** A caller answering call n with `answers[n]`; a context holding the state of each stream after the runes seen. */
+function setup(
+  m: Marbles,
+  runes$: Observable<Rune>,
+  states: Map<Rune, AgentState>,
+  answers: readonly Observable<ChainOutput>[],
+  overrides: Parameters<typeof epicContext>[1] = {},
+) {
+  const requests: ModelRequest[] = [];
+  const call: ModelCaller = (request) => {
+    requests.push(request);
+    return answers[requests.length - 1] ?? throwError(() => new Error(`no answer for call ${requests.length}`));
+  };
+  const current = new Map<string, AgentState>();
+  runes$.subscribe((rune) => current.set(rune.stream, states.get(rune)!));
+  const reports: EpicReport[] = [];
+  const context = epicContext(m.scheduler, { state: ((stream: string) => current.get(stream)) as never, report: (r) => reports.push(r), ...overrides });
+  return { requests, context, call, reports };
+}
+
+describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => {
+  it('a user message calls the model; its text is one message, then the loop completes; a kept key is not called again', () =>
+    marbleTest((m) => {
+      const { runes, states } = history([ask('m1', 1), { type: 'llm-message-started', messageId: 'llm-1', timestamp: 2 }]);
+      const runes$ = m.hot<Rune>('-a-b', { a: runes[0]!, b: runes[1]! });
+      const llm = m.cold<ChainOutput>('-x-y-(f|)', { x: text('Hello'), y: text(' there'), f: finish });
+      const { call, context, requests } = setup(m, runes$, states, [llm]);
+      m.expectObservable(reactAgentLoop({ call, tools: [add], system: 'be kind' })(runes$, context, undefined)).toBe('-s----(co)', {
+        s: toAgent({ type: 'llm-message-started', messageId: 'llm-1', timestamp: 1 }),
+        c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Hello there', timestamp: 6 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, timestamp: 6 }),
+      });
+      // Subscribed once, at the user message; its own started rune kept the key.
+      m.expectSubscriptions(llm.subscriptions).toBe('-^----!');
+      return () => {
+        expect(requests).toHaveLength(1);
+        expect(requests[0]).toMatchObject({ system: 'be kind', messages: [{ role: 'user', content: 'hi' }] });
+        expect(Object.keys(requests[0]!.tools)).toEqual(['add', 'load_older_messages', 'query_tool_calls', 'load_tool_call_results']);
+      };
+    }));
+
+  it('internal tools are answered inside the call: the model is asked again with the loaded tool call and the query, and nothing enters the history', () =>
+    marbleTest((m) => {
+      // An earlier loop called `add` (t1); a new question opens a loop without it.
+      const done = history([
+        ask('m1', 1),
+        {
+          type: 're-act-observed',
+          calledLlmAt: 1,
+          observation: { type: 'continue-re-act', toolCalls: { t1: { name: 'add', parameters: '{"a":1,"b":2}', calledAt: 2 } } },
+          timestamp: 2,
+        },
+        { type: 'tool-call-completed', toolCallId: 't1', result: { isSuccess: true, content: '3', receivedAt: 3 }, timestamp: 3 },
+        { type: 're-act-observed', calledLlmAt: 3, observation: { type: 'complete-re-act' }, timestamp: 4 },
+      ]).state;
+      const { runes, states } = history([ask('m2', 10, 'what did you add?')], REACT, done);
+      const runes$ = m.hot<Rune>('-a', { a: runes[0]! });
+      const first = m.cold<ChainOutput>('-(qlf|)', {
+        q: toolCall('i1', 'query_tool_calls', { name: 'add' }),
+        l: toolCall('i2', 'load_tool_call_results', { toolCallIds: ['t1'] }),
+        f: finish,
+      });
+      const second = m.cold<ChainOutput>('-(xf|)', { x: text('I added 1 and 2.'), f: finish });
+      const { call, context, requests } = setup(m, runes$, states, [first, second]);
+      m.expectObservable(reactAgentLoop({ call, tools: [add] })(runes$, context, undefined)).toBe('-sh(co)', {
+        s: toAgent({ type: 'llm-message-started', messageId: 'llm-10', timestamp: 1 }),
+        h: toAgent({ type: 'history-tool-calls-added', toolCallIds: ['t1'], timestamp: 2 }),
+        c: toAgent({ type: 'llm-message-completed', messageId: 'llm-10', content: 'I added 1 and 2.', timestamp: 3 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 10, observation: { type: 'complete-re-act' }, timestamp: 3 }),
+      });
+      m.expectSubscriptions(first.subscriptions).toBe('-^!');
+      m.expectSubscriptions(second.subscriptions).toBe('--^!');
+      return () => {
+        const again = requests[1]!.messages;
+        // The loaded call is a standard round of the context; the internal calls are this call's round only.
+        expect(again.map((message) => message.role)).toEqual(['user', 'assistant', 'tool', 'user', 'assistant', 'tool']);
+        const internal = again.at(-1)!.content as { toolName: string; output: { type: string; value: string } }[];
+        expect(internal.map((r) => r.toolName)).toEqual(['query_tool_calls', 'load_tool_call_results']);
+        expect(JSON.parse(internal[0]!.output.value)).toEqual([{ toolCallId: 't1', name: 'add', parameters: '{"a":1,"b":2}', calledAt: 2, status: 'success' }]);
+        expect(internal[1]!.output).toEqual({ type: 'text', value: 'Loaded 1 tool call(s) with their results into your context.' });
+      };
+    }));
+
+  it('an internal tool the agent refuses (nothing older to load) answers with the reason, and the model goes on', () =>
+    marbleTest((m) => {
+      const { runes, states } = history([ask('m1', 1)]);
+      const runes$ = m.hot<Rune>('-a', { a: runes[0]! });
+      const first = m.cold<ChainOutput>('-(if|)', { i: toolCall('i1', 'load_older_messages', {}), f: finish });
+      const second = m.cold<ChainOutput>('-(xf|)', { x: text('Nothing older.'), f: finish });
+      const { call, context, requests } = setup(m, runes$, states, [first, second]);
+      m.expectObservable(reactAgentLoop({ call, tools: [] })(runes$, context, undefined)).toBe('-s-(co)', {
+        s: toAgent({ type: 'llm-message-started', messageId: 'llm-1', timestamp: 1 }),
+        c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Nothing older.', timestamp: 3 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, timestamp: 3 }),
+      });
+      return () =>
+        expect(requests[1]!.messages.at(-1)!.content).toEqual([
+          expect.objectContaining({ toolName: 'load_older_messages', output: { type: 'error-text', value: 'the context window (10) already covers all 1 messages' } }),
+        ]);
+    }));
+
+  it(`after ${MAX_INTERNAL_ROUNDS} internal rounds the model is asked without them; an internal name asked then is an external call, and fails saying so`, () =>
+    marbleTest((m) => {
+      const { runes, states } = history([ask('m1', 1)]);
+      const runes$ = m.hot<Rune>('-a', { a: runes[0]! });
+      const query = () => m.cold<ChainOutput>('(qf|)', { q: toolCall('i', 'query_tool_calls', {}), f: finish });
+      const answers = [
+        ...Array.from({ length: MAX_INTERNAL_ROUNDS }, query),
+        m.cold<ChainOutput>('(qrf|)', { q: toolCall('x1', 'query_tool_calls', {}), r: toolCall('x2', 'rm', {}), f: finish }),
+      ];
+      const { call, context, requests } = setup(m, runes$, states, answers);
+      const out: unknown[] = [];
+      reactAgentLoop({ call, tools: [add] })(runes$, context, undefined).subscribe((command) => out.push(command));
+      return () => {
+        expect(requests.map((r) => Object.keys(r.tools).length)).toEqual([...Array.from({ length: MAX_INTERNAL_ROUNDS }, () => 4), 1]);
+        expect(out.at(-1)).toMatchObject(
+          toAgent({
+            type: 're-act-observed',
+            observation: { type: 'continue-re-act', toolCalls: { x1: { name: 'query_tool_calls', parameters: '{}' }, x2: { name: 'rm', parameters: '{}' } } },
+          }),
+        );
+      };
+    }));
+
+  it('a tool call of the history runs; an unknown tool and an internal-only name get failed results naming them', () =>
+    marbleTest((m) => {
+      const observed: AgentInput = {
+        type: 're-act-observed',
+        calledLlmAt: 1,
+        observation: {
+          type: 'continue-re-act',
+          toolCalls: {
+            t1: { name: 'add', parameters: '{"a":2,"b":3}', calledAt: 2 },
+            t2: { name: 'rm', parameters: '{}', calledAt: 2 },
+            t3: { name: 'load_older_messages', parameters: '{}', calledAt: 2 },
+          },
+        },
+        timestamp: 2,
+      };
+      const { runes, states } = history([ask('m1', 1), observed]);
+      const runes$ = m.hot<Rune>('--b', { b: runes[1]! });
+      const { call, context } = setup(m, runes$, states, []);
+      const result = (toolCallId: string, r: Record<string, unknown>) =>
+        toAgent({ type: 'tool-call-completed', toolCallId, result: { ...r, receivedAt: expect.any(Number) }, timestamp: expect.any(Number) });
+      m.expectObservable(reactAgentLoop({ call, tools: [add] })(runes$, context, undefined)).toBe('--(abc)', {
+        a: result('t1', { isSuccess: true, content: '5' }),
+        b: result('t2', { isSuccess: false, error: 'unknown tool "rm"; the known tools are: "add"' }),
+        c: result('t3', {
+          isSuccess: false,
+          error: 'tool "load_older_messages" is internal to the agent: it answers inside a model call and is not a tool call of the history',
+        }),
+      });
+    }));
+
+  it('a model call that fails completes the message with what it streamed, ends the loop, and is reported', () =>
+    marbleTest((m) => {
+      const { runes, states } = history([ask('m1', 1)]);
+      const runes$ = m.hot<Rune>('-a', { a: runes[0]! });
+      const llm = m.cold<ChainOutput>('-x-#', { x: text('Partial') }, new Error('all providers failed'));
+      const { call, context, reports } = setup(m, runes$, states, [llm]);
+      m.expectObservable(reactAgentLoop({ call, tools: [] })(runes$, context, undefined)).toBe('-s--(co)', {
+        s: toAgent({ type: 'llm-message-started', messageId: 'llm-1', timestamp: 1 }),
+        c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Partial', timestamp: 4 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, timestamp: 4 }),
+      });
+      return () =>
+        expect(reports).toMatchObject([{ type: 'effect_failed', epic: 'reactAgentLoop', stream: REACT, key: 'call-llm:0', error: { message: 'all providers failed' } }]);
+    }));
+});
+
+describe('reactAgentLoop: after a restart (streams found in the store, hydrated)', () => {
+  it('an LLM call in flight is made again into the message it started; a tool call in flight runs again only if rerunSafe', () =>
+    marbleTest((m) => {
+      const calls = (name: string): AgentInput => ({
+        type: 're-act-observed',
+        calledLlmAt: 1,
+        observation: { type: 'continue-re-act', toolCalls: { t1: { name, parameters: '{}', calledAt: 2 } } },
+        timestamp: 2,
+      });
+      const stored: Record<string, AgentState> = {
+        [REACT]: history([ask('m1', 1), { type: 'llm-message-started', messageId: 'llm-1', timestamp: 2 }]).state,
+        'conv/c1/agent/shaky/react': history([ask('m1', 1), calls('shaky')]).state,
+        'conv/c1/agent/steady/react': history([ask('m1', 1), calls('steady')]).state,
+        'not-an-agent': history([ask('m1', 1)]).state, // outside the naming scheme: left alone
+      };
+      const head = (stream: string): StreamHead => ({ stream, machine: 'react-agent', seq: 3, at: 2 });
+      const llm = m.cold<ChainOutput>('----(xf|)', { x: text('Back.'), f: finish });
+      const { call, context, requests } = setup(m, m.hot<Rune>('-'), new Map(), [llm], {
+        streams: () => m.cold('-(abcd|)', { a: head(REACT), b: head('conv/c1/agent/shaky/react'), c: head('conv/c1/agent/steady/react'), d: head('not-an-agent') }),
+        snapshot: ((stream: string) => of({ stream, seq: 3, state: stored[stream] })) as never,
+      });
+      const completed = (stream: string, result: Record<string, unknown>) => ({
+        stream,
+        event: { type: 'tool-call-completed', toolCallId: 't1', result: { ...result, receivedAt: 1 }, timestamp: 1 },
+      });
+      m.expectObservable(reactAgentLoop({ call, tools: [shaky, steady] })(m.hot('-'), context, undefined)).toBe('-(ab)(co)', {
+        a: completed('conv/c1/agent/shaky/react', { isSuccess: false, error: 'interrupted by restart' }),
+        b: completed('conv/c1/agent/steady/react', { isSuccess: true, content: 'ran' }),
+        // No second llm-message-started: the message the dead process started is completed.
+        c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Back.', timestamp: 5 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, timestamp: 5 }),
+      });
+      return () => expect(requests).toHaveLength(1);
+    }));
+});

@@ -5,6 +5,7 @@ import { isRuneOf, type Rune, type RuneOf } from '../reducers/rune.js';
 import { agentStreams, chatActorStream, chatStream, isSegment, parseStreamId, type AgentStreams } from '../reducers/stream-ids.js';
 import { turnEngine } from '../reducers/turn-engine/machine.js';
 import { stateEffects } from '../streams/effect-host.js';
+import type { Engine } from '../streams/engine.js';
 import type { Epic, EpicCommand, EpicContext } from '../streams/epic.js';
 import type { EffectsByKey } from '../streams/state-effects.js';
 
@@ -138,11 +139,8 @@ export interface SentChatMessage {
   readonly reason?: string;
 }
 
-/** A stream's state name, read through the engine (hydrated if need be); `undefined` for no stream. */
-type Snapshotter = { snapshot<S>(stream: string): Promise<{ state: S } | undefined> };
-
 /** The chat's newest actor number (0: none yet), in O(log n) snapshots: actors are numbered 1, 2, ... without gaps. */
-async function newestActor(engine: Snapshotter, chatId: string): Promise<number> {
+async function newestActor(engine: Pick<Engine, 'snapshot'>, chatId: string): Promise<number> {
   const exists = async (n: number): Promise<boolean> => (await engine.snapshot(chatActorStream(chatId, n))) !== undefined;
   if (!(await exists(1))) return 0;
   let low = 1;
@@ -166,14 +164,7 @@ async function newestActor(engine: Snapshotter, chatId: string): Promise<number>
  * go on for months while each actor's lifecycle stays the seed's. Resolves with the actor and
  * whether it took the message (a running actor refuses a second one: `not_allowed`).
  */
-export async function sendChatMessage(
-  engine: Snapshotter & {
-    spawn(stream: string, machine: string, input?: unknown): Promise<{ accepted: boolean }>;
-    dispatch(stream: string, event: unknown): Promise<{ accepted: true } | { accepted: false; code: string; reason: string }>;
-  },
-  chatId: string,
-  { userId, message }: ChatMessage,
-): Promise<SentChatMessage> {
+export async function sendChatMessage(engine: Pick<Engine, 'snapshot' | 'spawn' | 'dispatch'>, chatId: string, { userId, message }: ChatMessage): Promise<SentChatMessage> {
   chatStream(chatId); // throws for an id that is not a segment
   let n = await newestActor(engine, chatId);
   const newest = n === 0 ? undefined : await engine.snapshot<ChatActorState>(chatActorStream(chatId, n));

@@ -133,6 +133,17 @@ describe('chatTalk: a chat actor that talks (seed 000 on seed 003 turns)', () =>
     await actorState(engine, sent.actor, 'idle');
   });
 
+  it("fails an interaction at once when the chat's agent is busy with another turn, rather than queue it unseen", async () => {
+    const { engine } = chatEngine([{ text: 'Still going', hang: true, afterDeltas: 1 }]);
+    const streamed = nthDelta(engine, 1);
+    await engine.spawn(chat.turn, 'turn-engine');
+    await engine.dispatch(chat.turn, { type: 'start_turn', input: 'a turn started elsewhere' });
+    await streamed;
+    const sent = await sendChatMessage(engine, 'c1', { userId: USER, message: 'hi' });
+    const failed = await actorState(engine, sent.actor, 'error');
+    expect(failed.error).toBe("the chat's agent is busy (its turn is streaming)");
+  });
+
   it('refuses a chat id that is not one segment, naming it', async () => {
     const { engine } = chatEngine([]);
     await expect(sendChatMessage(engine, 'a/b', { userId: USER, message: 'hi' })).rejects.toThrow('a chat id must be 1 to 128 characters with no "/", got "a/b"');

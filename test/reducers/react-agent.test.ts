@@ -1,3 +1,4 @@
+import { seedExampleInputs } from '../fixtures/seed-004-inputs.js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -207,18 +208,7 @@ describe('agentTransition: every input of seed 004, accepted', () => {
 describe('agentTransition: equal timestamps (time never goes back, and no input is lost to a clock)', () => {
   it("keeps all five inputs of the seed's example, each stamped with one Date.now()", () => {
     const now = 1_700_000_000_000;
-    const inputs: AgentInput[] = [
-      { type: 'user-message-received', messageId: 'msg-1', content: 'Hello, Agent!', timestamp: now },
-      { type: 'llm-message-started', messageId: 'msg-2', timestamp: now },
-      { type: 'llm-message-completed', messageId: 'msg-2', content: 'Hello!', timestamp: now },
-      {
-        type: 're-act-observed',
-        timestamp: now,
-        calledLlmAt: now,
-        observation: { type: 'continue-re-act', toolCalls: { 'tool-1': { name: 'search', parameters: '{"query":"example"}', calledAt: now } } },
-      },
-      { type: 'tool-call-completed', toolCallId: 'tool-1', result: { isSuccess: true, content: 'Search results...', receivedAt: now }, timestamp: now },
-    ];
+    const inputs = seedExampleInputs(now);
     const state = fold(inputs);
     // Each took effect one millisecond after the one before: the log's order, strictly increasing.
     expect(state.updatedAt).toBe(now + 4);

@@ -1,5 +1,5 @@
 import { defer, of, throwError, type Observable } from 'rxjs';
-import { TestScheduler } from 'rxjs/testing';
+import { marbleTest, type Marbles } from '../../support/marbles.js';
 import { describe, expect, it } from 'vitest';
 import type { EpicCommand, Rune, ToolCallState } from '../../../src/index.js';
 import { agentModel, type ModelCaller } from '../../../src/effects/agent/agent-model.js';
@@ -12,21 +12,6 @@ import { epicContext } from '../../support/epic-context.js';
  * and `snapshot` with Observables at once, so the call a rune asks for is subscribed in that
  * rune's frame, which is what the subscription windows below say.
  */
-
-interface Marbles {
-  readonly scheduler: TestScheduler;
-  hot: TestScheduler['createHotObservable'];
-  cold: TestScheduler['createColdObservable'];
-  expectObservable: TestScheduler['expectObservable'];
-  expectSubscriptions: TestScheduler['expectSubscriptions'];
-}
-
-/** Runs the diagrams; what `body` returns is checked once they have played (what the model was asked, say). */
-function marbleTest(body: (m: Marbles) => void | (() => void)): void {
-  const scheduler = new TestScheduler((actual, expected) => expect(actual).toStrictEqual(expected));
-  const after = scheduler.run((helpers) => body({ scheduler, ...helpers }));
-  after?.();
-}
 
 // --- runes of agent a1's turn stream, and what the model streams ------------------------------------
 

@@ -1,8 +1,9 @@
+import { seedExampleInputs } from '../../fixtures/seed-004-inputs.js';
 import { filter, firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, reactAgentEpics, scriptedModel } from '../../../src/agents.js';
-import { agentStreams, createEngine, type AgentInput, type AgentState, type EngineError } from '../../../src/index.js';
+import { agentStreams, createEngine, type AgentState, type EngineError } from '../../../src/index.js';
 
 const add = defineTool({ name: 'add', description: 'Adds two numbers', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
 
@@ -39,18 +40,7 @@ describe('reactAgentEpics: a ReAct agent on the engine', () => {
     const stream = 'seed-004-example'; // outside conv/<c>/agent/<a>/react: no effects, only the machine
     await engine.spawn(stream, 'react-agent');
     const now = Date.now();
-    const inputs: AgentInput[] = [
-      { type: 'user-message-received', messageId: 'msg-1', content: 'Hello, Agent!', timestamp: now },
-      { type: 'llm-message-started', messageId: 'msg-2', timestamp: now },
-      { type: 'llm-message-completed', messageId: 'msg-2', content: 'Hello!', timestamp: now },
-      {
-        type: 're-act-observed',
-        timestamp: now,
-        calledLlmAt: now,
-        observation: { type: 'continue-re-act', toolCalls: { 'tool-1': { name: 'search', parameters: '{"query":"example"}', calledAt: now } } },
-      },
-      { type: 'tool-call-completed', toolCallId: 'tool-1', result: { isSuccess: true, content: 'Search results...', receivedAt: now }, timestamp: now },
-    ];
+    const inputs = seedExampleInputs(now);
     const results = [];
     for (const input of inputs) results.push(await engine.dispatch(stream, input));
     expect(results.map((r) => r.accepted)).toEqual([true, true, true, true, true]);

@@ -1,5 +1,5 @@
 import { of, throwError, type Observable } from 'rxjs';
-import { TestScheduler } from 'rxjs/testing';
+import { marbleTest, type Marbles } from '../../support/marbles.js';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { agentTransition, initialAgentState, type AgentInput, type AgentState, type EpicReport, type Rune, type StreamHead } from '../../../src/index.js';
@@ -15,20 +15,6 @@ import { epicContext } from '../../support/epic-context.js';
  * under `TestScheduler.run`: a hot observable of runes in, commands out; the model caller returns
  * cold observables; the context holds each stream's state after the runes seen so far.
  */
-
-interface Marbles {
-  readonly scheduler: TestScheduler;
-  hot: TestScheduler['createHotObservable'];
-  cold: TestScheduler['createColdObservable'];
-  expectObservable: TestScheduler['expectObservable'];
-  expectSubscriptions: TestScheduler['expectSubscriptions'];
-}
-
-function marbleTest(body: (m: Marbles) => void | (() => void)): void {
-  const scheduler = new TestScheduler((actual, expected) => expect(actual).toEqual(expected));
-  const after = scheduler.run((helpers) => body({ scheduler, ...helpers }));
-  after?.();
-}
 
 const REACT = 'conv/c1/agent/a1/react';
 

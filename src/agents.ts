@@ -44,3 +44,4 @@ export { reactAgentEpics, type ReactAgentEpicsOptions } from './effects/agent/re
 
 // Chats (seed 000) that talk: each chat's actors hand their messages to the chat's agent.
 export { chatTalk, sendChatMessage, type ChatMessage, type ChatTalkOptions, type SentChatMessage } from './effects/chat-talk.js';
+export { chatPartialResponse } from './effects/chat-partial-response.js';

@@ -3,6 +3,7 @@ import { agentEpics } from '../effects/agent/agent-epics.js';
 import { reactAgentEpics } from '../effects/agent/react-agent-epics.js';
 import { chatActorLifecycle } from '../effects/chat-actor-lifecycle.js';
 import { chatTalk } from '../effects/chat-talk.js';
+import { chatPartialResponse } from '../effects/chat-partial-response.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import { sqliteStore } from '../streams/sqlite-store.js';
@@ -40,7 +41,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   engine.errors$.subscribe((error) => log.error(`runestream: ${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
   let server: RunestreamServer;
   try {
-    server = await createServer({ engine, port, host, allowedOrigins, ...(token === undefined ? {} : { token }) });
+    server = await createServer({ engine, port, host, allowedOrigins, partialResponse: chatPartialResponse(engine), ...(token === undefined ? {} : { token }) });
   } catch (error) {
     await engine.close();
     throw error;

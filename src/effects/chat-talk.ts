@@ -19,12 +19,12 @@ type ActorRune = RuneOf<typeof chatActor>;
 type TurnRune = RuneOf<typeof turnEngine>;
 
 /** The turn states a turn ends in; `turn_finalized` then makes it idle again. */
-const ENDED = new Set(['completed', 'error', 'interrupted']);
+export const ENDED_TURN: ReadonlySet<string> = new Set(['completed', 'error', 'interrupted']);
 /** The turn states in which there is work to interrupt. */
 const BUSY = new Set(['streaming', 'tool_executing']);
 
 /** The chat agent of a chat actor's stream (`chat/<c>/actor/<n>`), or undefined for any other stream. */
-const agentOfActor = (stream: string, agentId: string): AgentStreams | undefined => {
+export const chatAgentOfActor = (stream: string, agentId: string): AgentStreams | undefined => {
   const parts = parseStreamId(stream);
   return parts?.kind === 'actor' ? agentStreams(parts.root, agentId) : undefined;
 };
@@ -51,7 +51,7 @@ function interaction(actor: string, agent: AgentStreams, message: string, runes$
         return of({ stream: actor, event: { type: 'InteractionComplete', success: false, error: `the chat's agent is busy (its turn is ${turn.state.value})` } });
       }
       const ended$ = runes$.pipe(
-        filter((rune): rune is TurnRune => rune.stream === agent.turn && isRuneOf(turnEngine, rune) && rune.to !== undefined && ENDED.has(rune.to)),
+        filter((rune): rune is TurnRune => rune.stream === agent.turn && isRuneOf(turnEngine, rune) && rune.to !== undefined && ENDED_TURN.has(rune.to)),
         map(outcome),
         filter((event) => event !== undefined),
         take(1),
@@ -94,7 +94,7 @@ export function chatTalk(options: ChatTalkOptions = {}): Epic {
       machine: chatActor,
       states: ['running'],
       effects: (view): EffectsByKey<typeof chatActor> => {
-        const agent = agentOfActor(view.stream, agentId);
+        const agent = chatAgentOfActor(view.stream, agentId);
         const rune = view.rune;
         // Resumed: the interaction died with the old process; chatActorLifecycle pauses the actor.
         if (agent === undefined || view.origin !== 'live' || rune?.event.type !== 'ProcessInteraction' || rune.event.message === undefined) return {};
@@ -117,7 +117,7 @@ export function chatTalk(options: ChatTalkOptions = {}): Epic {
     };
     const stops$ = runes$.pipe(
       mergeMap((rune) => {
-        const agent = isRuneOf(chatActor, rune) ? agentOfActor(rune.stream, agentId) : undefined;
+        const agent = isRuneOf(chatActor, rune) ? chatAgentOfActor(rune.stream, agentId) : undefined;
         return agent === undefined ? EMPTY : onActorRune(rune as ActorRune, agent);
       }),
     );

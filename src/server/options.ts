@@ -3,6 +3,14 @@ import type { Server } from 'node:http';
 import type { Engine } from '../streams/engine.js';
 import { isLoopbackHost, originOf, tokenVerify, type Authorize, type Verify } from './access.js';
 import type { Route } from './routes.js';
+import type { Rune } from '../reducers/rune.js';
+
+/**
+ * The text an agent streamed before a stream stopped, for the `partial_response` of seed 000's
+ * SSE `stopped` event, given the rune that stopped it (`''`: none). `chatPartialResponse` from
+ * `runestream/agents` is the one for chat actors.
+ */
+export type PartialResponse = (stopped: Rune) => Promise<string>;
 
 /** What the server does with a client whose outbound buffer passes `maxBufferedBytes`. */
 export type SlowClientPolicy = 'coalesce' | 'close';
@@ -126,10 +134,17 @@ export interface ServerOptions {
    * `headersTimeout`, is a TypeError). `close()` leaves it open. Default: none (listen on `host`:`port`).
    */
   server?: Server;
+  /**
+   * Fills in `partial_response` of each SSE `stopped` event; the response holds until it answers
+   * (a rejection is `''`). `runestream serve` passes `chatPartialResponse(engine)`. Default: none
+   * (`''`).
+   */
+  partialResponse?: PartialResponse;
 }
 
 /** {@link ServerOptions} with every default filled in. */
-export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify' | 'server'>> & {
+export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify' | 'server' | 'partialResponse'>> & {
+  readonly partialResponse: PartialResponse | undefined;
   /** The server to attach to, if any. */
   readonly server: Server | undefined;
   /** `verify`, or the `token` shorthand's; undefined when neither is set (loopback mode). */
@@ -159,6 +174,7 @@ const KNOWN_OPTIONS = [
   'routes',
   'maxBodyBytes',
   'server',
+  'partialResponse',
 ] as const;
 
 const MIB = 1024 * 1024;
@@ -214,6 +230,7 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     routes = [],
     maxBodyBytes = MIB,
     server,
+    partialResponse,
   } = options;
 
   if (typeof engine !== 'object' || engine === null || typeof engine.dispatch !== 'function' || typeof engine.runes$ !== 'function') {
@@ -259,6 +276,8 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
   positiveInteger('maxSubscriptions', maxSubscriptions);
   positiveInteger('maxRequestsInFlight', maxRequestsInFlight);
   positiveInteger('maxBodyBytes', maxBodyBytes);
+  if (partialResponse !== undefined && typeof partialResponse !== 'function')
+    fail(`"partialResponse" must be a function (stopped rune) => Promise<string>, got ${show(partialResponse)}`);
   if (!Array.isArray(routes)) fail(`"routes" must be an array of { method, path, handler }, got ${show(routes)}`);
   if (maxInboundBytes < maxPayloadBytes) {
     fail(`"maxInboundBytes" (${maxInboundBytes}) must be >= "maxPayloadBytes" (${maxPayloadBytes}): else one allowed message could be refused`);
@@ -285,5 +304,6 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     routes,
     maxBodyBytes,
     server,
+    partialResponse,
   };
 }

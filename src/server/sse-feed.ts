@@ -1,7 +1,10 @@
 import type { ServerResponse } from 'node:http';
 import type { Subscription } from 'rxjs';
+import type { Rune } from '../reducers/rune.js';
 import type { Engine } from '../streams/engine.js';
+import { streamNotices, type StreamNotice } from '../streams/notices.js';
 import { sseEventsOf } from './notices.js';
+import type { PartialResponse } from './options.js';
 
 /**
  * The events of one open SSE response, from the runes after a seq.
@@ -13,6 +16,8 @@ import { sseEventsOf } from './notices.js';
  * 2. Live: the runes after those. A client that lets more than `maxBufferedBytes` of them pile up
  *    is disconnected; it resumes from its `Last-Event-ID` with no gap.
  * 3. Where the runes after the seq were pruned by retention, it goes on from the current state.
+ * 4. A `stopped` event waits for its `partial_response` (`partialResponse`, when the server has
+ *    one): the feed holds, subscribed to nothing, until the text is known, then goes on.
  */
 export class SseFeed {
   private subscription: Subscription | undefined;
@@ -32,6 +37,7 @@ export class SseFeed {
     afterSeq: number,
     storedSeq: number,
     private readonly maxBufferedBytes: number,
+    private readonly partialResponse: PartialResponse | undefined,
   ) {
     this.lastSeq = afterSeq;
     this.replayUntil = storedSeq;
@@ -50,11 +56,10 @@ export class SseFeed {
     const subscription = engine.runes$(this.stream, { afterSeq: this.lastSeq }).subscribe({
       next: (rune) => {
         if (this.paused) return;
+        const notices = streamNotices(rune, engine.machines);
+        if (this.partialResponse !== undefined && notices.some((notice) => notice.type === 'stopped')) return this.holdForPartial(rune, notices, this.partialResponse);
         this.lastSeq = rune.seq;
-        const text = sseEventsOf(rune, engine.machines);
-        if (text === '') return;
-        if (rune.seq > this.replayUntil) return this.writeLive(text);
-        if (!res.write(text)) this.pauseUntilDrain();
+        this.write(rune, sseEventsOf(rune, notices));
       },
       error: () => {
         if (this.jumped || res.destroyed) return void res.end();
@@ -66,6 +71,29 @@ export class SseFeed {
     });
     this.subscription = subscription;
     if (this.paused) subscription.unsubscribe(); // it filled the socket before subscribe returned
+  }
+
+  /** Writes a rune's text: live, or replayed (paced by the socket). */
+  private write(rune: Rune, text: string): void {
+    if (text === '') return;
+    if (rune.seq > this.replayUntil) return this.writeLive(text);
+    if (!this.res.write(text)) this.pauseUntilDrain();
+  }
+
+  /** Holds the feed until the rune's `stopped` notices have their partial response, writes them, and goes on. */
+  private holdForPartial(rune: Rune, notices: readonly StreamNotice[], partialResponse: PartialResponse): void {
+    this.paused = true;
+    this.subscription?.unsubscribe();
+    const written = (partial: string): void => {
+      if (this.res.destroyed) return;
+      const filled = notices.map((notice) => (notice.type === 'stopped' ? { ...notice, data: { ...notice.data, partial_response: partial } } : notice));
+      this.lastSeq = rune.seq;
+      this.paused = false;
+      this.write(rune, sseEventsOf(rune, filled));
+      if (!this.paused) this.resubscribe();
+    };
+    // A resolver that fails leaves the text empty rather than the client without its event.
+    partialResponse(rune).then(written, () => written(''));
   }
 
   private pauseUntilDrain(): void {

@@ -62,7 +62,7 @@ export class SseEndpoint {
       'x-accel-buffering': 'no', // proxies must not hold events back
     });
     res.write(`: runestream ${JSON.stringify(stream)}\n\n`);
-    const feed = new SseFeed(res, engine, stream, lastEventId ?? head.seq, head.seq, this.options.maxBufferedBytes);
+    const feed = new SseFeed(res, engine, stream, lastEventId ?? head.seq, head.seq, this.options.maxBufferedBytes, this.options.partialResponse);
     this.open.set(res, { access, stream, feed });
     res.once('close', () => this.open.delete(res));
   }

@@ -43,7 +43,8 @@ function stopReason(event: ChatActorEvent): string {
 /**
  * The seed-000 notices of one chat-actor rune: `state_changed` when the state name changes, then
  * `stopped` when it reaches a terminal state. Runes of other machines, spawns and self-loops give
- * none. `partial_response` is empty: a chat actor keeps no text (a turn does).
+ * none. `partial_response` is empty here: a chat actor keeps no text (its agent's turn does, and
+ * the server fills it in with `createServer({ partialResponse })`).
  *
  * @example
  * ```ts

@@ -1,7 +1,6 @@
-import { EMPTY, Observable, concatMap, defer, filter, firstValueFrom, from, groupBy, lastValueFrom, merge, mergeMap, toArray } from 'rxjs';
+import { EMPTY, Observable, concatMap, defer, filter, from, groupBy, lastValueFrom, merge, mergeMap, toArray } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import { conversation } from '../../reducers/conversation/machine.js';
-import type { AnyMachine, StateOf } from '../../reducers/machine.js';
 import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
@@ -11,7 +10,8 @@ import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
-import { parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
+import type { AgentStreams } from '../../reducers/stream-ids.js';
+import { agentCompanions, stateOf } from './agent-companions.js';
 import { agentOfCall, agentOfTurn } from './streams.js';
 
 type TurnRune = RuneOf<typeof turnEngine>;
@@ -27,28 +27,6 @@ async function latestRound(turn: string, context: EpicContext): Promise<readonly
   }
   return [];
 }
-
-/**
- * An agent's companion streams, created with its turn stream, ready at once: its lifecycle, and
- * its conversation if it is the first agent there (the conversation's root agent).
- */
-async function created(agent: AgentStreams, context: EpicContext): Promise<EpicCommand[]> {
-  const commands: EpicCommand[] = [
-    { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId } },
-    { stream: agent.lifecycle, event: { type: 'init_complete' } },
-  ];
-  if ((await stateOf(context, agent.root, conversation)) !== undefined) return commands;
-  const conversationId = parseStreamId(agent.root)!.id;
-  return [
-    { stream: agent.root, spawn: conversation.id, input: { conversationId } },
-    ...commands,
-    { stream: agent.root, event: { type: 'agent_ready', rootAgentId: agent.agentId } },
-  ];
-}
-
-/** A stream's durable state now (hydrated if need be), for the async steps of these epics. */
-const stateOf = async <M extends AnyMachine>(context: EpicContext, stream: string, machine: M): Promise<StateOf<M> | undefined> =>
-  (await firstValueFrom(context.snapshot(stream, machine)))?.state;
 
 /** A turn started: the conversation counts it and the agent runs it, unless the conversation is not active. */
 async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
@@ -156,7 +134,7 @@ export function agentTurns(): Epic {
       const agent = agentOfTurn(rune.stream);
       if (agent === undefined) return EMPTY;
       const { event } = rune;
-      if (event.type === 'spawn') return defer(() => created(agent, context)).pipe(mergeMap((commands) => commands));
+      if (event.type === 'spawn') return defer(() => agentCompanions(agent, context)).pipe(mergeMap((commands) => commands));
       if (event.type === 'start_turn') return defer(() => started(agent, rune, context)).pipe(mergeMap((commands) => commands));
       if (event.type === 'tool_calls_received') return from(callsOf(agent, event.calls ?? []));
       if (rune.from === 'tool_executing') {

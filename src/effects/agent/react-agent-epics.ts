@@ -13,6 +13,7 @@ import { toolRegistry } from '../tools/tool-registry.js';
 import { toolSpecs } from '../tools/tool-specs.js';
 import { chainOf } from './agent-epics.js';
 import type { ModelCaller } from './agent-model.js';
+import { reactAgentLifecycle } from './react-agent-lifecycle.js';
 import { runReactAgentEffect, type ReactAgentEffectDeps } from './react-agent-effects.js';
 import { checkNoInternalNames } from './react-internal-tools.js';
 
@@ -44,7 +45,10 @@ export interface ReactAgentEpicsOptions {
  *    state) and `load_tool_call_results` (`history-tool-calls-added`). They are answered inside
  *    the model call, which asks the model again; they never enter `toolCalls`. A call to an
  *    unknown tool, or to an internal one outside that offer, ends with a failed result naming it.
- * 3. After a restart the engine lists every stored ReAct stream, hydrates it and resumes what its
+ * 3. Each agent has the seed-003 companions of a turn-based agent (`reactAgentLifecycle`): its
+ *    lifecycle stream and, if it is the first agent there, its conversation; each ReAct loop is
+ *    a turn of the lifecycle and of the conversation.
+ * 4. After a restart the engine lists every stored ReAct stream, hydrates it and resumes what its
  *    state still needs: an LLM call that was in flight is made again from the durable state (it
  *    completes the message it had started); a tool call in flight runs again if its tool is
  *    `rerunSafe`, else it fails "interrupted by restart" and the model hears so.
@@ -69,7 +73,8 @@ export function reactAgentEpics(options: ReactAgentEpicsOptions): Epic[] {
   const { model, tools = [], system, breakers = true } = options;
   const chain = chainOf(model);
   const loop = reactAgentLoop({ call: (request, context) => chainCall$(chain, request, context), tools, ...(system === undefined ? {} : { system }) });
-  return breakers ? [loop, providerBreakers(chain)] : [loop];
+  const lifecycle = reactAgentLifecycle();
+  return breakers ? [loop, lifecycle, providerBreakers(chain)] : [loop, lifecycle];
 }
 
 /** Options of {@link reactAgentLoop}. */

@@ -3,7 +3,16 @@ import { filter, firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, reactAgentEpics, scriptedModel } from '../../../src/agents.js';
-import { agentStreams, createEngine, type AgentState, type EngineError } from '../../../src/index.js';
+import {
+  agentStreams,
+  checkInvariants,
+  createEngine,
+  memoryStore,
+  type AgentLifecycleState,
+  type AgentState,
+  type ConversationState,
+  type EngineError,
+} from '../../../src/index.js';
 
 const add = defineTool({ name: 'add', description: 'Adds two numbers', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
 
@@ -47,6 +56,33 @@ describe('reactAgentEpics: a ReAct agent on the engine', () => {
     const state = (await engine.snapshot<AgentState>(stream))!.state;
     expect(state.updatedAt).toBe(now + 4);
     expect(state.toolCalls['tool-1']?.result).toMatchObject({ isSuccess: true, receivedAt: now + 4 });
+    await engine.close();
+  });
+
+  it('has the companions of a turn-based agent: its lifecycle and conversation, each ReAct loop a turn of both', async () => {
+    const store = memoryStore();
+    const engine = createEngine({ store, epics: reactAgentEpics({ model: scriptedModel([{ text: 'Hello!' }, { text: 'Again.' }]) }) });
+    const agent = agentStreams('conv/c1', 'a1');
+    const ready = firstValueFrom(engine.runes$().pipe(filter((r) => r.stream === agent.lifecycle && r.kind === 'agent.ready')));
+    await engine.spawn(agent.react, 'react-agent');
+    await ready;
+    expect((await engine.snapshot<AgentLifecycleState>(agent.lifecycle))?.state).toMatchObject({ value: 'idle', agentId: 'a1' });
+    expect((await engine.snapshot<ConversationState>(agent.root))?.state).toMatchObject({ value: 'active', rootAgentId: 'a1', turns: 0 });
+
+    for (const [n, content] of [
+      [1, 'Hi'],
+      [2, 'Hi again'],
+    ] as const) {
+      const rested = firstValueFrom(engine.state$<AgentState>(agent.react).pipe(filter((s) => s.reActContext === null && s.messages.length === 2 * n)));
+      await engine.dispatch(agent.react, { type: 'user-message-received', messageId: `m${n}`, content, timestamp: n });
+      await rested;
+      await firstValueFrom(engine.state$<ConversationState>(agent.root).pipe(filter((s) => s.turns === n)));
+      await firstValueFrom(engine.state$<AgentLifecycleState>(agent.lifecycle).pipe(filter((s) => s.value === 'idle' && s.turnId !== undefined)));
+    }
+    const lifecycle = await store.read(agent.lifecycle);
+    expect(lifecycle.map((r) => r.kind)).toEqual(['agent.spawning', 'agent.ready', 'turn.started', 'turn.completed', 'turn.started', 'turn.completed']);
+    const all = (await Promise.all([agent.root, agent.lifecycle, agent.react].map((s) => store.read(s)))).flat();
+    expect(checkInvariants(all)).toEqual([]);
     await engine.close();
   });
 

@@ -1,0 +1,29 @@
+import { firstValueFrom } from 'rxjs';
+import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import { conversation } from '../../reducers/conversation/machine.js';
+import type { AnyMachine, StateOf } from '../../reducers/machine.js';
+import { parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
+import type { EpicCommand, EpicContext } from '../../streams/epic.js';
+
+/** A stream's durable state now (hydrated if need be), for the async steps of the agent epics. */
+export const stateOf = async <M extends AnyMachine>(context: EpicContext, stream: string, machine: M): Promise<StateOf<M> | undefined> =>
+  (await firstValueFrom(context.snapshot(stream, machine)))?.state;
+
+/**
+ * An agent's companion streams, created with the stream that runs it (its turn stream, or its
+ * ReAct stream), ready at once: its lifecycle, and its conversation if it is the first agent
+ * there (the conversation's root agent).
+ */
+export async function agentCompanions(agent: AgentStreams, context: EpicContext): Promise<EpicCommand[]> {
+  const commands: EpicCommand[] = [
+    { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId } },
+    { stream: agent.lifecycle, event: { type: 'init_complete' } },
+  ];
+  if ((await stateOf(context, agent.root, conversation)) !== undefined) return commands;
+  const conversationId = parseStreamId(agent.root)!.id;
+  return [
+    { stream: agent.root, spawn: conversation.id, input: { conversationId } },
+    ...commands,
+    { stream: agent.root, event: { type: 'agent_ready', rootAgentId: agent.agentId } },
+  ];
+}

@@ -1,5 +1,6 @@
 import { EMPTY, Observable, concatMap, defer, filter, firstValueFrom, from, groupBy, lastValueFrom, merge, mergeMap, toArray } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import type { AnyMachine, StateOf } from '../../reducers/machine.js';
 import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
@@ -28,14 +29,26 @@ async function latestRound(turn: string, context: EpicContext): Promise<readonly
   return [];
 }
 
+/** Options of {@link agentTurns}. */
+export interface AgentTurnsOptions {
+  /**
+   * Why an agent cannot start (its role has no profile), from its lifecycle (as spawned, or a
+   * fresh one's): its lifecycle then gets `init_error` with it instead of `init_complete`.
+   * Default: every agent starts.
+   */
+  readonly initError?: (lifecycle: AgentLifecycleState) => string | undefined;
+}
+
 /**
  * An agent's companion streams, created with its turn stream, ready at once: its lifecycle, and
  * its conversation if it is the first agent there (the conversation's root agent).
  */
-async function created(agent: AgentStreams, context: EpicContext): Promise<EpicCommand[]> {
+async function created(agent: AgentStreams, context: EpicContext, options: AgentTurnsOptions): Promise<EpicCommand[]> {
+  const lifecycle = options.initError === undefined ? undefined : await stateOf(context, agent.lifecycle, agentLifecycle);
+  const initError = options.initError?.(lifecycle ?? { value: 'spawning', agentId: agent.agentId });
   const commands: EpicCommand[] = [
     { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId } },
-    { stream: agent.lifecycle, event: { type: 'init_complete' } },
+    { stream: agent.lifecycle, event: initError === undefined ? { type: 'init_complete' } : { type: 'init_error', error: initError } },
   ];
   if ((await stateOf(context, agent.root, conversation)) !== undefined) return commands;
   const conversationId = parseStreamId(agent.root)!.id;
@@ -121,7 +134,8 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext):
  * Runs every agent's turns through its seed-003 machines (a turn stream `<root>/agent/<a>/turn` is
  * an agent; see `agentStreams`):
  *
- * 1. Its turn stream spawned: its `agentLifecycle` stream is created, ready, and its conversation
+ * 1. Its turn stream spawned: its `agentLifecycle` stream is created unless it exists (spawned
+ *    first with a role), ready (or `init_error` if `options.initError` says why not), and its conversation
  *    (`<root>`) if none is there yet, with it as the root agent.
  * 2. A turn started: the conversation counts it (`new_turn`) and the agent runs it
  *    (`turn_assigned`); if the conversation is paused, suspended or closed, the turn is interrupted.
@@ -134,7 +148,7 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext):
  * state, see `stateEffects`): a tool round's missing calls are created and a finished round goes
  * on; an ended turn is finalized. (A turn that was streaming is `agentModel`'s: it is interrupted.)
  */
-export function agentTurns(): Epic {
+export function agentTurns(options: AgentTurnsOptions = {}): Epic {
   return function agentTurns(runes$, context) {
     // The rounds this epic has finished: a resumed round and a live result may both find a round
     // done, and the model must get its results once.
@@ -156,7 +170,7 @@ export function agentTurns(): Epic {
       const agent = agentOfTurn(rune.stream);
       if (agent === undefined) return EMPTY;
       const { event } = rune;
-      if (event.type === 'spawn') return defer(() => created(agent, context)).pipe(mergeMap((commands) => commands));
+      if (event.type === 'spawn') return defer(() => created(agent, context, options)).pipe(mergeMap((commands) => commands));
       if (event.type === 'start_turn') return defer(() => started(agent, rune, context)).pipe(mergeMap((commands) => commands));
       if (event.type === 'tool_calls_received') return from(callsOf(agent, event.calls ?? []));
       if (rune.from === 'tool_executing') {

@@ -44,10 +44,17 @@ async function closeStep(root: string, context: EpicContext, interrupted: Set<st
   const commands: EpicCommand[] = [];
   let open = 0;
   const stats = { agents: lifecycles.length, turns: 0, toolCalls: calls.length, cancelledToolCalls: 0 };
-  // A turn in flight is interrupted whatever its agent's state (one started as its agent was terminated).
+  // A turn in flight is interrupted whatever its agent's state (one started as its agent was
+  // terminated); top-down: a sub-agent's turn is left alone until its parent's turn is idle again
+  // (the parent's delegate call, cancelled as that turn ends, interrupts it), so a delegate call
+  // ends cancelled rather than with its sub-agent's interruption.
   for (const turn of turns) {
     if (turn.value === 'idle') continue;
     open++;
+    const parts = parseStreamId(turn.stream);
+    const parentId = parts?.kind === 'turn' ? (await lastValueFrom(context.snapshot(agentStreams(root, parts.agentId).lifecycle, agentLifecycle)))?.state.parentId : undefined;
+    const parentTurn = parentId === undefined ? undefined : turnOf.get(agentStreams(root, parentId).turn);
+    if (parentTurn !== undefined && parentTurn.value !== 'idle') continue;
     if (IN_FLIGHT.has(turn.value ?? '') && !interrupted.has(turn.stream)) {
       // agentTurns cancels the calls of the round when a turn is interrupted in tool_executing.
       commands.push({ stream: turn.stream, event: { type: 'interrupt', reason: CONVERSATION_CLOSING } });
@@ -81,7 +88,8 @@ async function closeStep(root: string, context: EpicContext, interrupted: Set<st
  * sealed."), an effect of its `closing` state, so it resumes after a restart:
  *
  * 1. Every turn in flight is interrupted, "conversation closing" (`agentTurns` then cancels the
- *    open calls of its round, `cancelled_result`, and the agent hears the turn ended).
+ *    open calls of its round, `cancelled_result`, and the agent hears the turn ended); parents
+ *    first, as a cancelled delegate call interrupts its sub-agent's turn.
  * 2. Every agent whose turn is idle (or that has none) is terminated with `parent_closed`, its
  *    `agent.terminated` rune carrying its stats (turns run, tool calls made); a call still open
  *    under it is cancelled first.

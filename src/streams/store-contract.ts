@@ -235,7 +235,14 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
         return streams;
       };
       expect(await listed({ prefix: 'conv/c1/' })).toEqual(['conv/c1/agent/a', 'conv/c1/agent/a/turn', 'conv/c1/agent/b', 'conv/c1/agent/b/call/x']);
-      expect(await listed({ prefix: 'conv/c1' })).toEqual(['conv/c1', 'conv/c1/agent/a', 'conv/c1/agent/a/turn', 'conv/c1/agent/b', 'conv/c1/agent/b/call/x', 'conv/c10/agent/a']);
+      expect(await listed({ prefix: 'conv/c1' })).toEqual([
+        'conv/c1',
+        'conv/c1/agent/a',
+        'conv/c1/agent/a/turn',
+        'conv/c1/agent/b',
+        'conv/c1/agent/b/call/x',
+        'conv/c10/agent/a',
+      ]);
       expect(await listed({ prefix: 'conv/c1/', machine: 'turn-engine' })).toEqual(['conv/c1/agent/a/turn']);
       expect(await listed({ prefix: 'conv/c2/' })).toEqual([]);
       await store.close();

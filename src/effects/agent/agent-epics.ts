@@ -109,7 +109,9 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
     );
   return [
     agentModel(roles === undefined ? defaults : chooseModel),
-    agentTurns(roles === undefined ? {} : { initError: (lifecycle) => (lifecycle.role === undefined || profiles.has(lifecycle.role) ? undefined : noProfile(lifecycle.role)) }),
+    agentTurns(
+      roles === undefined ? {} : { initError: (lifecycle) => (lifecycle.role === undefined || profiles.has(lifecycle.role) ? undefined : noProfile(lifecycle.role)) },
+    ),
     toolCallEffects({
       tools: [...allTools.values()],
       ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),

@@ -172,9 +172,7 @@ export function delegation(options: DelegationOptions): Epic {
         agentOfCall(view.stream) === undefined
           ? {}
           : {
-              delegate: view.state$.pipe(
-                mergeMap((call) => (call?.value === 'executing' && call.toolName === DELEGATE_TOOL ? delegate$(view.stream, call) : EMPTY)),
-              ),
+              delegate: view.state$.pipe(mergeMap((call) => (call?.value === 'executing' && call.toolName === DELEGATE_TOOL ? delegate$(view.stream, call) : EMPTY))),
             },
     });
 

@@ -42,7 +42,10 @@ describe('agentEpics with roles: a conversation of several agents', () => {
       { text: 'Asking two.', toolCalls: [delegateCall('researcher', 'find A', 'd1'), delegateCall('researcher', 'find B', 'd2')] },
       { text: 'Both found.' },
     ]);
-    const researcher = scriptedModel([(call) => ({ text: JSON.stringify(call.prompt).includes('find A') ? 'A is 1' : 'B is 2' }), (call) => ({ text: JSON.stringify(call.prompt).includes('find A') ? 'A is 1' : 'B is 2' })]);
+    const researcher = scriptedModel([
+      (call) => ({ text: JSON.stringify(call.prompt).includes('find A') ? 'A is 1' : 'B is 2' }),
+      (call) => ({ text: JSON.stringify(call.prompt).includes('find A') ? 'A is 1' : 'B is 2' }),
+    ]);
     const { engine, store } = await conversationOf({
       model: lead,
       agents: { lead: { system: 'You lead.' }, researcher: { model: researcher, system: 'You research.', description: 'finds facts' } },
@@ -128,7 +131,9 @@ describe('agentEpics with roles: a conversation of several agents', () => {
 
   it('answers a call to an unknown tool, or to a ReAct internal tool, with an error result naming it; an unknown role fails init', async () => {
     const lead = scriptedModel([
-      { toolCalls: [{ toolName: 'rm_rf', input: {}, toolCallId: 'u1' }, { toolName: 'load_older_messages', input: {}, toolCallId: 'u2' }, delegateCall('ghost', 'boo', 'u3')] },
+      {
+        toolCalls: [{ toolName: 'rm_rf', input: {}, toolCallId: 'u1' }, { toolName: 'load_older_messages', input: {}, toolCallId: 'u2' }, delegateCall('ghost', 'boo', 'u3')],
+      },
       { text: 'Sorry.' },
     ]);
     const { engine } = await conversationOf({ model: lead, agents: { lead: {} } });

@@ -38,6 +38,9 @@ export { connectMcp, type ConnectMcpOptions, type McpArguments, type McpConnecti
 
 // Agents: the turn-based agent's epics and streams (seed 003), the ReAct runtime (seed 004).
 export { agentEpics, type AgentEpicsOptions } from './effects/agent/agent-epics.js';
+export type { AgentProfile } from './effects/agent/agent-profile.js';
+export { conversationClose, CONVERSATION_CLOSING } from './effects/agent/conversation-close.js';
+export { DELEGATE_TOOL, DelegateInput, subAgentId, type DelegationLimits } from './effects/agent/delegation.js';
 export { transcriptOf } from './effects/agent/transcript.js';
 export { reactAgentRuntime, type ReactAgentRuntime, type ReactAgentRuntimeOptions } from './effects/agent/react-agent-runtime.js';
 export { reactAgentEpics, type ReactAgentEpicsOptions } from './effects/agent/react-agent-epics.js';

@@ -11,8 +11,10 @@ export interface EventObject {
  * - `invalid_event`: the event's payload fails its zod schema.
  * - `terminal_state`: the state accepts no event at all.
  * - `not_allowed`: the event exists but does not apply in the current state (or its guard fails).
+ * - `sealed`: the engine's, never a transition's: the stream is under one whose machine `seals` it
+ *   (a closed conversation's agents, turns and calls).
  */
-export type RejectionCode = 'unknown_event' | 'invalid_event' | 'terminal_state' | 'not_allowed';
+export type RejectionCode = 'unknown_event' | 'invalid_event' | 'terminal_state' | 'not_allowed' | 'sealed';
 
 /** The outcome of applying one event: the next state and its rune kind, or the same state and why. */
 export type Step<State> = { accepted: true; state: State; kind: string } | { accepted: false; state: State; code: RejectionCode; reason: string };
@@ -44,6 +46,12 @@ export interface Machine<State, Event extends EventObject, Input = void> {
   readonly events: readonly string[];
   /** The rune kind of the first rune of an instance (its spawn), e.g. `"tool.call"`. */
   readonly spawnKind: string;
+  /**
+   * States in which an instance seals the streams under it (`<stream>/...`): the engine refuses
+   * every spawn and dispatch to them with `sealed`. A closed conversation seals its agents.
+   * Absent or empty: it seals nothing.
+   */
+  readonly seals?: readonly string[];
   /** A Mermaid `stateDiagram-v2` generated from the machine's table. */
   toMermaid(): string;
 }

@@ -48,6 +48,8 @@ export interface TableDefinition<S extends FiniteState, E extends EventObject, I
   readonly table: readonly Row<S, E>[];
   /** The rune kind of an instance's first rune; defaults to `"spawned"`. */
   readonly spawnKind?: string;
+  /** States in which an instance seals the streams under it (see `Machine.seals`). Default: none. */
+  readonly seals?: readonly S['value'][];
 }
 
 /** A finite machine built from a table. The table stays available as data. */
@@ -216,6 +218,7 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
     events,
     table,
     spawnKind: definition.spawnKind ?? DEFAULT_SPAWN_KIND,
+    ...(definition.seals === undefined ? {} : { seals: definition.seals }),
     toMermaid: () => mermaidFromTable(machine),
   };
   return machine;
@@ -232,6 +235,7 @@ function checkTable(definition: TableDefinition<any, any, any>): void {
   const { id, states, terminal, events, table } = definition;
   const problems: string[] = [];
   for (const t of terminal) if (!states.includes(t)) problems.push(`terminal state "${t}" is not a state`);
+  for (const t of definition.seals ?? []) if (!states.includes(t)) problems.push(`sealing state "${t}" is not a state`);
   for (const row of table as readonly AnyRow[]) {
     const froms = row.from === '*' ? [] : typeof row.from === 'string' ? [row.from] : row.from;
     for (const f of froms) {

@@ -12,6 +12,7 @@ import { KeyedListeners } from './keyed-listeners.js';
 import { StreamReadError } from './stream-read-error.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
+import { Seals } from './seals.js';
 import { Snapshots } from './snapshots.js';
 import type { AppendOptions, Fence, RuneStore, Snapshot } from './store.js';
 import { StoreFollower } from './follow-store.js';
@@ -27,6 +28,8 @@ import { PromisedDispatch, promiseSink, registerSubmit, type DispatchSink } from
  * - `invalid_input`: the spawn input fails the machine's input schema, or has a `__proto__` key.
  * - `too_deep`, `string_too_long`, `too_many_keys`, `array_too_long`: a spawn input or an event
  *   over one of the engine's `limits` (checked before the schema; the reason names the path and limit).
+ * - `sealed`: the stream is under one whose machine seals it in its state (a closed or archived
+ *   conversation's `conv/<c>/...`); the reason names the sealing stream. Known after a restart.
  * - `closed`: the engine is closed.
  *
  * An event with a `__proto__` key is refused as `invalid_event`.
@@ -248,7 +251,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const allRunes = new Subject<Rune>();
   let closed = false;
 
-  const instances = new Instances(store, machines);
+  const seals = new Seals(store, machines);
+  const instances = new Instances(store, machines, seals);
   const snapshots = new Snapshots(store, {
     every: snapshotEvery,
     retention,
@@ -268,6 +272,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         liveStates.next(rune.stream, instance);
         liveRunes.next(rune.stream, rune);
         if (allRunes.observed) allRunes.next(rune);
+        if (instance.machine.seals !== undefined) seals.reached(rune.stream, rune.machine, rune.to);
         // A terminal state accepts no event: keeping the instance would only hold memory. Its state
         // stays in the log, where a later subscriber hydrates it from.
         if (rune.to !== undefined && instance.machine.terminal.length > 0 && instance.machine.terminal.includes(rune.to)) instance.releasing = true;
@@ -290,6 +295,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
           state: (stream, instance) => liveStates.next(stream, instance),
           watched: (stream) => liveStates.has(stream),
           rune: (rune) => {
+            seals.reached(rune.stream, rune.machine, rune.to);
             liveRunes.next(rune.stream, rune);
             if (allRunes.observed) allRunes.next(rune);
           },
@@ -341,7 +347,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
       },
     );
     // Stored already, under a machine this engine does not host: it exists all the same.
-    await claim.catch((error: unknown) => (isUnknownMachine(error) ? undefined : Promise.reject(error)));
+    const existing = await claim.catch((error: unknown) => (isUnknownMachine(error) ? null : Promise.reject(error)));
+    const sealedBy = existing === undefined ? seals.refusal(stream) : undefined;
+    if (sealedBy !== undefined) return rejected('sealed', sealedBy);
     return spawned ?? rejected('stream_exists', `stream "${stream}" already exists`);
   };
 
@@ -349,6 +357,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   /** Applies an event dispatched at `dispatchedAt` (scheduler time) to an instance in memory. */
   const apply = <T>(instance: Instance, value: unknown, dispatchedAt: number, sink: DispatchSink<T>, token: T): void => {
+    const sealedBy = seals.refusal(instance.stream);
+    if (sealedBy !== undefined) return sink.result(rejected('sealed', sealedBy), token);
     const { machine } = instance;
     const parsed = machine.schemas.event.safeParse(value);
     if (!parsed.success) {

@@ -2,9 +2,10 @@ import { foldEvents, foldRune } from '../reducers/fold.js';
 import type { AnyMachine } from '../reducers/machine.js';
 import type { Rune } from '../reducers/rune.js';
 import type { Committable } from './commit-queue.js';
+import type { Seals } from './seals.js';
 import type { SnapshotSubject } from './snapshots.js';
 import { StreamReadError } from './stream-read-error.js';
-import type { RuneStore } from './store.js';
+import type { RuneStore, StreamHead } from './store.js';
 
 /** A machine instance in memory. Kept small: a million of them may be idle at once. */
 export interface Instance extends Committable, SnapshotSubject {
@@ -56,10 +57,21 @@ export class Instances {
   readonly #loading = new Map<string, Promise<Instance | undefined>>();
   /** Per load in progress, the runes other writers committed to its stream meanwhile. */
   readonly #arrived = new Map<string, Rune[]>();
+  readonly #seals: Seals | undefined;
+  readonly #inMemory = (stream: string): Instance | undefined => this.#memory.get(stream);
 
-  constructor(store: RuneStore, machines: Readonly<Record<string, AnyMachine>>) {
+  /** With `seals`, every load and claim first learns whether an ancestor of its stream is sealed. */
+  constructor(store: RuneStore, machines: Readonly<Record<string, AnyMachine>>, seals?: Seals) {
     this.#store = store;
     this.#machines = machines;
+    this.#seals = seals?.enabled === true ? seals : undefined;
+  }
+
+  /** The stream's head, and (with seals) its ancestors' seals learnt, side by side. */
+  async #head(stream: string): Promise<StreamHead | undefined> {
+    if (this.#seals === undefined) return this.#store.head(stream);
+    const [head] = await Promise.all([this.#store.head(stream), this.#seals.learn(stream, this.#inMemory)]);
+    return head;
   }
 
   /** How many instances are in memory. */
@@ -103,11 +115,13 @@ export class Instances {
    * Claims `stream` for a spawn. If the store has the stream already, resolves to it hydrated
    * (`create` and `admit` are not called: the spawn is refused, the loads waiting get the stream).
    * Otherwise `create()` builds the instance, which enters memory, and `admit(instance)` queues
-   * its seq-1 rune, both in one synchronous step.
+   * its seq-1 rune, both in one synchronous step; unless an ancestor of the stream is sealed: then
+   * nothing is created and it resolves to `undefined`.
    */
   claim(stream: string, create: () => Instance, admit: (instance: Instance) => void): Promise<Instance | undefined> {
     const claiming = (async () => {
-      if ((await this.#store.head(stream)) !== undefined) return this.#hydrate(stream);
+      if ((await this.#head(stream)) !== undefined) return this.#hydrate(stream);
+      if (this.#seals?.refusal(stream) !== undefined) return undefined;
       const instance = create();
       this.#memory.set(stream, instance);
       admit(instance);
@@ -153,7 +167,7 @@ export class Instances {
   }
 
   async #hydrate(stream: string): Promise<Instance | undefined> {
-    const head = await this.#store.head(stream);
+    const head = await this.#head(stream);
     if (head === undefined) return undefined;
     const machine = Object.hasOwn(this.#machines, head.machine) ? this.#machines[head.machine] : undefined;
     if (machine === undefined) throw unknownMachine(stream, head.machine);
@@ -178,6 +192,7 @@ export class Instances {
     const sinceSnapshot = seq - (snapshot?.seq ?? 0);
     const instance: Instance = { stream, machine, state, seq, at, durableState: state, durableSeq: seq, sinceSnapshot, releasing: false };
     this.#memory.set(stream, instance);
+    this.#seals?.hydrated(instance);
     return instance;
   }
 }

@@ -244,7 +244,8 @@ export function memoryStore(): RuneStore {
     },
     async *heads(query = {}) {
       open();
-      for (const stream of [...streams.keys()].sort()) {
+      const { prefix } = query;
+      for (const stream of [...streams.keys()].filter((id) => prefix === undefined || id.startsWith(prefix)).sort()) {
         const head = headOf(stream, streams.get(stream)!);
         if (headMatches(head, query)) yield head;
       }

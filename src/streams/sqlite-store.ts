@@ -448,10 +448,17 @@ function openStore(db: Database.Database, path: string): RuneStore {
     },
     async *heads(query = {}) {
       const page = 1000;
-      let after = '';
+      const { prefix = '' } = query;
+      // Stream ids in order: those with the prefix follow the prefix itself, all in one run.
+      let after = prefix;
+      if (prefix !== '') {
+        const exact = run(() => selectHead.get(prefix));
+        if (exact !== undefined && headMatches(headOf(exact), query)) yield headOf(exact);
+      }
       for (;;) {
         const rows = run(() => (query.machine === undefined ? selectHeads.all(after, page) : selectHeadsOf.all(query.machine, after, page)));
         for (const row of rows) {
+          if (!row.stream.startsWith(prefix)) return;
           const head = headOf(row);
           if (headMatches(head, query)) yield head;
         }

@@ -1,5 +1,5 @@
 import type { Rune } from '../reducers/rune.js';
-import { StoreConflictError, StoreError, StoreFencedError, type RuneStore } from './store.js';
+import { StoreConflictError, StoreError, StoreFencedError, type HeadsQuery, type RuneStore } from './store.js';
 
 /**
  * The test functions the contract runs on: vitest's, or jest's (`describe`, `it` and `expect`
@@ -222,6 +222,29 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       const all: string[] = [];
       for await (const head of store.heads()) all.push(head.stream);
       expect(all).toEqual(['a', 'c', 'new-a', 'new-c', 't']);
+      await store.close();
+    });
+
+    it('lists the heads of the streams under a prefix, the prefix itself included, and no others', async () => {
+      const store = await makeStore();
+      const ids = ['conv/c1', 'conv/c1/agent/a', 'conv/c1/agent/a/turn', 'conv/c10/agent/a', 'conv/c1/agent/b', 'conv/c0', 'conv/c1/agent/b/call/x'];
+      await store.append(ids.map((id) => runeOf(id, 1, id.endsWith('/turn') ? 'turn-engine' : 'agent-lifecycle')));
+      const listed = async (query: HeadsQuery): Promise<string[]> => {
+        const streams: string[] = [];
+        for await (const head of store.heads(query)) streams.push(head.stream);
+        return streams;
+      };
+      expect(await listed({ prefix: 'conv/c1/' })).toEqual(['conv/c1/agent/a', 'conv/c1/agent/a/turn', 'conv/c1/agent/b', 'conv/c1/agent/b/call/x']);
+      expect(await listed({ prefix: 'conv/c1' })).toEqual([
+        'conv/c1',
+        'conv/c1/agent/a',
+        'conv/c1/agent/a/turn',
+        'conv/c1/agent/b',
+        'conv/c1/agent/b/call/x',
+        'conv/c10/agent/a',
+      ]);
+      expect(await listed({ prefix: 'conv/c1/', machine: 'turn-engine' })).toEqual(['conv/c1/agent/a/turn']);
+      expect(await listed({ prefix: 'conv/c2/' })).toEqual([]);
       await store.close();
     });
 

@@ -19,6 +19,8 @@ export interface HeadsQuery {
   readonly machine?: string;
   /** Only streams whose state name is one of these. */
   readonly values?: readonly string[];
+  /** Only streams whose id starts with this (a conversation's `conv/<c>/`): read from there on, not all. */
+  readonly prefix?: string;
 }
 
 /** A state folded from a stream's runes `1..seq`: hydration starts here and folds the rest. */
@@ -234,7 +236,9 @@ export const prunePastSnapshot = (stream: string, throughSeq: number, covered: n
 
 /** Whether a head matches a query. */
 export const headMatches = (head: StreamHead, query: HeadsQuery): boolean =>
-  (query.machine === undefined || head.machine === query.machine) && (query.values === undefined || (head.value !== undefined && query.values.includes(head.value)));
+  (query.machine === undefined || head.machine === query.machine) &&
+  (query.values === undefined || (head.value !== undefined && query.values.includes(head.value))) &&
+  (query.prefix === undefined || head.stream.startsWith(query.prefix));
 
 /**
  * Checks that a batch continues each stream's head without gap; returns the batch's last seq per

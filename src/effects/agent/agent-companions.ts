@@ -1,5 +1,6 @@
 import { firstValueFrom } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import type { AnyMachine, StateOf } from '../../reducers/machine.js';
 import { parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
@@ -12,12 +13,16 @@ export const stateOf = async <M extends AnyMachine>(context: EpicContext, stream
 /**
  * An agent's companion streams, created with the stream that runs it (its turn stream, or its
  * ReAct stream), ready at once: its lifecycle, and its conversation if it is the first agent
- * there (the conversation's root agent).
+ * there (the conversation's root agent). A lifecycle spawned before (with a role, a parent) is
+ * kept. `initError` says why an agent cannot start (its role has no profile), from its lifecycle
+ * (as spawned, or a fresh one's): it then gets `init_error` instead of `init_complete`.
  */
-export async function agentCompanions(agent: AgentStreams, context: EpicContext): Promise<EpicCommand[]> {
+export async function agentCompanions(agent: AgentStreams, context: EpicContext, initError?: (lifecycle: AgentLifecycleState) => string | undefined): Promise<EpicCommand[]> {
+  const lifecycle = initError === undefined ? undefined : await stateOf(context, agent.lifecycle, agentLifecycle);
+  const error = initError?.(lifecycle ?? { value: 'spawning', agentId: agent.agentId });
   const commands: EpicCommand[] = [
     { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId } },
-    { stream: agent.lifecycle, event: { type: 'init_complete' } },
+    { stream: agent.lifecycle, event: error === undefined ? { type: 'init_complete' } : { type: 'init_error', error } },
   ];
   if ((await stateOf(context, agent.root, conversation)) !== undefined) return commands;
   const conversationId = parseStreamId(agent.root)!.id;

@@ -5,7 +5,14 @@ import { providerBreakers } from '../llm/provider-breakers.js';
 import { toolCallEffects } from '../tools/tool-call-effects.js';
 import type { AnyTool } from '../tools/tool.js';
 import { toolSpecs } from '../tools/tool-specs.js';
-import { agentModel } from './agent-model.js';
+import { map } from 'rxjs';
+import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
+import { agentModel, type AgentModelChooser, type AgentModelOptions } from './agent-model.js';
+import type { AgentProfile } from './agent-profile.js';
+import { conversationClose } from './conversation-close.js';
+import { DELEGATE_TOOL, delegateTool, delegation, type DelegationLimits } from './delegation.js';
+import { agentOfTurn } from './streams.js';
 import { agentTurns } from './agent-turns.js';
 
 /** Options of {@link agentEpics}. */
@@ -18,6 +25,16 @@ export interface AgentEpicsOptions {
   readonly system?: string;
   /** How long a tool call may wait for approval. Default 600,000 ms (10 minutes). */
   readonly approvalTimeoutMs?: number;
+  /**
+   * The roles agents may have, by name: an agent's role is the `role` of its lifecycle's spawn
+   * input, and its profile gives its model, tools and system prompt (each defaulting to the
+   * options above). An agent whose role has no profile fails init (`init_error`). With roles,
+   * every agent is offered the `delegate` tool: it hands a task to a sub-agent of a role in the
+   * same conversation, and returns its final output. Default: none (no roles, no delegation).
+   */
+  readonly agents?: Readonly<Record<string, AgentProfile>>;
+  /** Limits on delegation per conversation: `maxDepth` (default 2), `maxAgents` (default 16). */
+  readonly delegation?: DelegationLimits;
 }
 
 const isChain = (model: LanguageModel | ProviderChain): model is ProviderChain =>
@@ -52,12 +69,65 @@ export const chainOf = (model: LanguageModel | ProviderChain): ProviderChain => 
  * ```
  */
 export function agentEpics(options: AgentEpicsOptions): Epic[] {
-  const { model, tools = [], system, approvalTimeoutMs } = options;
+  const { model, tools = [], system, approvalTimeoutMs, agents, delegation: limits } = options;
   const chain = chainOf(model);
+  const roles = agents === undefined || Object.keys(agents).length === 0 ? undefined : agents;
+  const delegate = roles === undefined ? [] : [delegateTool(roles)];
+  const modelOf = (chosen: ProviderChain, chosenTools: readonly AnyTool[], chosenSystem: string | undefined): AgentModelOptions => ({
+    call: (request, context) => chainCall$(chosen, request, context),
+    tools: toolSpecs([...chosenTools, ...delegate]),
+    ...(chosenSystem === undefined ? {} : { system: chosenSystem }),
+  });
+  const defaults = modelOf(chain, tools, system);
+  const chains = [chain];
+  const profiles = new Map<string, AgentModelOptions>();
+  for (const [role, profile] of Object.entries(roles ?? {})) {
+    const profileChain = profile.model === undefined ? chain : chainOf(profile.model);
+    // One breaker epic per provider name: the breakers are streams named by provider.
+    const named = new Set(chains.flatMap((each) => each.providers.map((provider) => provider.name)));
+    if (profileChain.providers.some((provider) => !named.has(provider.name))) chains.push(profileChain);
+    profiles.set(role, modelOf(profileChain, profile.tools ?? tools, profile.system ?? system));
+  }
+  // Every tool any agent may call; a name two profiles share must be the same tool.
+  const allTools = new Map<string, AnyTool>();
+  for (const tool of [...tools, ...Object.values(roles ?? {}).flatMap((profile) => profile.tools ?? []), ...delegate]) {
+    const known = allTools.get(tool.name);
+    if (known !== undefined && known !== tool) throw new TypeError(`agentEpics: two different tools are named "${tool.name}"; tool names must be unique`);
+    allTools.set(tool.name, tool);
+  }
+  const roleOf = (lifecycle: AgentLifecycleState | undefined): string | undefined => lifecycle?.role;
+  const noProfile = (role: string): string => `no agent profile for role "${role}"; the roles are ${[...profiles.keys()].join(', ')}`;
+  const chooseModel: AgentModelChooser = (turn, context) =>
+    context.snapshot(agentOfTurn(turn)!.lifecycle, agentLifecycle).pipe(
+      map((lifecycle) => {
+        const role = roleOf(lifecycle?.state);
+        if (role === undefined) return defaults;
+        const profile = profiles.get(role);
+        if (profile === undefined) throw new Error(noProfile(role));
+        return profile;
+      }),
+    );
   return [
-    agentModel({ call: (request, context) => chainCall$(chain, request, context), tools: toolSpecs(tools), ...(system === undefined ? {} : { system }) }),
-    agentTurns(),
-    toolCallEffects({ tools, ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }) }),
-    providerBreakers(chain),
+    agentModel(roles === undefined ? defaults : chooseModel),
+    agentTurns(
+      roles === undefined ? {} : { initError: (lifecycle) => (lifecycle.role === undefined || profiles.has(lifecycle.role) ? undefined : noProfile(lifecycle.role)) },
+    ),
+    toolCallEffects({
+      tools: [...allTools.values()],
+      ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),
+      ...(roles === undefined ? {} : { runElsewhere: [DELEGATE_TOOL] }),
+    }),
+    ...chains.map((each) => providerBreakers(each)),
+    conversationClose(),
+    ...(roles === undefined
+      ? []
+      : [delegation({ roles: Object.fromEntries(Object.entries(roles).map(([role, profile]) => [role, modelName(profile.model ?? model)])), ...limits })]),
   ];
+}
+
+/** The name of a model for an `agent.spawning` rune: its model id, or its chain's first provider's. */
+function modelName(model: LanguageModel | ProviderChain): { model?: string } {
+  const first = isChain(model) ? model.providers[0]?.model : model;
+  const id = typeof first === 'string' ? first : (first as { modelId?: unknown } | undefined)?.modelId;
+  return typeof id === 'string' && id.length > 0 ? { model: id } : {};
 }

@@ -27,6 +27,9 @@ export interface AgentModelOptions {
   readonly system?: string;
 }
 
+/** The model options of one agent, chosen when its turn calls the model (by its role, see `agentEpics`). */
+export type AgentModelChooser = (turnStream: string, context: EpicContext) => Observable<AgentModelOptions>;
+
 /**
  * The model request of a turn stream: its whole conversation, from its runes and its calls'
  * states. An Observable all the way: with a context that answers at once (a test's), the model is
@@ -115,10 +118,14 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
  * `turn.tool_calls_received` or `turn.completed`. When the turn leaves `streaming` otherwise
  * (interrupt, steer), the call is unsubscribed, which aborts its HTTP request.
  *
+ * `options` may be a function of the turn stream: the options of that agent (its role's model,
+ * tools and system prompt); one that fails ends the turn with `stream_error` naming why.
+ *
  * A turn found `streaming` when this process took it over (after a restart) had its call die with
  * the old process: it is interrupted, "interrupted by restart", and the agent is ready again.
  */
-export function agentModel(options: AgentModelOptions): Epic {
+export function agentModel(options: AgentModelOptions | AgentModelChooser): Epic {
+  const choose: AgentModelChooser = typeof options === 'function' ? options : () => of(options);
   return stateEffects({
     name: 'agentModel',
     machine: turnEngine,
@@ -126,7 +133,12 @@ export function agentModel(options: AgentModelOptions): Epic {
     effects: (view, context): EffectsByKey<typeof turnEngine> => {
       if (agentOfTurn(view.stream) === undefined) return {};
       if (view.origin === 'resumed') return { interrupted: of({ type: 'interrupt', reason: INTERRUPTED_BY_RESTART }) };
-      return { model: respond(view.stream, context, options) };
+      return {
+        model: choose(view.stream, context).pipe(
+          switchMap((chosen) => respond(view.stream, context, chosen)),
+          catchError((error: unknown) => of<EpicCommand>({ stream: view.stream, event: { type: 'stream_error', error: errorText(error) } })),
+        ),
+      };
     },
   });
 }

@@ -1,5 +1,6 @@
 import { EMPTY, Observable, concatMap, defer, filter, from, groupBy, lastValueFrom, merge, mergeMap, toArray } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
@@ -26,6 +27,16 @@ async function latestRound(turn: string, context: EpicContext): Promise<readonly
     if (event.type === 'tool_calls_received') return event.calls ?? [];
   }
   return [];
+}
+
+/** Options of {@link agentTurns}. */
+export interface AgentTurnsOptions {
+  /**
+   * Why an agent cannot start (its role has no profile), from its lifecycle (as spawned, or a
+   * fresh one's): its lifecycle then gets `init_error` with it instead of `init_complete`.
+   * Default: every agent starts.
+   */
+  readonly initError?: (lifecycle: AgentLifecycleState) => string | undefined;
 }
 
 /** A turn started: the conversation counts it and the agent runs it, unless the conversation is not active. */
@@ -99,7 +110,8 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext):
  * Runs every agent's turns through its seed-003 machines (a turn stream `<root>/agent/<a>/turn` is
  * an agent; see `agentStreams`):
  *
- * 1. Its turn stream spawned: its `agentLifecycle` stream is created, ready, and its conversation
+ * 1. Its turn stream spawned: its `agentLifecycle` stream is created unless it exists (spawned
+ *    first with a role), ready (or `init_error` if `options.initError` says why not), and its conversation
  *    (`<root>`) if none is there yet, with it as the root agent.
  * 2. A turn started: the conversation counts it (`new_turn`) and the agent runs it
  *    (`turn_assigned`); if the conversation is paused, suspended or closed, the turn is interrupted.
@@ -112,7 +124,7 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext):
  * state, see `stateEffects`): a tool round's missing calls are created and a finished round goes
  * on; an ended turn is finalized. (A turn that was streaming is `agentModel`'s: it is interrupted.)
  */
-export function agentTurns(): Epic {
+export function agentTurns(options: AgentTurnsOptions = {}): Epic {
   return function agentTurns(runes$, context) {
     // The rounds this epic has finished: a resumed round and a live result may both find a round
     // done, and the model must get its results once.
@@ -134,7 +146,7 @@ export function agentTurns(): Epic {
       const agent = agentOfTurn(rune.stream);
       if (agent === undefined) return EMPTY;
       const { event } = rune;
-      if (event.type === 'spawn') return defer(() => agentCompanions(agent, context)).pipe(mergeMap((commands) => commands));
+      if (event.type === 'spawn') return defer(() => agentCompanions(agent, context, options.initError)).pipe(mergeMap((commands) => commands));
       if (event.type === 'start_turn') return defer(() => started(agent, rune, context)).pipe(mergeMap((commands) => commands));
       if (event.type === 'tool_calls_received') return from(callsOf(agent, event.calls ?? []));
       if (rune.from === 'tool_executing') {

@@ -18,6 +18,12 @@ export interface ToolCallEffectsOptions {
   approvalTimeoutMs?: number;
   /** How late an approval timeout may fire: the timer wheel's bucket size, in ms. Default 1,000. */
   resolutionMs?: number;
+  /**
+   * Tools whose calls another effect runs (the `delegate` tool's calls wait for a sub-agent): their
+   * policy is decided here, their execution is left alone, and a restart does not interrupt them.
+   * Default: none.
+   */
+  runElsewhere?: readonly string[];
 }
 
 /**
@@ -72,7 +78,7 @@ export interface ToolCallEffectsOptions {
  * @see defineTool, toolSpecs, connectMcp, toolCallRecovery
  */
 export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
-  const { tools, approvalTimeoutMs = 600_000, resolutionMs = 1000 } = options ?? ({} as ToolCallEffectsOptions);
+  const { tools, approvalTimeoutMs = 600_000, resolutionMs = 1000, runElsewhere = [] } = options ?? ({} as ToolCallEffectsOptions);
   const registry = toolRegistry('toolCallEffects', tools);
   if (!(approvalTimeoutMs > 0)) throw new TypeError(`toolCallEffects: "approvalTimeoutMs" must be positive, got ${String(approvalTimeoutMs)}`);
   if (!(resolutionMs > 0)) throw new TypeError(`toolCallEffects: "resolutionMs" must be positive, got ${String(resolutionMs)}`);
@@ -93,7 +99,7 @@ export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
               approvalTimeout: durableDeadline(view.at + approvalTimeoutMs, { type: 'approval_timeout' as const }, { scheduler: context.scheduler, resolutionMs, retryMs }),
             };
           case 'executing':
-            return { run: execution$(view, context, registry) };
+            return { run: execution$(view, context, registry, new Set(runElsewhere)) };
           default:
             return {};
         }

@@ -28,16 +28,23 @@ function stopReason(view: StreamView<typeof toolCall>): string {
  * 3. A call found `executing` when this process took it over (`resumed`: its run died with a
  *    process) runs again if its tool is `rerunSafe`, with a full `timeoutMs` from now; any other
  *    ends with `execution_error` "interrupted by restart". Either way it gets exactly one `tool.result`.
- * 4. The run is unsubscribed when the call leaves `executing` any other way (a `cancelled` rune):
+ * 4. A call of a tool in `runElsewhere` is left to the effect that runs it (a delegation).
+ * 5. The run is unsubscribed when the call leaves `executing` any other way (a `cancelled` rune):
  *    the tool's signal aborts, with the reason.
  *
  * Exactly once: only one rune moves a call into `executing` (the machine takes the first
  * `approved`), and the effect host runs one effect per key while the key stays due.
  */
-export function execution$(view: StreamView<typeof toolCall>, context: EpicContext, registry: ToolRegistry): Observable<ToolCallEvent> {
+export function execution$(
+  view: StreamView<typeof toolCall>,
+  context: EpicContext,
+  registry: ToolRegistry,
+  runElsewhere: ReadonlySet<string> = new Set(),
+): Observable<ToolCallEvent> {
   return view.state$.pipe(
     mergeMap((state): Observable<ToolCallEvent> => {
       if (state?.value !== 'executing') return EMPTY; // it moved on before it could start
+      if (runElsewhere.has(state.toolName)) return EMPTY; // another effect runs it, and resumes it after a restart
       if (view.origin === 'resumed' && !registry.rerunSafe(state)) return of({ type: 'execution_error', error: INTERRUPTED_BY_RESTART });
       const resolved = registry.resolve(state);
       if (!resolved.ok) return of({ type: 'execution_error', error: resolved.error });

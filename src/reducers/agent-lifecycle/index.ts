@@ -1,2 +1,2 @@
-export { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecycleState, AgentLifecycleStateName } from './schema.js';
+export { AgentStats, AgentLifecycleEvent, AgentLifecycleInput, AgentLifecycleState, AgentLifecycleStateName } from './schema.js';
 export { agentLifecycle } from './machine.js';

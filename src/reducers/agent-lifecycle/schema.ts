@@ -13,6 +13,15 @@ export const AgentLifecycleInput = z.object({
 });
 export type AgentLifecycleInput = z.infer<typeof AgentLifecycleInput>;
 
+/** What an agent did, carried by its `agent.terminated` rune (seed 003's `stats`). */
+export const AgentStats = z.object({
+  /** Turns it ran. */
+  turns: z.number().int().nonnegative(),
+  /** Tool calls it made. */
+  toolCalls: z.number().int().nonnegative(),
+});
+export type AgentStats = z.infer<typeof AgentStats>;
+
 export const AgentLifecycleState = AgentLifecycleInput.extend({
   value: AgentLifecycleStateName,
   /** The turn assigned last (the running one while `running_turn`). */
@@ -21,6 +30,8 @@ export const AgentLifecycleState = AgentLifecycleInput.extend({
   error: z.string().optional(),
   /** The event that terminated the agent: the `reason` of its `agent.terminated` rune. */
   terminatedBy: z.enum(['kill', 'parent_closed', 'budget_exhausted']).optional(),
+  /** What it did, as its terminating event reported. */
+  stats: AgentStats.optional(),
 });
 export type AgentLifecycleState = z.infer<typeof AgentLifecycleState>;
 
@@ -32,8 +43,8 @@ export const AgentLifecycleEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('turn_completed') }),
   z.object({ type: z.literal('turn_interrupted'), reason: z.string().optional() }),
   z.object({ type: z.literal('turn_error'), error: z.string().optional() }),
-  z.object({ type: z.literal('kill'), force: z.boolean().optional() }),
-  z.object({ type: z.literal('parent_closed') }),
+  z.object({ type: z.literal('kill'), force: z.boolean().optional(), stats: AgentStats.optional() }),
+  z.object({ type: z.literal('parent_closed'), stats: AgentStats.optional() }),
   z.object({ type: z.literal('budget_exhausted') }),
 ]);
 export type AgentLifecycleEvent = z.infer<typeof AgentLifecycleEvent>;

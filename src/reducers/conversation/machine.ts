@@ -74,4 +74,6 @@ export const conversation = defineMachine<S, E, ConversationInput>({
   initial: ({ conversationId, config }) => ({ value: 'created', conversationId, config, turns: 0 }),
   table,
   spawnKind: 'session.created',
+  // Seed 003: closing ends with the runelog sealed; archival moves it, sealed, to cold storage.
+  seals: ['closed', 'archived'],
 });

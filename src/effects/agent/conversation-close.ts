@@ -1,0 +1,126 @@
+import { EMPTY, Observable, concatMap, defer, filter, from, lastValueFrom, mergeMap, startWith, takeWhile, tap, toArray } from 'rxjs';
+import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import type { AgentStats } from '../../reducers/agent-lifecycle/schema.js';
+import { conversation } from '../../reducers/conversation/machine.js';
+import type { Rune } from '../../reducers/rune.js';
+import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
+import { toolCall } from '../../reducers/tool-call/machine.js';
+import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import { stateEffects } from '../../streams/effect-host.js';
+import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import type { EffectsByKey } from '../../streams/state-effects.js';
+import type { StreamHead } from '../../streams/store.js';
+
+/** Why the turns of a closing conversation are interrupted and its open calls cancelled. */
+export const CONVERSATION_CLOSING = 'conversation closing';
+
+/** Turn states in which a turn is in flight: it is interrupted. */
+const IN_FLIGHT = new Set(['streaming', 'tool_executing']);
+
+/** Every head under `root` of `machine`. */
+const headsUnder = (context: EpicContext, root: string, machine: string): Promise<StreamHead[]> =>
+  lastValueFrom(context.streams({ prefix: `${root}/agent/`, machine }).pipe(toArray()));
+
+/**
+ * One look at a closing conversation: the commands that take it a step further (interrupt the
+ * turns in flight, cancel calls left open, terminate the agents that are idle), or, once every
+ * agent is terminated and every call terminal, `cleanup_complete` with the final stats.
+ * `interrupted` holds the turns already asked, so a turn is asked once.
+ */
+async function closeStep(root: string, context: EpicContext, interrupted: Set<string>): Promise<{ commands: EpicCommand[]; done: boolean }> {
+  const [lifecycles, turns, calls] = await Promise.all([
+    headsUnder(context, root, agentLifecycle.id),
+    headsUnder(context, root, turnEngine.id),
+    headsUnder(context, root, toolCall.id),
+  ]);
+  const turnOf = new Map(turns.map((head) => [head.stream, head]));
+  const callsOf = new Map<string, StreamHead[]>();
+  for (const call of calls) {
+    const parts = parseStreamId(call.stream);
+    if (parts?.kind !== 'call') continue;
+    const lifecycle = agentStreams(root, parts.agentId).lifecycle;
+    callsOf.set(lifecycle, [...(callsOf.get(lifecycle) ?? []), call]);
+  }
+  const commands: EpicCommand[] = [];
+  let open = 0;
+  const stats = { agents: lifecycles.length, turns: 0, toolCalls: calls.length, cancelledToolCalls: 0 };
+  // A turn in flight is interrupted whatever its agent's state (one started as its agent was
+  // terminated); top-down: a sub-agent's turn is left alone until its parent's turn is idle again
+  // (the parent's delegate call, cancelled as that turn ends, interrupts it), so a delegate call
+  // ends cancelled rather than with its sub-agent's interruption.
+  for (const turn of turns) {
+    if (turn.value === 'idle') continue;
+    open++;
+    const parts = parseStreamId(turn.stream);
+    const parentId = parts?.kind === 'turn' ? (await lastValueFrom(context.snapshot(agentStreams(root, parts.agentId).lifecycle, agentLifecycle)))?.state.parentId : undefined;
+    const parentTurn = parentId === undefined ? undefined : turnOf.get(agentStreams(root, parentId).turn);
+    if (parentTurn !== undefined && parentTurn.value !== 'idle') continue;
+    if (IN_FLIGHT.has(turn.value ?? '') && !interrupted.has(turn.stream)) {
+      // agentTurns cancels the calls of the round when a turn is interrupted in tool_executing.
+      commands.push({ stream: turn.stream, event: { type: 'interrupt', reason: CONVERSATION_CLOSING } });
+      interrupted.add(turn.stream);
+    }
+  }
+  for (const lifecycle of lifecycles) {
+    const parts = parseStreamId(lifecycle.stream);
+    if (parts?.kind !== 'agent') continue;
+    const agent = agentStreams(root, parts.agentId);
+    const turn = turnOf.get(agent.turn);
+    const agentCalls = callsOf.get(agent.lifecycle) ?? [];
+    const turnsRun = turn === undefined ? 0 : ((await lastValueFrom(context.snapshot(agent.turn, turnEngine)))?.state.turn ?? 0);
+    stats.turns += turnsRun;
+    stats.cancelledToolCalls += agentCalls.filter((call) => call.value === 'cancelled_result').length;
+    if (agentLifecycle.terminal.includes(lifecycle.value ?? '')) continue;
+    open++;
+    if (turn !== undefined && turn.value !== 'idle') continue; // in flight or ending: agentTurns finalizes it
+    for (const call of agentCalls) {
+      if (!toolCall.terminal.includes(call.value ?? '')) commands.push({ stream: call.stream, event: { type: 'cancelled', reason: CONVERSATION_CLOSING } });
+    }
+    const agentStats: AgentStats = { turns: turnsRun, toolCalls: agentCalls.length };
+    commands.push({ stream: agent.lifecycle, event: { type: 'parent_closed', stats: agentStats } });
+  }
+  if (open > 0 || calls.some((call) => !toolCall.terminal.includes(call.value ?? ''))) return { commands, done: false };
+  return { commands: [{ stream: root, event: { type: 'cleanup_complete', finalStats: stats } }], done: true };
+}
+
+/**
+ * The closing of a conversation (seed 003: "All agents terminated. Final runes appended. Runelog
+ * sealed."), an effect of its `closing` state, so it resumes after a restart:
+ *
+ * 1. Every turn in flight is interrupted, "conversation closing" (`agentTurns` then cancels the
+ *    open calls of its round, `cancelled_result`, and the agent hears the turn ended); parents
+ *    first, as a cancelled delegate call interrupts its sub-agent's turn.
+ * 2. Every agent whose turn is idle (or that has none) is terminated with `parent_closed`, its
+ *    `agent.terminated` rune carrying its stats (turns run, tool calls made); a call still open
+ *    under it is cancelled first.
+ * 3. Once every agent is terminated (or failed) and every call terminal: `cleanup_complete`, with
+ *    the final stats (`agents`, `turns`, `toolCalls`, `cancelledToolCalls`). The conversation is
+ *    then `closed`, which seals every stream under it (the engine refuses them with `sealed`).
+ *
+ * Each step looks at the conversation's streams afresh (their heads, under `conv/<c>/agent/`),
+ * after each rune under the conversation; steps that pile up behind one another are done once.
+ */
+export function conversationClose(): Epic {
+  return function conversationClose(runes$, context, deps) {
+    const closing$ = (root: string): Observable<EpicCommand> => {
+      const under = `${root}/`;
+      const interrupted = new Set<string>();
+      let queued = 0;
+      return runes$.pipe(
+        filter((rune: Rune) => rune.stream.startsWith(under)),
+        startWith(undefined),
+        tap(() => queued++),
+        // A look that a later one will repeat is skipped: the conversation is looked at once per burst.
+        concatMap(() => (--queued > 0 ? EMPTY : defer(() => closeStep(root, context, interrupted)))),
+        takeWhile((step) => !step.done, true),
+        mergeMap((step) => from(step.commands)),
+      );
+    };
+    return stateEffects({
+      name: 'conversationClose',
+      machine: conversation,
+      states: ['closing'],
+      effects: (view): EffectsByKey<typeof conversation> => ({ close: closing$(view.stream) }),
+    })(runes$, context, deps);
+  };
+}

@@ -1,0 +1,197 @@
+import { createHash } from 'node:crypto';
+import { EMPTY, Observable, catchError, defer, filter, first, from, lastValueFrom, merge, mergeMap, of, toArray } from 'rxjs';
+import { z } from 'zod';
+import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
+import { isRuneOf, type Rune } from '../../reducers/rune.js';
+import { MAX_SEGMENT, agentStreams, type AgentStreams } from '../../reducers/stream-ids.js';
+import { toolCall } from '../../reducers/tool-call/machine.js';
+import type { ToolCallEvent, ToolCallState } from '../../reducers/tool-call/schema.js';
+import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import type { TurnEngineState } from '../../reducers/turn-engine/schema.js';
+import { stateEffects } from '../../streams/effect-host.js';
+import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import { ofMachine } from '../../streams/of-machine.js';
+import type { EffectsByKey } from '../../streams/state-effects.js';
+import { defineTool, type AnyTool } from '../tools/tool.js';
+import { agentOfCall } from './streams.js';
+
+/** The name of the built-in tool through which an agent hands a task to a sub-agent. */
+export const DELEGATE_TOOL = 'delegate';
+
+/** Limits on delegation, per conversation. */
+export interface DelegationLimits {
+  /** How deep sub-agents may nest: a root agent is depth 0, its sub-agents 1. Default 2. */
+  readonly maxDepth?: number;
+  /** How many agents a conversation may have, its root included. Default 16. */
+  readonly maxAgents?: number;
+}
+
+/** The input of the `delegate` tool. */
+export const DelegateInput = z.strictObject({
+  /** The sub-agent's role: one of the configured profiles. */
+  role: z.string().min(1),
+  /** What the sub-agent is to do: the input of its turn. */
+  task: z.string().min(1),
+});
+export type DelegateInput = z.infer<typeof DelegateInput>;
+
+/**
+ * The `delegate` tool as the model sees it: one of `roles` and a task. Its calls are run by
+ * {@link delegation}, never by this tool's `execute` (the tool-call effects leave them alone).
+ */
+export function delegateTool(roles: Readonly<Record<string, { readonly description?: string }>>): AnyTool {
+  const names = Object.keys(roles);
+  const described = names.map((role) => (roles[role]!.description === undefined ? role : `${role} (${roles[role]!.description})`)).join('; ');
+  return defineTool({
+    name: DELEGATE_TOOL,
+    description: `Hands a task to a new sub-agent of a role and returns its final answer. Roles: ${described}.`,
+    inputSchema: z.strictObject({ role: z.enum(names as [string, ...string[]]), task: DelegateInput.shape.task }),
+    timeoutMs: Infinity,
+    rerunSafe: true,
+    parallelSafe: true,
+    execute: () => {
+      throw new Error('the delegate tool runs as the delegation effect; add agentEpics({ agents }) to the engine');
+    },
+  });
+}
+
+/**
+ * The sub-agent a delegate call spawns: its id follows from the call alone, so after a restart the
+ * same call finds its sub-agent instead of spawning another. `<parent>.<call>` when that fits a
+ * segment, else a digest of it.
+ */
+export function subAgentId(parentId: string, callId: string): string {
+  const id = `${parentId}.${callId}`;
+  return id.length <= MAX_SEGMENT ? id : `sub-${createHash('sha256').update(id).digest('hex').slice(0, 32)}`;
+}
+
+const ENDED = new Set(['completed', 'error', 'interrupted']);
+
+/** The result of the sub-agent's turn, once it ended: from the rune that ended it and its state then. */
+function outcome(ended: Rune, turn: TurnEngineState | undefined): ToolCallEvent {
+  if (ended.to === 'completed') return { type: 'success', output: turn?.output ?? '' };
+  const { event } = ended;
+  if (ended.to === 'error') return { type: 'execution_error', error: `the sub-agent's turn failed: ${'error' in event ? String(event.error) : 'error'}` };
+  const reason = event.type === 'interrupt' && typeof event.reason === 'string' ? `: ${event.reason}` : '';
+  return { type: 'execution_error', error: `the sub-agent's turn was interrupted${reason}` };
+}
+
+/** A stream's durable state now. */
+const stateOf = async <S>(context: EpicContext, stream: string): Promise<S | undefined> => (await lastValueFrom(context.snapshot<S>(stream)))?.state;
+
+/** How deep `agent` is: how many parents it has, following `parentId`. */
+async function depthOf(root: string, agentId: string, context: EpicContext): Promise<number> {
+  let depth = 0;
+  for (let id: string | undefined = agentId; depth <= 64; depth++) {
+    const lifecycle: AgentLifecycleState | undefined = await stateOf(context, agentStreams(root, id).lifecycle);
+    id = lifecycle?.parentId;
+    if (id === undefined) return depth;
+  }
+  return depth;
+}
+
+/** Options of {@link delegation}. */
+export interface DelegationOptions extends DelegationLimits {
+  /** The roles a sub-agent may have, with the name of each one's model (for its `agent.spawning` rune). */
+  readonly roles: Readonly<Record<string, { readonly model?: string }>>;
+}
+
+/**
+ * Runs every `delegate` call (seed 003: a conversation hosts a root agent and the agents it
+ * spawns), an effect of the call's `executing` state, so it resumes after a restart:
+ *
+ * 1. The input is checked (a configured role, a task), then the limits: the sub-agent's depth
+ *    (`maxDepth`) and the conversation's agent count (`maxAgents`). A call over one ends with an
+ *    `execution_error` naming the limit, and the parent's turn goes on.
+ * 2. The sub-agent is spawned in the same conversation (`agent.spawning` with its role, model and
+ *    `parentId`), its id {@link subAgentId} of the call; its turn starts with the task.
+ * 3. The call's result is the sub-agent's turn's: its final output (`success`), or an
+ *    `execution_error` if the turn failed or was interrupted.
+ * 4. After a restart the call, still `executing`, finds its sub-agent and waits again (or takes the
+ *    result of a turn that ended meanwhile). A cancelled delegate call interrupts the sub-agent's turn.
+ */
+export function delegation(options: DelegationOptions): Epic {
+  const { roles, maxDepth = 2, maxAgents = 16 } = options;
+  for (const [name, value] of Object.entries({ maxDepth, maxAgents })) {
+    if (!Number.isInteger(value) || value < 1) throw new TypeError(`agentEpics: "delegation.${name}" must be a positive integer, got ${String(value)}`);
+  }
+  return function delegation(runes$, context, deps) {
+    /** The live end of the sub-agent's turn, as the call's result. */
+    const liveResult$ = (sub: AgentStreams): Observable<ToolCallEvent> =>
+      runes$.pipe(
+        filter((rune) => rune.stream === sub.turn && rune.to !== undefined && ENDED.has(rune.to)),
+        first(),
+        mergeMap(async (ended) => outcome(ended, await stateOf(context, sub.turn))),
+      );
+
+    /** After a restart: the result of a turn that ended meanwhile, else its live end. */
+    const resumedResult$ = (sub: AgentStreams): Observable<ToolCallEvent> =>
+      merge(
+        liveResult$(sub),
+        defer(async () => {
+          const runes = await lastValueFrom(context.read(sub.turn).pipe(ofMachine(turnEngine), toArray()));
+          const ended = [...runes].reverse().find((rune) => rune.to !== undefined && ENDED.has(rune.to));
+          return ended === undefined ? [] : [outcome(ended, await stateOf(context, sub.turn))];
+        }).pipe(mergeMap((done) => done)),
+      ).pipe(first());
+
+    const delegate$ = (stream: string, call: ToolCallState): Observable<EpicCommand | ToolCallEvent> => {
+      const parent = agentOfCall(stream)!;
+      const refuse = (error: string): Observable<ToolCallEvent> => of({ type: 'execution_error', error });
+      const input = DelegateInput.safeParse(call.arguments);
+      if (!input.success) return refuse(`delegate: ${input.error.issues.map((issue) => `${issue.path.join('.') || 'input'}: ${issue.message}`).join('; ')}`);
+      const { role, task } = input.data;
+      if (!Object.hasOwn(roles, role)) return refuse(`delegate: no role "${role}"; the roles are ${Object.keys(roles).join(', ')}`);
+      const sub = agentStreams(parent.root, subAgentId(parent.agentId, call.callId));
+      return defer(async (): Promise<Observable<EpicCommand | ToolCallEvent>> => {
+        const turn: TurnEngineState | undefined = await stateOf(context, sub.turn);
+        if (turn !== undefined && turn.turn > 0) return resumedResult$(sub); // found after a restart: wait again
+        if (turn === undefined) {
+          const depth = (await depthOf(parent.root, parent.agentId, context)) + 1;
+          if (depth > maxDepth) return refuse(`delegate: a sub-agent of "${parent.agentId}" would be at depth ${depth}, over delegation.maxDepth (${maxDepth})`);
+          const agents = await lastValueFrom(context.streams({ prefix: `${parent.root}/agent/`, machine: agentLifecycle.id }).pipe(toArray()));
+          if (agents.length >= maxAgents) return refuse(`delegate: the conversation has ${agents.length} agents, delegation.maxAgents (${maxAgents})`);
+        }
+        const { model } = roles[role]!;
+        const spawn: EpicCommand[] = [
+          { stream: sub.lifecycle, spawn: agentLifecycle.id, input: { agentId: sub.agentId, role, parentId: parent.agentId, ...(model === undefined ? {} : { model }) } },
+          { stream: sub.turn, spawn: turnEngine.id },
+          { stream: sub.turn, event: { type: 'start_turn', input: task } },
+        ];
+        // Listening (subscribed first) before the turn starts, so its end is not missed.
+        return merge(liveResult$(sub), from(spawn));
+      }).pipe(mergeMap((effect) => effect));
+    };
+
+    const calls = stateEffects({
+      name: 'delegation',
+      machine: toolCall,
+      states: ['executing'],
+      effects: (view): EffectsByKey<typeof toolCall> =>
+        agentOfCall(view.stream) === undefined
+          ? {}
+          : {
+              delegate: view.state$.pipe(mergeMap((call) => (call?.value === 'executing' && call.toolName === DELEGATE_TOOL ? delegate$(view.stream, call) : EMPTY))),
+            },
+    });
+
+    // A cancelled delegate call (its turn interrupted, its conversation closing) interrupts its sub-agent's turn.
+    const cancelled$ = runes$.pipe(
+      filter((rune) => isRuneOf(toolCall, rune) && rune.to === 'cancelled_result'),
+      mergeMap(async (rune): Promise<EpicCommand[]> => {
+        const parent = agentOfCall(rune.stream);
+        const call: ToolCallState | undefined = parent === undefined ? undefined : await stateOf(context, rune.stream);
+        if (parent === undefined || call?.toolName !== DELEGATE_TOOL) return [];
+        const sub = agentStreams(parent.root, subAgentId(parent.agentId, call.callId));
+        const turn: TurnEngineState | undefined = await stateOf(context, sub.turn);
+        if (turn?.value !== 'streaming' && turn?.value !== 'tool_executing') return [];
+        const reason = rune.event.type === 'cancelled' && rune.event.reason !== undefined ? rune.event.reason : 'delegate call cancelled';
+        return [{ stream: sub.turn, event: { type: 'interrupt', reason } }];
+      }),
+      mergeMap((commands) => commands),
+      catchError(() => EMPTY), // a state that cannot be read: the conversation's closing interrupts it in any case
+    );
+    return merge(calls(runes$, context, deps), cancelled$);
+  };
+}

@@ -3,7 +3,7 @@ import { streamText } from 'ai';
 import { z } from 'zod';
 import { agentEpics, defineTool, scriptedModel } from '../src/agents.js';
 import { createEngine, memoryStore, toolCall, type ConversationState, type Engine, type EngineError, type ToolCallState, type TurnEngineState } from '../src/index.js';
-import type { Rate } from './harness.js';
+import { percentile, type Rate } from './harness.js';
 
 /** The issue's figure: deltas streamed by one model answer. */
 const DELTAS = 100_000;
@@ -140,8 +140,6 @@ async function streamTextRound(): Promise<Rate> {
 }
 
 const TERMINAL: ReadonlySet<string> = new Set(toolCall.terminal);
-
-const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 /**
  * (Information) the time from a tool call's `approved` dispatch to its tool's `execute` being

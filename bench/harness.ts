@@ -83,3 +83,6 @@ export async function compareAsync(rounds: number, a: () => Promise<Rate>, b: ()
   }
   return [bestA!, bestB!];
 }
+
+/** The `p`-th percentile of ascending `sorted` (nearest rank). */
+export const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;

@@ -1,5 +1,6 @@
 import { benchAgentDeltas } from './agent-deltas.js';
 import { benchChatActorTransition } from './chat-actor-transition.js';
+import { benchConversations } from './conversations.js';
 import { benchEngineDispatch } from './engine-dispatch.js';
 import { benchHydration } from './hydration.js';
 import { benchIdleSessions } from './idle-sessions.js';
@@ -16,6 +17,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   hydration: benchHydration,
   'ws-fanout': benchWsFanout,
   'agent-deltas': benchAgentDeltas,
+  conversations: benchConversations,
   'import-cost': benchImportCost,
 };
 

@@ -5,7 +5,7 @@ import { WebSocketServer } from 'ws';
 import { z } from 'zod';
 import { createEngine, defineMachine, type DispatchResult, type Rune } from '../src/index.js';
 import { createServer } from '../src/server/index.js';
-import { report, type Rate } from './harness.js';
+import { report, type Rate, percentile } from './harness.js';
 
 const CLIENTS = 1_000;
 /** Runes per throughput round: every client receives each of them. */
@@ -41,8 +41,6 @@ function clientsProcess(): { child: ChildProcess; ask: (command: object) => Prom
     });
   return { child, ask };
 }
-
-const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 
 /**
  * The fan-out bar of issue 4: one stream to 1,000 WebSocket clients in a separate process,

@@ -18,6 +18,7 @@ export {
   type ProviderFailure,
 } from './effects/llm/provider-chain.js';
 export { providerBreakers, type ProviderBreakersOptions } from './effects/llm/provider-breakers.js';
+export { EmptyAnswerError, MAX_ERROR_BODY_LENGTH, MAX_RETRY_AFTER_MS, ProviderFailedError, retryAfterMsOf } from './effects/llm/provider-errors.js';
 export {
   ScriptExhaustedError,
   scriptedModel,

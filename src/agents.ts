@@ -32,6 +32,7 @@ export {
 // Tools: defining them, running them, the epic that drives every tool call, MCP servers.
 export { defineTool, type AnyTool, type DefineToolOptions, type Tool, type ToolExecutionContext, type ToolInputCheck } from './effects/tools/tool.js';
 export { toolSpecs } from './effects/tools/tool-specs.js';
+export { BUILTIN_TOOL_NAMES, builtinTools, type BuiltinToolName } from './effects/tools/builtin-tools.js';
 export { ToolAbortError, ToolTimeoutError, runTool } from './effects/tools/run-tool.js';
 export { NonJsonOutputError, type JsonValue } from './effects/tools/json-output.js';
 export { toolCallEffects, type ToolCallEffectsOptions } from './effects/tools/tool-call-effects.js';

@@ -191,6 +191,9 @@ export class ServerConfigError extends Error {
 const pathText = (path: readonly PropertyKey[]): string =>
   path.map((key, index) => (typeof key === 'number' ? `[${key}]` : index === 0 ? String(key) : `.${String(key)}`)).join('');
 
+/** An issue's message; a bad record key says what a name must be, not only that it is invalid. */
+const messageOf = (issue: z.core.$ZodIssue): string => (issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message);
+
 /**
  * Parses and checks a server configuration: JSON text, at most {@link MAX_CONFIG_BYTES}, against
  * {@link ServerConfig}, with its cross-references (a chain naming an unknown model, an agent an
@@ -222,7 +225,7 @@ export function parseServerConfig(text: string, source: string): ServerConfig {
   if (!parsed.success)
     throw new ServerConfigError(
       source,
-      parsed.error.issues.map((issue) => ({ path: pathText(issue.path), message: issue.message })),
+      parsed.error.issues.map((issue) => ({ path: pathText(issue.path), message: messageOf(issue) })),
     );
   return parsed.data;
 }

@@ -18,6 +18,7 @@ export {
   type ProviderFailure,
 } from './effects/llm/provider-chain.js';
 export { providerBreakers, type ProviderBreakersOptions } from './effects/llm/provider-breakers.js';
+export { EmptyAnswerError, MAX_ERROR_BODY_LENGTH, MAX_RETRY_AFTER_MS, ProviderFailedError, retryAfterMsOf } from './effects/llm/provider-errors.js';
 export {
   ScriptExhaustedError,
   scriptedModel,
@@ -31,6 +32,7 @@ export {
 // Tools: defining them, running them, the epic that drives every tool call, MCP servers.
 export { defineTool, type AnyTool, type DefineToolOptions, type Tool, type ToolExecutionContext, type ToolInputCheck } from './effects/tools/tool.js';
 export { toolSpecs } from './effects/tools/tool-specs.js';
+export { BUILTIN_TOOL_NAMES, builtinTools, type BuiltinToolName } from './effects/tools/builtin-tools.js';
 export { ToolAbortError, ToolTimeoutError, runTool } from './effects/tools/run-tool.js';
 export { NonJsonOutputError, type JsonValue } from './effects/tools/json-output.js';
 export { toolCallEffects, type ToolCallEffectsOptions } from './effects/tools/tool-call-effects.js';

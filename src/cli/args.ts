@@ -1,7 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { originOf } from '../server/access.js';
-import type { DemoModelConfig } from './demo-agent.js';
+import { parseServerConfig, MAX_CONFIG_BYTES, ServerConfigError, type ServerConfig } from '../server/config/server-config.js';
+import { configFromModelSpecs } from './model-specs.js';
 
 /** What the command line asks for. */
 export type Command =
@@ -14,7 +15,10 @@ export type Command =
       host: string;
       /** The `--allow-origin` origins, normalized. */
       allowedOrigins: string[];
-      model: DemoModelConfig | undefined;
+      /** The agents and models to serve: the `--config` file's, or made from the model flags and environment. */
+      config: ServerConfig;
+      /** Where `config` came from: the file's path, `--model`, `RUNESTREAM_MODELS`, ... */
+      configSource: string;
     };
 
 /** A command line that cannot be run: printed with a pointer to `--help`, exit code 2. */
@@ -39,14 +43,26 @@ Options:
   --allow-origin <origin>  a web origin allowed to connect besides the server's own, e.g.
                            http://localhost:5173; repeatable; "*" lets every web page the
                            user opens drive the server (dangerous)
+  --config <file>          the server configuration (JSON, at most 1 MiB): models, provider
+                           chains, agents by role, prices, conversation limits (see README,
+                           "Configuration"); also RUNESTREAM_CONFIG
+  --model <spec>           without a configuration file: a model of the demo agent's chain,
+                           tried in order, repeatable; a spec is "demo" (offline),
+                           <model>@<baseURL> (an OpenAI-compatible server, e.g.
+                           llama3.2@http://localhost:11434/v1) or <model> (at OPENAI_BASE_URL);
+                           also RUNESTREAM_MODELS, comma-separated
   -h, --help               show this help
 
 Endpoints: ws://host:port (the protocol), GET /streams/:stream/events (SSE), GET /healthz.
 
-A demo agent is served too: spawn "conv/<c>/agent/<a>/turn" as machine "turn-engine", then dispatch
-{type: "start_turn", input} to it. Offline it answers with a scripted model; with
-OPENAI_BASE_URL and RUNESTREAM_MODEL set (and OPENAI_API_KEY if the server needs one) it
-uses that OpenAI-compatible model (Ollama, vLLM, ...).
+An agent is served too (the configuration's default role, else "demo"): spawn
+"conv/<c>/agent/<a>/turn" as machine "turn-engine", then dispatch {type: "start_turn", input}
+to it. Its models come from, first to last: --config, RUNESTREAM_CONFIG, --model,
+RUNESTREAM_MODELS, RUNESTREAM_MODEL (at OPENAI_BASE_URL); else the offline demo model.
+OPENAI_API_KEY, if set, is the key of every model the flags name; a configuration file names
+each model's key variable (apiKeyEnv). A model that fails (an error, an HTTP 429 whose
+Retry-After opens its breaker, an empty answer) falls over to the next in its chain.
+A configuration that cannot be used exits 2, naming the file and the field.
 SIGINT or SIGTERM closes the server, flushes the log and exits 0.`;
 
 const OPTIONS = {
@@ -56,10 +72,15 @@ const OPTIONS = {
   'token-file': { type: 'string' },
   host: { type: 'string' },
   'allow-origin': { type: 'string', multiple: true },
+  config: { type: 'string' },
+  model: { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
-/** Parses `runestream`'s arguments (after the node and script paths). Throws {@link UsageError}. */
+/**
+ * Parses `runestream`'s arguments (after the node and script paths). Throws {@link UsageError},
+ * or a `ServerConfigError` for a configuration that cannot be used (both exit 2).
+ */
 export function parseCommand(args: readonly string[], env: NodeJS.ProcessEnv): Command {
   let parsed;
   try {
@@ -84,7 +105,36 @@ export function parseCommand(args: readonly string[], env: NodeJS.ProcessEnv): C
   const allowedOrigins = (values['allow-origin'] ?? []).map(
     (origin) => (origin === '*' ? origin : originOf(origin)) ?? usage(`--allow-origin must be an origin like http://localhost:5173 (or "*"), got "${origin}"`),
   );
-  return { command: 'serve', port, db: values.db ?? 'runestream.db', token, host: values.host ?? '127.0.0.1', allowedOrigins, model: modelConfigOf(env) };
+  return { command: 'serve', port, db: values.db ?? 'runestream.db', token, host: values.host ?? '127.0.0.1', allowedOrigins, ...configOf(values, env) };
+}
+
+/** The configuration the flags and environment name, first to last: see `USAGE`. */
+function configOf(values: { config?: string; model?: string[] }, env: NodeJS.ProcessEnv): { config: ServerConfig; configSource: string } {
+  const file = values.config ?? (env.RUNESTREAM_CONFIG || undefined);
+  if (file !== undefined) {
+    if (values.model !== undefined) throw new UsageError('--model and a configuration file are both given: name the models in the file');
+    return { config: parseServerConfig(configText(file), file), configSource: file };
+  }
+  if (values.model !== undefined) return { config: configFromModelSpecs(values.model, '--model', env), configSource: '--model' };
+  const listed = env.RUNESTREAM_MODELS?.split(',').filter((spec) => spec.trim() !== '');
+  if (listed !== undefined && listed.length > 0) return { config: configFromModelSpecs(listed, 'RUNESTREAM_MODELS', env), configSource: 'RUNESTREAM_MODELS' };
+  const modelId = envModelOf(env);
+  return {
+    config: configFromModelSpecs(modelId === undefined ? [] : [modelId], 'RUNESTREAM_MODEL', env),
+    configSource: modelId === undefined ? 'the offline demo' : 'RUNESTREAM_MODEL',
+  };
+}
+
+/** A configuration file's text; an unreadable or oversized file is a `config_invalid` error naming it. */
+function configText(path: string): string {
+  let size: number;
+  try {
+    size = statSync(path).size;
+  } catch (error) {
+    throw new ServerConfigError(path, [{ path: '', message: `cannot be read: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}` }]);
+  }
+  if (size > MAX_CONFIG_BYTES) throw new ServerConfigError(path, [{ path: '', message: `the file is ${size} bytes; at most ${MAX_CONFIG_BYTES} are read` }]);
+  return readFileSync(path, 'utf8');
 }
 
 const usage = (message: string): never => {
@@ -104,12 +154,12 @@ function tokenFromFile(path: string): string {
   return token;
 }
 
-/** The OpenAI-compatible model the environment names, if it names one; half a configuration is an error. */
-function modelConfigOf(env: NodeJS.ProcessEnv): DemoModelConfig | undefined {
+/** The model id `RUNESTREAM_MODEL` names at `OPENAI_BASE_URL`, if it names one; half a configuration is an error. */
+function envModelOf(env: NodeJS.ProcessEnv): string | undefined {
   const baseURL = env.OPENAI_BASE_URL || undefined;
   const modelId = env.RUNESTREAM_MODEL || undefined;
   if (baseURL === undefined && modelId === undefined) return undefined;
   if (baseURL === undefined) throw new UsageError('RUNESTREAM_MODEL is set but OPENAI_BASE_URL is not: set both to use an OpenAI-compatible model');
   if (modelId === undefined) throw new UsageError('OPENAI_BASE_URL is set but RUNESTREAM_MODEL is not: set both to use an OpenAI-compatible model');
-  return { baseURL, modelId, apiKey: env.OPENAI_API_KEY || undefined };
+  return modelId;
 }

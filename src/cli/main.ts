@@ -2,6 +2,7 @@
 import { parseCommand, USAGE, UsageError } from './args.js';
 import { serve } from './serve.js';
 import { errorText } from '../reducers/error-text.js';
+import { ServerConfigError } from '../server/config/server-config.js';
 
 /** `runestream`: exit code 0 on a clean stop, 1 when serving fails, 2 for a bad command line. */
 async function main(): Promise<void> {
@@ -9,6 +10,10 @@ async function main(): Promise<void> {
   try {
     command = parseCommand(process.argv.slice(2), process.env);
   } catch (error) {
+    if (error instanceof ServerConfigError) {
+      console.error(`runestream: ${error.message.replaceAll('\n', '\nrunestream: ')}`);
+      process.exit(2);
+    }
     if (!(error instanceof UsageError)) throw error;
     console.error(`runestream: ${error.message}\nRun "runestream --help" for usage.`);
     process.exit(2);
@@ -21,8 +26,9 @@ async function main(): Promise<void> {
   try {
     serving = await serve(command, console);
   } catch (error) {
-    console.error(`runestream: ${errorText(error)}`);
-    process.exit(error instanceof TypeError ? 2 : 1); // a TypeError is a bad option (a non-loopback host without a token)
+    console.error(`runestream: ${error instanceof ServerConfigError ? error.message : errorText(error)}`);
+    // A TypeError is a bad option (a non-loopback host without a token); a ServerConfigError a key variable not set.
+    process.exit(error instanceof TypeError || error instanceof ServerConfigError ? 2 : 1);
   }
   let stopping = false;
   const stop = (signal: NodeJS.Signals): void => {

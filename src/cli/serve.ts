@@ -4,11 +4,11 @@ import { reactAgentEpics } from '../effects/agent/react-agent-epics.js';
 import { chatActorLifecycle } from '../effects/chat-actor-lifecycle.js';
 import { chatTalk } from '../effects/chat-talk.js';
 import { chatPartialResponse } from '../effects/chat-partial-response.js';
+import { configuredAgents } from '../server/config/configured-agents.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import { sqliteStore } from '../streams/sqlite-store.js';
 import type { Command } from './args.js';
-import { DEMO_SYSTEM, demoModel, demoTools } from './demo-agent.js';
 
 /** A running `runestream serve`. */
 export interface Serving {
@@ -19,42 +19,56 @@ export interface Serving {
 }
 
 /**
- * `runestream serve`: a SQLite log, an engine with the chat actor's lifecycle and a demo agent
- * (its model, tools and tool-call recovery), and a server in front. Prints where it listens (and,
- * with no token, that it listens on loopback only) and which model the agent uses. Engine errors
- * nobody waits for are printed to `log.error`.
+ * `runestream serve`: a SQLite log, an engine with the chat actor's lifecycle and the configured
+ * default agent (its provider chain, tools and tool-call recovery), and a server in front. Prints
+ * where it listens (and, with no token, that it listens on loopback only) and which chain the
+ * agent uses. Engine errors nobody waits for are printed to `log.error`. `env` holds the API keys
+ * the configuration names.
  */
-export async function serve(command: Extract<Command, { command: 'serve' }>, log: Pick<Console, 'log' | 'error'>): Promise<Serving> {
+export async function serve(command: Extract<Command, { command: 'serve' }>, log: Pick<Console, 'log' | 'error'>, env: NodeJS.ProcessEnv = process.env): Promise<Serving> {
   const { port, db, token, host, allowedOrigins } = command;
-  const agent = demoModel(command.model);
-  const tools = demoTools();
-  const engine = createEngine({
-    store: sqliteStore(db),
-    epics: [
-      chatActorLifecycle(),
-      chatTalk(),
-      ...agentEpics({ model: agent.model, tools, system: DEMO_SYSTEM }),
-      // ReAct agents (seed 004) on the same model and tools; the breakers are agentEpics'.
-      ...reactAgentEpics({ model: agent.model, tools, system: DEMO_SYSTEM, breakers: false }),
-    ],
-  });
+  const agents = await configuredAgents(command.config, env, { source: command.configSource });
+  const { defaults } = agents;
+  let engine: Engine;
+  try {
+    engine = createEngine({
+      store: sqliteStore(db),
+      epics: [
+        chatActorLifecycle(),
+        chatTalk(),
+        // With roles besides the default one, agents delegate to them (the `delegate` tool).
+        ...agentEpics({
+          ...defaults,
+          ...(Object.keys(agents.profiles).length > 1 ? { agents: agents.profiles } : {}),
+          ...(command.config.delegation === undefined ? {} : { delegation: command.config.delegation }),
+        }),
+        // ReAct agents (seed 004) on the same chain and tools; the breakers are agentEpics'.
+        ...reactAgentEpics({ ...defaults, breakers: false }),
+      ],
+    });
+  } catch (error) {
+    await agents.close();
+    throw error;
+  }
   engine.errors$.subscribe((error) => log.error(`runestream: ${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
   let server: RunestreamServer;
   try {
     server = await createServer({ engine, port, host, allowedOrigins, partialResponse: chatPartialResponse(engine), ...(token === undefined ? {} : { token }) });
   } catch (error) {
     await engine.close();
+    await agents.close();
     throw error;
   }
   log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${db})`);
   if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
-  log.log(`runestream: demo agent on ${agent.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);
+  log.log(`runestream: ${agents.defaultRole} agent on ${agents.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);
   return {
     engine,
     server,
     stop: async () => {
       await server.close();
       await engine.close();
+      await agents.close();
     },
   };
 }

@@ -8,3 +8,15 @@ export type { AccessAction, AccessRequest, Authorize, Credential, Identity, Veri
 export type { Route, RouteContext, RouteHandler } from './routes.js';
 export type { HttpError } from './http-reply.js';
 export { SERVER_CHANNELS, type SentReport, type SlowClientReport } from './diagnostics.js';
+export {
+  AgentConfig,
+  ChainConfig,
+  MAX_CONFIG_BYTES,
+  McpServerConfig,
+  ModelConfig,
+  ServerConfig,
+  ServerConfigError,
+  parseServerConfig,
+  type ServerConfigIssue,
+} from './config/server-config.js';
+export { configuredAgents, type ConfiguredAgents, type ConfiguredAgentsOptions } from './config/configured-agents.js';

@@ -94,10 +94,23 @@ describe('circuitBreaker: DESIGN.md counting and the extension', () => {
     expect(circuitBreaker.initial(config)).toEqual({ value: 'CLOSED', ...config, failureCount: 0, successCount: 0 });
   });
 
-  it('circuitBreakerAllowsCall is false only when OPEN', () => {
-    expect(circuitBreakerAllowsCall(at('CLOSED'))).toBe(true);
+  it('circuitBreakerAllowsCall is false when OPEN, and in HALF_OPEN once halfOpenMaxCalls (default 1) trials are under way', () => {
+    expect(circuitBreakerAllowsCall(at('CLOSED'), 5)).toBe(true);
     expect(circuitBreakerAllowsCall(at('HALF_OPEN'))).toBe(true);
+    expect(circuitBreakerAllowsCall(at('HALF_OPEN'), 1)).toBe(false);
+    expect(circuitBreakerAllowsCall(at('HALF_OPEN', { halfOpenMaxCalls: 3 }), 2)).toBe(true);
+    expect(circuitBreakerAllowsCall(at('HALF_OPEN', { halfOpenMaxCalls: 3 }), 3)).toBe(false);
     expect(circuitBreakerAllowsCall(at('OPEN'))).toBe(false);
+  });
+
+  it('a failure with retryAfterMs (a 429 or 503 with Retry-After) opens at once, for that long; half-opening forgets it', () => {
+    const opened = circuitBreaker.transition(at('CLOSED'), { type: 'failure', error: 'HTTP 429', retryAfterMs: 7000 });
+    expect(opened).toMatchObject({ value: 'OPEN', failureCount: 1, openForMs: 7000, lastError: 'HTTP 429' });
+    const halfOpen = circuitBreaker.transition(opened, { type: 'open_timeout_elapsed' });
+    expect(halfOpen).toMatchObject({ value: 'HALF_OPEN', openForMs: undefined });
+    expect(circuitBreaker.transition(halfOpen, { type: 'failure', retryAfterMs: 2000 })).toMatchObject({ value: 'OPEN', openForMs: 2000 });
+    // Without a Retry-After, the next OPEN period is openTimeoutMs again.
+    expect(circuitBreaker.transition(halfOpen, { type: 'failure' })).toMatchObject({ value: 'OPEN', openForMs: undefined });
   });
 
   it('has no terminal state, so no state absorbs events', () => {

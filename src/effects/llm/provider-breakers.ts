@@ -21,8 +21,8 @@ export interface ProviderBreakersOptions {
   readonly resolutionMs?: number;
 }
 
-/** A dispatched `open_timeout_elapsed` that left no rune (the store failed) is sent again this much later, at most a minute. */
-const retryDelayOf = (openTimeoutMs: number): number => Math.min(60_000, Math.max(1000, openTimeoutMs));
+/** A dispatched `open_timeout_elapsed` that left no rune (the store failed) is sent again this much later (its open time, 1 s to a minute). */
+const retryDelayOf = (openForMs: number): number => Math.min(60_000, Math.max(1000, openForMs));
 
 type BreakerRune = RuneOf<typeof circuitBreaker>;
 
@@ -53,7 +53,8 @@ async function openClockStart(context: Pick<EpicContext, 'read'>, stream: string
  *
  * 1. A live rune that takes a provider's breaker to OPEN (or an operator's `manual_keep_open`)
  *    arms its clock: the rune's `at` plus the breaker's own `openTimeoutMs` (from its state, as
- *    it was spawned). When it is due, the epic dispatches `open_timeout_elapsed`. A rune that
+ *    it was spawned), or plus the `retryAfterMs` of the failure that opened it (an HTTP 429's
+ *    `Retry-After`; kept in the state as `openForMs`). When it is due, the epic dispatches `open_timeout_elapsed`. A rune that
  *    leaves OPEN disarms it; the outcome of a call forced through an OPEN breaker does not move it.
  * 2. The deadline lives in the log: the clock is an effect of the OPEN state (see `stateEffects`),
  *    so after a restart the engine re-arms every stored OPEN breaker at its original deadline,
@@ -107,9 +108,9 @@ function halfOpen$(view: StreamView<typeof circuitBreaker>, context: EpicContext
       state === undefined
         ? EMPTY
         : durableDeadline(
-            openedAt + state.openTimeoutMs,
+            openedAt + (state.openForMs ?? state.openTimeoutMs),
             { type: 'open_timeout_elapsed' as const },
-            { scheduler: context.scheduler, resolutionMs, retryMs: retryDelayOf(state.openTimeoutMs) },
+            { scheduler: context.scheduler, resolutionMs, retryMs: retryDelayOf(state.openForMs ?? state.openTimeoutMs) },
           ),
     ),
   );

@@ -1,10 +1,11 @@
-import { Observable, firstValueFrom, from, type ObservableInput, type SchedulerLike, type Subscription } from 'rxjs';
+import { Observable, Subscription, firstValueFrom, from, type ObservableInput, type SchedulerLike } from 'rxjs';
 import { circuitBreaker, circuitBreakerAllowsCall } from '../../reducers/circuit-breaker/machine.js';
 import type { CircuitBreakerEvent, CircuitBreakerInput, CircuitBreakerState } from '../../reducers/circuit-breaker/schema.js';
 import type { EpicCommand } from '../../streams/epic.js';
 import type { Snapshot } from '../../streams/store.js';
 import { modelCall$ } from './model-call.js';
-import type { ChainOutput, ModelRequest, Provider } from './model-types.js';
+import type { ChainOutput, ModelPart, ModelRequest, Provider } from './model-types.js';
+import { EmptyAnswerError, ProviderFailedError } from './provider-errors.js';
 
 /** A provider fallback chain (seed 002): providers in order of preference, each behind a circuit breaker. */
 export interface ProviderChain {
@@ -12,8 +13,8 @@ export interface ProviderChain {
   readonly providers: readonly Provider[];
   /**
    * The configuration a provider's breaker is spawned with, on its first use. Defaults:
-   * `failureThreshold` 3, `successThreshold` 1, `openTimeoutMs` 30,000. A breaker that exists
-   * already keeps the configuration it was spawned with.
+   * `failureThreshold` 3, `successThreshold` 1, `openTimeoutMs` 30,000, `halfOpenMaxCalls` 1. A
+   * breaker that exists already keeps the configuration it was spawned with.
    */
   readonly breaker?: Partial<CircuitBreakerInput>;
   /** Each provider's call fails if it produces nothing for this long (see `modelCall$`). Default 120,000 ms. */
@@ -23,7 +24,8 @@ export interface ProviderChain {
 /** One provider's failure in a chain call. */
 export interface ProviderFailure {
   readonly provider: string;
-  readonly error: unknown;
+  /** What went wrong, naming the provider and keeping the server's error body. */
+  readonly error: ProviderFailedError;
 }
 
 /** Every provider of a chain failed (or was skipped): the call has no answer. */
@@ -32,10 +34,10 @@ export class AllProvidersFailedError extends Error {
   constructor(
     /** Each provider tried, in order, with its error. */
     readonly failures: readonly ProviderFailure[],
-    /** Providers not tried because their breaker was OPEN (while another's was not). */
+    /** Providers not tried because their breaker let no call through (OPEN, or HALF_OPEN with its trials under way) while another's did. */
     readonly skipped: readonly string[] = [],
   ) {
-    const tried = failures.map((f) => `"${f.provider}": ${describeError(f.error)}`).join('; ');
+    const tried = failures.map((f) => `"${f.provider}": ${f.error.detail}`).join('; ');
     const notTried = skipped.length === 0 ? '' : `; skipped, breaker OPEN: ${skipped.map((s) => `"${s}"`).join(', ')}`;
     super(`all providers failed: ${tried}${notTried}`);
   }
@@ -115,14 +117,19 @@ export interface ChainContext {
  *    `context.snapshot`, when the call is subscribed; a provider without one gets a spawn command
  *    (`{stream, spawn: 'circuit-breaker', input}`) before its first outcome. A breaker that cannot
  *    be read lets the call through.
- * 2. Providers are tried in order, skipping those whose breaker is OPEN; if every breaker is OPEN,
- *    all are tried in order anyway (an answer beats none).
- * 3. A provider fails if its call errors, or produces nothing for `callTimeoutMs`, before its first
- *    part: its `failure` is recorded and the next provider is tried.
- * 4. The first provider whose first part arrives answers: its parts are emitted as they stream,
- *    then its `success` is recorded when the call completes. An error after its first part is
- *    recorded as a `failure` and errors the output: no fallback in the middle of an answer.
- * 5. If all fail, the output errors with an {@link AllProvidersFailedError} listing each failure.
+ * 2. Providers are tried in order, skipping those whose breaker lets no call through: OPEN, or
+ *    HALF_OPEN with its `halfOpenMaxCalls` trial calls (default 1) under way through this chain.
+ *    If no breaker lets a call through, all are tried in order anyway (an answer beats none).
+ * 3. A provider fails if its call errors, produces nothing for `callTimeoutMs`, or finishes with
+ *    no text and no tool call ({@link EmptyAnswerError}), before its answer starts: its `failure`
+ *    is recorded and the next provider is tried. An HTTP 429 or 503 with `Retry-After` records
+ *    the failure with `retryAfterMs`, which opens the breaker at once for that long.
+ * 4. The first provider whose answer starts (a text delta or a tool call) answers: its parts are
+ *    emitted as they stream, then its `success` is recorded when the call completes. An error
+ *    after that is recorded as a `failure` and errors the output: no fallback in the middle of an
+ *    answer.
+ * 5. Every error names its provider and keeps the server's error body ({@link ProviderFailedError});
+ *    if all fail, the output errors with an {@link AllProvidersFailedError} listing each.
  * 6. Unsubscribing aborts the call in progress and records nothing for it.
  *
  * ## Example
@@ -167,6 +174,7 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
   checkChain(chain, 'chainCall$');
   const input = breakerInputOf(chain);
   const { callTimeoutMs = 120_000 } = chain;
+  const trials = trialsOf(chain);
 
   return new Observable<ChainOutput>((subscriber) => {
     let attempt: Subscription | undefined;
@@ -177,33 +185,73 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
       if (link.state === undefined) subscriber.next({ type: 'command', command: { stream: link.stream, spawn: circuitBreaker.id, input } });
       subscriber.next({ type: 'command', command: { stream: link.stream, event } satisfies EpicCommand });
     };
+    const recordFailure = (link: Link, error: unknown): ProviderFailedError => {
+      const failed = new ProviderFailedError(link.provider.name, error, context.scheduler.now());
+      const { retryAfterMs } = failed;
+      record(link, { type: 'failure', error: describeError(failed.detail), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
+      return failed;
+    };
 
-    const tryFrom = (links: readonly Link[], index: number, skipped: readonly string[]): void => {
+    const tryFrom = (links: readonly Link[], index: number, skipped: readonly string[], forced: boolean): void => {
       const link = links[index];
       if (link === undefined) {
         subscriber.error(new AllProvidersFailedError(failures, skipped));
         return;
       }
+      // A HALF_OPEN breaker's trial slots are taken when the call starts (others may have taken them meanwhile).
+      const trial = !forced && link.state?.value === 'HALF_OPEN';
+      if (trial && !circuitBreakerAllowsCall(link.state!, trials.get(link.provider.name) ?? 0)) {
+        tryFrom(links, index + 1, [...skipped, link.provider.name], forced);
+        return;
+      }
+      if (trial) trials.set(link.provider.name, (trials.get(link.provider.name) ?? 0) + 1);
+      let trialOver = !trial;
+      const endTrial = (): void => {
+        if (trialOver) return;
+        trialOver = true;
+        const left = (trials.get(link.provider.name) ?? 1) - 1;
+        if (left > 0) trials.set(link.provider.name, left);
+        else trials.delete(link.provider.name);
+      };
+      // Parts before the answer starts (a finish with nothing before it) are held: an empty answer falls over.
+      const held: ModelPart[] = [];
       let answered = false;
-      attempt = modelCall$(link.provider.model, request, { timeoutMs: callTimeoutMs, scheduler: context.scheduler }).subscribe({
-        next: (part) => {
-          answered = true;
-          subscriber.next({ type: 'part', part });
-        },
-        error: (error: unknown) => {
-          record(link, { type: 'failure', error: describeError(error) });
-          if (answered) {
-            subscriber.error(error);
-            return;
-          }
-          failures.push({ provider: link.provider.name, error });
-          tryFrom(links, index + 1, skipped);
-        },
-        complete: () => {
-          record(link, { type: 'success' });
-          subscriber.complete();
-        },
-      });
+      const current = new Subscription(endTrial);
+      attempt = current;
+      current.add(
+        modelCall$(link.provider.model, request, { timeoutMs: callTimeoutMs, scheduler: context.scheduler }).subscribe({
+          next: (part) => {
+            if (!answered && !startsAnswer(part)) {
+              held.push(part);
+              return;
+            }
+            answered = true;
+            for (const early of held.splice(0)) subscriber.next({ type: 'part', part: early });
+            subscriber.next({ type: 'part', part });
+          },
+          error: (error: unknown) => {
+            endTrial();
+            const failed = recordFailure(link, error);
+            if (answered) {
+              subscriber.error(failed);
+              return;
+            }
+            failures.push({ provider: link.provider.name, error: failed });
+            tryFrom(links, index + 1, skipped, forced);
+          },
+          complete: () => {
+            endTrial();
+            if (!answered) {
+              const finish = held.find((part) => part.type === 'finish');
+              failures.push({ provider: link.provider.name, error: recordFailure(link, new EmptyAnswerError(finish?.finishReason)) });
+              tryFrom(links, index + 1, skipped, forced);
+              return;
+            }
+            record(link, { type: 'success' });
+            subscriber.complete();
+          },
+        }),
+      );
     };
 
     Promise.all(
@@ -215,14 +263,15 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
     )
       .then((links) => {
         if (stopped) return;
-        const open = (link: Link): boolean => link.state !== undefined && !circuitBreakerAllowsCall(link.state);
-        const closed = links.filter((link) => !open(link));
-        if (closed.length === 0) tryFrom(links, 0, []);
+        const lets = (link: Link): boolean => link.state === undefined || circuitBreakerAllowsCall(link.state, trials.get(link.provider.name) ?? 0);
+        const open = links.filter((link) => !lets(link));
+        if (open.length === links.length) tryFrom(links, 0, [], true);
         else
           tryFrom(
-            closed,
+            links.filter(lets),
             0,
-            links.filter(open).map((link) => link.provider.name),
+            open.map((link) => link.provider.name),
+            false,
           );
       })
       .catch((error: unknown) => subscriber.error(error));
@@ -233,3 +282,14 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
     };
   });
 }
+
+/** Whether a part starts an answer: text, or a tool call. A finish alone is no answer. */
+const startsAnswer = (part: ModelPart): boolean => (part.type === 'text-delta' && part.text.length > 0) || part.type === 'tool-call';
+
+/** The HALF_OPEN trial calls under way through each chain, by provider name: a process's own, not the log's. */
+const trialsByChain = new WeakMap<ProviderChain, Map<string, number>>();
+const trialsOf = (chain: ProviderChain): Map<string, number> => {
+  let trials = trialsByChain.get(chain);
+  if (trials === undefined) trialsByChain.set(chain, (trials = new Map()));
+  return trials;
+};

@@ -12,10 +12,24 @@ const countFailure = (s: S, e: Extract<E, { type: 'failure' }>): Partial<S> => (
   lastError: e.error ?? s.lastError,
 });
 const resetCounts = (): Partial<S> => ({ failureCount: 0, successCount: 0 });
+/** Entering OPEN: for the failure's `retryAfterMs` if it has one, else for `openTimeoutMs`. */
+const openFor = (e: Extract<E, { type: 'failure' }>): Partial<S> => ({ openForMs: e.retryAfterMs });
+/** Whether a failure says when to call again (a 429 or 503 with `Retry-After`). */
+const saysRetryAfter = (_: S, e: Extract<E, { type: 'failure' }>): boolean => e.retryAfterMs !== undefined;
 
 /** Seed 002 section 1, edge for edge, with the counting rules DESIGN.md fixes. */
 const table: readonly Row<S, E>[] = [
   { from: 'CLOSED', on: 'success', assign: () => ({ failureCount: 0 }) },
+  {
+    from: 'CLOSED',
+    on: 'failure',
+    to: 'OPEN',
+    when: saysRetryAfter,
+    label: 'retryAfterMs',
+    assign: (s, e) => ({ ...countFailure(s, e), ...openFor(e) }),
+    source: 'extension',
+    note: 'the provider said when to call again (HTTP 429/503 Retry-After): calls before then are refused anyway, so it opens at once, for that long',
+  },
   // The guards count the failure being applied: the breaker opens on the failureThreshold-th.
   {
     from: 'CLOSED',
@@ -30,9 +44,9 @@ const table: readonly Row<S, E>[] = [
     to: 'OPEN',
     when: (s) => s.failureCount + 1 >= s.failureThreshold,
     label: 'failureCount >= threshold',
-    assign: countFailure,
+    assign: (s, e) => ({ ...countFailure(s, e), ...openFor(e) }),
   },
-  { from: 'OPEN', on: 'open_timeout_elapsed', to: 'HALF_OPEN', assign: () => ({ successCount: 0 }) },
+  { from: 'OPEN', on: 'open_timeout_elapsed', to: 'HALF_OPEN', assign: () => ({ successCount: 0, openForMs: undefined }) },
   {
     from: 'HALF_OPEN',
     on: 'success',
@@ -50,7 +64,7 @@ const table: readonly Row<S, E>[] = [
     label: 'successCount >= successThreshold',
     assign: resetCounts,
   },
-  { from: 'HALF_OPEN', on: 'failure', to: 'OPEN', assign: countFailure },
+  { from: 'HALF_OPEN', on: 'failure', to: 'OPEN', assign: (s, e) => ({ ...countFailure(s, e), ...openFor(e) }) },
   // "OPEN --> OPEN: manualKeepOpen/metrics": the operator's keep-open, and the outcome of a call
   // forced through while every provider is OPEN, recorded without closing the breaker.
   { from: 'OPEN', on: 'manual_keep_open' },
@@ -66,7 +80,7 @@ const table: readonly Row<S, E>[] = [
     from: ['OPEN', 'HALF_OPEN'],
     on: 'manual_reset',
     to: 'CLOSED',
-    assign: resetCounts,
+    assign: () => ({ ...resetCounts(), openForMs: undefined }),
     source: 'extension',
     note: "an operator's reset must be able to close an open breaker, not only clear a closed one's count",
   },
@@ -99,14 +113,18 @@ export const circuitBreaker = defineMachine<S, E, CircuitBreakerInput>({
 });
 
 /**
- * Whether the breaker lets a call through: true unless it is OPEN (HALF_OPEN lets the trial
- * calls through). The fallback chain still forces a call when every provider's breaker is OPEN.
+ * Whether the breaker lets a call through: CLOSED always, OPEN never, HALF_OPEN while fewer than
+ * `halfOpenMaxCalls` (default 1) trial calls are under way. The fallback chain still forces a call
+ * when no provider's breaker lets one through.
  *
  * @example
  * ```ts
  * import { circuitBreaker, circuitBreakerAllowsCall } from 'runestream';
  * const s = circuitBreaker.initial({ failureThreshold: 3, successThreshold: 1, openTimeoutMs: 1000 });
  * console.log(circuitBreakerAllowsCall(s)); // Logs: true
+ * const halfOpen = { ...s, value: 'HALF_OPEN' as const };
+ * console.log(circuitBreakerAllowsCall(halfOpen, 0), circuitBreakerAllowsCall(halfOpen, 1)); // Logs: true false
  * ```
  */
-export const circuitBreakerAllowsCall = (state: CircuitBreakerState): boolean => state.value !== 'OPEN';
+export const circuitBreakerAllowsCall = (state: CircuitBreakerState, trialsUnderWay = 0): boolean =>
+  state.value === 'CLOSED' || (state.value === 'HALF_OPEN' && trialsUnderWay < (state.halfOpenMaxCalls ?? 1));

@@ -12,6 +12,8 @@ export const CircuitBreakerInput = z.object({
   successThreshold: z.number().int().positive(),
   /** How long the breaker stays OPEN before the timer effect sends `open_timeout_elapsed`. */
   openTimeoutMs: z.number().int().nonnegative(),
+  /** How many trial calls HALF_OPEN lets through at once (seed 002: "allows limited calls"); the rest skip the provider. Default 1. */
+  halfOpenMaxCalls: z.number().int().positive().optional(),
 });
 export type CircuitBreakerInput = z.infer<typeof CircuitBreakerInput>;
 
@@ -25,13 +27,23 @@ export const CircuitBreakerState = z.object({
   successCount: z.number().int().nonnegative(),
   /** The error of the most recent failure that reported one. */
   lastError: z.string().optional(),
+  /** How long the current OPEN period lasts when the failure that opened it carried `retryAfterMs`; else `openTimeoutMs` applies. */
+  openForMs: z.number().int().nonnegative().optional(),
 });
 export type CircuitBreakerState = z.infer<typeof CircuitBreakerState>;
 
 /** The outcome of one call through the breaker, the timer, and the operator's two commands. */
 export const CircuitBreakerEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('success') }),
-  z.object({ type: z.literal('failure'), error: z.string().optional() }),
+  z.object({
+    type: z.literal('failure'),
+    error: z.string().optional(),
+    /**
+     * The provider asked not to be called for this long (an HTTP 429 or 503 with `Retry-After`):
+     * the breaker opens at once, for this long instead of its `openTimeoutMs`.
+     */
+    retryAfterMs: z.number().int().nonnegative().optional(),
+  }),
   z.object({ type: z.literal('open_timeout_elapsed') }),
   z.object({ type: z.literal('manual_reset') }),
   z.object({ type: z.literal('manual_keep_open') }),

@@ -139,11 +139,16 @@ describe('modelCall$ with an OpenAI-compatible server (chat completions over SSE
     };
     const run = await runChain(engine, chain, clock);
     expect(run.parts[0]).toEqual({ type: 'text-delta', text: 'Spare' });
-    expect(await breaker(engine, 'local')).toMatchObject({ failureCount: 1, lastError: 'HTTP 500: the model server crashed' });
+    expect(await breaker(engine, 'local')).toMatchObject({
+      failureCount: 1,
+      lastError: 'HTTP 500: the model server crashed (server said: {"error":{"message":"the model server crashed","type":"server_error"}})',
+    });
 
     const alone = await runChain(engine, { providers: [chain.providers[0]!] }, clock);
     expect(alone.error).toBeInstanceOf(AllProvidersFailedError);
-    expect((alone.error as Error).message).toBe('all providers failed: "local": HTTP 500: the model server crashed');
+    expect((alone.error as Error).message).toBe(
+      'all providers failed: "local": HTTP 500: the model server crashed (server said: {"error":{"message":"the model server crashed","type":"server_error"}})',
+    );
     await engine.close();
   });
 });

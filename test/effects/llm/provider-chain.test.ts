@@ -148,7 +148,7 @@ describe('chainCall$', () => {
       expect(error).toBeInstanceOf(AllProvidersFailedError);
       expect(error.message).toMatchInlineSnapshot(`"all providers failed: "primary": HTTP 500: Internal Server Error; "backup": fetch failed: ECONNREFUSED"`);
       expect(error.failures.map((f) => f.provider)).toEqual(['primary', 'backup']);
-      expect(error.failures[0]?.error).toBe(refused);
+      expect(error.failures[0]?.error).toMatchObject({ name: 'ProviderFailedError', provider: 'primary', statusCode: 500, cause: refused });
       expect(run.parts).toEqual([]);
       expect(run.commands).toEqual(['spawn provider/primary', 'provider/primary failure', 'spawn provider/backup', 'provider/backup failure']);
       expect((await breaker(engine, 'primary'))?.lastError).toBe('HTTP 500: Internal Server Error');
@@ -182,7 +182,7 @@ describe('chainCall$', () => {
       };
       const run = await runChain(engine, chain, clock);
       expect(text(run.parts)).toBe('It is sunny');
-      expect(run.error).toBe(dropped);
+      expect(run.error).toMatchObject({ name: 'ProviderFailedError', provider: 'a', message: 'provider "a" failed: connection reset', cause: dropped });
       expect(run.commands).toEqual(['spawn provider/a', 'provider/a failure']);
       expect(b.doStreamCalls).toHaveLength(0);
       expect(await breaker(engine, 'a')).toMatchObject({ failureCount: 1, lastError: 'connection reset' });

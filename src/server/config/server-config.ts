@@ -1,0 +1,231 @@
+import { z } from 'zod';
+import { Budget, PriceTable } from '../../reducers/budget.js';
+import { CircuitBreakerInput } from '../../reducers/circuit-breaker/schema.js';
+import { BUILTIN_TOOL_NAMES } from '../../effects/tools/builtin-tools.js';
+
+/** The largest configuration file {@link parseServerConfig} reads: 1 MiB. */
+export const MAX_CONFIG_BYTES = 1 << 20;
+
+/**
+ * A name in the file (a model, a chain, a role, an MCP server): it becomes part of a stream id
+ * (`provider/<model>`) and of tool names (`<server>__<tool>`), so letters, digits, `_`, `-`, `.`.
+ */
+const Name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'must be 1 to 64 letters, digits, "_", "-" or "." (starting with a letter or digit)');
+/** The name of an environment variable. */
+const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name such as OPENAI_API_KEY');
+const Text = (max: number) => z.string().max(max);
+
+/** An OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, ...). */
+const OpenAICompatibleModel = z.strictObject({
+  type: z.literal('openai-compatible'),
+  /** The API's base URL, e.g. `http://localhost:11434/v1`. */
+  baseURL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL such as http://localhost:11434/v1' }),
+  /** The model's name at that server, e.g. `llama3.2`. */
+  model: z.string().min(1).max(256),
+  /** The environment variable holding the API key; the file never holds the key itself. Default: no key. */
+  apiKeyEnv: EnvName.optional(),
+});
+
+/** One scripted answer: text, tool calls, or an error (the offline `scriptedModel`). */
+const ScriptedAnswer = z.strictObject({
+  text: Text(100_000).optional(),
+  toolCalls: z
+    .array(z.strictObject({ toolName: z.string().min(1).max(128), input: z.record(z.string(), z.unknown()).default({}) }))
+    .max(32)
+    .optional(),
+  error: Text(10_000).optional(),
+});
+
+/**
+ * A model: an OpenAI-compatible server, `demo` (the offline demo model, which calls the built-in
+ * tools), or `scripted` (answers in order, then over again: offline tests and demos).
+ */
+export const ModelConfig = z.discriminatedUnion('type', [
+  OpenAICompatibleModel,
+  z.strictObject({ type: z.literal('demo') }),
+  z.strictObject({ type: z.literal('scripted'), answers: z.array(ScriptedAnswer).min(1).max(1000) }),
+]);
+export type ModelConfig = z.infer<typeof ModelConfig>;
+
+/** A provider fallback chain (seed 002): models tried in order, each behind its own circuit breaker. */
+export const ChainConfig = z.strictObject({
+  /** Model names, in order of preference. */
+  models: z.array(Name).min(1).max(16),
+  /**
+   * The breakers' settings, each defaulted: `failureThreshold` 3, `successThreshold` 1,
+   * `openTimeoutMs` 30,000, `halfOpenMaxCalls` 1 (trial calls HALF_OPEN lets through at once).
+   */
+  breaker: CircuitBreakerInput.partial().strict().optional(),
+  /** Each provider's call fails if it produces nothing for this long. Default 120,000 ms. */
+  callTimeoutMs: z.number().int().positive().optional(),
+});
+export type ChainConfig = z.infer<typeof ChainConfig>;
+
+/** An MCP server the agent's tools come from, started over stdio. */
+export const McpServerConfig = z.strictObject({
+  command: z.string().min(1).max(4096),
+  args: z.array(Text(4096)).max(256).default([]),
+  /** Extra environment variables of the server (it gets only a safe few of this process's besides). */
+  env: z.record(EnvName, Text(32_768)).default({}),
+  cwd: z.string().min(1).max(4096).optional(),
+  /** Refused: the MCP SDK's HTTP transports are not wired in; run the server as a stdio command. */
+  url: z.never({ error: 'an MCP server over a URL (HTTP or SSE) is not supported: give its stdio "command" (with "args" and "env") instead' }).optional(),
+});
+export type McpServerConfig = z.infer<typeof McpServerConfig>;
+
+/** How the agents of one role run: what a conversation instantiates when it spawns that role. */
+export const AgentConfig = z.strictObject({
+  /** Shown to a model that may delegate to this role. */
+  description: Text(2000).optional(),
+  /** A chain's name, or a model's (a chain of that one model). */
+  model: Name,
+  /** Built-in tool names (`clock`, `add`, `save_note`) and names of this agent's `mcpServers` (all of that server's tools). */
+  tools: z.array(Name).max(128).default([]),
+  /** MCP servers by name; a server's tools are named `<name>__<tool>`. Only the servers `tools` names are started. */
+  mcpServers: z.record(Name, McpServerConfig).default({}),
+  system: Text(100_000).optional(),
+  /** Limits on each agent of this role. */
+  budget: Budget.optional(),
+});
+export type AgentConfig = z.infer<typeof AgentConfig>;
+
+/**
+ * `runestream serve`'s configuration file (JSON): the models and their fallback chains, the
+ * agents by role, prices, and the limits of a conversation. One schema, and the single source of
+ * its type. Unknown keys are refused, so a misspelt key is an error, not a silent default. (The
+ * agent CLIs of issue 13 will get a key of their own here; until then such a key is refused.)
+ *
+ * ## Example
+ * ```ts
+ * import { parseServerConfig } from 'runestream/server';
+ * const config = parseServerConfig(
+ *   JSON.stringify({
+ *     models: { local: { type: 'openai-compatible', baseURL: 'http://localhost:11434/v1', model: 'llama3.2' }, offline: { type: 'demo' } },
+ *     chains: { main: { models: ['local', 'offline'], breaker: { failureThreshold: 2 } } },
+ *     agents: { assistant: { model: 'main', tools: ['clock'] } },
+ *     defaultRole: 'assistant',
+ *   }),
+ *   'runestream.json',
+ * );
+ * console.log(config.chains.main?.models, config.agents.assistant?.tools);
+ * // Logs: [ 'local', 'offline' ] [ 'clock' ]
+ * ```
+ */
+export const ServerConfig = z
+  .strictObject({
+    /** Models by name: each is a provider, with its own breaker stream `provider/<name>`. */
+    models: z.record(Name, ModelConfig).refine((models) => Object.keys(models).length > 0, 'needs at least one model'),
+    /** Provider fallback chains by name (names must differ from the models'). */
+    chains: z.record(Name, ChainConfig).default({}),
+    /** Agents by role. */
+    agents: z.record(Name, AgentConfig).refine((agents) => Object.keys(agents).length > 0, 'needs at least one agent'),
+    /** The role of an agent spawned without one (and of `runestream serve`'s agent streams). */
+    defaultRole: Name,
+    /** Prices per million tokens, by model name: what a usage's `cost` is computed from. */
+    prices: PriceTable.default({}),
+    /** Limits on each conversation, over all its agents. */
+    conversationBudget: Budget.optional(),
+    /** Limits on sub-agents: how deep delegation nests (the root agent is depth 0) and how many agents a conversation has. */
+    delegation: z.strictObject({ maxDepth: z.number().int().positive().max(64).optional(), maxAgents: z.number().int().positive().max(10_000).optional() }).optional(),
+  })
+  .superRefine((config, context) => {
+    const issue = (path: PropertyKey[], message: string): void => context.addIssue({ code: 'custom', path, message });
+    const models = new Set(Object.keys(config.models));
+    const chains = new Set(Object.keys(config.chains));
+    for (const name of chains) if (models.has(name)) issue(['chains', name], `"${name}" names a model too: a chain's name must differ from every model's`);
+    for (const [name, chain] of Object.entries(config.chains)) {
+      chain.models.forEach((model, index) => {
+        if (!models.has(model)) issue(['chains', name, 'models', index], `unknown model "${model}"; the models are ${list(models)}`);
+        else if (chain.models.indexOf(model) !== index) issue(['chains', name, 'models', index], `model "${model}" appears twice in the chain`);
+      });
+    }
+    const builtin = new Set<string>(BUILTIN_TOOL_NAMES);
+    for (const [role, agent] of Object.entries(config.agents)) {
+      if (!models.has(agent.model) && !chains.has(agent.model)) {
+        issue(['agents', role, 'model'], `unknown chain or model "${agent.model}"; the chains are ${list(chains)}, the models ${list(models)}`);
+      }
+      agent.tools.forEach((tool, index) => {
+        if (!builtin.has(tool) && !(tool in agent.mcpServers)) {
+          issue(
+            ['agents', role, 'tools', index],
+            `unknown tool "${tool}": not a built-in tool (${list(builtin)}) nor one of this agent's mcpServers (${list(Object.keys(agent.mcpServers))})`,
+          );
+        } else if (agent.tools.indexOf(tool) !== index) issue(['agents', role, 'tools', index], `tool "${tool}" appears twice`);
+      });
+    }
+    if (!(config.defaultRole in config.agents)) issue(['defaultRole'], `unknown role "${config.defaultRole}"; the roles are ${list(Object.keys(config.agents))}`);
+    for (const model of Object.keys(config.prices)) {
+      if (!models.has(model)) issue(['prices', model], `unknown model "${model}"; the models are ${list(models)}`);
+    }
+  });
+export type ServerConfig = z.infer<typeof ServerConfig>;
+
+const list = (names: Iterable<string>): string => {
+  const all = [...names].map((name) => `"${name}"`);
+  return all.length === 0 ? '(none)' : all.join(', ');
+};
+
+/** One thing wrong with a configuration: where (a field path such as `agents.coder.tools[1]`) and what. */
+export interface ServerConfigIssue {
+  readonly path: string;
+  readonly message: string;
+}
+
+/**
+ * A configuration file that cannot be used: code `config_invalid`. The message names the file and,
+ * for each issue, the field path: `runestream.json: agents.coder.model: unknown chain or model "gpt"; ...`.
+ */
+export class ServerConfigError extends Error {
+  override readonly name = 'ServerConfigError';
+  readonly code = 'config_invalid';
+  constructor(
+    /** Where the configuration came from: a file's path, or a description such as `RUNESTREAM_MODELS`. */
+    readonly source: string,
+    readonly issues: readonly ServerConfigIssue[],
+  ) {
+    super(issues.map((issue) => `${source}: ${issue.path === '' ? '' : `${issue.path}: `}${issue.message}`).join('\n'));
+  }
+}
+
+/** A zod path as the file shows it: `agents.coder.tools[1]`. */
+const pathText = (path: readonly PropertyKey[]): string =>
+  path.map((key, index) => (typeof key === 'number' ? `[${key}]` : index === 0 ? String(key) : `.${String(key)}`)).join('');
+
+/** An issue's message; a bad record key says what a name must be, not only that it is invalid. */
+const messageOf = (issue: z.core.$ZodIssue): string => (issue.code === 'invalid_key' ? (issue.issues[0]?.message ?? issue.message) : issue.message);
+
+/**
+ * Parses and checks a server configuration: JSON text, at most {@link MAX_CONFIG_BYTES}, against
+ * {@link ServerConfig}, with its cross-references (a chain naming an unknown model, an agent an
+ * unknown chain or tool, the default role an unknown agent). Throws a {@link ServerConfigError}
+ * (code `config_invalid`) naming `source` and each field path.
+ *
+ * ## Example
+ * ```ts
+ * import { parseServerConfig, ServerConfigError } from 'runestream/server';
+ * const text = JSON.stringify({ models: { offline: { type: 'demo' } }, agents: { assistant: { model: 'gpt', tools: ['clock'] } }, defaultRole: 'assistant' });
+ * try {
+ *   parseServerConfig(text, 'runestream.json');
+ * } catch (error) {
+ *   if (error instanceof ServerConfigError) console.log(error.code, '-', error.message);
+ * }
+ * // Logs: config_invalid - runestream.json: agents.assistant.model: unknown chain or model "gpt"; the chains are (none), the models "offline"
+ * ```
+ */
+export function parseServerConfig(text: string, source: string): ServerConfig {
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > MAX_CONFIG_BYTES) throw new ServerConfigError(source, [{ path: '', message: `the file is ${bytes} bytes; at most ${MAX_CONFIG_BYTES} are read` }]);
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new ServerConfigError(source, [{ path: '', message: `not JSON: ${(error as Error).message}` }]);
+  }
+  const parsed = ServerConfig.safeParse(json);
+  if (!parsed.success)
+    throw new ServerConfigError(
+      source,
+      parsed.error.issues.map((issue) => ({ path: pathText(issue.path), message: messageOf(issue) })),
+    );
+  return parsed.data;
+}

@@ -1,0 +1,148 @@
+import { writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join } from 'node:path';
+import { filter, firstValueFrom } from 'rxjs';
+import { WebSocket } from 'ws';
+import { afterEach, describe, expect, it } from 'vitest';
+import { parseCommand, UsageError } from '../../src/cli/args.js';
+import type { CircuitBreakerState, TurnEngineState } from '../../src/index.js';
+import { createClient } from '../../src/server/client/index.js';
+import { ServerConfigError } from '../../src/server/index.js';
+import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
+import { fetchJson } from '../support/sse-client.js';
+
+afterEach(cleanUpProcesses);
+
+/** Writes a configuration file beside a fresh log; returns both paths. */
+function configFile(config: unknown): { db: string; file: string } {
+  const db = tempDb();
+  const file = join(dirname(db), 'runestream.json');
+  writeFileSync(file, typeof config === 'string' ? config : JSON.stringify(config, null, 2));
+  return { db, file };
+}
+
+describe('runestream serve --config (a real process)', () => {
+  it('serves the default role on its chain, says which chain serves, answers /healthz, and falls over from a 429 to the next model', async () => {
+    // A chat-completions server on 127.0.0.1 that is rate limited.
+    let requests = 0;
+    const limited = createHttpServer((req, res) => {
+      requests += 1;
+      req.resume().on('end', () => {
+        res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '600' });
+        res.end(JSON.stringify({ error: { message: 'Rate limit reached' } }));
+      });
+    });
+    await new Promise<void>((resolve) => limited.listen(0, '127.0.0.1', resolve));
+    const baseURL = `http://127.0.0.1:${(limited.address() as AddressInfo).port}/v1`;
+    try {
+      const { db, file } = configFile({
+        models: { local: { type: 'openai-compatible', baseURL, model: 'tiny', apiKeyEnv: 'LOCAL_KEY' }, offline: { type: 'demo' } },
+        chains: { main: { models: ['local', 'offline'] } },
+        agents: { helper: { model: 'main', tools: ['clock', 'add'], system: 'Be brief.' } },
+        defaultRole: 'helper',
+      });
+      const cli = runestream(['serve', '--port', '0', '--db', db, '--config', file], { LOCAL_KEY: 'k1' });
+      const [, url, , httpUrl] = await cli.line(LISTENING);
+      await cli.line(
+        new RegExp(
+          `^runestream: helper agent on chain "main": local \\(tiny at ${baseURL.replace(/[.]/g, '\\.')}\\), then offline \\(the offline scripted demo model\\): spawn`,
+          'm',
+        ),
+      );
+      expect(await fetchJson(`${httpUrl}/healthz`)).toMatchObject({ status: 200, body: { ok: true } });
+
+      const client = createClient({ url: url!, WebSocket });
+      await client.spawn('conv/c/agent/a/turn', 'turn-engine');
+      const answered = firstValueFrom(client.state$<TurnEngineState>('conv/c/agent/a/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+      await client.dispatch('conv/c/agent/a/turn', { type: 'start_turn', input: 'hi' });
+      expect((await answered).output).toMatch(/^You said "hi"/);
+      expect(requests).toBe(1);
+      // The Retry-After opened local's breaker at once, for 600 s.
+      const local = await firstValueFrom(client.state$<CircuitBreakerState>('provider/local').pipe(filter((s) => s !== undefined)));
+      expect(local).toMatchObject({ value: 'OPEN', openForMs: 600_000 });
+      await client.close();
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+    } finally {
+      limited.close();
+    }
+  });
+
+  it('exits 2 on a configuration that cannot be used, naming the file and the field; RUNESTREAM_CONFIG names the file too', async () => {
+    const { db, file } = configFile({ models: { offline: { type: 'demo' } }, agents: { helper: { model: 'main' } }, defaultRole: 'helper' });
+    const cli = runestream(['serve', '--port', '0', '--db', db], { RUNESTREAM_CONFIG: file });
+    expect(await cli.exited).toBe(2);
+    expect(cli.stderr).toBe(`runestream: ${file}: agents.helper.model: unknown chain or model "main"; the chains are (none), the models "offline"\n`);
+    expect(cli.stdout).not.toMatch(LISTENING);
+
+    const missing = runestream(['serve', '--port', '0', '--db', db, '--config', join(dirname(db), 'nope.json')]);
+    expect(await missing.exited).toBe(2);
+    expect(missing.stderr).toContain('nope.json: cannot be read: ENOENT');
+  });
+
+  it('exits 2 when a model’s API key variable is not set', async () => {
+    const { db, file } = configFile({
+      models: { cloud: { type: 'openai-compatible', baseURL: 'http://127.0.0.1:9/v1', model: 'm', apiKeyEnv: 'CLOUD_KEY' } },
+      agents: { helper: { model: 'cloud' } },
+      defaultRole: 'helper',
+    });
+    const cli = runestream(['serve', '--port', '0', '--db', db, '--config', file]);
+    expect(await cli.exited).toBe(2);
+    expect(cli.stderr).toContain(`${file}: models.cloud.apiKeyEnv: the environment variable CLOUD_KEY is not set`);
+  });
+});
+
+describe('parseCommand: the models of serve', () => {
+  const parse = (args: string[], env: NodeJS.ProcessEnv = {}) => parseCommand(['serve', ...args], env);
+
+  it('without flags serves the offline demo model as role "demo", with the built-in tools', () => {
+    const { config, configSource } = parse([]) as Extract<ReturnType<typeof parse>, { command: 'serve' }>;
+    expect(configSource).toBe('the offline demo');
+    expect(config.models).toEqual({ demo: { type: 'demo' } });
+    expect(config.agents.demo).toMatchObject({ model: 'demo', tools: ['clock', 'add', 'save_note'] });
+  });
+
+  it('--model (repeatable) and RUNESTREAM_MODELS make a chain, in order; OPENAI_BASE_URL is the base of a bare model id', () => {
+    const env = { OPENAI_BASE_URL: 'http://127.0.0.1:8000/v1', OPENAI_API_KEY: 'k' };
+    const fromFlags = parse(['--model', 'llama3.2:8b@http://127.0.0.1:11434/v1', '--model', 'qwen', '--model', 'demo'], env);
+    expect(fromFlags).toMatchObject({
+      configSource: '--model',
+      config: {
+        models: {
+          'llama3.2_8b': { type: 'openai-compatible', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3.2:8b', apiKeyEnv: 'OPENAI_API_KEY' },
+          qwen: { type: 'openai-compatible', baseURL: 'http://127.0.0.1:8000/v1', model: 'qwen', apiKeyEnv: 'OPENAI_API_KEY' },
+          demo: { type: 'demo' },
+        },
+        chains: { models: { models: ['llama3.2_8b', 'qwen', 'demo'] } },
+        agents: { demo: { model: 'models' } },
+      },
+    });
+    expect(parse([], { RUNESTREAM_MODELS: 'a@http://127.0.0.1:1/v1, demo' })).toMatchObject({
+      configSource: 'RUNESTREAM_MODELS',
+      config: { chains: { models: { models: ['a', 'demo'] } } },
+    });
+    // Today's pair still works.
+    expect(parse([], { OPENAI_BASE_URL: 'http://127.0.0.1:8000/v1', RUNESTREAM_MODEL: 'tiny' })).toMatchObject({
+      configSource: 'RUNESTREAM_MODEL',
+      config: { models: { tiny: { type: 'openai-compatible', model: 'tiny' } }, agents: { demo: { model: 'tiny' } } },
+    });
+  });
+
+  it('refuses a bare model id with no base URL, --model beside a configuration file, and a bad URL', () => {
+    expect(() => parse(['--model', 'qwen'])).toThrow(
+      new ServerConfigError('--model', [
+        { path: '', message: '"qwen" has no base URL: write <model>@<baseURL> (e.g. llama3.2@http://localhost:11434/v1) or set OPENAI_BASE_URL' },
+      ]),
+    );
+    expect(() => parse(['--model', 'demo', '--config', 'x.json'])).toThrow(new UsageError('--model and a configuration file are both given: name the models in the file'));
+    expect(() => parse(['--model', 'm@http://'])).toThrow(ServerConfigError);
+  });
+
+  it('--help documents the configuration flags and variables', async () => {
+    const cli = runestream(['--help']);
+    expect(await cli.exited).toBe(0);
+    for (const text of ['--config <file>', '--model <spec>', 'RUNESTREAM_CONFIG', 'RUNESTREAM_MODELS', 'OPENAI_BASE_URL', 'apiKeyEnv', 'Retry-After'])
+      expect(cli.stdout).toContain(text);
+  });
+});

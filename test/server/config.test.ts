@@ -1,0 +1,168 @@
+import { fileURLToPath } from 'node:url';
+import { asyncScheduler, lastValueFrom, toArray } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import { MAX_CONFIG_BYTES, ServerConfigError, configuredAgents, parseServerConfig } from '../../src/server/index.js';
+import { createEngine } from '../../src/index.js';
+import { chainCall$, type ModelPart } from '../../src/agents.js';
+
+const mcpServer = fileURLToPath(new URL('../fixtures/mcp/server.ts', import.meta.url));
+
+/** A configuration using every section. */
+const good = {
+  models: {
+    local: { type: 'openai-compatible', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3.2', apiKeyEnv: 'LOCAL_KEY' },
+    offline: { type: 'demo' },
+    canned: { type: 'scripted', answers: [{ text: 'Canned answer.' }] },
+  },
+  chains: { main: { models: ['local', 'offline'], breaker: { failureThreshold: 2, openTimeoutMs: 10_000, halfOpenMaxCalls: 2 }, callTimeoutMs: 30_000 } },
+  agents: {
+    assistant: { description: 'Answers questions.', model: 'main', tools: ['clock', 'add'], system: 'Be brief.', budget: { outputTokens: 10_000, modelCalls: 20 } },
+    researcher: {
+      model: 'canned',
+      tools: ['files'],
+      mcpServers: { files: { command: process.execPath, args: ['--import', 'tsx', mcpServer], env: { MCP_FIXTURE_LOG: '' } } },
+    },
+  },
+  defaultRole: 'assistant',
+  prices: { local: { inputPerMillion: 0, outputPerMillion: 0 } },
+  conversationBudget: { cost: 5, wallClockMs: 600_000 },
+  delegation: { maxDepth: 2, maxAgents: 8 },
+};
+
+/** The issues of a configuration that fails, as `path: message` lines without the source. */
+function issuesOf(config: unknown): string[] {
+  try {
+    parseServerConfig(typeof config === 'string' ? config : JSON.stringify(config), 'runestream.json');
+  } catch (error) {
+    expect(error).toBeInstanceOf(ServerConfigError);
+    expect((error as ServerConfigError).code).toBe('config_invalid');
+    return (error as ServerConfigError).issues.map((issue) => `${issue.path}: ${issue.message}`);
+  }
+  throw new Error('the configuration was accepted');
+}
+
+const withAgent = (agent: Record<string, unknown>) => ({ ...good, agents: { ...good.agents, assistant: { ...good.agents.assistant, ...agent } } });
+
+describe('parseServerConfig', () => {
+  it('accepts a file using every section, with its defaults', () => {
+    const config = parseServerConfig(JSON.stringify(good), 'runestream.json');
+    expect(config.chains.main).toEqual(good.chains.main);
+    expect(config.agents.researcher).toMatchObject({ tools: ['files'], mcpServers: { files: { command: process.execPath } } });
+    expect(config.agents.assistant?.mcpServers).toEqual({});
+    expect(parseServerConfig(JSON.stringify({ models: { m: { type: 'demo' } }, agents: { a: { model: 'm' } }, defaultRole: 'a' }), 'x')).toEqual({
+      models: { m: { type: 'demo' } },
+      chains: {},
+      agents: { a: { model: 'm', tools: [], mcpServers: {} } },
+      defaultRole: 'a',
+      prices: {},
+    });
+  });
+
+  it('names the file and the field path of every issue, with code config_invalid', () => {
+    const error = (() => {
+      try {
+        return parseServerConfig(JSON.stringify({ ...good, defaultRole: 'boss' }), '/etc/runestream.json');
+      } catch (caught) {
+        return caught as ServerConfigError;
+      }
+    })() as ServerConfigError;
+    expect(error).toMatchObject({ name: 'ServerConfigError', code: 'config_invalid', source: '/etc/runestream.json' });
+    expect(error.message).toBe('/etc/runestream.json: defaultRole: unknown role "boss"; the roles are "assistant", "researcher"');
+  });
+
+  it('refuses broken cross-references: a chain naming an unknown model, an agent an unknown chain or tool, prices of an unknown model', () => {
+    expect(issuesOf({ ...good, chains: { main: { models: ['local', 'gpt5'] } } })).toEqual([
+      'chains.main.models[1]: unknown model "gpt5"; the models are "local", "offline", "canned"',
+    ]);
+    expect(issuesOf(withAgent({ model: 'fast' }))).toEqual([
+      'agents.assistant.model: unknown chain or model "fast"; the chains are "main", the models "local", "offline", "canned"',
+    ]);
+    expect(issuesOf(withAgent({ tools: ['clock', 'shell'] }))).toEqual([
+      'agents.assistant.tools[1]: unknown tool "shell": not a built-in tool ("clock", "add", "save_note") nor one of this agent\'s mcpServers ((none))',
+    ]);
+    expect(issuesOf({ ...good, prices: { gpt5: { inputPerMillion: 1, outputPerMillion: 2 } } })).toEqual([
+      'prices.gpt5: unknown model "gpt5"; the models are "local", "offline", "canned"',
+    ]);
+    expect(issuesOf({ ...good, chains: { ...good.chains, offline: { models: ['local'] } } })).toEqual([
+      'chains.offline: "offline" names a model too: a chain\'s name must differ from every model\'s',
+    ]);
+    expect(issuesOf({ ...good, chains: { main: { models: ['local', 'local'] } } })).toEqual(['chains.main.models[1]: model "local" appears twice in the chain']);
+  });
+
+  it('refuses bad shapes: a misspelt key, a bad URL, a bad breaker, a bad budget, a name that cannot be a stream id, missing sections', () => {
+    expect(issuesOf({ ...good, agent: {} })).toEqual([': Unrecognized key: "agent"']);
+    expect(issuesOf({ ...good, models: { ...good.models, local: { ...good.models.local, baseURL: 'localhost:11434' } } })).toEqual([
+      'models.local.baseURL: must be an http(s) URL such as http://localhost:11434/v1',
+    ]);
+    expect(issuesOf({ ...good, models: { ...good.models, local: { ...good.models.local, apiKey: 'sk-secret' } } })).toEqual(['models.local: Unrecognized key: "apiKey"']);
+    expect(issuesOf({ ...good, chains: { main: { models: ['local'], breaker: { halfOpenMaxCalls: 0 } } } })).toEqual([
+      'chains.main.breaker.halfOpenMaxCalls: Too small: expected number to be >0',
+    ]);
+    expect(issuesOf(withAgent({ budget: { tokens: 5 } }))).toEqual(['agents.assistant.budget: Unrecognized key: "tokens"']);
+    expect(issuesOf({ ...good, models: { 'my/model': { type: 'demo' } } })[0]).toBe(
+      'models.my/model: must be 1 to 64 letters, digits, "_", "-" or "." (starting with a letter or digit)',
+    );
+    expect(issuesOf({ ...good, models: { ...good.models, odd: { type: 'anthropic' } } })).toEqual([
+      "models.odd.type: Invalid discriminator value. Expected 'openai-compatible' | 'demo' | 'scripted'",
+    ]);
+    expect(issuesOf({ models: {}, agents: {}, defaultRole: 'a' })).toEqual([
+      'models: needs at least one model',
+      'agents: needs at least one agent',
+      'defaultRole: unknown role "a"; the roles are (none)',
+    ]);
+  });
+
+  it('refuses an MCP server over a URL with a clear error', () => {
+    expect(issuesOf(withAgent({ tools: ['web'], mcpServers: { web: { command: 'x', url: 'http://127.0.0.1:9000/mcp' } } }))).toEqual([
+      'agents.assistant.mcpServers.web.url: an MCP server over a URL (HTTP or SSE) is not supported: give its stdio "command" (with "args" and "env") instead',
+    ]);
+  });
+
+  it('refuses text that is not JSON, and a file over its size limit, before parsing it', () => {
+    expect(issuesOf('{"models": ')[0]).toMatch(/^: not JSON: /);
+    expect(issuesOf(' '.repeat(MAX_CONFIG_BYTES + 1))).toEqual([`: the file is ${MAX_CONFIG_BYTES + 1} bytes; at most ${MAX_CONFIG_BYTES} are read`]);
+  });
+});
+
+describe('configuredAgents', () => {
+  it('makes chains (one object per name, providers named after their models), a profile per role, and the default role’s agentEpics options', async () => {
+    const agents = await configuredAgents(parseServerConfig(JSON.stringify(good), 'runestream.json'), { LOCAL_KEY: 'k' }, { mcpStderr: 'ignore' });
+    try {
+      const main = agents.chains.main!;
+      expect(main.providers.map((provider) => provider.name)).toEqual(['local', 'offline']);
+      expect(main).toMatchObject({ breaker: { failureThreshold: 2, openTimeoutMs: 10_000, halfOpenMaxCalls: 2 }, callTimeoutMs: 30_000 });
+      expect(agents.chains.local!.providers[0]).toBe(main.providers[0]); // one provider, one breaker, whatever chain it is in
+      expect(agents.description).toBe('chain "main": local (llama3.2 at http://127.0.0.1:11434/v1), then offline (the offline scripted demo model)');
+      expect(agents.defaultRole).toBe('assistant');
+      expect(agents.defaults).toEqual({ model: main, tools: agents.profiles.assistant!.tools, system: 'Be brief.' });
+      expect(agents.profiles.assistant).toMatchObject({ model: main, description: 'Answers questions.', budget: { outputTokens: 10_000, modelCalls: 20 } });
+      expect(agents.profiles.assistant!.tools!.map((tool) => tool.name)).toEqual(['clock', 'add']);
+      // The MCP server's tools, named after the server.
+      expect(agents.profiles.researcher!.tools!.map((tool) => tool.name)).toEqual(expect.arrayContaining(['files__echo', 'files__add']));
+
+      // The scripted model answers, cycling.
+      const engine = createEngine();
+      const call = () =>
+        lastValueFrom(
+          chainCall$(agents.chains.canned!, { messages: [{ role: 'user', content: 'hi' }], tools: {} }, { snapshot: engine.snapshot, scheduler: asyncScheduler }).pipe(
+            toArray(),
+          ),
+        );
+      for (let i = 0; i < 2; i++) {
+        const parts = (await call()).flatMap((out) => (out.type === 'part' ? [out.part] : [])) as ModelPart[];
+        expect(parts.flatMap((part) => (part.type === 'text-delta' ? [part.text] : [])).join('')).toBe('Canned answer.');
+      }
+      await engine.close();
+    } finally {
+      await agents.close();
+    }
+  });
+
+  it('refuses a model whose API key variable is not set, naming the variable and the field (config_invalid)', async () => {
+    const config = parseServerConfig(JSON.stringify({ ...good, agents: { assistant: good.agents.assistant } }), 'runestream.json');
+    await expect(configuredAgents(config, {}, { source: 'runestream.json' })).rejects.toMatchObject({
+      code: 'config_invalid',
+      message: 'runestream.json: models.local.apiKeyEnv: the environment variable LOCAL_KEY is not set: set it to the API key',
+    });
+  });
+});

@@ -6,7 +6,7 @@ import { filter, firstValueFrom } from 'rxjs';
 import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseCommand, UsageError } from '../../src/cli/args.js';
-import type { CircuitBreakerState, TurnEngineState } from '../../src/index.js';
+import type { AgentLifecycleState, CircuitBreakerState, TurnEngineState } from '../../src/index.js';
 import { createClient } from '../../src/server/client/index.js';
 import { ServerConfigError } from '../../src/server/index.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
@@ -67,6 +67,36 @@ describe('runestream serve --config (a real process)', () => {
     } finally {
       limited.close();
     }
+  });
+
+  it('with a second role, the default agent delegates to it: the sub-agent runs in the same conversation and its answer comes back', async () => {
+    const { db, file } = configFile({
+      models: {
+        lead: {
+          type: 'scripted',
+          answers: [{ toolCalls: [{ toolName: 'delegate', input: { role: 'researcher', task: 'find the answer' } }] }, { text: 'The researcher says 42.' }],
+        },
+        digger: { type: 'scripted', answers: [{ text: '42' }] },
+      },
+      agents: { assistant: { model: 'lead' }, researcher: { description: 'Looks things up.', model: 'digger' } },
+      defaultRole: 'assistant',
+      delegation: { maxDepth: 1, maxAgents: 2 },
+    });
+    const cli = runestream(['serve', '--port', '0', '--db', db, '--config', file]);
+    const [, url] = await cli.line(LISTENING);
+    const client = createClient({ url: url!, WebSocket });
+    await client.spawn('conv/c/agent/a/turn', 'turn-engine');
+    const answered = firstValueFrom(client.state$<TurnEngineState>('conv/c/agent/a/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+    await client.dispatch('conv/c/agent/a/turn', { type: 'start_turn', input: 'what is the answer?' });
+    expect((await answered).output).toBe('The researcher says 42.');
+    // The sub-agent: its lifecycle names its role and its parent, and its turn answered the task.
+    const sub = await firstValueFrom(client.state$<AgentLifecycleState>('conv/c/agent/a.call_1_0').pipe(filter((s) => s.value === 'idle')));
+    expect(sub).toMatchObject({ role: 'researcher', parentId: 'a' });
+    const subTurn = await firstValueFrom(client.state$<TurnEngineState>('conv/c/agent/a.call_1_0/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+    expect(subTurn).toMatchObject({ input: 'find the answer', output: '42' });
+    await client.close();
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
   });
 
   it('exits 2 on a configuration that cannot be used, naming the file and the field; RUNESTREAM_CONFIG names the file too', async () => {

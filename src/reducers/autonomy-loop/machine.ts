@@ -98,7 +98,7 @@ const table: readonly Row<S, E, P>[] = [
  * s = autonomyLoop.transition(s, { type: 'decompose_goal', planId: 'p1', tasks: [] }); // planning
  * s = autonomyLoop.transition(s, { type: 'auto_start' });                              // executing
  * console.log(autonomyLoop.step(s, { type: 'task_completed', morePending: true, taskId: 't1' }));
- * // Logs: { accepted: true, state: { value: 'executing', ... tasksCompleted: 1, ... }, kind: 'plan.task_completed' }
+ * // Logs: { accepted: true, state: { value: 'executing', ... tasksCompleted: 1, ... }, kind: 'plan.task_completed', payload: { taskId: 't1', ... } }
  * ```
  */
 export const autonomyLoop = defineMachine<S, E, AutonomyLoopInput, P>({

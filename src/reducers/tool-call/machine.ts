@@ -87,7 +87,7 @@ const table: readonly Row<S, E, P>[] = [
  * import { toolCall, toolCallStatus } from 'runestream';
  * let s = toolCall.initial({ callId: 'c1', toolName: 'shell', arguments: { cmd: 'ls' } }); // pending_call
  * console.log(toolCall.step(s, { type: 'requires_approval' }));
- * // Logs: { accepted: true, state: { value: 'awaiting_approval', ... }, kind: 'tool.approval_requested' }
+ * // Logs: { accepted: true, state: { value: 'awaiting_approval', ... }, kind: 'tool.approval_requested', payload: { callId: 'c1', policyReason: undefined } }
  * s = toolCall.transition(s, { type: 'no_approval_needed' });       // executing
  * s = toolCall.transition(s, { type: 'success', output: 'a.txt' }); // completed_result
  * console.log(toolCallStatus(s));                                    // Logs: success

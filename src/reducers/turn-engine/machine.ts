@@ -106,7 +106,7 @@ const table: readonly Row<S, E, P>[] = [
  * s = turnEngine.transition(s, { type: 'start_turn', input: 'hi' }); // streaming, turn 1
  * s = turnEngine.transition(s, { type: 'assistant_delta', content: 'Hel' });
  * console.log(turnEngine.step(s, { type: 'steer', input: 'be brief' }));
- * // Logs: { accepted: true, state: { value: 'interrupted', ... output: 'Hel', ... steerInput: 'be brief', ... }, kind: 'turn.interrupted' }
+ * // Logs: { accepted: true, state: { value: 'interrupted', ... output: 'Hel', ... steerInput: 'be brief', ... }, kind: 'turn.interrupted', payload: { partialOutput: 'Hel', steerInput: 'be brief' } }
  * ```
  */
 export const turnEngine = defineMachine<S, E, TurnEngineInput | void, P>({

@@ -76,7 +76,7 @@ describe("runePayloadSchemas: the machine's payload schema per rune kind", () =>
     new Set([machine.spawnKind, ...edgesOf(machine).map((edge) => edge.kind)].filter((kind) => kind.includes('.')));
 
   it.each([turnEngine, toolCall, conversation, agentLifecycle, autonomyLoop].map((m) => [m.id, m as TableMachine<any, any, any, any>] as const))(
-    "%s: every seed kind it appends has a payload schema, and nothing else has one",
+    '%s: every seed kind it appends has a payload schema, and nothing else has one',
     (_id, machine) => {
       expect(new Set(Object.keys(runePayloadSchemas(machine)))).toEqual(seedKinds(machine));
     },

@@ -41,7 +41,14 @@ const scenarios: readonly Scenario[] = [
       { type: 'start_turn', input: 'list files' },
       { type: 'assistant_delta', content: 'Look' },
       { type: 'tool_calls_received', callIds: ['k1', 'k2'] },
-      { type: 'tools_finished', more: true, resultSummaries: [{ callId: 'k1', status: 'success' }, { callId: 'k2', status: 'error' }] },
+      {
+        type: 'tools_finished',
+        more: true,
+        resultSummaries: [
+          { callId: 'k1', status: 'success' },
+          { callId: 'k2', status: 'error' },
+        ],
+      },
       { type: 'assistant_delta', content: 'ing.' },
       { type: 'response_done', usage },
       { type: 'turn_finalized' },
@@ -106,7 +113,12 @@ const scenarios: readonly Scenario[] = [
     [
       [
         'k1',
-        [{ type: 'requires_approval', policyReason: 'writes files' }, { type: 'approved', approver: 'ana' }, { type: 'progress_update', chunk: 'a.txt\n' }, { type: 'success', output: ['a.txt'] }],
+        [
+          { type: 'requires_approval', policyReason: 'writes files' },
+          { type: 'approved', approver: 'ana' },
+          { type: 'progress_update', chunk: 'a.txt\n' },
+          { type: 'success', output: ['a.txt'] },
+        ],
         [
           ['tool.approval_requested', { callId: 'k1', policyReason: 'writes files' }],
           ['tool.approved', { callId: 'k1', approver: 'ana' }],
@@ -122,10 +134,38 @@ const scenarios: readonly Scenario[] = [
           ['tool.result', { callId: 'k2', status: 'error', error: 'ENOENT' }],
         ],
       ],
-      ['k3', [{ type: 'requires_approval' }, { type: 'denied', reason: 'no' }], [['tool.approval_requested', { callId: 'k3' }], ['tool.denied', { callId: 'k3', reason: 'no' }]]],
-      ['k4', [{ type: 'requires_approval' }, { type: 'approval_timeout' }], [['tool.approval_requested', { callId: 'k4' }], ['tool.result', { callId: 'k4', status: 'timeout' }]]],
-      ['k5', [{ type: 'no_approval_needed' }, { type: 'execution_timeout' }], [['no_approval_needed', undefined], ['tool.result', { callId: 'k5', status: 'timeout' }]]],
-      ['k6', [{ type: 'no_approval_needed' }, { type: 'cancelled', reason: 'turn interrupted' }], [['no_approval_needed', undefined], ['tool.result', { callId: 'k6', status: 'cancelled', reason: 'turn interrupted' }]]],
+      [
+        'k3',
+        [{ type: 'requires_approval' }, { type: 'denied', reason: 'no' }],
+        [
+          ['tool.approval_requested', { callId: 'k3' }],
+          ['tool.denied', { callId: 'k3', reason: 'no' }],
+        ],
+      ],
+      [
+        'k4',
+        [{ type: 'requires_approval' }, { type: 'approval_timeout' }],
+        [
+          ['tool.approval_requested', { callId: 'k4' }],
+          ['tool.result', { callId: 'k4', status: 'timeout' }],
+        ],
+      ],
+      [
+        'k5',
+        [{ type: 'no_approval_needed' }, { type: 'execution_timeout' }],
+        [
+          ['no_approval_needed', undefined],
+          ['tool.result', { callId: 'k5', status: 'timeout' }],
+        ],
+      ],
+      [
+        'k6',
+        [{ type: 'no_approval_needed' }, { type: 'cancelled', reason: 'turn interrupted' }],
+        [
+          ['no_approval_needed', undefined],
+          ['tool.result', { callId: 'k6', status: 'cancelled', reason: 'turn interrupted' }],
+        ],
+      ],
     ] as const
   ).map(
     ([callId, events, runes]): Scenario => ({
@@ -285,7 +325,10 @@ async function runScenarios(engine: Engine): Promise<void> {
 async function expectStoredPayloads(store: RuneStore): Promise<void> {
   for (const { stream, machine, runes } of scenarios) {
     const stored: Rune[] = await store.read(stream);
-    expect(stored.map((rune) => [rune.kind, rune.payload]), stream).toEqual(runes);
+    expect(
+      stored.map((rune) => [rune.kind, rune.payload]),
+      stream,
+    ).toEqual(runes);
     const schemas = runePayloadSchemas(machine);
     for (const rune of stored) {
       if (Object.hasOwn(schemas, rune.kind)) expect(schemas[rune.kind].safeParse(rune.payload).error, `${stream} ${rune.kind}`).toBeUndefined();

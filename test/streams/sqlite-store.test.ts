@@ -249,7 +249,10 @@ describe('sqliteStore: a schema version 1 file (no payloads) is upgraded in plac
     } catch (e) {
       error = e;
     }
-    expect(error).toMatchObject({ code: 'invalid_file', message: `cannot open "${path}": its schema version is 2, but its runes table has no "payload" column; the file was left untouched` });
+    expect(error).toMatchObject({
+      code: 'invalid_file',
+      message: `cannot open "${path}": its schema version is 2, but its runes table has no "payload" column; the file was left untouched`,
+    });
   });
 });
 

@@ -116,7 +116,10 @@ export const turnEngine = defineMachine<S, E, TurnEngineInput | void, P>({
   events: eventTypesOf(TurnEngineEvent),
   // Optional: a turn stream spawned with no input is an agent's all the same, only unnamed.
   schemas: { state: TurnEngineState, event: TurnEngineEvent, input: TurnEngineInput.optional() as ZodType<TurnEngineInput | void> },
-  initial: (input) => (input?.agentId === undefined ? { value: 'idle', turn: 0, input: '', output: '', callIds: [] } : { value: 'idle', agentId: input.agentId, turn: 0, input: '', output: '', callIds: [] }),
+  initial: (input) =>
+    input?.agentId === undefined
+      ? { value: 'idle', turn: 0, input: '', output: '', callIds: [] }
+      : { value: 'idle', agentId: input.agentId, turn: 0, input: '', output: '', callIds: [] },
   table,
   payloads: TurnEnginePayloads,
 });

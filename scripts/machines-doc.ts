@@ -1,3 +1,4 @@
+import type { ZodType } from 'zod';
 import { edgesOf, machines, type AnyMachine, type MachineId, type TableMachine } from '../src/index.js';
 import { machineSeeds } from '../src/reducers/machines.js';
 
@@ -5,11 +6,73 @@ const exportName = (id: string): string => id.replace(/-(\w)/g, (_, c: string) =
 const code = (s: string): string => `\`${s}\``;
 /** A table cell: a `|` inside it would end the cell. */
 const cell = (s: string): string => s.replaceAll('|', '\\|');
-const hasTable = (m: AnyMachine): m is TableMachine<any, any, any> => Array.isArray((m as { table?: unknown }).table);
+const hasTable = (m: AnyMachine): m is TableMachine<any, any, any, any> => Array.isArray((m as { table?: unknown }).table);
+
+/** The parts of a zod v4 schema's definition these docs read. */
+interface SchemaDef {
+  type: string;
+  innerType?: ZodType;
+  element?: ZodType;
+  values?: readonly unknown[];
+  entries?: Record<string, unknown>;
+  options?: readonly ZodType[];
+  shape?: Record<string, ZodType>;
+}
+const defOf = (schema: ZodType): SchemaDef => (schema as unknown as { _zod: { def: SchemaDef } })._zod.def;
+const isOptional = (schema: ZodType): boolean => (schema as unknown as { _zod: { optin?: string } })._zod.optin === 'optional';
+
+/** A schema as a short TypeScript-like type: `string`, `"a" \| "b"`, `string[]`, `JSON`, `{ a, b? }`. */
+function typeOf(schema: ZodType): string {
+  const def = defOf(schema);
+  switch (def.type) {
+    case 'optional':
+      return typeOf(def.innerType!);
+    case 'string':
+    case 'number':
+    case 'boolean':
+      return def.type;
+    case 'literal':
+      return def.values!.map((v) => JSON.stringify(v)).join(' | ');
+    case 'enum':
+      return Object.values(def.entries!)
+        .map((v) => JSON.stringify(v))
+        .join(' | ');
+    case 'array':
+      return `${typeOf(def.element!)}[]`;
+    case 'record':
+      return 'JSON object';
+    case 'object': {
+      const fields = fieldsOf(schema);
+      return fields === '' ? '{}' : `{ ${fields} }`;
+    }
+    case 'union':
+      return def.options!.map(typeOf).join(' | ');
+    default:
+      return 'JSON';
+  }
+}
+
+/** An object schema's fields as `name: type` (`name?` when optional), leaving out `type` (an event's discriminator). */
+function fieldsOf(schema: ZodType): string {
+  const fields = Object.entries(defOf(schema).shape ?? {}).filter(([name]) => name !== 'type');
+  return fields.map(([name, field]) => `${name}${isOptional(field) ? '?' : ''}: ${typeOf(field)}`).join(', ');
+}
+
+/** A payload schema's fields; a union of objects (`tool.result`) one member per line. */
+const payloadFields = (schema: ZodType): string => {
+  const def = defOf(schema);
+  const text = def.type === 'union' ? def.options!.map((option) => `{ ${fieldsOf(option)} }`).join('<br>') : fieldsOf(schema);
+  return text === '' ? '(empty)' : text;
+};
+
+/** The members of a machine's event schema (a discriminated union on `type`), each with its type. */
+const eventMembers = (m: AnyMachine): Array<[type: string, schema: ZodType]> =>
+  (defOf(m.schemas.event).options ?? []).map((option) => [String(defOf(defOf(option).shape!.type!).values![0]), option]);
 
 /**
  * docs/machines.md, generated from the machines themselves: names, transition tables with rune
- * kinds, and Mermaid diagrams. `npm run docs` writes it; a test fails when it is stale.
+ * kinds, each event's fields and each rune kind's payload fields (from the zod schemas), and
+ * Mermaid diagrams. `npm run docs` writes it; a test fails when it is stale.
  */
 export function renderMachinesDoc(): string {
   const entries = (Object.keys(machines) as MachineId[]).map((id) => ({ machine: machines[id] as AnyMachine, seed: machineSeeds[id] }));
@@ -39,6 +102,16 @@ export function renderMachinesDoc(): string {
         const source = `${e.source === 'seed' ? 'seed' : `*${e.source}*`}${e.note ? `: ${e.note}` : ''}`;
         out.push(`| ${code(e.from)} | ${code(e.on)} | ${cell(e.label ?? '')} | ${code(e.to)} | ${code(e.kind)} | ${cell(source)} |`);
       }
+    }
+    const members = eventMembers(m);
+    if (members.length > 0) {
+      out.push('', 'Event fields (besides `type`):', '', '| event | fields |', '|---|---|');
+      for (const [type, schema] of members) out.push(`| ${code(type)} | ${cell(fieldsOf(schema) || '(none)')} |`);
+    }
+    const payloads = hasTable(m) ? Object.entries(m.payloads as Record<string, ZodType>) : [];
+    if (payloads.length > 0) {
+      out.push('', 'Rune payloads (`rune.payload`, by kind; other kinds carry none):', '', '| rune kind | payload fields |', '|---|---|');
+      for (const [kind, schema] of payloads) out.push(`| ${code(kind)} | ${cell(payloadFields(schema))} |`);
     }
     out.push('', '```mermaid', m.toMermaid(), '```');
   }

@@ -14,8 +14,19 @@
  */
 
 // Machines (src/reducers): the machine shape, defining one, checking untrusted input.
-export type { AnyMachine, EventObject, EventOf, InputOf, Machine, RejectionCode, StateOf, Step } from './reducers/machine.js';
-export { defineMachine, edgesOf, type Edge, type FiniteState, type Row, type RowSource, type TableDefinition, type TableMachine } from './reducers/table.js';
+export type { AnyMachine, EventObject, EventOf, InputOf, Machine, RejectionCode, RunePayload, StateOf, Step } from './reducers/machine.js';
+export {
+  defineMachine,
+  edgesOf,
+  type Edge,
+  type FiniteState,
+  type PayloadSchemas,
+  type PayloadsOf,
+  type Row,
+  type RowSource,
+  type TableDefinition,
+  type TableMachine,
+} from './reducers/table.js';
 export { eventTypesOf } from './reducers/event-types.js';
 export { stepUnknown, validateEvent, type EventCheck } from './reducers/validate.js';
 export { machines, type MachineId } from './reducers/machines.js';
@@ -23,7 +34,7 @@ export { DEFAULT_VALUE_LIMITS, type ValueLimitCode, type ValueLimits } from './r
 export { ERROR_TEXT_MAX_LENGTH, errorText } from './reducers/error-text.js';
 
 // Runes and the seed-003 invariants over a log of them.
-export { runePayloadSchemas } from './reducers/rune-payloads.js';
+export { runeEventSchemas, runePayloadSchemas } from './reducers/rune-payloads.js';
 export { foldEvents, foldRune } from './reducers/fold.js';
 export { Rune, SPAWN_EVENT_TYPE, isRuneOf, type AnyRuneEvent, type RuneOf, type SpawnEvent, type StateNameOf } from './reducers/rune.js';
 export { InvariantName, InvariantViolation, checkInvariants, type CheckInvariantsOptions } from './reducers/invariants.js';

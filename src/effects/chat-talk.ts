@@ -58,7 +58,7 @@ function interaction(actor: string, agent: AgentStreams, message: string, runes$
         map((event): EpicCommand => ({ stream: actor, event })),
       );
       const start: EpicCommand[] = [
-        ...(turn === undefined ? [{ stream: agent.turn, spawn: turnEngine.id }] : []),
+        ...(turn === undefined ? [{ stream: agent.turn, spawn: turnEngine.id, input: { agentId: agent.agentId } }] : []),
         { stream: agent.turn, event: { type: 'start_turn', input: message } },
       ];
       return merge(ended$, from(start));

@@ -16,8 +16,19 @@ export interface EventObject {
  */
 export type RejectionCode = 'unknown_event' | 'invalid_event' | 'terminal_state' | 'not_allowed' | 'sealed';
 
-/** The outcome of applying one event: the next state and its rune kind, or the same state and why. */
-export type Step<State> = { accepted: true; state: State; kind: string } | { accepted: false; state: State; code: RejectionCode; reason: string };
+/**
+ * A rune's payload: the fields its seed's rune table gives for its kind (camelCase), computed when
+ * the rune is made, so a client reading runes needs no fold.
+ */
+export type RunePayload = Readonly<Record<string, unknown>>;
+
+/**
+ * The outcome of applying one event: the next state, its rune kind and the rune's payload (absent
+ * when its row gives none), or the same state and why.
+ */
+export type Step<State> =
+  | { accepted: true; state: State; kind: string; payload?: RunePayload | undefined }
+  | { accepted: false; state: State; code: RejectionCode; reason: string };
 
 /**
  * A machine is data plus a pure, total transition (the XState v5 idea without the runtime).
@@ -52,6 +63,8 @@ export interface Machine<State, Event extends EventObject, Input = void> {
    * Absent or empty: it seals nothing.
    */
   readonly seals?: readonly string[];
+  /** The payload of an instance's spawn rune, from its input and initial state; absent: none. */
+  readonly spawnPayload?: ((input: Input, state: State) => RunePayload) | undefined;
   /** A Mermaid `stateDiagram-v2` generated from the machine's table. */
   toMermaid(): string;
 }

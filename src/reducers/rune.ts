@@ -4,7 +4,8 @@ import type { AnyMachine, EventObject, EventOf, InputOf, StateOf } from './machi
 /**
  * A rune: one accepted event in the durable log.
  * `seq` counts from 1 per stream without gaps; `kind` is the seed's rune kind or the event type;
- * `from` / `to` are the state names around a finite machine's transition; `at` is scheduler time (ms).
+ * `from` / `to` are the state names around a finite machine's transition; `at` is scheduler time (ms);
+ * `payload` carries the seed's fields of its kind (see `runePayloadSchemas`).
  * The first rune of a stream is its spawn: `event` is `{ type: 'spawn', input }` and `kind` the
  * machine's `spawnKind`.
  */
@@ -17,6 +18,11 @@ export const Rune = z.object({
   from: z.string().optional(),
   to: z.string().optional(),
   at: z.number(),
+  /**
+   * The seed's payload fields of the rune's kind (camelCase), computed when the rune was made;
+   * absent for a kind that has none. Its schema per kind: `runePayloadSchemas(machine)`.
+   */
+  payload: z.record(z.string(), z.unknown()).optional(),
 });
 type RuneShape = z.infer<typeof Rune>;
 

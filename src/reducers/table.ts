@@ -1,5 +1,5 @@
-import type { ZodType } from 'zod';
-import { DEFAULT_SPAWN_KIND, type EventObject, type Machine, type Step } from './machine.js';
+import type { ZodType, z } from 'zod';
+import { DEFAULT_SPAWN_KIND, type EventObject, type Machine, type RunePayload, type Step } from './machine.js';
 import { mermaidFromTable } from './mermaid.js';
 
 /** The state of a finite machine: its state name in `value`, plus context fields. */
@@ -10,12 +10,33 @@ export interface FiniteState<Name extends string = string> {
 /** Where a row comes from, so the generated docs can say which rows are the seed's own. */
 export type RowSource = 'seed' | 'design' | 'extension';
 
+/** A machine's payload schemas: one zod object schema per rune kind that carries a payload. */
+export type PayloadSchemas = Readonly<Record<string, ZodType<RunePayload>>>;
+
+/** The payload type of each kind of `P`, as its schema gives it. */
+export type PayloadsOf<P extends PayloadSchemas> = { [K in keyof P]: z.infer<P[K]> };
+
+/**
+ * A row's rune kind and payload: no payload (any kind), or a kind of `P` with the function that
+ * computes its payload, typed by that kind's schema.
+ */
+type RowPayload<S, Ev, P extends PayloadSchemas> =
+  | { readonly kind?: string; readonly payload?: undefined }
+  | {
+      [Kind in keyof P & string]: {
+        readonly kind: Kind;
+        /** The rune's payload, from the state before, the event and the state after. Pure, like `assign`. */
+        readonly payload: (before: S, event: Ev, after: S) => z.infer<P[Kind]>;
+      };
+    }[keyof P & string];
+
 /**
  * One row of a transition table: in state `from`, event `on` moves to `to`.
- * Rows are data; the only functions in them are the optional guard and context update.
+ * Rows are data; the only functions in them are the optional guard, context update and payload.
+ * A row whose kind is one of the machine's `payloads` must give `payload` (checked at load).
  */
-export type Row<S extends FiniteState, E extends EventObject> = {
-  [K in E['type']]: {
+export type Row<S extends FiniteState, E extends EventObject, P extends PayloadSchemas = {}> = {
+  [K in E['type']]: RowPayload<S, Extract<E, { type: K }>, P> & {
     /** A state, several states, or `'*'` for every non-terminal state. */
     readonly from: S['value'] | readonly S['value'][] | '*';
     readonly on: K;
@@ -37,7 +58,7 @@ export type Row<S extends FiniteState, E extends EventObject> = {
 }[E['type']];
 
 /** The definition of a finite machine: its names, schemas and transition table. */
-export interface TableDefinition<S extends FiniteState, E extends EventObject, I> {
+export interface TableDefinition<S extends FiniteState, E extends EventObject, I, P extends PayloadSchemas = {}> {
   readonly id: string;
   /** Every state name, the initial state first. */
   readonly states: readonly S['value'][];
@@ -45,16 +66,26 @@ export interface TableDefinition<S extends FiniteState, E extends EventObject, I
   readonly events: readonly E['type'][];
   readonly schemas: { readonly state: ZodType<S>; readonly event: ZodType<E>; readonly input: ZodType<I> };
   readonly initial: (input: I) => S;
-  readonly table: readonly Row<S, E>[];
+  readonly table: readonly Row<S, E, P>[];
   /** The rune kind of an instance's first rune; defaults to `"spawned"`. */
   readonly spawnKind?: string;
   /** States in which an instance seals the streams under it (see `Machine.seals`). Default: none. */
   readonly seals?: readonly S['value'][];
+  /**
+   * The payload schema of each rune kind that carries one: the single source of its type. Every
+   * row of such a kind gives `payload`, and so does `spawnPayload` when the spawn kind is one.
+   * Default: none (runes carry no payload).
+   */
+  readonly payloads?: P;
+  /** The spawn rune's payload, from the input and the initial state. */
+  readonly spawnPayload?: (input: I, state: S) => z.infer<P[keyof P]>;
 }
 
-/** A finite machine built from a table. The table stays available as data. */
-export interface TableMachine<S extends FiniteState, E extends EventObject, I = void> extends Machine<S, E, I> {
-  readonly table: readonly Row<S, E>[];
+/** A finite machine built from a table. The table and its payload schemas stay available as data. */
+export interface TableMachine<S extends FiniteState, E extends EventObject, I = void, P extends PayloadSchemas = {}> extends Machine<S, E, I> {
+  readonly table: readonly Row<S, E, P>[];
+  /** The payload schema per rune kind (see {@link TableDefinition.payloads}). */
+  readonly payloads: P;
 }
 
 /** A row with `from` expanded to one state, as the lookup index and the diagram use it. */
@@ -76,6 +107,7 @@ type AnyRow = {
   label?: string;
   assign?: (state: any, event: any) => object;
   kind?: string;
+  payload?: (before: any, event: any, after: any) => RunePayload;
   source?: RowSource;
   note?: string;
 };
@@ -99,7 +131,7 @@ export function expandRows(table: readonly AnyRow[], states: readonly string[], 
 }
 
 /** The table as edges: one per (state, event, guard), in table order. */
-export function edgesOf(machine: { table: readonly AnyRow[] | readonly Row<any, any>[]; states: readonly string[]; terminal: readonly string[] }): Edge[] {
+export function edgesOf(machine: { table: readonly AnyRow[] | readonly Row<any, any, any>[]; states: readonly string[]; terminal: readonly string[] }): Edge[] {
   return expandRows(machine.table as readonly AnyRow[], machine.states, machine.terminal).map((r) => ({
     from: r.from,
     on: r.on,
@@ -135,7 +167,9 @@ export function edgesOf(machine: { table: readonly AnyRow[] | readonly Row<any, 
  * console.log(door.transition({ value: 'closed' }, { type: 'open' })); // Logs: { value: 'open' }
  * ```
  */
-export function defineMachine<S extends FiniteState, E extends EventObject, I = void>(definition: TableDefinition<S, E, I>): TableMachine<S, E, I> {
+export function defineMachine<S extends FiniteState, E extends EventObject, I = void, P extends PayloadSchemas = {}>(
+  definition: TableDefinition<S, E, I, P>,
+): TableMachine<S, E, I, P> {
   const { id, states, terminal, events, table } = definition;
   checkTable(definition);
 
@@ -191,10 +225,12 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
     // A guard or assign reads only declared payload fields; a malformed event at worst fails a guard.
     const row = eventSet.has(event?.type) ? match(state, event) : undefined;
     if (row === undefined) return reject(state, event);
-    return { accepted: true, state: apply(state, event, row), kind: row.kind ?? row.on };
+    const next = apply(state, event, row);
+    // A row without payload costs one property read.
+    return { accepted: true, state: next, kind: row.kind ?? row.on, payload: row.payload === undefined ? undefined : row.payload(state, event, next) };
   };
 
-  const machine: TableMachine<S, E, I> = {
+  const machine: TableMachine<S, E, I, P> = {
     id,
     initial: definition.initial,
     transition: (state, event) => {
@@ -219,6 +255,8 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
     table,
     spawnKind: definition.spawnKind ?? DEFAULT_SPAWN_KIND,
     ...(definition.seals === undefined ? {} : { seals: definition.seals }),
+    spawnPayload: definition.spawnPayload,
+    payloads: definition.payloads ?? ({} as P),
     toMermaid: () => mermaidFromTable(machine),
   };
   return machine;
@@ -230,10 +268,18 @@ export function unknownEventReason(id: string, type: unknown, events: readonly s
   return `unknown event type ${shown} for machine "${id}"; expected one of: ${events.join(', ')}`;
 }
 
-/** A table that names a state or event the machine does not declare is a programming error: fail at load. */
-function checkTable(definition: TableDefinition<any, any, any>): void {
+/**
+ * A table that names a state or event the machine does not declare, or whose runes of a kind would
+ * carry a payload only sometimes, is a programming error: fail at load.
+ */
+function checkTable(definition: TableDefinition<any, any, any, any>): void {
   const { id, states, terminal, events, table } = definition;
+  const payloads: PayloadSchemas = definition.payloads ?? {};
   const problems: string[] = [];
+  const spawnKind = definition.spawnKind ?? DEFAULT_SPAWN_KIND;
+  if (Object.hasOwn(payloads, spawnKind) !== (definition.spawnPayload !== undefined)) {
+    problems.push(`spawn kind "${spawnKind}": give both its payload schema and spawnPayload, or neither`);
+  }
   for (const t of terminal) if (!states.includes(t)) problems.push(`terminal state "${t}" is not a state`);
   for (const t of definition.seals ?? []) if (!states.includes(t)) problems.push(`sealing state "${t}" is not a state`);
   for (const row of table as readonly AnyRow[]) {
@@ -244,6 +290,10 @@ function checkTable(definition: TableDefinition<any, any, any>): void {
     }
     if (row.to !== undefined && !states.includes(row.to)) problems.push(`row ${row.on}: to "${row.to}" is not a state`);
     if (!events.includes(row.on)) problems.push(`row ${row.on}: "${row.on}" is not an event`);
+    const kind = row.kind ?? row.on;
+    if (Object.hasOwn(payloads, kind) !== (row.payload !== undefined)) {
+      problems.push(`row ${row.on}: kind "${kind}" ${row.payload === undefined ? 'has a payload schema, so the row must give payload' : 'has no payload schema'}`);
+    }
   }
   if (problems.length > 0) throw new Error(`machine "${id}" has an invalid table:\n- ${problems.join('\n- ')}`);
 }

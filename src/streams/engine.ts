@@ -189,7 +189,8 @@ const newWriterId = (): string => `engine-${Date.now().toString(36)}-${Math.rand
  * event appended as a rune to a durable store, state and runes multicast to subscribers.
  *
  * 1. `dispatch` checks the event against `limits` (as `spawn` does its input), validates it with
- *    the machine's zod schema, applies the transition, and commits the rune; it resolves only
+ *    the machine's zod schema, applies the transition, and commits the rune (with the payload
+ *    its machine's step computed for its kind, if any); it resolves only
  *    once the rune is durable. A store that does I/O gets the dispatches of one turn in one
  *    batch; the memory store (`appendSync`) takes each at once. A rejection appends nothing and
  *    says why.
@@ -341,6 +342,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
           to === undefined
             ? { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, at }
             : { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, to, at };
+        if (machine.spawnPayload !== undefined) rune.payload = machine.spawnPayload(parsed.data, instance.state);
         const call = new PromisedDispatch();
         commits.enqueue(instance, rune, instance.state, promiseSink, call);
         spawned = call.promise();
@@ -381,6 +383,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
       fromValue !== undefined && to !== undefined
         ? { stream, seq, machine: machine.id, kind: step.kind, event, from: fromValue, to, at }
         : { stream, seq, machine: machine.id, kind: step.kind, event, at };
+    // Added only when there is one: a rune without payload has no `payload` key at all.
+    if (step.payload !== undefined) rune.payload = step.payload;
     commits.enqueue(instance, rune, step.state, sink, token);
   };
 

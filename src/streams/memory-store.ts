@@ -41,6 +41,8 @@ interface Chunk {
   froms: (string | undefined)[];
   tos: (string | undefined)[];
   ats: Float64Array;
+  /** Allocated at the chunk's first rune with a payload: runes without one cost nothing. */
+  payloads: (Rune['payload'] | undefined)[] | undefined;
 }
 
 interface MemoryStream {
@@ -66,6 +68,7 @@ const newChunk = (capacity: number): Chunk => ({
   froms: new Array(capacity),
   tos: new Array(capacity),
   ats: new Float64Array(capacity),
+  payloads: undefined,
 });
 
 /** A copy of `column` with room for `capacity` slots. */
@@ -82,6 +85,7 @@ function grow(c: Chunk): void {
   c.kinds = widened(c.kinds, capacity);
   c.froms = widened(c.froms, capacity);
   c.tos = widened(c.tos, capacity);
+  if (c.payloads !== undefined) c.payloads = widened(c.payloads, capacity);
   const ats = new Float64Array(capacity);
   ats.set(c.ats);
   c.ats = ats;
@@ -94,9 +98,11 @@ function runeAt(stream: string, s: MemoryStream, seq: number): Rune {
   const j = i & (CHUNK - 1);
   const from = c.froms[j];
   const to = c.tos[j];
+  const payload = c.payloads?.[j];
   const rune: Rune = { stream, seq, machine: s.machine, kind: c.kinds[j]!, event: c.events[j]!, at: c.ats[j]! };
   if (from !== undefined) rune.from = from;
   if (to !== undefined) rune.to = to;
+  if (payload !== undefined) rune.payload = payload;
   return rune;
 }
 
@@ -194,6 +200,7 @@ export function memoryStore(): RuneStore {
     c.froms[j] = rune.from;
     c.tos[j] = rune.to;
     c.ats[j] = rune.at;
+    if (rune.payload !== undefined) (c.payloads ??= new Array(c.ats.length))[j] = rune.payload;
     s.seq = rune.seq;
     s.value = rune.to;
     s.at = rune.at;
@@ -289,12 +296,16 @@ export function memoryStore(): RuneStore {
       const covered = s.snapshot?.seq ?? 0;
       if (throughSeq > covered) throw prunePastSnapshot(stream, throughSeq, covered);
       const count = Math.max(0, throughSeq - s.firstSeq + 1);
-      // Whole chunks go; in a chunk pruned in part, the pruned events are let go of.
+      // Whole chunks go; in a chunk pruned in part, the pruned events and payloads are let go of.
       while (s.chunks.length > 0 && s.base + CHUNK - 1 <= throughSeq) {
         s.chunks.shift();
         s.base += CHUNK;
       }
-      for (let seq = Math.max(s.firstSeq, s.base); seq <= throughSeq; seq++) s.chunks[0]!.events[seq - s.base] = undefined;
+      for (let seq = Math.max(s.firstSeq, s.base); seq <= throughSeq; seq++) {
+        const c = s.chunks[0]!;
+        c.events[seq - s.base] = undefined;
+        if (c.payloads !== undefined) c.payloads[seq - s.base] = undefined;
+      }
       s.firstSeq += count;
       return count;
     },

@@ -28,12 +28,24 @@ export interface SqliteStoreOptions {
 
 /** `PRAGMA application_id` of every runestream file: "RUNE" in ASCII. */
 export const SQLITE_APPLICATION_ID = 0x52_55_4e_45;
-/** `PRAGMA user_version` of the schema this version writes and reads. */
-export const SQLITE_SCHEMA_VERSION = 1;
+/**
+ * `PRAGMA user_version` of the schema this version writes and reads. Version 1 (no `runes.payload`)
+ * is upgraded in place when opened (see {@link sqliteStore}).
+ */
+export const SQLITE_SCHEMA_VERSION = 2;
+
+/** The oldest schema version this code opens, upgrading it. */
+const OLDEST_SCHEMA_VERSION = 1;
+
+/** What turns each older schema version into the next one, by the version it upgrades from. */
+const UPGRADES: Readonly<Record<number, string>> = {
+  1: 'ALTER TABLE runes ADD COLUMN payload TEXT;',
+};
 
 /**
  * The schema. `runes.body` is the rune's JSON without the fields the row already has: `stream`,
  * `seq` and `kind` are columns, and `machine` is kept only when it differs from its stream's.
+ * `runes.payload` is the rune's payload as JSON, NULL when it has none (schema version 2).
  * The triggers make the database itself keep each stream gapless, whoever writes to it.
  */
 const SCHEMA = `
@@ -53,6 +65,7 @@ CREATE TABLE runes (
   seq    INTEGER NOT NULL,
   kind   TEXT    NOT NULL,
   body   TEXT    NOT NULL, -- JSON: { machine?, event, from?, to?, at }
+  payload TEXT,            -- JSON: the rune's payload; NULL when it has none
   PRIMARY KEY (stream, seq)
 ) STRICT, WITHOUT ROWID;
 
@@ -153,6 +166,8 @@ type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: 
  *    version this code reads. Anything else (an empty, corrupt or truncated file, another
  *    application's SQLite database, a newer schema) throws a {@link StoreError} with code
  *    `'invalid_file'` naming the path and the problem, before anything is written to the file.
+ *    A file of an older schema version (1: runes without a `payload` column) is upgraded in place,
+ *    once it passed those checks and its lock is held, in one transaction.
  * 2. `append` commits the whole batch in one `BEGIN IMMEDIATE` transaction and resolves after the
  *    commit. The heads are read inside that transaction and checked with `checkBatch`, so it refuses
  *    exactly what every store refuses, and nothing of a refused batch is written.
@@ -221,6 +236,7 @@ export function sqliteStore(path: string, options: SqliteStoreOptions = {}): Run
     if (mode !== 'wal') throw new StoreError('invalid_file', `cannot open "${path}": SQLite cannot use WAL mode there (journal_mode stays "${String(mode)}")`);
     db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     db.exec('BEGIN IMMEDIATE; COMMIT'); // takes the lock now, rather than at the first append
+    upgrade(db);
     return openStore(db, path);
   } catch (error) {
     db.close();
@@ -339,6 +355,9 @@ function checkFile(path: string, busyTimeoutMs: number): void {
     }
     // Reads each table's root page: a file cut short fails here rather than at the first append.
     for (const table of ['streams', 'runes', 'snapshots']) db.prepare(`SELECT 1 FROM ${table} LIMIT 1`).get();
+    const version = Number(db.pragma('user_version', { simple: true }));
+    const columns = db.prepare<[], string>(`SELECT name FROM pragma_table_info('runes')`).pluck().all();
+    if (version >= 2 && !columns.includes('payload')) throw invalidFile(path, 'its schema version is 2, but its runes table has no "payload" column');
   } catch (error) {
     if (isLockedError(error)) throw storeErrorOf(path, error);
     if (error instanceof Database.SqliteError) throw invalidFile(path, `SQLite cannot read it (${error.code}: ${error.message})`);
@@ -358,7 +377,21 @@ function checkIds(path: string, applicationId: number, version: number): void {
   if (version > SQLITE_SCHEMA_VERSION) {
     throw invalidFile(path, `it was written by a newer runestream (schema version ${version}; this one reads version ${SQLITE_SCHEMA_VERSION})`);
   }
-  if (version !== SQLITE_SCHEMA_VERSION) throw invalidFile(path, `its runestream schema version ${version} is unknown (this one reads version ${SQLITE_SCHEMA_VERSION})`);
+  if (version < OLDEST_SCHEMA_VERSION) {
+    throw invalidFile(path, `its runestream schema version ${version} is unknown (this one reads versions ${OLDEST_SCHEMA_VERSION} to ${SQLITE_SCHEMA_VERSION})`);
+  }
+}
+
+/**
+ * Brings a checked file of an older schema version to {@link SQLITE_SCHEMA_VERSION}, in one
+ * transaction under the store's lock: a crash leaves it at its old version, upgraded at the next open.
+ */
+function upgrade(db: Database.Database): void {
+  const version = Number(db.pragma('user_version', { simple: true }));
+  if (version === SQLITE_SCHEMA_VERSION) return;
+  const steps: string[] = [];
+  for (let from = version; from < SQLITE_SCHEMA_VERSION; from++) steps.push(UPGRADES[from]!);
+  db.exec(`BEGIN IMMEDIATE; ${steps.join(' ')} PRAGMA user_version = ${SQLITE_SCHEMA_VERSION}; COMMIT;`);
 }
 
 /** The store over an open, checked database: every statement prepared once. */
@@ -370,10 +403,10 @@ function openStore(db: Database.Database, path: string): RuneStore {
     'SELECT stream, machine, seq, value, at FROM streams WHERE machine = ? AND stream > ? ORDER BY stream LIMIT ?',
   );
   const insertStream = db.prepare<[string, string]>('INSERT INTO streams (stream, machine, seq) VALUES (?, ?, 0)');
-  const insertRune = db.prepare<[string, number, string, string]>('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)');
+  const insertRune = db.prepare<[string, number, string, string, string | null]>('INSERT INTO runes (stream, seq, kind, body, payload) VALUES (?, ?, ?, ?, ?)');
   const advanceHead = db.prepare<[number, string | null, number, string, number]>('UPDATE streams SET seq = ?, value = ?, at = ? WHERE stream = ? AND seq = ?');
-  const selectRunes = db.prepare<[string, number, number], { seq: number; kind: string; body: string }>(
-    'SELECT seq, kind, body FROM runes WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?',
+  const selectRunes = db.prepare<[string, number, number], { seq: number; kind: string; body: string; payload: string | null }>(
+    'SELECT seq, kind, body, payload FROM runes WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?',
   );
   // The stored texts, parsed here: never SQLite's JSON functions, which refuse JSON nested deeper
   // than 1,000 levels ("malformed JSON") and so would leave such a stream unreadable for good.
@@ -401,7 +434,7 @@ function openStore(db: Database.Database, path: string): RuneStore {
         insertStream.run(rune.stream, rune.machine);
         rows.set(rune.stream, (row = { machine: rune.machine, seq: 0 }));
       }
-      insertRune.run(rune.stream, rune.seq, rune.kind, encodeBody(rune, row.machine));
+      insertRune.run(rune.stream, rune.seq, rune.kind, encodeBody(rune, row.machine), rune.payload === undefined ? null : JSON.stringify(rune.payload));
       lastOf.set(rune.stream, rune);
     }
     for (const [stream, seq] of heads) {
@@ -471,7 +504,11 @@ function openStore(db: Database.Database, path: string): RuneStore {
         const head = selectHead.get(stream);
         return { head, rows: head === undefined ? [] : selectRunes.all(stream, afterSeq, limit === Infinity ? -1 : Math.max(0, Math.floor(limit))) };
       });
-      return rows.map(({ seq, kind, body }): Rune => ({ stream, seq, machine: head!.machine, kind, ...(JSON.parse(body) as RuneBody) }));
+      return rows.map(({ seq, kind, body, payload }): Rune => {
+        const rune: Rune = { stream, seq, machine: head!.machine, kind, ...(JSON.parse(body) as RuneBody) };
+        if (payload !== null) rune.payload = JSON.parse(payload) as Rune['payload'];
+        return rune;
+      });
     },
     async readEvents(stream, afterSeq = 0, limit = Infinity) {
       const bodies = run(() => selectBodies.all(stream, afterSeq, limit === Infinity ? -1 : Math.max(0, Math.floor(limit))));

@@ -87,6 +87,24 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       await store.close();
     });
 
+    it("keeps each rune's payload as written, and gives a rune without one none", async () => {
+      const store = await makeStore();
+      // Every third rune has a payload, nested and with unicode; the others none, not even the key.
+      const runes = runesOf('a', 1, 40).map((rune, i) =>
+        i % 3 === 1 ? { ...rune, payload: { callId: `c${i}`, status: 'success', output: { lines: ['é✓', i], done: true } } } : rune,
+      );
+      await store.append(runes.slice(0, 20));
+      if (features.appendSync) for (const rune of runes.slice(20)) store.appendSync!(rune);
+      else await store.append(runes.slice(20));
+      const read = await store.read('a');
+      expect(read).toEqual(runes);
+      expect(read.filter((rune) => Object.hasOwn(rune, 'payload')).length).toBe(13);
+      await store.saveSnapshot({ stream: 'a', seq: 10, state: {} });
+      await store.prune('a', 10);
+      expect(await store.read('a')).toEqual(runes.slice(10));
+      await store.close();
+    });
+
     it('reads the events alone, as hydration folds them: the same pages as read', async () => {
       const store = await makeStore();
       await store.append([...runesOf('a', 1, 3), ...runesOf('b', 1, 2)]);

@@ -52,6 +52,9 @@ describe('chatTalk: a chat actor that talks (seed 000 on seed 003 turns)', () =>
     expect(idle.userId).toBe(USER);
     const turn = await firstValueFrom(engine.state$<TurnEngineState>(chat.turn).pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
     expect(turn).toMatchObject({ input: 'hi', output: 'Hello there.' });
+    // The turn stream was spawned naming the chat's agent: its turn.started says whose turn it is.
+    const started = (await store.read(chat.turn)).find((rune) => rune.kind === 'turn.started');
+    expect(started?.payload).toEqual({ turnId: '1', agentId: chat.agentId, input: 'hi' });
     const actorRunes = await store.read(sent.actor);
     expect(actorRunes.map((r) => r.to)).toEqual(['idle', 'running', 'idle']);
     expect(actorRunes[2]!.event).toEqual({ type: 'InteractionComplete', success: true });

@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/index.js';
 import { createEngine } from '../../src/streams/engine.js';
-import { SQLITE_APPLICATION_ID, sqliteStore, type SqliteStoreOptions } from '../../src/streams/sqlite-store.js';
+import { SQLITE_APPLICATION_ID, SQLITE_SCHEMA_VERSION, sqliteStore, type SqliteStoreOptions } from '../../src/streams/sqlite-store.js';
 import { StoreConflictError, StoreError, type RuneStore } from '../../src/streams/store.js';
 import { runeOf, runesOf, storeContract } from '../../src/store-kit.js';
 
@@ -55,7 +55,7 @@ describe('sqliteStore: the file', () => {
     const raw = rawConnection(path, { readonly: true });
     expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(raw.pragma('application_id', { simple: true })).toBe(SQLITE_APPLICATION_ID);
-    expect(raw.pragma('user_version', { simple: true })).toBe(1);
+    expect(raw.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
     expect(raw.prepare(`SELECT name FROM sqlite_schema WHERE type = 'table' ORDER BY name`).pluck().all()).toEqual(['runes', 'snapshots', 'streams']);
     expect(readdirSync(dir).filter((name) => name.endsWith('.creating'))).toEqual([]); // built aside, then linked in
   });
@@ -162,6 +162,97 @@ describe('sqliteStore: the file', () => {
       ['a', 3, 'tick', '{"machine":"other","event":{"type":"tick","n":3,"text":"é✓ \\"quoted\\" 3"},"to":"idle","at":30}'],
     ]);
     expect(raw.prepare('SELECT * FROM streams').all()).toEqual([{ stream: 'a', machine: 'counter', seq: 3, value: 'idle', at: 30 }]);
+  });
+
+  it('keeps a payload in its own column, NULL for a rune without one', async () => {
+    const path = freshPath();
+    const store = openStore(path);
+    await store.append([runeOf('a', 1), { ...runeOf('a', 2), payload: { callId: 'c1', status: 'success', output: { n: [1, 'é'] } } }]);
+    await store.close();
+    const raw = rawConnection(path, { readonly: true });
+    expect(raw.prepare(`SELECT seq, payload FROM runes ORDER BY seq`).raw().all()).toEqual([
+      [1, null],
+      [2, '{"callId":"c1","status":"success","output":{"n":[1,"é"]}}'],
+    ]);
+  });
+});
+
+describe('sqliteStore: a schema version 1 file (no payloads) is upgraded in place', () => {
+  /**
+   * Takes a closed file of this version back to what schema version 1 wrote: the runes table
+   * without its `payload` column, at user_version 1 (the only difference between the two).
+   */
+  function backToVersionOne(path: string): void {
+    const raw = new Database(path);
+    raw.exec('ALTER TABLE runes DROP COLUMN payload; PRAGMA user_version = 1');
+    expect(raw.prepare(`SELECT name FROM pragma_table_info('runes')`).pluck().all()).toEqual(['stream', 'seq', 'kind', 'body']);
+    raw.close();
+  }
+
+  /** A version 1 file with runes and a snapshot in it. */
+  async function versionOneFile(): Promise<string> {
+    const path = freshPath();
+    const store = sqliteStore(path);
+    await store.append([...runesOf('a', 1, 3), ...runesOf('b', 1, 1)]);
+    await store.saveSnapshot({ stream: 'a', seq: 2, state: { n: 2 } });
+    await store.close();
+    backToVersionOne(path);
+    return path;
+  }
+
+  it('opens it, adds the payload column, keeps every rune and snapshot, and stores payloads from then on', async () => {
+    const path = await versionOneFile();
+    const store = openStore(path);
+    expect(await store.read('a')).toEqual(runesOf('a', 1, 3));
+    expect(await store.latestSnapshot('a')).toEqual({ stream: 'a', seq: 2, state: { n: 2 } });
+    const withPayload: Rune = { ...runeOf('a', 4), payload: { turnId: '1', input: 'hi' } };
+    await store.append([withPayload]);
+    await store.close();
+
+    const again = openStore(path);
+    expect(await again.read('a', 3)).toEqual([withPayload]);
+    expect(await again.head('b')).toMatchObject({ seq: 1 });
+    await again.close();
+    const raw = rawConnection(path, { readonly: true });
+    expect(raw.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
+    expect(raw.prepare(`SELECT name FROM pragma_table_info('runes')`).pluck().all()).toEqual(['stream', 'seq', 'kind', 'body', 'payload']);
+    // The database still defends itself after the upgrade.
+    expect(() => rawConnection(path).prepare(`UPDATE runes SET payload = '{}' WHERE stream = 'a' AND seq = 1`).run()).toThrow('runestream: runes are immutable');
+  });
+
+  it('an engine on an upgraded file hydrates the old runes and appends new ones with their payloads', async () => {
+    const path = freshPath();
+    const before = createEngine({ store: sqliteStore(path) });
+    await before.spawn('call', 'tool-call', { callId: 'c1', toolName: 'ls', arguments: {} });
+    await before.close();
+    backToVersionOne(path);
+
+    const engine = createEngine({ store: sqliteStore(path) });
+    expect(await engine.dispatch('call', { type: 'no_approval_needed' })).toMatchObject({ accepted: true });
+    expect(await engine.dispatch('call', { type: 'success', output: 'a.txt' })).toMatchObject({
+      accepted: true,
+      rune: { kind: 'tool.result', payload: { callId: 'c1', status: 'success', output: 'a.txt' } },
+    });
+    await engine.close();
+    const store = openStore(path);
+    expect((await store.read('call')).map((rune) => rune.payload)).toEqual([undefined, undefined, { callId: 'c1', status: 'success', output: 'a.txt' }]);
+  });
+
+  it('refuses a file that says version 2 but has no payload column', async () => {
+    const path = await versionOneFile();
+    const raw = new Database(path);
+    raw.pragma('user_version = 2');
+    raw.close();
+    let error: unknown;
+    try {
+      stores.push(sqliteStore(path));
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toMatchObject({
+      code: 'invalid_file',
+      message: `cannot open "${path}": its schema version is 2, but its runes table has no "payload" column; the file was left untouched`,
+    });
   });
 });
 
@@ -484,9 +575,9 @@ describe('sqliteStore: refuses a file that is not its own, and leaves it untouch
   it('a newer schema version, or a runestream application_id without the schema', async () => {
     const newer = await runestreamFile();
     const raw = new Database(newer);
-    raw.pragma('user_version = 2');
+    raw.pragma('user_version = 3');
     raw.close();
-    expectRefused(newer, 'it was written by a newer runestream (schema version 2; this one reads version 1)');
+    expectRefused(newer, 'it was written by a newer runestream (schema version 3; this one reads version 2)');
 
     const bare = freshPath();
     const ours = new Database(bare);

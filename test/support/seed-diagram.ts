@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
-import { edgesOf, type Edge, type EventObject, type FiniteState, type TableMachine } from '../../src/index.js';
+import { edgesOf, type Edge, type EventObject, type FiniteState, type PayloadSchemas, type TableMachine } from '../../src/index.js';
 
 /** A transition drawn in a seed's Mermaid diagram: `from --> to : label`. */
 export interface DrawnEdge {
@@ -93,8 +93,8 @@ export function runeKindRows(seed: string, heading: string): Array<[string, stri
 export type RuneKindWhere = 'spawn' | Partial<Edge> | readonly Partial<Edge>[];
 
 /** The machine appends `kind` where the row says: as its spawn kind, or on every matching edge (at least one); `kind` may depend on the edge. */
-export function expectRuneKind<S extends FiniteState, E extends EventObject, I>(
-  machine: TableMachine<S, E, I>,
+export function expectRuneKind<S extends FiniteState, E extends EventObject, I, P extends PayloadSchemas>(
+  machine: TableMachine<S, E, I, P>,
   where: RuneKindWhere,
   kind: string | ((edge: Edge) => string),
 ): void {

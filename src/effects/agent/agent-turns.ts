@@ -3,9 +3,10 @@ import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
-import { toolCall } from '../../reducers/tool-call/machine.js';
+import { toolCall, toolCallStatus } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import type { ToolResultSummary } from '../../reducers/turn-engine/schema.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
@@ -59,15 +60,19 @@ const callsOf = (agent: AgentStreams, calls: readonly ToolCallInput[]): EpicComm
 
 /**
  * The round of the turn, if every one of its calls is done: then the model gets the results
- * (`tools_finished`). Its key (turn number and call ids) says which round it was.
+ * (`tools_finished`, with how each call ended). Its key (turn number and call ids) says which round it was.
  */
-async function doneRound(agent: AgentStreams, context: EpicContext): Promise<string | undefined> {
+async function doneRound(agent: AgentStreams, context: EpicContext): Promise<{ key: string; summaries: ToolResultSummary[] } | undefined> {
   const turn = await stateOf(context, agent.turn, turnEngine);
   if (turn?.value !== 'tool_executing') return undefined;
+  const summaries: ToolResultSummary[] = [];
   for (const callId of turn.callIds) {
-    if (!isTerminalCall(await stateOf(context, agent.call(callId), toolCall))) return undefined;
+    const call = await stateOf(context, agent.call(callId), toolCall);
+    const status = call === undefined ? undefined : toolCallStatus(call);
+    if (status === undefined) return undefined; // not created yet, or still running
+    summaries.push({ callId, status });
   }
-  return `${turn.turn}:${turn.callIds.join(',')}`;
+  return { key: `${turn.turn}:${turn.callIds.join(',')}`, summaries };
 }
 
 /**
@@ -131,9 +136,9 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
     const finished = new Set<string>();
     const finishRound = async (agent: AgentStreams): Promise<EpicCommand[]> => {
       const round = await doneRound(agent, context);
-      if (round === undefined || finished.has(`${agent.turn}#${round}`)) return [];
-      finished.add(`${agent.turn}#${round}`);
-      return [{ stream: agent.turn, event: { type: 'tools_finished', more: true } }];
+      if (round === undefined || finished.has(`${agent.turn}#${round.key}`)) return [];
+      finished.add(`${agent.turn}#${round.key}`);
+      return [{ stream: agent.turn, event: { type: 'tools_finished', more: true, resultSummaries: round.summaries } }];
     };
 
     const onRune = (rune: Rune): Observable<EpicCommand> => {

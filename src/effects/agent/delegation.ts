@@ -156,7 +156,7 @@ export function delegation(options: DelegationOptions): Epic {
         const { model } = roles[role]!;
         const spawn: EpicCommand[] = [
           { stream: sub.lifecycle, spawn: agentLifecycle.id, input: { agentId: sub.agentId, role, parentId: parent.agentId, ...(model === undefined ? {} : { model }) } },
-          { stream: sub.turn, spawn: turnEngine.id },
+          { stream: sub.turn, spawn: turnEngine.id, input: { agentId: sub.agentId } },
           { stream: sub.turn, event: { type: 'start_turn', input: task } },
         ];
         // Listening (subscribed first) before the turn starts, so its end is not missed.

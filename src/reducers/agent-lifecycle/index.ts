@@ -1,2 +1,2 @@
-export { AgentStats, AgentLifecycleEvent, AgentLifecycleInput, AgentLifecycleState, AgentLifecycleStateName } from './schema.js';
+export { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecyclePayloads, AgentLifecycleState, AgentStats, AgentLifecycleStateName } from './schema.js';
 export { agentLifecycle } from './machine.js';

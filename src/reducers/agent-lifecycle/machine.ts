@@ -1,20 +1,64 @@
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
-import { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecycleState, AgentLifecycleStateName } from './schema.js';
+import { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecyclePayloads, AgentLifecycleState, AgentLifecycleStateName } from './schema.js';
 
 type S = AgentLifecycleState;
 type E = AgentLifecycleEvent;
+type P = typeof AgentLifecyclePayloads;
+
+/** The `agent.terminated` payload: which event terminated the agent, with the stats it reported. */
+const terminated = (_: S, e: Extract<E, { type: 'kill' | 'parent_closed' | 'budget_exhausted' }>, after: S) => ({
+  agentId: after.agentId,
+  reason: e.type,
+  stats: e.stats,
+});
+/** The payload of a `turn.*` kind that ends a turn: the agent and the turn. */
+const turnEnded = (s: S) => ({ agentId: s.agentId, turnId: s.turnId });
 
 /** Seed 003 Agent Lifecycle diagram, edge for edge, with the rune kinds of its "Agent Events" table. */
-const table: readonly Row<S, E>[] = [
-  { from: 'spawning', on: 'init_complete', to: 'idle', kind: 'agent.ready' },
-  { from: 'spawning', on: 'init_error', to: 'failed', kind: 'agent.failed', assign: (_, e) => ({ error: e.error }) },
-  { from: 'idle', on: 'turn_assigned', to: 'running_turn', kind: 'turn.started', assign: (_, e) => ({ turnId: e.turnId }) },
-  { from: 'idle', on: 'kill', to: 'terminated', kind: 'agent.terminated', assign: (_, e) => ({ terminatedBy: 'kill', stats: e.stats }) },
-  { from: 'idle', on: 'parent_closed', to: 'terminated', kind: 'agent.terminated', assign: (_, e) => ({ terminatedBy: 'parent_closed', stats: e.stats }) },
-  { from: 'running_turn', on: 'turn_completed', to: 'idle', kind: 'turn.completed' },
-  { from: 'running_turn', on: 'turn_interrupted', to: 'idle', kind: 'turn.interrupted' },
-  { from: 'running_turn', on: 'turn_error', to: 'idle', kind: 'turn.error', assign: (_, e) => ({ error: e.error }) },
+const table: readonly Row<S, E, P>[] = [
+  { from: 'spawning', on: 'init_complete', to: 'idle', kind: 'agent.ready', payload: (s) => ({ agentId: s.agentId }) },
+  {
+    from: 'spawning',
+    on: 'init_error',
+    to: 'failed',
+    kind: 'agent.failed',
+    assign: (_, e) => ({ error: e.error }),
+    payload: (s, e) => ({ agentId: s.agentId, error: e.error }),
+  },
+  {
+    from: 'idle',
+    on: 'turn_assigned',
+    to: 'running_turn',
+    kind: 'turn.started',
+    assign: (_, e) => ({ turnId: e.turnId }),
+    payload: (s, e) => ({ agentId: s.agentId, turnId: e.turnId }),
+  },
+  { from: 'idle', on: 'kill', to: 'terminated', kind: 'agent.terminated', assign: (_, e) => ({ terminatedBy: 'kill', stats: e.stats }), payload: terminated },
+  {
+    from: 'idle',
+    on: 'parent_closed',
+    to: 'terminated',
+    kind: 'agent.terminated',
+    assign: (_, e) => ({ terminatedBy: 'parent_closed', stats: e.stats }),
+    payload: terminated,
+  },
+  { from: 'running_turn', on: 'turn_completed', to: 'idle', kind: 'turn.completed', payload: turnEnded },
+  {
+    from: 'running_turn',
+    on: 'turn_interrupted',
+    to: 'idle',
+    kind: 'turn.interrupted',
+    payload: (s, e) => ({ ...turnEnded(s), reason: e.reason }),
+  },
+  {
+    from: 'running_turn',
+    on: 'turn_error',
+    to: 'idle',
+    kind: 'turn.error',
+    assign: (_, e) => ({ error: e.error }),
+    payload: (s, e) => ({ ...turnEnded(s), message: e.error }),
+  },
   {
     from: 'running_turn',
     on: 'kill',
@@ -23,13 +67,15 @@ const table: readonly Row<S, E>[] = [
     label: 'force',
     kind: 'agent.terminated',
     assign: (_, e) => ({ terminatedBy: 'kill', stats: e.stats }),
+    payload: terminated,
   },
   {
     from: 'idle',
     on: 'budget_exhausted',
     to: 'terminated',
     kind: 'agent.terminated',
-    assign: () => ({ terminatedBy: 'budget_exhausted' }),
+    assign: (_, e) => ({ terminatedBy: 'budget_exhausted', stats: e.stats }),
+    payload: terminated,
   },
   // The rune table's "* -> terminated" where the diagram draws no edge and the agent would otherwise be stuck.
   {
@@ -38,6 +84,7 @@ const table: readonly Row<S, E>[] = [
     to: 'terminated',
     kind: 'agent.terminated',
     assign: (_, e) => ({ terminatedBy: 'kill', stats: e.stats }),
+    payload: terminated,
     source: 'extension',
     note: 'an agent whose init hangs must be killable',
   },
@@ -47,6 +94,7 @@ const table: readonly Row<S, E>[] = [
     to: 'terminated',
     kind: 'agent.terminated',
     assign: (_, e) => ({ terminatedBy: 'parent_closed', stats: e.stats }),
+    payload: terminated,
     source: 'extension',
     note: 'the parent conversation is gone, so nothing can ever resume or reap the agent',
   },
@@ -54,7 +102,8 @@ const table: readonly Row<S, E>[] = [
 
 /**
  * One agent's lifecycle in seed 003: `spawning` -> `idle` <-> `running_turn`, ending `terminated`
- * or (init failed) `failed`. A running turn is only killed by `kill` with `force: true`.
+ * or (init failed) `failed`. A running turn is only killed by `kill` with `force: true`. Each rune
+ * kind's payload is in `AgentLifecyclePayloads`.
  *
  * @example
  * ```ts
@@ -66,7 +115,7 @@ const table: readonly Row<S, E>[] = [
  * // Logs: { accepted: false, state: ..., code: 'not_allowed', reason: 'event "kill" is not allowed in state "running_turn": it needs force' }
  * ```
  */
-export const agentLifecycle = defineMachine<S, E, AgentLifecycleInput>({
+export const agentLifecycle = defineMachine<S, E, AgentLifecycleInput, P>({
   id: 'agent-lifecycle',
   states: AgentLifecycleStateName.options,
   terminal: ['terminated', 'failed'],
@@ -75,4 +124,6 @@ export const agentLifecycle = defineMachine<S, E, AgentLifecycleInput>({
   initial: ({ agentId, role, model, parentId }) => ({ value: 'spawning', agentId, role, model, parentId }),
   table,
   spawnKind: 'agent.spawning',
+  payloads: AgentLifecyclePayloads,
+  spawnPayload: ({ agentId, role, model, parentId }) => ({ agentId, role, model, parentId }),
 });

@@ -35,7 +35,10 @@ export const AgentLifecycleState = AgentLifecycleInput.extend({
 });
 export type AgentLifecycleState = z.infer<typeof AgentLifecycleState>;
 
-/** The events of the seed's diagram; `kill.force` is its `kill(force)`. */
+/**
+ * The events of the seed's diagram; `kill.force` is its `kill(force)`. The events that terminate
+ * the agent may carry its `stats`.
+ */
 export const AgentLifecycleEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('init_complete') }),
   z.object({ type: z.literal('init_error'), error: z.string() }),
@@ -45,6 +48,25 @@ export const AgentLifecycleEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('turn_error'), error: z.string().optional() }),
   z.object({ type: z.literal('kill'), force: z.boolean().optional(), stats: AgentStats.optional() }),
   z.object({ type: z.literal('parent_closed'), stats: AgentStats.optional() }),
-  z.object({ type: z.literal('budget_exhausted') }),
+  z.object({ type: z.literal('budget_exhausted'), stats: AgentStats.optional() }),
 ]);
 export type AgentLifecycleEvent = z.infer<typeof AgentLifecycleEvent>;
+
+const AgentId = z.string().optional();
+
+/**
+ * The payload of each rune kind of seed 003's "Agent Events" table, camelCase, each naming the
+ * agent (its spawn input's `agentId`). The `turn.*` kinds an agent appends say which turn; the
+ * turn's own stream (`TurnEnginePayloads`) carries its input and output.
+ */
+export const AgentLifecyclePayloads = {
+  'agent.spawning': AgentLifecycleInput,
+  'agent.ready': z.object({ agentId: AgentId }),
+  'agent.failed': z.object({ agentId: AgentId, error: z.string() }),
+  /** `reason` is the event that terminated the agent. */
+  'agent.terminated': z.object({ agentId: AgentId, reason: z.enum(['kill', 'parent_closed', 'budget_exhausted']), stats: AgentStats.optional() }),
+  'turn.started': z.object({ agentId: AgentId, turnId: z.string().optional() }),
+  'turn.completed': z.object({ agentId: AgentId, turnId: z.string().optional() }),
+  'turn.interrupted': z.object({ agentId: AgentId, turnId: z.string().optional(), reason: z.string().optional() }),
+  'turn.error': z.object({ agentId: AgentId, turnId: z.string().optional(), message: z.string().optional() }),
+} as const;

@@ -1,2 +1,2 @@
-export { AutonomyLoopEvent, AutonomyLoopInput, AutonomyLoopState, AutonomyLoopStateName } from './schema.js';
+export { AutonomyLoopEvent, AutonomyLoopInput, AutonomyLoopPayloads, AutonomyLoopState, AutonomyLoopStateName } from './schema.js';
 export { autonomyLoop } from './machine.js';

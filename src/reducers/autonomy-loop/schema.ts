@@ -53,3 +53,24 @@ export const AutonomyLoopEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('unresolvable'), reason: z.string().optional() }),
 ]);
 export type AutonomyLoopEvent = z.infer<typeof AutonomyLoopEvent>;
+
+const PlanId = z.string().optional();
+
+/**
+ * The payload of each rune kind of seed 003's "Autonomy Events" table, camelCase. The steps the
+ * seed gives no kind (`plan_approved`, `auto_start`, `all_tasks_terminal`, `all_runnable_blocked`,
+ * `dependency_resolved`) carry none.
+ */
+export const AutonomyLoopPayloads = {
+  'plan.goal_received': z.object({ goalDescription: z.string() }),
+  'plan.created': z.object({ planId: PlanId, tasks: z.array(z.json()).optional() }),
+  /** A rejected plan: what the planner is to change. */
+  'plan.updated': z.object({ planId: PlanId, changes: z.json().optional() }),
+  'plan.task_assigned': z.object({ taskId: z.string(), agentId: z.string() }),
+  'plan.task_started': z.object({ taskId: z.string() }),
+  'plan.task_completed': z.object({ taskId: z.string().optional(), result: z.json().optional(), evidence: z.json().optional() }),
+  'plan.critique': z.object({ planId: PlanId, findings: z.json().optional() }),
+  'plan.goal_met': z.object({ planId: PlanId, summary: z.string().optional() }),
+  /** The event's reason, else the event type (`user_cancel`, `budget_exhausted`, `unresolvable`). */
+  'plan.stopped': z.object({ reason: z.string() }),
+} as const;

@@ -1,2 +1,2 @@
-export { ConversationEvent, ConversationInput, ConversationState, ConversationStateName } from './schema.js';
+export { ConversationEvent, ConversationInput, ConversationPayloads, ConversationState, ConversationStateName } from './schema.js';
 export { conversation } from './machine.js';

@@ -1,34 +1,63 @@
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
-import { ConversationEvent, ConversationInput, ConversationState, ConversationStateName } from './schema.js';
+import { ConversationEvent, ConversationInput, ConversationPayloads, ConversationState, ConversationStateName } from './schema.js';
 
 type S = ConversationState;
 type E = ConversationEvent;
+type P = typeof ConversationPayloads;
+
+/** The payload of a kind whose seed row gives none. */
+const none = () => ({});
+/** The `session.closing` payload. */
+const closing = (_: S, e: { reason?: string | undefined }) => ({ reason: e.reason });
 
 /** Back to active: the suspension's reason and budget report no longer apply. */
 const unsuspend = () => ({ reason: undefined, budgetInfo: undefined });
 
 /** Seed 003 Session diagram, edge for edge, with the rune kinds of its "Session Events" table. */
-const table: readonly Row<S, E>[] = [
-  { from: 'created', on: 'first_message', to: 'active', kind: 'session.activated' },
-  { from: 'created', on: 'agent_ready', to: 'active', kind: 'session.activated', assign: (_, e) => ({ rootAgentId: e.rootAgentId }) },
+const table: readonly Row<S, E, P>[] = [
+  { from: 'created', on: 'first_message', to: 'active', kind: 'session.activated', payload: (s) => ({ rootAgentId: s.rootAgentId }) },
+  {
+    from: 'created',
+    on: 'agent_ready',
+    to: 'active',
+    kind: 'session.activated',
+    assign: (_, e) => ({ rootAgentId: e.rootAgentId }),
+    payload: (_, e) => ({ rootAgentId: e.rootAgentId }),
+  },
   { from: 'active', on: 'new_turn', assign: (s) => ({ turns: s.turns + 1 }) },
   { from: 'active', on: 'turn_completed' },
-  { from: 'active', on: 'pause_requested', to: 'paused', kind: 'session.paused', assign: (_, e) => ({ reason: e.reason }) },
+  {
+    from: 'active',
+    on: 'pause_requested',
+    to: 'paused',
+    kind: 'session.paused',
+    assign: (_, e) => ({ reason: e.reason }),
+    payload: (_, e) => ({ reason: e.reason }),
+  },
   {
     from: 'active',
     on: 'budget_exhausted',
     to: 'suspended',
     kind: 'session.suspended',
     assign: (_, e) => ({ reason: e.reason, budgetInfo: e.budgetInfo }),
+    payload: (_, e) => ({ reason: e.reason ?? e.type, budgetInfo: e.budgetInfo }),
   },
-  { from: 'active', on: 'error_threshold', to: 'suspended', kind: 'session.suspended', assign: (_, e) => ({ reason: e.reason }) },
+  {
+    from: 'active',
+    on: 'error_threshold',
+    to: 'suspended',
+    kind: 'session.suspended',
+    assign: (_, e) => ({ reason: e.reason }),
+    payload: (_, e) => ({ reason: e.reason ?? e.type }),
+  },
   {
     from: ['active', 'paused', 'suspended'],
     on: 'close_requested',
     to: 'closing',
     kind: 'session.closing',
     assign: (_, e) => ({ reason: e.reason }),
+    payload: closing,
   },
   {
     from: 'created',
@@ -36,12 +65,20 @@ const table: readonly Row<S, E>[] = [
     to: 'closing',
     kind: 'session.closing',
     assign: (_, e) => ({ reason: e.reason }),
+    payload: closing,
     note: 'the rune table\'s "* -> closing", which the diagram does not draw from created',
   },
-  { from: 'paused', on: 'resume_requested', to: 'active', kind: 'session.resumed', assign: () => ({ reason: undefined }) },
-  { from: 'suspended', on: 'budget_replenished', to: 'active', kind: 'session.unsuspended', assign: unsuspend },
-  { from: 'suspended', on: 'reset', to: 'active', kind: 'session.unsuspended', assign: unsuspend },
-  { from: 'closing', on: 'cleanup_complete', to: 'closed', kind: 'session.closed', assign: (_, e) => ({ finalStats: e.finalStats }) },
+  { from: 'paused', on: 'resume_requested', to: 'active', kind: 'session.resumed', assign: () => ({ reason: undefined }), payload: none },
+  { from: 'suspended', on: 'budget_replenished', to: 'active', kind: 'session.unsuspended', assign: unsuspend, payload: none },
+  { from: 'suspended', on: 'reset', to: 'active', kind: 'session.unsuspended', assign: unsuspend, payload: none },
+  {
+    from: 'closing',
+    on: 'cleanup_complete',
+    to: 'closed',
+    kind: 'session.closed',
+    assign: (_, e) => ({ finalStats: e.finalStats }),
+    payload: (_, e) => ({ finalStats: e.finalStats }),
+  },
   { from: 'closed', on: 'archive_requested', to: 'archived' },
   {
     from: ['paused', 'suspended'],
@@ -53,7 +90,8 @@ const table: readonly Row<S, E>[] = [
 
 /**
  * The conversation (session) lifecycle of seed 003: `created` -> `active` (with `paused` and
- * `suspended` detours) -> `closing` -> `closed` -> the terminal `archived`.
+ * `suspended` detours) -> `closing` -> `closed` -> the terminal `archived`. Each rune kind's payload
+ * is in `ConversationPayloads`.
  *
  * @example
  * ```ts
@@ -65,7 +103,7 @@ const table: readonly Row<S, E>[] = [
  * // Logs: { accepted: false, state: ..., code: 'not_allowed', reason: 'event "new_turn" is not allowed in state "paused"' }
  * ```
  */
-export const conversation = defineMachine<S, E, ConversationInput>({
+export const conversation = defineMachine<S, E, ConversationInput, P>({
   id: 'conversation',
   states: ConversationStateName.options,
   terminal: ['archived'],
@@ -73,6 +111,8 @@ export const conversation = defineMachine<S, E, ConversationInput>({
   schemas: { state: ConversationState, event: ConversationEvent, input: ConversationInput },
   initial: ({ conversationId, config }) => ({ value: 'created', conversationId, config, turns: 0 }),
   table,
+  payloads: ConversationPayloads,
+  spawnPayload: ({ conversationId, config }) => ({ conversationId, config }),
   spawnKind: 'session.created',
   // Seed 003: closing ends with the runelog sealed; archival moves it, sealed, to cold storage.
   seals: ['closed', 'archived'],

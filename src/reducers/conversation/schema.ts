@@ -43,3 +43,20 @@ export const ConversationEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('archive_requested') }),
 ]);
 export type ConversationEvent = z.infer<typeof ConversationEvent>;
+
+/**
+ * The payload of each rune kind of seed 003's "Session Events" table, camelCase. Kinds the seed
+ * gives no payload (`session.resumed`, `session.unsuspended`) carry an empty one; `new_turn`,
+ * `turn_completed` and `archive_requested` (no seed kind) carry none.
+ */
+export const ConversationPayloads = {
+  'session.created': ConversationInput,
+  'session.activated': z.object({ rootAgentId: z.string().optional() }),
+  'session.paused': z.object({ reason: z.string().optional() }),
+  'session.resumed': z.object({}),
+  /** `reason` is the event's, else the event type (`budget_exhausted`, `error_threshold`). */
+  'session.suspended': z.object({ reason: z.string(), budgetInfo: JsonObject.optional() }),
+  'session.unsuspended': z.object({}),
+  'session.closing': z.object({ reason: z.string().optional() }),
+  'session.closed': z.object({ finalStats: JsonObject.optional() }),
+} as const;

@@ -1,2 +1,2 @@
-export { ToolCallEvent, ToolCallInput, ToolCallState, ToolCallStateName, ToolCallStatus } from './schema.js';
+export { ToolCallEvent, ToolCallInput, ToolCallPayloads, ToolCallState, ToolCallStateName, ToolCallStatus } from './schema.js';
 export { toolCall, toolCallStatus } from './machine.js';

@@ -59,3 +59,25 @@ export type ToolCallEvent = z.infer<typeof ToolCallEvent>;
 /** How a call ended: the `status` of its `tool.result`, or `denied`. */
 export const ToolCallStatus = z.enum(['success', 'error', 'timeout', 'cancelled', 'denied']);
 export type ToolCallStatus = z.infer<typeof ToolCallStatus>;
+
+const CallId = z.string().min(1);
+
+/**
+ * The payload of each rune kind of seed 003's "Tool Events" table, camelCase. `tool.result` is told
+ * apart by `status`: `success` carries the output, `error` the error, `cancelled` the reason if any.
+ * A call that needs no approval (`no_approval_needed`) appends a rune of that kind, with none.
+ */
+export const ToolCallPayloads = {
+  'tool.call': ToolCallInput,
+  'tool.approval_requested': z.object({ callId: CallId, policyReason: z.string().optional() }),
+  /** `approver` is absent when the policy approved the call (`auto_approved`). */
+  'tool.approved': z.object({ callId: CallId, approver: z.string().optional() }),
+  'tool.denied': z.object({ callId: CallId, reason: z.string().optional() }),
+  'tool.progress': z.object({ callId: CallId, chunk: z.string() }),
+  'tool.result': z.discriminatedUnion('status', [
+    z.object({ callId: CallId, status: z.literal('success'), output: z.json() }),
+    z.object({ callId: CallId, status: z.literal('error'), error: z.string() }),
+    z.object({ callId: CallId, status: z.literal('timeout') }),
+    z.object({ callId: CallId, status: z.literal('cancelled'), reason: z.string().optional() }),
+  ]),
+} as const;

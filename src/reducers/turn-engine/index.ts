@@ -1,2 +1,2 @@
-export { TurnEngineEvent, TurnEngineState, TurnEngineStateName } from './schema.js';
+export { ToolResultSummary, TurnEngineEvent, TurnEngineInput, TurnEnginePayloads, TurnEngineState, TurnEngineStateName } from './schema.js';
 export { turnEngine } from './machine.js';

@@ -1,13 +1,21 @@
-import { z } from 'zod';
+import type { ZodType } from 'zod';
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
-import { TurnEngineEvent, TurnEngineState, TurnEngineStateName } from './schema.js';
+import { TurnEngineEvent, TurnEngineInput, TurnEnginePayloads, TurnEngineState, TurnEngineStateName } from './schema.js';
 
 type S = TurnEngineState;
 type E = TurnEngineEvent;
+type P = typeof TurnEnginePayloads;
+
+/** The `turn.completed` payload: the output so far is the final output. */
+const completed = (_: S, __: E, after: S) => ({ finalOutput: after.output, usage: after.usage });
+/** The `turn.interrupted` payload of an `interrupt`: the output streamed before it. */
+const interrupted = (_: S, e: { reason?: string | undefined }, after: S) => ({ reason: e.reason, partialOutput: after.output });
+/** The `turn.error` payload: which event failed the turn, and its error. */
+const failed = (_: S, e: { type: 'stream_error' | 'tool_crash'; error: string }) => ({ errorType: e.type, message: e.error });
 
 /** Seed 003 TurnEngine diagram, edge for edge, with the rune kinds of its "Turn Events" table. */
-const table: readonly Row<S, E>[] = [
+const table: readonly Row<S, E, P>[] = [
   {
     from: 'idle',
     on: 'start_turn',
@@ -24,31 +32,72 @@ const table: readonly Row<S, E>[] = [
       steerInput: undefined,
       usage: undefined,
     }),
+    // The turn's number is its id: unique per turn stream, which is the agent's.
+    payload: (_, e, after) => ({ turnId: String(after.turn), agentId: after.agentId, input: e.input }),
   },
-  { from: 'streaming', on: 'assistant_delta', kind: 'turn.assistant_delta', assign: (s, e) => ({ output: s.output + e.content }) },
+  {
+    from: 'streaming',
+    on: 'assistant_delta',
+    kind: 'turn.assistant_delta',
+    assign: (s, e) => ({ output: s.output + e.content }),
+    payload: (_, e) => ({ content: e.content }),
+  },
   {
     from: 'streaming',
     on: 'tool_calls_received',
     to: 'tool_executing',
     kind: 'turn.tool_calls_received',
     assign: (_, e) => ({ callIds: e.callIds }),
+    payload: (_, e) => ({ callIds: e.callIds }),
   },
-  { from: 'streaming', on: 'response_done', to: 'completed', kind: 'turn.completed', assign: (_, e) => ({ usage: e.usage }) },
-  { from: 'streaming', on: 'interrupt', to: 'interrupted', kind: 'turn.interrupted', assign: (_, e) => ({ reason: e.reason }) },
-  { from: 'streaming', on: 'steer', to: 'interrupted', kind: 'turn.interrupted', assign: (_, e) => ({ steerInput: e.input }) },
-  { from: 'streaming', on: 'stream_error', to: 'error', kind: 'turn.error', assign: (_, e) => ({ error: e.error }) },
+  { from: 'streaming', on: 'response_done', to: 'completed', kind: 'turn.completed', assign: (_, e) => ({ usage: e.usage }), payload: completed },
+  { from: 'streaming', on: 'interrupt', to: 'interrupted', kind: 'turn.interrupted', assign: (_, e) => ({ reason: e.reason }), payload: interrupted },
+  {
+    from: 'streaming',
+    on: 'steer',
+    to: 'interrupted',
+    kind: 'turn.interrupted',
+    assign: (_, e) => ({ steerInput: e.input }),
+    payload: (_, e, after) => ({ partialOutput: after.output, steerInput: e.input }),
+  },
+  { from: 'streaming', on: 'stream_error', to: 'error', kind: 'turn.error', assign: (_, e) => ({ error: e.error }), payload: failed },
   // The seed's guards `continue` / `no_more_calls`, carried by `more`.
-  { from: 'tool_executing', on: 'tools_finished', to: 'streaming', when: (_, e) => e.more, label: 'continue', kind: 'turn.tools_finished' },
-  { from: 'tool_executing', on: 'tools_finished', to: 'completed', when: (_, e) => !e.more, label: 'no_more_calls', kind: 'turn.completed' },
-  { from: 'tool_executing', on: 'interrupt', to: 'interrupted', kind: 'turn.interrupted', assign: (_, e) => ({ reason: e.reason }) },
-  { from: 'tool_executing', on: 'tool_crash', to: 'error', kind: 'turn.error', assign: (_, e) => ({ error: e.error }) },
+  {
+    from: 'tool_executing',
+    on: 'tools_finished',
+    to: 'streaming',
+    when: (_, e) => e.more,
+    label: 'continue',
+    kind: 'turn.tools_finished',
+    payload: (before, e) => ({ callIds: before.callIds, resultSummaries: e.resultSummaries }),
+  },
+  {
+    from: 'tool_executing',
+    on: 'tools_finished',
+    to: 'completed',
+    when: (_, e) => !e.more,
+    label: 'no_more_calls',
+    kind: 'turn.completed',
+    payload: completed,
+  },
+  {
+    from: 'tool_executing',
+    on: 'interrupt',
+    to: 'interrupted',
+    kind: 'turn.interrupted',
+    assign: (_, e) => ({ reason: e.reason }),
+    payload: interrupted,
+  },
+  { from: 'tool_executing', on: 'tool_crash', to: 'error', kind: 'turn.error', assign: (_, e) => ({ error: e.error }), payload: failed },
   // "(internal, no rune)" in the seed; every accepted event appends a rune, so its kind is the event type.
   { from: ['interrupted', 'completed', 'error'], on: 'turn_finalized', to: 'idle' },
 ];
 
 /**
  * The TurnEngine of seed 003: one agent's turns, `idle` -> `streaming` (-> `tool_executing` and back)
- * -> `completed` | `interrupted` | `error` -> `idle` again on `turn_finalized`.
+ * -> `completed` | `interrupted` | `error` -> `idle` again on `turn_finalized`. Its optional spawn
+ * input `{ agentId }` names the agent, for the `turn.started` payload; each rune kind's payload is
+ * in `TurnEnginePayloads`.
  *
  * @example
  * ```ts
@@ -57,15 +106,20 @@ const table: readonly Row<S, E>[] = [
  * s = turnEngine.transition(s, { type: 'start_turn', input: 'hi' }); // streaming, turn 1
  * s = turnEngine.transition(s, { type: 'assistant_delta', content: 'Hel' });
  * console.log(turnEngine.step(s, { type: 'steer', input: 'be brief' }));
- * // Logs: { accepted: true, state: { value: 'interrupted', ... output: 'Hel', ... steerInput: 'be brief', ... }, kind: 'turn.interrupted' }
+ * // Logs: { accepted: true, state: { value: 'interrupted', ... output: 'Hel', ... steerInput: 'be brief', ... }, kind: 'turn.interrupted', payload: { partialOutput: 'Hel', steerInput: 'be brief' } }
  * ```
  */
-export const turnEngine = defineMachine<S, E>({
+export const turnEngine = defineMachine<S, E, TurnEngineInput | void, P>({
   id: 'turn-engine',
   states: TurnEngineStateName.options,
   terminal: [],
   events: eventTypesOf(TurnEngineEvent),
-  schemas: { state: TurnEngineState, event: TurnEngineEvent, input: z.void() },
-  initial: () => ({ value: 'idle', turn: 0, input: '', output: '', callIds: [] }),
+  // Optional: a turn stream spawned with no input is an agent's all the same, only unnamed.
+  schemas: { state: TurnEngineState, event: TurnEngineEvent, input: TurnEngineInput.optional() as ZodType<TurnEngineInput | void> },
+  initial: (input) =>
+    input?.agentId === undefined
+      ? { value: 'idle', turn: 0, input: '', output: '', callIds: [] }
+      : { value: 'idle', agentId: input.agentId, turn: 0, input: '', output: '', callIds: [] },
   table,
+  payloads: TurnEnginePayloads,
 });

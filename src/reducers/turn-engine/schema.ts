@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ToolCallInput } from '../tool-call/schema.js';
+import { ToolCallInput, ToolCallStatus } from '../tool-call/schema.js';
 
 /** Seed 003 "TurnEngine State Machine"; no state is terminal (`turn_finalized` returns to `idle`). */
 export const TurnEngineStateName = z.enum(['idle', 'streaming', 'tool_executing', 'completed', 'interrupted', 'error']);
@@ -8,9 +8,19 @@ export type TurnEngineStateName = z.infer<typeof TurnEngineStateName>;
 /** Token usage as the provider reports it: counts, possibly nested (e.g. cached-token details). */
 const Usage = z.record(z.string(), z.json());
 
+/** The spawn input: the agent whose turns these are, for the `turn.started` rune's `agentId`. */
+export const TurnEngineInput = z.object({ agentId: z.string().min(1).optional() });
+export type TurnEngineInput = z.infer<typeof TurnEngineInput>;
+
+/** How one call of a tool round ended, for the `turn.tools_finished` rune's summaries. */
+export const ToolResultSummary = z.object({ callId: z.string().min(1), status: ToolCallStatus });
+export type ToolResultSummary = z.infer<typeof ToolResultSummary>;
+
 /** The engine's state: the turn in progress (or the last one) and what it has produced so far. */
 export const TurnEngineState = z.object({
   value: TurnEngineStateName,
+  /** The agent whose turns these are (the spawn input's). */
+  agentId: z.string().optional(),
   /** Turns started so far; the current turn's number, counting from 1. */
   turn: z.number().int().nonnegative(),
   /** The input the current turn started with. */
@@ -43,8 +53,32 @@ export const TurnEngineEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('interrupt'), reason: z.string().optional() }),
   z.object({ type: z.literal('steer'), input: z.string() }),
   z.object({ type: z.literal('stream_error'), error: z.string() }),
-  z.object({ type: z.literal('tools_finished'), more: z.boolean() }),
+  z.object({
+    type: z.literal('tools_finished'),
+    more: z.boolean(),
+    /** How each call of the round ended, when the dispatcher knows: carried by the `turn.tools_finished` rune. */
+    resultSummaries: z.array(ToolResultSummary).optional(),
+  }),
   z.object({ type: z.literal('tool_crash'), error: z.string() }),
   z.object({ type: z.literal('turn_finalized') }),
 ]);
 export type TurnEngineEvent = z.infer<typeof TurnEngineEvent>;
+
+/**
+ * The payload of each rune kind of seed 003's "Turn Events" table, camelCase. `turn_finalized`
+ * ("internal, no rune" in the seed) carries none.
+ */
+export const TurnEnginePayloads = {
+  /** The turn's number as its id, the agent (the spawn input's `agentId`) and the input. */
+  'turn.started': z.object({ turnId: z.string(), agentId: z.string().optional(), input: z.string() }),
+  'turn.assistant_delta': z.object({ content: z.string() }),
+  'turn.tool_calls_received': z.object({ callIds: z.array(z.string()) }),
+  /** The assistant's whole output, and the usage the provider reported. */
+  'turn.completed': z.object({ finalOutput: z.string(), usage: Usage.optional() }),
+  /** The output streamed before the stop; a steer's input, for the next turn, when a steer stopped it. */
+  'turn.interrupted': z.object({ reason: z.string().optional(), partialOutput: z.string(), steerInput: z.string().optional() }),
+  /** `errorType` is the event that failed the turn: the model stream's error, or an unrecoverable tool crash. */
+  'turn.error': z.object({ errorType: z.enum(['stream_error', 'tool_crash']), message: z.string() }),
+  /** The round's calls, and how each ended when the dispatcher said. */
+  'turn.tools_finished': z.object({ callIds: z.array(z.string()), resultSummaries: z.array(ToolResultSummary).optional() }),
+} as const;

@@ -121,6 +121,14 @@ describe('agent turns: a turn stream is an agent', () => {
       'turn.completed',
       'turn_finalized',
     ]);
+    const finished = (await store.read(a.turn)).find((rune) => rune.kind === 'turn.tools_finished');
+    expect(finished?.payload).toEqual({
+      callIds: ['c1', 'c2'],
+      resultSummaries: [
+        { callId: 'c1', status: 'success' },
+        { callId: 'c2', status: 'success' },
+      ],
+    });
     expect(model.requests[1]!.messages).toEqual([
       { role: 'user', content: 'time? 1+2?' },
       {

@@ -36,6 +36,7 @@ export { BUILTIN_TOOL_NAMES, builtinTools, type BuiltinToolName } from './effect
 export { ToolAbortError, ToolTimeoutError, runTool } from './effects/tools/run-tool.js';
 export { NonJsonOutputError, type JsonValue } from './effects/tools/json-output.js';
 export { toolCallEffects, type ToolCallEffectsOptions } from './effects/tools/tool-call-effects.js';
+export type { ToolScope } from './effects/tools/tool-scope.js';
 export { connectMcp, type ConnectMcpOptions, type McpArguments, type McpConnection, type McpToolInfo } from './effects/tools/connect-mcp.js';
 
 // Agents: the turn-based agent's epics and streams (seed 003), the ReAct runtime (seed 004).

@@ -4,15 +4,16 @@ import { chainCall$, type ProviderChain } from '../llm/provider-chain.js';
 import { providerBreakers } from '../llm/provider-breakers.js';
 import { toolCallEffects } from '../tools/tool-call-effects.js';
 import type { AnyTool } from '../tools/tool.js';
+import type { ToolScope } from '../tools/tool-scope.js';
 import { toolSpecs } from '../tools/tool-specs.js';
-import { map } from 'rxjs';
+import { map, of } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { agentModel, type AgentModelChooser, type AgentModelOptions } from './agent-model.js';
 import type { AgentProfile } from './agent-profile.js';
 import { conversationClose } from './conversation-close.js';
 import { DELEGATE_TOOL, delegateTool, delegation, type DelegationLimits } from './delegation.js';
-import { agentOfTurn } from './streams.js';
+import { agentOfCall, agentOfTurn } from './streams.js';
 import { agentTurns } from './agent-turns.js';
 
 /** Options of {@link agentEpics}. */
@@ -30,7 +31,9 @@ export interface AgentEpicsOptions {
    * input, and its profile gives its model, tools and system prompt (each defaulting to the
    * options above). An agent whose role has no profile fails init (`init_error`). With roles,
    * every agent is offered the `delegate` tool: it hands a task to a sub-agent of a role in the
-   * same conversation, and returns its final output. Default: none (no roles, no delegation).
+   * same conversation, and returns its final output. An agent runs only its role's tools (and
+   * `delegate`): a call naming any other tool ends with an error result naming the tool and the
+   * role. Default: none (no roles, no delegation).
    */
   readonly agents?: Readonly<Record<string, AgentProfile>>;
   /** Limits on delegation per conversation: `maxDepth` (default 2), `maxAgents` (default 16). */
@@ -97,6 +100,25 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
   }
   const roleOf = (lifecycle: AgentLifecycleState | undefined): string | undefined => lifecycle?.role;
   const noProfile = (role: string): string => `no agent profile for role "${role}"; the roles are ${[...profiles.keys()].join(', ')}`;
+  // Each role's tool names, and those of an agent without a role: a model sees only its own, and
+  // a call naming another role's tool is refused rather than run from the shared registry.
+  const namesOf = (chosenTools: readonly AnyTool[]): ReadonlySet<string> => new Set([...chosenTools, ...delegate].map((tool) => tool.name));
+  const defaultNames = namesOf(tools);
+  const roleNames = new Map(Object.entries(roles ?? {}).map(([role, profile]) => [role, namesOf(profile.tools ?? tools)]));
+  const scope: ToolScope = (stream, toolName, context) => {
+    const agent = agentOfCall(stream);
+    if (agent === undefined) return of(undefined);
+    return context.snapshot(agent.lifecycle, agentLifecycle).pipe(
+      map((lifecycle) => {
+        const role = roleOf(lifecycle?.state);
+        const names = role === undefined ? defaultNames : roleNames.get(role);
+        if (names === undefined) return noProfile(role!);
+        if (names.has(toolName)) return undefined;
+        const known = names.size === 0 ? 'none' : [...names].map((name) => `"${name}"`).join(', ');
+        return `tool "${toolName}" is not a tool of ${role === undefined ? 'this agent (it has no role)' : `role "${role}"`}; its tools are: ${known}`;
+      }),
+    );
+  };
   const chooseModel: AgentModelChooser = (turn, context) =>
     context.snapshot(agentOfTurn(turn)!.lifecycle, agentLifecycle).pipe(
       map((lifecycle) => {
@@ -115,7 +137,7 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
     toolCallEffects({
       tools: [...allTools.values()],
       ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),
-      ...(roles === undefined ? {} : { runElsewhere: [DELEGATE_TOOL] }),
+      ...(roles === undefined ? {} : { runElsewhere: [DELEGATE_TOOL], scope }),
     }),
     ...chains.map((each) => providerBreakers(each)),
     conversationClose(),

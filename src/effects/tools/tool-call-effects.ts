@@ -9,6 +9,7 @@ import { execution$ } from './tool-call-execution.js';
 import { callOrder, type CallOrder } from './tool-call-order.js';
 import { policy$ } from './tool-call-policy.js';
 import { toolRegistry } from './tool-registry.js';
+import type { ToolScope } from './tool-scope.js';
 
 /** Options of {@link toolCallEffects}, with their defaults. */
 export interface ToolCallEffectsOptions {
@@ -24,6 +25,12 @@ export interface ToolCallEffectsOptions {
    * Default: none.
    */
   runElsewhere?: readonly string[];
+  /**
+   * Which tools each call may run (`agentEpics` gives each agent its role's): a call of a tool
+   * outside it needs no approval and ends with `execution_error` giving the scope's reason; its
+   * tool never runs. Default: every call may run every tool of `tools`.
+   */
+  scope?: ToolScope;
 }
 
 /**
@@ -78,7 +85,7 @@ export interface ToolCallEffectsOptions {
  * @see defineTool, toolSpecs, connectMcp, toolCallRecovery
  */
 export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
-  const { tools, approvalTimeoutMs = 600_000, resolutionMs = 1000, runElsewhere = [] } = options ?? ({} as ToolCallEffectsOptions);
+  const { tools, approvalTimeoutMs = 600_000, resolutionMs = 1000, runElsewhere = [], scope } = options ?? ({} as ToolCallEffectsOptions);
   const registry = toolRegistry('toolCallEffects', tools);
   if (!(approvalTimeoutMs > 0)) throw new TypeError(`toolCallEffects: "approvalTimeoutMs" must be positive, got ${String(approvalTimeoutMs)}`);
   if (!(resolutionMs > 0)) throw new TypeError(`toolCallEffects: "resolutionMs" must be positive, got ${String(resolutionMs)}`);
@@ -92,14 +99,14 @@ export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
       effects: (view, context): EffectsByKey<typeof toolCall> => {
         switch (view.value) {
           case 'pending_call':
-            return { policy: policy$(view, registry, order) };
+            return { policy: policy$(view, context, registry, order, scope) };
           case 'awaiting_approval':
             // Nothing loops in awaiting_approval: the view's `at` is the rune that entered it, stored or live.
             return {
               approvalTimeout: durableDeadline(view.at + approvalTimeoutMs, { type: 'approval_timeout' as const }, { scheduler: context.scheduler, resolutionMs, retryMs }),
             };
           case 'executing':
-            return { run: execution$(view, context, registry, new Set(runElsewhere)) };
+            return { run: execution$(view, context, registry, new Set(runElsewhere), scope) };
           default:
             return {};
         }

@@ -1,12 +1,13 @@
 import { EMPTY, Observable, catchError, mergeMap, of } from 'rxjs';
 import { toolCall } from '../../reducers/tool-call/machine.js';
-import type { ToolCallEvent } from '../../reducers/tool-call/schema.js';
+import type { ToolCallEvent, ToolCallState } from '../../reducers/tool-call/schema.js';
 import type { EpicContext } from '../../streams/epic.js';
 import type { StreamView } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { errorText } from '../../reducers/error-text.js';
 import { runTool } from './run-tool.js';
 import type { ToolRegistry } from './tool-registry.js';
+import type { ToolScope } from './tool-scope.js';
 
 /** Why a run is stopped, for its tool's abort reason: the rune that took its call out of `executing`. */
 function stopReason(view: StreamView<typeof toolCall>): string {
@@ -29,6 +30,8 @@ function stopReason(view: StreamView<typeof toolCall>): string {
  *    process) runs again if its tool is `rerunSafe`, with a full `timeoutMs` from now; any other
  *    ends with `execution_error` "interrupted by restart". Either way it gets exactly one `tool.result`.
  * 4. A call of a tool in `runElsewhere` is left to the effect that runs it (a delegation).
+ *    A call of a tool outside its caller's `scope` ends with `execution_error` giving the
+ *    scope's reason (the tool and the caller's role): the tool does not run.
  * 5. The run is unsubscribed when the call leaves `executing` any other way (a `cancelled` rune):
  *    the tool's signal aborts, with the reason.
  *
@@ -40,15 +43,22 @@ export function execution$(
   context: EpicContext,
   registry: ToolRegistry,
   runElsewhere: ReadonlySet<string> = new Set(),
+  scope?: ToolScope,
 ): Observable<ToolCallEvent> {
+  const run = (state: ToolCallState): Observable<ToolCallEvent> => {
+    if (view.origin === 'resumed' && !registry.rerunSafe(state)) return of({ type: 'execution_error', error: INTERRUPTED_BY_RESTART });
+    const resolved = registry.resolve(state);
+    if (!resolved.ok) return of({ type: 'execution_error', error: resolved.error });
+    return runTool(resolved.tool, resolved.input, context.scheduler, () => stopReason(view));
+  };
   return view.state$.pipe(
     mergeMap((state): Observable<ToolCallEvent> => {
       if (state?.value !== 'executing') return EMPTY; // it moved on before it could start
       if (runElsewhere.has(state.toolName)) return EMPTY; // another effect runs it, and resumes it after a restart
-      if (view.origin === 'resumed' && !registry.rerunSafe(state)) return of({ type: 'execution_error', error: INTERRUPTED_BY_RESTART });
-      const resolved = registry.resolve(state);
-      if (!resolved.ok) return of({ type: 'execution_error', error: resolved.error });
-      return runTool(resolved.tool, resolved.input, context.scheduler, () => stopReason(view));
+      if (scope === undefined) return run(state);
+      return scope(view.stream, state.toolName, context).pipe(
+        mergeMap((refused) => (refused === undefined ? run(state) : of<ToolCallEvent>({ type: 'execution_error', error: refused }))),
+      );
     }),
     catchError((error: unknown) => of<ToolCallEvent>({ type: 'execution_error', error: `the tool runner failed: ${errorText(error)}` })),
   );

@@ -2,10 +2,12 @@ import { EMPTY, Observable, catchError, map, mergeMap, of } from 'rxjs';
 import type { ToolCallEvent, ToolCallInput } from '../../reducers/tool-call/schema.js';
 import type { toolCall } from '../../reducers/tool-call/machine.js';
 import { SPAWN_EVENT_TYPE } from '../../reducers/rune.js';
+import type { EpicContext } from '../../streams/epic.js';
 import type { StreamView } from '../../streams/state-effects.js';
 import { errorText } from '../../reducers/error-text.js';
 import type { CallOrder } from './tool-call-order.js';
 import type { ToolRegistry } from './tool-registry.js';
+import type { ToolScope } from './tool-scope.js';
 
 /**
  * The approval policy's decision for a new call: `requires_approval{policyReason}` when its tool's
@@ -45,9 +47,10 @@ export function approvalDecision(registry: ToolRegistry, call: Pick<ToolCallInpu
  * round). A live spawn rune carries the call, so a call that need not wait is decided in the
  * rune's own tick; a call found pending after a restart (its decision died with the process, or
  * it was waiting its turn) is read first, and one whose state cannot be read stays pending until
- * the next start.
+ * the next start. A call outside its caller's `scope` needs no approval (nobody should be asked
+ * to approve a call that will not run) and goes on at once to end with an error.
  */
-export function policy$(view: StreamView<typeof toolCall>, registry: ToolRegistry, order: CallOrder): Observable<ToolCallEvent> {
+export function policy$(view: StreamView<typeof toolCall>, context: EpicContext, registry: ToolRegistry, order: CallOrder, scope?: ToolScope): Observable<ToolCallEvent> {
   const { rune } = view;
   const call$: Observable<ToolCallInput> =
     rune?.event.type === SPAWN_EVENT_TYPE
@@ -56,5 +59,11 @@ export function policy$(view: StreamView<typeof toolCall>, registry: ToolRegistr
           mergeMap((state) => (state?.value === 'pending_call' ? [state] : [])),
           catchError(() => EMPTY),
         );
-  return call$.pipe(mergeMap((call) => order.mayStart$(view.stream, call).pipe(map(() => approvalDecision(registry, call)))));
+  const decide = (call: ToolCallInput): Observable<ToolCallEvent> => order.mayStart$(view.stream, call).pipe(map(() => approvalDecision(registry, call)));
+  if (scope === undefined) return call$.pipe(mergeMap(decide));
+  return call$.pipe(
+    mergeMap((call) =>
+      scope(view.stream, call.toolName, context).pipe(mergeMap((refused) => (refused === undefined ? decide(call) : of<ToolCallEvent>({ type: 'no_approval_needed' })))),
+    ),
+  );
 }

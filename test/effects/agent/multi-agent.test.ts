@@ -129,6 +129,36 @@ describe('agentEpics with roles: a conversation of several agents', () => {
     expect((await engine.snapshot<TurnEngineState>(ROOT.turn))?.state.output).toBe('Done.');
   });
 
+  it("runs only the calling agent's role's tools: a call to another role's tool ends in an error result naming the tool and the role, unrun and unapproved", async () => {
+    const runs: string[] = [];
+    const tool = (name: string, needsApproval = false) =>
+      defineTool({ name, description: `The ${name} tool.`, inputSchema: z.object({}), needsApproval, execute: () => (runs.push(name), `${name} done`) });
+    const [draft, search] = [tool('draft'), tool('search', true)];
+    const lead = scriptedModel([
+      {
+        toolCalls: [
+          { toolName: 'search', input: {}, toolCallId: 's1' },
+          { toolName: 'draft', input: {}, toolCallId: 'w1' },
+        ],
+      },
+      { text: 'Drafted without searching.' },
+    ]);
+    const { engine, store } = await conversationOf({ model: lead, agents: { lead: { tools: [draft] }, researcher: { tools: [search] } } });
+    await engine.dispatch(ROOT.turn, { type: 'start_turn', input: 'go' });
+    await idleAfter(engine, ROOT.turn, 1);
+
+    expect(lead.doStreamCalls[0]!.tools?.map((spec) => spec.name)).toEqual(['draft', 'delegate']);
+    const searchCall = (await storeLog(store)).filter((rune) => rune.stream === ROOT.call('s1'));
+    // No approval asked for a call that is not the agent's to make: straight to its error.
+    expect(searchCall.map((rune) => rune.to)).toEqual(['pending_call', 'executing', 'error_result']);
+    expect(searchCall.at(-1)?.event).toEqual({ type: 'execution_error', error: 'tool "search" is not a tool of role "lead"; its tools are: "draft", "delegate"' });
+    expect((await engine.snapshot<ToolCallState>(ROOT.call('w1')))?.state).toMatchObject({ value: 'completed_result', output: 'draft done' });
+    expect(runs).toEqual(['draft']);
+    expect(JSON.stringify(lead.doStreamCalls[1]!.prompt)).toContain('is not a tool of role \\"lead\\"');
+    expect((await engine.snapshot<TurnEngineState>(ROOT.turn))?.state.output).toBe('Drafted without searching.');
+    expect(checkInvariants(await storeLog(store))).toEqual([]);
+  });
+
   it('answers a call to an unknown tool, or to a ReAct internal tool, with an error result naming it; an unknown role fails init', async () => {
     const lead = scriptedModel([
       {

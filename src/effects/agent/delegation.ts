@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { EMPTY, Observable, catchError, defer, filter, first, from, lastValueFrom, merge, mergeMap, of, toArray } from 'rxjs';
+import { EMPTY, Observable, catchError, concat, defer, filter, first, from, lastValueFrom, map, merge, mergeMap, of, toArray } from 'rxjs';
 import { z } from 'zod';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
@@ -14,6 +14,7 @@ import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { defineTool, type AnyTool } from '../tools/tool.js';
+import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { agentOfCall } from './streams.js';
 
 /** The name of the built-in tool through which an agent hands a task to a sub-agent. */
@@ -68,8 +69,22 @@ export function subAgentId(parentId: string, callId: string): string {
 
 const ENDED = new Set(['completed', 'error', 'interrupted']);
 
+/** How the sub-agent's turn ended: the rune that ended it, and its state then. */
+interface TurnEnd {
+  readonly rune: Rune;
+  readonly turn: TurnEngineState | undefined;
+}
+
+/**
+ * Whether a restart cut the sub-agent's first turn (its model call died with the process, and
+ * `agentModel` interrupted it): its task is then started once more, as its second turn. A second
+ * turn cut the same way is the call's error result: a task is retried once, never in a loop.
+ */
+const cutByRestart = ({ rune, turn }: TurnEnd): boolean =>
+  rune.to === 'interrupted' && rune.event.type === 'interrupt' && rune.event.reason === INTERRUPTED_BY_RESTART && turn?.turn === 1;
+
 /** The result of the sub-agent's turn, once it ended: from the rune that ended it and its state then. */
-function outcome(ended: Rune, turn: TurnEngineState | undefined): ToolCallEvent {
+function outcome({ rune: ended, turn }: TurnEnd): ToolCallEvent {
   if (ended.to === 'completed') return { type: 'success', output: turn?.output ?? '' };
   const { event } = ended;
   if (ended.to === 'error') return { type: 'execution_error', error: `the sub-agent's turn failed: ${'error' in event ? String(event.error) : 'error'}` };
@@ -109,7 +124,10 @@ export interface DelegationOptions extends DelegationLimits {
  * 3. The call's result is the sub-agent's turn's: its final output (`success`), or an
  *    `execution_error` if the turn failed or was interrupted.
  * 4. After a restart the call, still `executing`, finds its sub-agent and waits again (or takes the
- *    result of a turn that ended meanwhile). A cancelled delegate call interrupts the sub-agent's turn.
+ *    result of a turn that ended meanwhile). A sub-agent's first turn that was streaming when the
+ *    process died (`agentModel` interrupts it, "interrupted by restart") is started again once
+ *    with the task, and the call's result is that second turn's; a second turn cut the same way
+ *    ends the call with an `execution_error`. A cancelled delegate call interrupts the sub-agent's turn.
  */
 export function delegation(options: DelegationOptions): Epic {
   const { roles, maxDepth = 2, maxAgents = 16 } = options;
@@ -117,24 +135,43 @@ export function delegation(options: DelegationOptions): Epic {
     if (!Number.isInteger(value) || value < 1) throw new TypeError(`agentEpics: "delegation.${name}" must be a positive integer, got ${String(value)}`);
   }
   return function delegation(runes$, context, deps) {
-    /** The live end of the sub-agent's turn, as the call's result. */
-    const liveResult$ = (sub: AgentStreams): Observable<ToolCallEvent> =>
+    /** The live end of the sub-agent's turn: the rune that ended it, and its state then. */
+    const liveEnd$ = (sub: AgentStreams): Observable<TurnEnd> =>
       runes$.pipe(
         filter((rune) => rune.stream === sub.turn && rune.to !== undefined && ENDED.has(rune.to)),
         first(),
-        mergeMap(async (ended) => outcome(ended, await stateOf(context, sub.turn))),
+        mergeMap(async (rune) => ({ rune, turn: await stateOf<TurnEngineState>(context, sub.turn) })),
       );
+    const liveResult$ = (sub: AgentStreams): Observable<ToolCallEvent> => liveEnd$(sub).pipe(map(outcome));
 
-    /** After a restart: the result of a turn that ended meanwhile, else its live end. */
-    const resumedResult$ = (sub: AgentStreams): Observable<ToolCallEvent> =>
+    /** After a restart: the end of its current turn if it ended meanwhile (in the log after its last start), else its live end. */
+    const resumedEnd$ = (sub: AgentStreams): Observable<TurnEnd> =>
       merge(
-        liveResult$(sub),
+        liveEnd$(sub),
         defer(async () => {
           const runes = await lastValueFrom(context.read(sub.turn).pipe(ofMachine(turnEngine), toArray()));
-          const ended = [...runes].reverse().find((rune) => rune.to !== undefined && ENDED.has(rune.to));
-          return ended === undefined ? [] : [outcome(ended, await stateOf(context, sub.turn))];
-        }).pipe(mergeMap((done) => done)),
+          for (const rune of [...runes].reverse()) {
+            if (rune.event.type === 'start_turn') return [];
+            if (rune.to !== undefined && ENDED.has(rune.to)) return [{ rune, turn: await stateOf<TurnEngineState>(context, sub.turn) }];
+          }
+          return [];
+        }).pipe(mergeMap((ended) => ended)),
       ).pipe(first());
+
+    /** The sub-agent's turn idle again (finalized by `agentTurns`): live, or as it is now. */
+    const idle$ = (sub: AgentStreams): Observable<unknown> =>
+      merge(
+        runes$.pipe(filter((rune) => rune.stream === sub.turn && rune.to === 'idle')),
+        defer(() => stateOf<TurnEngineState>(context, sub.turn)).pipe(filter((turn) => turn?.value === 'idle')),
+      ).pipe(first());
+
+    /** The task as a new turn of the sub-agent, listening (subscribed first) for its end before it starts. */
+    const start$ = (sub: AgentStreams, task: string): Observable<EpicCommand | ToolCallEvent> =>
+      merge(liveResult$(sub), of<EpicCommand>({ stream: sub.turn, event: { type: 'start_turn', input: task } }));
+
+    /** A sub-agent found after a restart: its turn's result, or its task started once more if the restart cut its first turn. */
+    const resumed$ = (sub: AgentStreams, task: string): Observable<EpicCommand | ToolCallEvent> =>
+      resumedEnd$(sub).pipe(mergeMap((end) => (cutByRestart(end) ? idle$(sub).pipe(mergeMap(() => start$(sub, task))) : of(outcome(end)))));
 
     const delegate$ = (stream: string, call: ToolCallState): Observable<EpicCommand | ToolCallEvent> => {
       const parent = agentOfCall(stream)!;
@@ -146,7 +183,7 @@ export function delegation(options: DelegationOptions): Epic {
       const sub = agentStreams(parent.root, subAgentId(parent.agentId, call.callId));
       return defer(async (): Promise<Observable<EpicCommand | ToolCallEvent>> => {
         const turn: TurnEngineState | undefined = await stateOf(context, sub.turn);
-        if (turn !== undefined && turn.turn > 0) return resumedResult$(sub); // found after a restart: wait again
+        if (turn !== undefined && turn.turn > 0) return resumed$(sub, task); // found after a restart: wait again
         if (turn === undefined) {
           const depth = (await depthOf(parent.root, parent.agentId, context)) + 1;
           if (depth > maxDepth) return refuse(`delegate: a sub-agent of "${parent.agentId}" would be at depth ${depth}, over delegation.maxDepth (${maxDepth})`);
@@ -157,10 +194,8 @@ export function delegation(options: DelegationOptions): Epic {
         const spawn: EpicCommand[] = [
           { stream: sub.lifecycle, spawn: agentLifecycle.id, input: { agentId: sub.agentId, role, parentId: parent.agentId, ...(model === undefined ? {} : { model }) } },
           { stream: sub.turn, spawn: turnEngine.id, input: { agentId: sub.agentId } },
-          { stream: sub.turn, event: { type: 'start_turn', input: task } },
         ];
-        // Listening (subscribed first) before the turn starts, so its end is not missed.
-        return merge(liveResult$(sub), from(spawn));
+        return concat(from(spawn), start$(sub, task));
       }).pipe(mergeMap((effect) => effect));
     };
 

@@ -7,6 +7,8 @@ import type { AnyTool } from '../tools/tool.js';
 import { toolSpecs } from '../tools/tool-specs.js';
 import { agentModel } from './agent-model.js';
 import { agentTurns } from './agent-turns.js';
+import { agentBudgets } from './agent-budgets.js';
+import type { Budget, PriceTable } from '../../reducers/budget.js';
 
 /** Options of {@link agentEpics}. */
 export interface AgentEpicsOptions {
@@ -18,6 +20,12 @@ export interface AgentEpicsOptions {
   readonly system?: string;
   /** How long a tool call may wait for approval. Default 600,000 ms (10 minutes). */
   readonly approvalTimeoutMs?: number;
+  /** Limits on each agent's usage (see `agentBudgets`). Default: none. */
+  readonly budget?: Budget;
+  /** Limits on each conversation's usage, all its agents together (see `agentBudgets`). Default: none. */
+  readonly conversationBudget?: Budget;
+  /** Prices per model id, for the `cost` of each response and the `cost` dimension of budgets. Default: none. */
+  readonly prices?: PriceTable;
 }
 
 const isChain = (model: LanguageModel | ProviderChain): model is ProviderChain =>
@@ -28,7 +36,7 @@ export const chainOf = (model: LanguageModel | ProviderChain): ProviderChain => 
 
 /**
  * Every epic an engine needs to run agents (seeds 002–004): the model's answers (`agentModel`,
- * through the provider chain and its breakers), the turns (`agentTurns`), the tool calls
+ * through the provider chain and its breakers), the turns (`agentTurns`), their budgets (`agentBudgets`), the tool calls
  * (`toolCallEffects`: approval, execution, timeouts, and their crash recovery). Pass them to
  * `createEngine({ epics })`; then spawning `<root>/agent/<a>/turn` (machine `turn-engine`; see `agentStreams`) is an agent.
  *
@@ -52,11 +60,18 @@ export const chainOf = (model: LanguageModel | ProviderChain): ProviderChain => 
  * ```
  */
 export function agentEpics(options: AgentEpicsOptions): Epic[] {
-  const { model, tools = [], system, approvalTimeoutMs } = options;
+  const { model, tools = [], system, approvalTimeoutMs, budget, conversationBudget, prices } = options;
   const chain = chainOf(model);
+  const limits = { ...(budget === undefined ? {} : { budget }), ...(conversationBudget === undefined ? {} : { conversationBudget }) };
   return [
-    agentModel({ call: (request, context) => chainCall$(chain, request, context), tools: toolSpecs(tools), ...(system === undefined ? {} : { system }) }),
-    agentTurns(),
+    agentModel({
+      call: (request, context) => chainCall$(chain, request, context),
+      tools: toolSpecs(tools),
+      ...(system === undefined ? {} : { system }),
+      ...(prices === undefined ? {} : { prices }),
+    }),
+    agentTurns(limits),
+    agentBudgets(limits),
     toolCallEffects({ tools, ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }) }),
     providerBreakers(chain),
   ];

@@ -13,6 +13,8 @@ import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
 import { agentOfCall, agentOfTurn } from './streams.js';
+import { turnUsageAt } from './turn-usage.js';
+import { budgetRefusal, type BudgetLimits } from './agent-budgets.js';
 
 type TurnRune = RuneOf<typeof turnEngine>;
 
@@ -50,18 +52,34 @@ async function created(agent: AgentStreams, context: EpicContext): Promise<EpicC
 const stateOf = async <M extends AnyMachine>(context: EpicContext, stream: string, machine: M): Promise<StateOf<M> | undefined> =>
   (await firstValueFrom(context.snapshot(stream, machine)))?.state;
 
-/** A turn started: the conversation counts it and the agent runs it, unless the conversation is not active. */
-async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
+/**
+ * A turn started: the conversation counts it and the agent runs it, unless the conversation is
+ * not active, the agent is terminated, or either's budget is exhausted.
+ */
+async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext, limits: BudgetLimits): Promise<EpicCommand[]> {
+  const interrupt = (reason: string): EpicCommand[] => [{ stream: rune.stream, event: { type: 'interrupt', reason } }];
   const talk = await stateOf(context, agent.root, conversation);
   // `created`: its `agent_ready`, dispatched when the turn stream was spawned, is ahead in its queue.
   if (talk !== undefined && talk.value !== 'active' && talk.value !== 'created') {
-    return [{ stream: rune.stream, event: { type: 'interrupt', reason: `the conversation is ${talk.value}` } }];
+    return interrupt(`the conversation is ${talk.value}${talk.value === 'suspended' && talk.reason !== undefined ? `: ${talk.reason}` : ''}`);
   }
+  const lifecycle = await stateOf(context, agent.lifecycle, agentLifecycle);
+  if (lifecycle !== undefined && agentLifecycle.terminal.includes(lifecycle.value)) {
+    return interrupt(`the agent is ${lifecycle.value}${lifecycle.reason === undefined ? '' : `: ${lifecycle.reason}`}`);
+  }
+  const refusal = await budgetRefusal(agent, context, limits);
+  if (refusal !== undefined) return interrupt(refusal);
   const turn = await stateOf(context, rune.stream, turnEngine);
   return [
     { stream: agent.root, event: { type: 'new_turn' } },
     { stream: agent.lifecycle, event: { type: 'turn_assigned', turnId: String(turn?.turn ?? rune.seq) } },
   ];
+}
+
+/** What the agent's turn, ended at `at`, used: the usage its lifecycle and conversation add up. */
+async function usageOfTurn(agent: AgentStreams, at: number, context: EpicContext) {
+  const turn = await stateOf(context, agent.turn, turnEngine);
+  return turn === undefined ? undefined : turnUsageAt(agent.turn, turn, at, context);
 }
 
 /** Every call of the round exists (created from the turn's log: again after a crash, harmlessly). */
@@ -101,16 +119,17 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext):
   }
   const lifecycle = await stateOf(context, agent.lifecycle, agentLifecycle);
   if (lifecycle?.value === 'running_turn') {
+    const usage = await usageOfTurn(agent, rune.at, context);
     commands.push({
       stream: agent.lifecycle,
       event:
         rune.to === 'completed'
-          ? { type: 'turn_completed' }
+          ? { type: 'turn_completed', usage }
           : rune.to === 'error'
-            ? { type: 'turn_error', ...('error' in event ? { error: event.error } : {}) }
-            : { type: 'turn_interrupted', ...(event.type === 'interrupt' && event.reason !== undefined ? { reason: event.reason } : {}) },
+            ? { type: 'turn_error', ...('error' in event ? { error: event.error } : {}), usage }
+            : { type: 'turn_interrupted', ...(event.type === 'interrupt' && event.reason !== undefined ? { reason: event.reason } : {}), usage },
     });
-    commands.push({ stream: agent.root, event: { type: 'turn_completed' } });
+    commands.push({ stream: agent.root, event: { type: 'turn_completed', usage } });
   }
   commands.push({ stream: agent.turn, event: { type: 'turn_finalized' } });
   if (event.type === 'steer') commands.push({ stream: agent.turn, event: { type: 'start_turn', input: event.input } });
@@ -124,17 +143,18 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext):
  * 1. Its turn stream spawned: its `agentLifecycle` stream is created, ready, and its conversation
  *    (`<root>`) if none is there yet, with it as the root agent.
  * 2. A turn started: the conversation counts it (`new_turn`) and the agent runs it
- *    (`turn_assigned`); if the conversation is paused, suspended or closed, the turn is interrupted.
+ *    (`turn_assigned`); if the conversation is paused, suspended or closed, the agent terminated,
+ *    or the agent's or conversation's budget (`limits`) exhausted, the turn is interrupted with why.
  * 3. The model asked for tools (`tool_calls_received`): a `toolCall` stream per call.
  * 4. The last call of a round is done: `tools_finished`, and the model gets the results.
  * 5. A turn ended: calls not done are cancelled (`cancelled_result`), the agent and conversation
- *    hear of it, the turn is finalized; a steer starts the next turn.
+ *    hear of it with the turn's usage, the turn is finalized; a steer starts the next turn.
  *
  * After a restart the engine resumes, from the stored turns, what is left to do (its effects of
  * state, see `stateEffects`): a tool round's missing calls are created and a finished round goes
  * on; an ended turn is finalized. (A turn that was streaming is `agentModel`'s: it is interrupted.)
  */
-export function agentTurns(): Epic {
+export function agentTurns(limits: BudgetLimits = {}): Epic {
   return function agentTurns(runes$, context) {
     // The rounds this epic has finished: a resumed round and a live result may both find a round
     // done, and the model must get its results once.
@@ -157,7 +177,7 @@ export function agentTurns(): Epic {
       if (agent === undefined) return EMPTY;
       const { event } = rune;
       if (event.type === 'spawn') return defer(() => created(agent, context)).pipe(mergeMap((commands) => commands));
-      if (event.type === 'start_turn') return defer(() => started(agent, rune, context)).pipe(mergeMap((commands) => commands));
+      if (event.type === 'start_turn') return defer(() => started(agent, rune, context, limits)).pipe(mergeMap((commands) => commands));
       if (event.type === 'tool_calls_received') return from(callsOf(agent, event.calls ?? []));
       if (rune.from === 'tool_executing') {
         // The round is over (its results went to the model, or the turn ended): forget it.
@@ -185,7 +205,11 @@ export function agentTurns(): Epic {
           if (view.value === 'tool_executing') return [...callsOf(agent, await latestRound(view.stream, context)), ...(await finishRound(agent))];
           const lifecycle = await stateOf(context, agent.lifecycle, agentLifecycle);
           const commands: EpicCommand[] = [];
-          if (lifecycle?.value === 'running_turn') commands.push({ stream: agent.lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
+          if (lifecycle?.value === 'running_turn') {
+            const usage = await usageOfTurn(agent, view.at, context);
+            commands.push({ stream: agent.lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART, usage } });
+            commands.push({ stream: agent.root, event: { type: 'turn_completed', usage } });
+          }
           commands.push({ stream: view.stream, event: { type: 'turn_finalized' } });
           return commands;
         };

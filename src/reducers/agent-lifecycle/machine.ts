@@ -1,9 +1,14 @@
+import { NO_USAGE, addUsage } from '../budget.js';
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecycleState, AgentLifecycleStateName } from './schema.js';
 
 type S = AgentLifecycleState;
 type E = AgentLifecycleEvent;
+
+/** A turn's end adds the turn's usage (an extension of the seed's payload) to the agent's. */
+const USAGE_NOTE = "the event may carry the turn's `usage` (an extension of the seed's payload), added to the agent's for its stats and budget";
+const used = (s: S, e: { usage?: S['usage'] }): Partial<S> => (e.usage === undefined ? {} : { usage: addUsage(s.usage, e.usage) });
 
 /** Seed 003 Agent Lifecycle diagram, edge for edge, with the rune kinds of its "Agent Events" table. */
 const table: readonly Row<S, E>[] = [
@@ -12,9 +17,9 @@ const table: readonly Row<S, E>[] = [
   { from: 'idle', on: 'turn_assigned', to: 'running_turn', kind: 'turn.started', assign: (_, e) => ({ turnId: e.turnId }) },
   { from: 'idle', on: 'kill', to: 'terminated', kind: 'agent.terminated', assign: () => ({ terminatedBy: 'kill' }) },
   { from: 'idle', on: 'parent_closed', to: 'terminated', kind: 'agent.terminated', assign: () => ({ terminatedBy: 'parent_closed' }) },
-  { from: 'running_turn', on: 'turn_completed', to: 'idle', kind: 'turn.completed' },
-  { from: 'running_turn', on: 'turn_interrupted', to: 'idle', kind: 'turn.interrupted' },
-  { from: 'running_turn', on: 'turn_error', to: 'idle', kind: 'turn.error', assign: (_, e) => ({ error: e.error }) },
+  { from: 'running_turn', on: 'turn_completed', to: 'idle', kind: 'turn.completed', assign: used, note: USAGE_NOTE },
+  { from: 'running_turn', on: 'turn_interrupted', to: 'idle', kind: 'turn.interrupted', assign: used, note: USAGE_NOTE },
+  { from: 'running_turn', on: 'turn_error', to: 'idle', kind: 'turn.error', assign: (s, e) => ({ error: e.error, ...used(s, e) }), note: USAGE_NOTE },
   {
     from: 'running_turn',
     on: 'kill',
@@ -29,7 +34,8 @@ const table: readonly Row<S, E>[] = [
     on: 'budget_exhausted',
     to: 'terminated',
     kind: 'agent.terminated',
-    assign: () => ({ terminatedBy: 'budget_exhausted' }),
+    assign: (_, e) => ({ terminatedBy: 'budget_exhausted', reason: e.reason }),
+    note: 'the event may say which limit was reached (`reason`, an extension of the seed\'s payload)',
   },
   // The rune table's "* -> terminated" where the diagram draws no edge and the agent would otherwise be stuck.
   {
@@ -72,7 +78,7 @@ export const agentLifecycle = defineMachine<S, E, AgentLifecycleInput>({
   terminal: ['terminated', 'failed'],
   events: eventTypesOf(AgentLifecycleEvent),
   schemas: { state: AgentLifecycleState, event: AgentLifecycleEvent, input: AgentLifecycleInput },
-  initial: ({ agentId, role, model, parentId }) => ({ value: 'spawning', agentId, role, model, parentId }),
+  initial: ({ agentId, role, model, parentId }) => ({ value: 'spawning', agentId, role, model, parentId, usage: NO_USAGE }),
   table,
   spawnKind: 'agent.spawning',
 });

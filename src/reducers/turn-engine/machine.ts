@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { NO_USAGE, addUsage, responseUsage } from '../budget.js';
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { TurnEngineEvent, TurnEngineState, TurnEngineStateName } from './schema.js';
@@ -23,6 +24,7 @@ const table: readonly Row<S, E>[] = [
       error: undefined,
       steerInput: undefined,
       usage: undefined,
+      turnUsage: NO_USAGE,
     }),
   },
   { from: 'streaming', on: 'assistant_delta', kind: 'turn.assistant_delta', assign: (s, e) => ({ output: s.output + e.content }) },
@@ -31,9 +33,17 @@ const table: readonly Row<S, E>[] = [
     on: 'tool_calls_received',
     to: 'tool_executing',
     kind: 'turn.tool_calls_received',
-    assign: (_, e) => ({ callIds: e.callIds }),
+    assign: (s, e) => ({ callIds: e.callIds, turnUsage: addUsage(s.turnUsage, responseUsage(e.usage, e.callIds.length, e.cost)) }),
+    note: 'the response also carries its `usage`, `model` and `cost` (an extension of the seed\'s payload), summed into `turnUsage` for budgets',
   },
-  { from: 'streaming', on: 'response_done', to: 'completed', kind: 'turn.completed', assign: (_, e) => ({ usage: e.usage }) },
+  {
+    from: 'streaming',
+    on: 'response_done',
+    to: 'completed',
+    kind: 'turn.completed',
+    assign: (s, e) => ({ usage: e.usage, turnUsage: addUsage(s.turnUsage, responseUsage(e.usage, 0, e.cost)) }),
+    note: 'the seed\'s `usage`, with the response\'s `model` and `cost` (an extension of the seed\'s payload), summed into `turnUsage` for budgets',
+  },
   { from: 'streaming', on: 'interrupt', to: 'interrupted', kind: 'turn.interrupted', assign: (_, e) => ({ reason: e.reason }) },
   { from: 'streaming', on: 'steer', to: 'interrupted', kind: 'turn.interrupted', assign: (_, e) => ({ steerInput: e.input }) },
   { from: 'streaming', on: 'stream_error', to: 'error', kind: 'turn.error', assign: (_, e) => ({ error: e.error }) },
@@ -66,6 +76,6 @@ export const turnEngine = defineMachine<S, E>({
   terminal: [],
   events: eventTypesOf(TurnEngineEvent),
   schemas: { state: TurnEngineState, event: TurnEngineEvent, input: z.void() },
-  initial: () => ({ value: 'idle', turn: 0, input: '', output: '', callIds: [] }),
+  initial: () => ({ value: 'idle', turn: 0, input: '', output: '', callIds: [], turnUsage: NO_USAGE }),
   table,
 });

@@ -101,5 +101,5 @@ export function budgetOverrun(usage: Usage, budget: Budget | undefined, strict: 
   return undefined;
 }
 
-/** An overrun in words, for reasons and rejections: `budget exhausted: toolCalls 3 of 3`. */
-export const describeOverrun = (overrun: BudgetOverrun): string => `budget exhausted: ${overrun.dimension} ${overrun.used} of ${overrun.limit}`;
+/** An overrun in words, for reasons: `toolCalls 3 of 3` (the dimension, used, and its limit). */
+export const describeOverrun = (overrun: BudgetOverrun): string => `${overrun.dimension} ${overrun.used} of ${overrun.limit}`;

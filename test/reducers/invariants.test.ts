@@ -264,7 +264,10 @@ describe('checkInvariants: each invariant, found at its rune', () => {
       const agent = turnsOf(lifecycle);
       const elsewhere = turnsOf('conv/c2/agent/a1');
       // A turn stream's start that agentTurns interrupted at once: never assigned to the agent.
-      const refused = validRun('conv/c1/agent/a1/turn', turnEngine, undefined, [{ type: 'start_turn', input: 'go' }, { type: 'interrupt', reason: 'the conversation is suspended' }]);
+      const refused = validRun('conv/c1/agent/a1/turn', turnEngine, undefined, [
+        { type: 'start_turn', input: 'go' },
+        { type: 'interrupt', reason: 'the conversation is suspended' },
+      ]);
       const log = [spawned!, activated!, ...agent, suspended!, ...refused, ...elsewhere, unsuspended!, ...turnsOf('conv/c1/agent/a2'), suspendedForErrors!];
       expect(checkInvariants(log)).toEqual([]);
       const end = next(agent, { kind: 'agent.terminated', event: exhausted, from: 'idle', to: 'terminated' });

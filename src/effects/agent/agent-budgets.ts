@@ -1,7 +1,8 @@
+import { z } from 'zod';
 import { EMPTY, type Observable, defer, firstValueFrom, from, merge, mergeMap, switchMap } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
-import { addUsage, budgetOverrun, describeOverrun, type Budget, type BudgetOverrun } from '../../reducers/budget.js';
+import { Budget, addUsage, budgetOverrun, describeOverrun, type BudgetOverrun } from '../../reducers/budget.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import type { ConversationState } from '../../reducers/conversation/schema.js';
 import type { AnyMachine, StateOf } from '../../reducers/machine.js';
@@ -76,15 +77,25 @@ async function roundRefusal(agent: AgentStreams, context: EpicContext, limits: B
 }
 
 /** The wall clock left to a turn of `agent` that has used none yet: the least of its own and its conversation's, or `undefined` for no limit. */
-function wallClockLeft(lifecycle: AgentLifecycleState | undefined, talk: ConversationState | undefined, limits: BudgetLimits): { left: number; overrun: (used: number) => string } | undefined {
+function wallClockLeft(
+  lifecycle: AgentLifecycleState | undefined,
+  talk: ConversationState | undefined,
+  limits: BudgetLimits,
+): { left: number; overrun: (used: number) => string } | undefined {
   const candidates: { left: number; overrun: (used: number) => string }[] = [];
   const own = limits.budget?.wallClockMs;
   if (own !== undefined && lifecycle !== undefined) {
-    candidates.push({ left: own - lifecycle.usage.wallClockMs, overrun: (used) => agentReason({ dimension: 'wallClockMs', used: lifecycle.usage.wallClockMs + used, limit: own }) });
+    candidates.push({
+      left: own - lifecycle.usage.wallClockMs,
+      overrun: (used) => agentReason({ dimension: 'wallClockMs', used: lifecycle.usage.wallClockMs + used, limit: own }),
+    });
   }
   const shared = conversationLimits(talk, limits)?.wallClockMs;
   if (shared !== undefined && talk !== undefined) {
-    candidates.push({ left: shared - talk.usage.wallClockMs, overrun: (used) => conversationReason({ dimension: 'wallClockMs', used: talk.usage.wallClockMs + used, limit: shared }) });
+    candidates.push({
+      left: shared - talk.usage.wallClockMs,
+      overrun: (used) => conversationReason({ dimension: 'wallClockMs', used: talk.usage.wallClockMs + used, limit: shared }),
+    });
   }
   return candidates.sort((a, b) => a.left - b.left)[0];
 }
@@ -140,11 +151,15 @@ function wallClockDeadline(agent: AgentStreams, startRune: { at: number } | unde
  * each count).
  */
 export function agentBudgets(limits: BudgetLimits): Epic {
+  for (const option of ['budget', 'conversationBudget'] as const) {
+    const parsed = Budget.optional().safeParse(limits[option]);
+    if (!parsed.success) throw new TypeError(`agentBudgets: "${option}" is not a budget: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}`);
+  }
   const exhaustedAgents = stateEffects({
     name: 'agentBudgets.agents',
     machine: agentLifecycle,
     states: ['idle'],
-    effects: (view, context): EffectsByKey<typeof agentLifecycle> => {
+    effects: (view): EffectsByKey<typeof agentLifecycle> => {
       if (limits.budget === undefined) return {};
       const check = defer(async (): Promise<EpicCommand[]> => {
         const lifecycle = await firstValueFrom(view.state$);
@@ -194,4 +209,3 @@ export function agentBudgets(limits: BudgetLimits): Epic {
     return merge(exhaustedAgents(runes$, context, deps), exhaustedConversations(runes$, context, deps), runningTurns(runes$, context, deps));
   };
 }
-

@@ -90,7 +90,10 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
               const callId = uniqueCallId(part.toolCallId, usedCallIds);
               asked.push({ callId, toolName: part.toolName, arguments: (part.input ?? null) as ToolCallInput['arguments'] });
             } else {
-              const usage = part.usage === undefined ? undefined : Object.fromEntries(Object.entries(part.usage).filter((entry): entry is [string, number] => typeof entry[1] === 'number'));
+              const usage =
+                part.usage === undefined
+                  ? undefined
+                  : Object.fromEntries(Object.entries(part.usage).filter((entry): entry is [string, number] => typeof entry[1] === 'number'));
               const cost = costOf(options.prices, part.model, usage);
               finish = { ...(usage === undefined ? {} : { usage }), ...(part.model === undefined ? {} : { model: part.model }), ...(cost === undefined ? {} : { cost }) };
             }
@@ -99,9 +102,7 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
           complete: () => {
             subscriber.next(
               toTurn(
-                asked.length > 0
-                  ? { type: 'tool_calls_received', callIds: asked.map((call) => call.callId), calls: asked, ...finish }
-                  : { type: 'response_done', ...finish },
+                asked.length > 0 ? { type: 'tool_calls_received', callIds: asked.map((call) => call.callId), calls: asked, ...finish } : { type: 'response_done', ...finish },
               ),
             );
             subscriber.complete();

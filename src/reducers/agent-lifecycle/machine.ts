@@ -35,7 +35,7 @@ const table: readonly Row<S, E>[] = [
     to: 'terminated',
     kind: 'agent.terminated',
     assign: (_, e) => ({ terminatedBy: 'budget_exhausted', reason: e.reason }),
-    note: 'the event may say which limit was reached (`reason`, an extension of the seed\'s payload)',
+    note: "the event may say which limit was reached (`reason`, an extension of the seed's payload)",
   },
   // The rune table's "* -> terminated" where the diagram draws no edge and the agent would otherwise be stuck.
   {

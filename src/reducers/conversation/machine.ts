@@ -50,7 +50,7 @@ const table: readonly Row<S, E>[] = [
     to: 'active',
     kind: 'session.unsuspended',
     assign: (s, e) => ({ ...unsuspend(), budget: e.budget ?? s.budget }),
-    note: 'the event may carry the new limits (`budget`, an extension of the seed\'s payload), which replace the configured ones; usage keeps counting',
+    note: "the event may carry the new limits (`budget`, an extension of the seed's payload), which replace the configured ones; usage keeps counting",
   },
   { from: 'suspended', on: 'reset', to: 'active', kind: 'session.unsuspended', assign: unsuspend },
   { from: 'closing', on: 'cleanup_complete', to: 'closed', kind: 'session.closed', assign: (_, e) => ({ finalStats: e.finalStats }) },

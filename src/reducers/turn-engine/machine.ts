@@ -34,7 +34,7 @@ const table: readonly Row<S, E>[] = [
     to: 'tool_executing',
     kind: 'turn.tool_calls_received',
     assign: (s, e) => ({ callIds: e.callIds, turnUsage: addUsage(s.turnUsage, responseUsage(e.usage, e.callIds.length, e.cost)) }),
-    note: 'the response also carries its `usage`, `model` and `cost` (an extension of the seed\'s payload), summed into `turnUsage` for budgets',
+    note: "the response also carries its `usage`, `model` and `cost` (an extension of the seed's payload), summed into `turnUsage` for budgets",
   },
   {
     from: 'streaming',
@@ -42,7 +42,7 @@ const table: readonly Row<S, E>[] = [
     to: 'completed',
     kind: 'turn.completed',
     assign: (s, e) => ({ usage: e.usage, turnUsage: addUsage(s.turnUsage, responseUsage(e.usage, 0, e.cost)) }),
-    note: 'the seed\'s `usage`, with the response\'s `model` and `cost` (an extension of the seed\'s payload), summed into `turnUsage` for budgets',
+    note: "the seed's `usage`, with the response's `model` and `cost` (an extension of the seed's payload), summed into `turnUsage` for budgets",
   },
   { from: 'streaming', on: 'interrupt', to: 'interrupted', kind: 'turn.interrupted', assign: (_, e) => ({ reason: e.reason }) },
   { from: 'streaming', on: 'steer', to: 'interrupted', kind: 'turn.interrupted', assign: (_, e) => ({ steerInput: e.input }) },

@@ -73,8 +73,7 @@ function start(options: Partial<AgentEpicsOptions> & { script: readonly ScriptSt
   return { engine, model, errors };
 }
 
-const turnsDone = (engine: Engine, turns: number) =>
-  firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.value === 'idle' && s.turn === turns)));
+const turnsDone = (engine: Engine, turns: number) => firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.value === 'idle' && s.turn === turns)));
 const runeWhere = (engine: Engine, stream: string, matches: (rune: Rune) => boolean): Promise<Rune> => firstValueFrom(engine.runes$(stream).pipe(filter(matches)));
 const stateOf = async <S>(engine: Engine, stream: string): Promise<S> => (await engine.snapshot<S>(stream))!.state;
 
@@ -138,32 +137,43 @@ const crossedByFirstResponse: Array<[keyof Budget, Budget, string]> = [
   ['cost', { cost: 0.2 }, 'cost 0.2 of 0.2'],
 ];
 
-describe('agent budgets: per agent', () => {
-  it.each(crossedByFirstResponse)('%s: the turn that crosses it is interrupted after that response, the agent terminated, and a later turn refused', async (_, budget, used) => {
-    const store = memoryStore();
-    const { engine, model, errors } = start({ script: waitThenAnswer, budget }, store);
-    const terminated = runeWhere(engine, a.lifecycle, (r) => r.kind === 'agent.terminated');
-    const cancelled = runeWhere(engine, a.call('call_1_0'), (r) => r.kind === 'tool.result');
-    const alsoCancelled = runeWhere(engine, a.call('call_1_1'), (r) => r.kind === 'tool.result');
-    const turn = await runTurn(engine, 'time?');
-
-    // Interrupted at the boundary: the tool round is cancelled, the model not called again.
-    expect(turn.reason).toBe(`agent budget exhausted: ${used}`);
-    expect(model.doStreamCalls).toHaveLength(1);
-    expect(await cancelled).toMatchObject({ to: 'cancelled_result', event: { reason: `agent budget exhausted: ${used}` } });
-    expect((await terminated).event).toEqual({ type: 'budget_exhausted', reason: `agent budget exhausted: ${used}` });
-    const agent = await stateOf<AgentLifecycleState>(engine, a.lifecycle);
-    expect(agent).toMatchObject({ value: 'terminated', terminatedBy: 'budget_exhausted', usage: { modelCalls: 1, inputTokens: 100 } });
-
-    // Over budget: a new turn is answered with an interruption that says why, and runs nothing.
-    await runTurn(engine, 'and now?', 2);
-    expect(await lastInterruption(store)).toBe(`the agent is terminated: agent budget exhausted: ${used}`);
-    expect(model.doStreamCalls).toHaveLength(1);
-    expect((await store.read(a.lifecycle)).map((r) => r.kind)).toEqual(['agent.spawning', 'agent.ready', 'turn.started', 'turn.interrupted', 'agent.terminated']);
-    expect(await alsoCancelled).toMatchObject({ to: 'cancelled_result' });
-    expect(checkInvariants(await storeLog(store))).toEqual([]);
-    expect(errors).toEqual([]);
+describe('agent budgets: options', () => {
+  it('refuses a budget that is not one, naming the option and the field', () => {
+    const model = scriptedModel([]);
+    expect(() => agentEpics({ model, budget: { toolCalls: -1 } })).toThrow(/^agentBudgets: "budget" is not a budget: .*toolCalls/);
+    expect(() => agentEpics({ model, conversationBudget: { tokens: 5 } as Budget })).toThrow(/^agentBudgets: "conversationBudget" is not a budget: .*tokens/);
   });
+});
+
+describe('agent budgets: per agent', () => {
+  it.each(crossedByFirstResponse)(
+    '%s: the turn that crosses it is interrupted after that response, the agent terminated, and a later turn refused',
+    async (_, budget, used) => {
+      const store = memoryStore();
+      const { engine, model, errors } = start({ script: waitThenAnswer, budget }, store);
+      const terminated = runeWhere(engine, a.lifecycle, (r) => r.kind === 'agent.terminated');
+      const cancelled = runeWhere(engine, a.call('call_1_0'), (r) => r.kind === 'tool.result');
+      const alsoCancelled = runeWhere(engine, a.call('call_1_1'), (r) => r.kind === 'tool.result');
+      const turn = await runTurn(engine, 'time?');
+
+      // Interrupted at the boundary: the tool round is cancelled, the model not called again.
+      expect(turn.reason).toBe(`agent budget exhausted: ${used}`);
+      expect(model.doStreamCalls).toHaveLength(1);
+      expect(await cancelled).toMatchObject({ to: 'cancelled_result', event: { reason: `agent budget exhausted: ${used}` } });
+      expect((await terminated).event).toEqual({ type: 'budget_exhausted', reason: `agent budget exhausted: ${used}` });
+      const agent = await stateOf<AgentLifecycleState>(engine, a.lifecycle);
+      expect(agent).toMatchObject({ value: 'terminated', terminatedBy: 'budget_exhausted', usage: { modelCalls: 1, inputTokens: 100 } });
+
+      // Over budget: a new turn is answered with an interruption that says why, and runs nothing.
+      await runTurn(engine, 'and now?', 2);
+      expect(await lastInterruption(store)).toBe(`the agent is terminated: agent budget exhausted: ${used}`);
+      expect(model.doStreamCalls).toHaveLength(1);
+      expect((await store.read(a.lifecycle)).map((r) => r.kind)).toEqual(['agent.spawning', 'agent.ready', 'turn.started', 'turn.interrupted', 'agent.terminated']);
+      expect(await alsoCancelled).toMatchObject({ to: 'cancelled_result' });
+      expect(checkInvariants(await storeLog(store))).toEqual([]);
+      expect(errors).toEqual([]);
+    },
+  );
 
   it('a limit the whole turn reaches: the turn completes, then the idle agent is terminated', async () => {
     const { engine, errors } = start({ script: toolThenAnswer, budget: { inputTokens: 250 } });
@@ -217,7 +227,11 @@ describe('agent budgets: per conversation', () => {
     const cancelled = Promise.all(['call_1_0', 'call_1_1'].map((id) => runeWhere(engine, a.call(id), (r) => r.kind === 'tool.result')));
     const turn = await runTurn(engine, 'time?');
     expect(turn.reason).toBe(`conversation budget exhausted: ${used}`);
-    const [usedAmount, limit] = used.split(' ').slice(1, 4).filter((_, i) => i !== 1).map(Number);
+    const [usedAmount, limit] = used
+      .split(' ')
+      .slice(1, 4)
+      .filter((_, i) => i !== 1)
+      .map(Number);
     expect((await suspended).event).toMatchObject({
       type: 'budget_exhausted',
       reason: `conversation budget exhausted: ${used}`,

@@ -20,11 +20,20 @@ export interface BudgetLimits {
   /** Limits on each agent: what its turns used, summed. Default: none. */
   readonly budget?: Budget;
   /**
+   * Limits on each agent of a role (the `role` of its `agent.spawning`), in place of `budget`:
+   * an `AgentProfile`'s budget. Default: none.
+   */
+  readonly budgetsByRole?: Readonly<Record<string, Budget | undefined>>;
+  /**
    * Limits on each conversation: what the turns of all its agents used, summed. A
    * `budget_replenished` that carries a `budget` replaces them for that conversation. Default: none.
    */
   readonly conversationBudget?: Budget;
 }
+
+/** The limits on an agent: its role's, else the default. */
+const agentLimits = (lifecycle: AgentLifecycleState, limits: BudgetLimits): Budget | undefined =>
+  (lifecycle.role === undefined ? undefined : limits.budgetsByRole?.[lifecycle.role]) ?? limits.budget;
 
 /** A stream's durable state now (hydrated if need be). */
 const stateOf = async <M extends AnyMachine>(context: EpicContext, stream: string, machine: M): Promise<StateOf<M> | undefined> =>
@@ -49,7 +58,7 @@ const suspend = (root: string, talk: ConversationState, budget: Budget, overrun:
  */
 export async function budgetRefusal(agent: AgentStreams, context: EpicContext, limits: BudgetLimits): Promise<string | undefined> {
   const lifecycle = await stateOf(context, agent.lifecycle, agentLifecycle);
-  const own = lifecycle === undefined ? undefined : budgetOverrun(lifecycle.usage, limits.budget);
+  const own = lifecycle === undefined ? undefined : budgetOverrun(lifecycle.usage, agentLimits(lifecycle, limits));
   if (own !== undefined) return agentReason(own);
   const talk = await stateOf(context, agent.root, conversation);
   const shared = talk === undefined ? undefined : budgetOverrun(talk.usage, conversationLimits(talk, limits));
@@ -70,7 +79,7 @@ async function roundRefusal(agent: AgentStreams, context: EpicContext, limits: B
   ]);
   if (turn?.value !== 'tool_executing') return undefined;
   if (talk?.value === 'suspended') return `the conversation is suspended${talk.reason === undefined ? '' : `: ${talk.reason}`}`;
-  const own = lifecycle === undefined ? undefined : budgetOverrun(addUsage(lifecycle.usage, turn.turnUsage), limits.budget, ['toolCalls']);
+  const own = lifecycle === undefined ? undefined : budgetOverrun(addUsage(lifecycle.usage, turn.turnUsage), agentLimits(lifecycle, limits), ['toolCalls']);
   if (own !== undefined) return agentReason(own);
   const shared = talk === undefined ? undefined : budgetOverrun(addUsage(talk.usage, turn.turnUsage), conversationLimits(talk, limits), ['toolCalls']);
   return shared === undefined ? undefined : conversationReason(shared);
@@ -83,7 +92,7 @@ function wallClockLeft(
   limits: BudgetLimits,
 ): { left: number; overrun: (used: number) => string } | undefined {
   const candidates: { left: number; overrun: (used: number) => string }[] = [];
-  const own = limits.budget?.wallClockMs;
+  const own = lifecycle === undefined ? undefined : agentLimits(lifecycle, limits)?.wallClockMs;
   if (own !== undefined && lifecycle !== undefined) {
     candidates.push({
       left: own - lifecycle.usage.wallClockMs,
@@ -151,8 +160,13 @@ function wallClockDeadline(agent: AgentStreams, startRune: { at: number } | unde
  * each count).
  */
 export function agentBudgets(limits: BudgetLimits): Epic {
-  for (const option of ['budget', 'conversationBudget'] as const) {
-    const parsed = Budget.optional().safeParse(limits[option]);
+  const budgets: Array<[string, unknown]> = [
+    ['budget', limits.budget],
+    ['conversationBudget', limits.conversationBudget],
+    ...Object.entries(limits.budgetsByRole ?? {}).map(([role, budget]): [string, unknown] => [`budgetsByRole.${role}`, budget]),
+  ];
+  for (const [option, budget] of budgets) {
+    const parsed = Budget.optional().safeParse(budget);
     if (!parsed.success) throw new TypeError(`agentBudgets: "${option}" is not a budget: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}`);
   }
   const exhaustedAgents = stateEffects({
@@ -160,10 +174,10 @@ export function agentBudgets(limits: BudgetLimits): Epic {
     machine: agentLifecycle,
     states: ['idle'],
     effects: (view): EffectsByKey<typeof agentLifecycle> => {
-      if (limits.budget === undefined) return {};
+      if (limits.budget === undefined && Object.values(limits.budgetsByRole ?? {}).every((budget) => budget === undefined)) return {};
       const check = defer(async (): Promise<EpicCommand[]> => {
         const lifecycle = await firstValueFrom(view.state$);
-        const overrun = lifecycle === undefined ? undefined : budgetOverrun(lifecycle.usage, limits.budget);
+        const overrun = lifecycle === undefined ? undefined : budgetOverrun(lifecycle.usage, agentLimits(lifecycle, limits));
         return overrun === undefined ? [] : [{ stream: view.stream, event: { type: 'budget_exhausted', reason: agentReason(overrun) } }];
       });
       return { [`budget@${view.seq}`]: check.pipe(mergeMap((commands) => from(commands))) };

@@ -20,6 +20,12 @@ import {
   type TurnEngineState,
 } from '../../../src/index.js';
 import { sqliteStore } from '../../../src/sqlite.js';
+import { agentBudgets } from '../../../src/effects/agent/agent-budgets.js';
+import { chainOf } from '../../../src/effects/agent/agent-epics.js';
+import { agentModel } from '../../../src/effects/agent/agent-model.js';
+import { agentTurns } from '../../../src/effects/agent/agent-turns.js';
+import { chainCall$ } from '../../../src/effects/llm/provider-chain.js';
+import { toolCallEffects } from '../../../src/effects/tools/tool-call-effects.js';
 import { storeLog } from '../../support/store-log.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'runestream-budgets-'));
@@ -142,6 +148,7 @@ describe('agent budgets: options', () => {
     const model = scriptedModel([]);
     expect(() => agentEpics({ model, budget: { toolCalls: -1 } })).toThrow(/^agentBudgets: "budget" is not a budget: .*toolCalls/);
     expect(() => agentEpics({ model, conversationBudget: { tokens: 5 } as Budget })).toThrow(/^agentBudgets: "conversationBudget" is not a budget: .*tokens/);
+    expect(() => agentBudgets({ budgetsByRole: { scout: { cost: -1 } } })).toThrow(/^agentBudgets: "budgetsByRole.scout" is not a budget: .*cost/);
   });
 });
 
@@ -216,6 +223,33 @@ describe('agent budgets: per agent', () => {
     expect(await lastInterruption(store)).toBe('the agent is terminated: agent budget exhausted: inputTokens 250 of 200');
     expect(model.doStreamCalls).toHaveLength(0);
     expect(errors).toEqual([]);
+  });
+});
+
+describe('agent budgets: per role', () => {
+  it("an agent of a role has its role's budget in place of the default", async () => {
+    const model = scriptedModel([{ text: 'one' }, { text: 'two' }]);
+    const limits = { budget: { modelCalls: 5 }, budgetsByRole: { scout: { modelCalls: 1 } } };
+    const chain = chainOf(model);
+    const engine = createEngine({
+      epics: [agentModel({ call: (request, context) => chainCall$(chain, request, context) }), agentTurns(limits), agentBudgets(limits), toolCallEffects({ tools: [] })],
+    });
+    engines.push(engine);
+    const scout = agentStreams('conv/c1', 'scout-1');
+    const other = agentStreams('conv/c1', 'other-1');
+    await engine.spawn(scout.lifecycle, 'agent-lifecycle', { agentId: 'scout-1', role: 'scout' }); // spawned with its role, as a conversation does
+    for (const agent of [scout, other]) {
+      await engine.spawn(agent.turn, 'turn-engine');
+      await runeWhere(engine, agent.lifecycle, (r) => r.kind === 'agent.ready');
+      const ended = runeWhere(engine, agent.lifecycle, (r) => r.kind === 'turn.completed');
+      await engine.dispatch(agent.turn, { type: 'start_turn', input: 'go' });
+      await ended;
+    }
+    expect((await runeWhere(engine, scout.lifecycle, (r) => r.kind === 'agent.terminated')).event).toEqual({
+      type: 'budget_exhausted',
+      reason: 'agent budget exhausted: modelCalls 1 of 1',
+    });
+    expect((await stateOf<AgentLifecycleState>(engine, other.lifecycle)).value).toBe('idle');
   });
 });
 

@@ -52,15 +52,14 @@ const suspend = (root: string, talk: ConversationState, budget: Budget, overrun:
 });
 
 /**
- * Why a turn may not start for `agent`, or `undefined` if it may: its own usage, or its
- * conversation's, has reached a limit. Asked by `agentTurns` when a turn starts; the turn is then
- * interrupted with this reason, and {@link agentBudgets} terminates the agent (suspends the conversation).
+ * Why a turn may not start for an agent, or `undefined` if it may: its own usage (`lifecycle`),
+ * or its conversation's (`talk`), has reached a limit. Asked by `agentTurns` when a turn starts;
+ * the turn is then interrupted with this reason, and {@link agentBudgets} terminates the agent
+ * (suspends the conversation).
  */
-export async function budgetRefusal(agent: AgentStreams, context: EpicContext, limits: BudgetLimits): Promise<string | undefined> {
-  const lifecycle = await stateOf(context, agent.lifecycle, agentLifecycle);
+export function budgetRefusal(lifecycle: AgentLifecycleState | undefined, talk: ConversationState | undefined, limits: BudgetLimits): string | undefined {
   const own = lifecycle === undefined ? undefined : budgetOverrun(lifecycle.usage, agentLimits(lifecycle, limits));
   if (own !== undefined) return agentReason(own);
-  const talk = await stateOf(context, agent.root, conversation);
   const shared = talk === undefined ? undefined : budgetOverrun(talk.usage, conversationLimits(talk, limits));
   return shared === undefined ? undefined : conversationReason(shared);
 }

@@ -58,18 +58,21 @@ const stateOf = async <M extends AnyMachine>(context: EpicContext, stream: strin
  */
 async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext, limits: BudgetLimits): Promise<EpicCommand[]> {
   const interrupt = (reason: string): EpicCommand[] => [{ stream: rune.stream, event: { type: 'interrupt', reason } }];
-  const talk = await stateOf(context, agent.root, conversation);
+  // Read at once: the model is already answering, and the agent must be assigned the turn before it ends.
+  const [talk, lifecycle, turn] = await Promise.all([
+    stateOf(context, agent.root, conversation),
+    stateOf(context, agent.lifecycle, agentLifecycle),
+    stateOf(context, rune.stream, turnEngine),
+  ]);
   // `created`: its `agent_ready`, dispatched when the turn stream was spawned, is ahead in its queue.
   if (talk !== undefined && talk.value !== 'active' && talk.value !== 'created') {
     return interrupt(`the conversation is ${talk.value}${talk.value === 'suspended' && talk.reason !== undefined ? `: ${talk.reason}` : ''}`);
   }
-  const lifecycle = await stateOf(context, agent.lifecycle, agentLifecycle);
   if (lifecycle !== undefined && agentLifecycle.terminal.includes(lifecycle.value)) {
     return interrupt(`the agent is ${lifecycle.value}${lifecycle.reason === undefined ? '' : `: ${lifecycle.reason}`}`);
   }
-  const refusal = await budgetRefusal(agent, context, limits);
+  const refusal = budgetRefusal(lifecycle, talk, limits);
   if (refusal !== undefined) return interrupt(refusal);
-  const turn = await stateOf(context, rune.stream, turnEngine);
   return [
     { stream: agent.root, event: { type: 'new_turn' } },
     { stream: agent.lifecycle, event: { type: 'turn_assigned', turnId: String(turn?.turn ?? rune.seq) } },

@@ -38,6 +38,7 @@ export { runeEventSchemas, runePayloadSchemas } from './reducers/rune-payloads.j
 export { foldEvents, foldRune } from './reducers/fold.js';
 export { Rune, SPAWN_EVENT_TYPE, isRuneOf, type AnyRuneEvent, type RuneOf, type SpawnEvent, type StateNameOf } from './reducers/rune.js';
 export { InvariantName, InvariantViolation, checkInvariants, type CheckInvariantsOptions } from './reducers/invariants.js';
+export { Budget, BudgetDimension, BudgetOverrun, NO_USAGE, PriceTable, Usage, addUsage, budgetOverrun } from './reducers/budget.js';
 export {
   MAX_SEGMENT,
   agentStreams,

@@ -1,8 +1,11 @@
 import { z } from 'zod';
+import { agentLifecycle } from './agent-lifecycle/machine.js';
+import { conversation } from './conversation/machine.js';
 import { Rune } from './rune.js';
+import { rootOf } from './stream-ids.js';
 
 /** The runelog invariants of seed 003 that `checkInvariants` enforces. */
-export const InvariantName = z.enum(['INV-TOOL-TERMINAL', 'INV-TOOL-CALL-BEFORE-RESULT', 'INV-TOOL-APPROVAL-BEFORE-EXEC', 'INV-TURN-SEQUENTIAL']);
+export const InvariantName = z.enum(['INV-TOOL-TERMINAL', 'INV-TOOL-CALL-BEFORE-RESULT', 'INV-TOOL-APPROVAL-BEFORE-EXEC', 'INV-TURN-SEQUENTIAL', 'INV-AGENT-BUDGET']);
 export type InvariantName = z.infer<typeof InvariantName>;
 
 /** One broken invariant: which one, the rune where it shows, and what happened. */
@@ -26,6 +29,10 @@ interface StreamTrack {
   approvalPending?: Rune;
   /** The `turn.started` of the turn that has not ended yet. */
   openTurn?: Rune;
+  /** An agent's lifecycle: its `agent.terminated` by `budget_exhausted`. */
+  budgetExhausted?: Rune;
+  /** A conversation: its `session.suspended` by `budget_exhausted`, while it lasts. */
+  budgetSuspended?: Rune;
 }
 
 const TURN_ENDS = new Set(['turn.completed', 'turn.interrupted', 'turn.error']);
@@ -49,6 +56,13 @@ const executes = (rune: Rune): boolean =>
  *    from `executing`) before a `tool.approved`.
  * 4. INV-TURN-SEQUENTIAL: a `turn.started` while the stream's previous turn has not ended
  *    (`turn.completed`, `turn.interrupted` or `turn.error`).
+ * 5. INV-AGENT-BUDGET: a turn started over budget. A turn is started by an agent's lifecycle's
+ *    `turn.started` rune (machine `agent-lifecycle`; a turn stream's own `turn.started` that is
+ *    interrupted at once, never assigned to the agent, is no turn of it). It breaks the invariant
+ *    after that lifecycle's `agent.terminated` by `budget_exhausted`, or while its conversation
+ *    (the stream `<root>` its id is rooted in, machine `conversation`) is suspended for budget:
+ *    after a `session.suspended` by `budget_exhausted` and before the next rune that takes the
+ *    conversation out of `suspended` (`session.unsuspended`, `session.closing`).
  *
  * Violations come in the order of the runes they point at.
  *
@@ -91,6 +105,20 @@ export function checkInvariants(runes: readonly Rune[], options: CheckInvariants
         break;
     }
     if (TURN_ENDS.has(rune.kind)) track.openTurn = undefined;
+
+    if (rune.machine === agentLifecycle.id) {
+      if (rune.kind === 'agent.terminated' && rune.event.type === 'budget_exhausted') track.budgetExhausted ??= rune;
+      if (rune.kind === 'turn.started') {
+        const suspended = streams.get(rootOf(rune.stream) ?? '')?.budgetSuspended;
+        if (track.budgetExhausted !== undefined) {
+          report('INV-AGENT-BUDGET', rune, index, `turn.started after the agent's budget was exhausted (agent.terminated at seq ${track.budgetExhausted.seq})`);
+        } else if (suspended !== undefined) {
+          report('INV-AGENT-BUDGET', rune, index, `turn.started while its conversation is suspended for budget (stream "${suspended.stream}" seq ${suspended.seq})`);
+        }
+      }
+    } else if (rune.machine === conversation.id && rune.from !== rune.to) {
+      track.budgetSuspended = rune.kind === 'session.suspended' && rune.event.type === 'budget_exhausted' ? rune : undefined;
+    }
 
     if (track.approvalPending !== undefined && executes(rune)) {
       report('INV-TOOL-APPROVAL-BEFORE-EXEC', rune, index, `${rune.kind} executes the call before approval (requested at seq ${track.approvalPending.seq})`);

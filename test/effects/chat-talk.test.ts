@@ -60,7 +60,8 @@ describe('chatTalk: a chat actor that talks (seed 000 on seed 003 turns)', () =>
     expect(actorRunes[2]!.event).toEqual({ type: 'InteractionComplete', success: true });
     // The chat's conversation and agent were created with its first turn.
     expect((await engine.snapshot<{ value: string }>('chat/c1'))?.state.value).toBe('active');
-    expect((await engine.snapshot<{ value: string }>(chat.lifecycle))?.state.value).toBe('idle');
+    // The agent's lifecycle follows its turn (a step behind it): running_turn, then idle again.
+    await firstValueFrom(engine.state$<{ value: string; turnId?: string }>(chat.lifecycle).pipe(filter((s) => s.value === 'idle' && s.turnId === '1')));
   });
 
   it("a failing turn fails the interaction: the actor ends in error with the model's error", async () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { agentLifecycle, edgesOf, stepUnknown, type AgentLifecycleEvent, type AgentLifecycleInput, type AgentLifecycleState, type Edge } from '../../src/index.js';
+import { NO_USAGE, agentLifecycle, edgesOf, stepUnknown, type AgentLifecycleEvent, type AgentLifecycleInput, type AgentLifecycleState, type Edge } from '../../src/index.js';
 import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 import { drawnEdges, eventsBeforeParens, expectRuneKind, missingDrawnEdges, readSeed, runeKindRows } from '../support/seed-diagram.js';
 
@@ -78,7 +78,7 @@ describe('agentLifecycle: seed 003 "Agent Events (Rune Kinds)"', () => {
 
 describe('agentLifecycle: context', () => {
   it('starts spawning with the spawn input', () => {
-    expect(agentLifecycle.initial(input)).toEqual({ value: 'spawning', ...input });
+    expect(agentLifecycle.initial(input)).toEqual({ value: 'spawning', ...input, usage: NO_USAGE });
   });
 
   it('records the turn, the errors and what terminated the agent', () => {
@@ -87,8 +87,21 @@ describe('agentLifecycle: context', () => {
     expect(agentLifecycle.transition(running, { type: 'turn_error', error: 'stream died' })).toMatchObject({ value: 'idle', error: 'stream died' });
     expect(agentLifecycle.transition(at('spawning'), { type: 'init_error', error: 'no model' })).toMatchObject({ value: 'failed', error: 'no model' });
     expect(agentLifecycle.transition(running, { type: 'kill', force: true })).toMatchObject({ value: 'terminated', terminatedBy: 'kill' });
-    expect(agentLifecycle.transition(at('idle'), { type: 'budget_exhausted' })).toMatchObject({ terminatedBy: 'budget_exhausted' });
+    expect(agentLifecycle.transition(at('idle'), { type: 'budget_exhausted', reason: 'agent budget exhausted: toolCalls 3 of 3' })).toMatchObject({
+      terminatedBy: 'budget_exhausted',
+      reason: 'agent budget exhausted: toolCalls 3 of 3',
+    });
     expect(agentLifecycle.transition(at('idle'), { type: 'parent_closed' })).toMatchObject({ terminatedBy: 'parent_closed' });
+  });
+
+  it("adds each ended turn's usage to the agent's: the stats of its agent.terminated", () => {
+    const turn = { ...NO_USAGE, inputTokens: 5, outputTokens: 2, modelCalls: 1, wallClockMs: 300 };
+    let s = agentLifecycle.transition(at('idle'), { type: 'turn_assigned' });
+    s = agentLifecycle.transition(s, { type: 'turn_completed', usage: turn });
+    s = agentLifecycle.transition(agentLifecycle.transition(s, { type: 'turn_assigned' }), { type: 'turn_interrupted', reason: 'stop', usage: turn });
+    s = agentLifecycle.transition(agentLifecycle.transition(s, { type: 'turn_assigned' }), { type: 'turn_error', error: 'boom', usage: { ...turn, cost: 0.1 } });
+    s = agentLifecycle.transition(agentLifecycle.transition(s, { type: 'turn_assigned' }), { type: 'turn_completed' }); // no usage: nothing added
+    expect(agentLifecycle.transition(s, { type: 'kill' }).usage).toEqual({ inputTokens: 15, outputTokens: 6, modelCalls: 3, toolCalls: 0, wallClockMs: 900, cost: 0.1 });
   });
 
   it("a turn assigned without an id does not keep the previous turn's id", () => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { conversation, edgesOf, stepUnknown, type ConversationEvent, type ConversationInput, type ConversationState, type Edge } from '../../src/index.js';
+import { NO_USAGE, conversation, edgesOf, stepUnknown, type ConversationEvent, type ConversationInput, type ConversationState, type Edge } from '../../src/index.js';
 import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 import { drawnEdges, eventsBeforeParens, expectRuneKind, missingDrawnEdges, readSeed, runeKindRows } from '../support/seed-diagram.js';
 
@@ -90,16 +90,17 @@ describe('conversation: seed 003 "Session Events (Rune Kinds)"', () => {
 
 describe('conversation: context', () => {
   it('starts created with the spawn input', () => {
-    expect(conversation.initial(input)).toEqual({ value: 'created', ...input, turns: 0 });
-    expect(conversation.initial({})).toEqual({ value: 'created', turns: 0 });
+    expect(conversation.initial(input)).toEqual({ value: 'created', ...input, turns: 0, usage: NO_USAGE });
+    expect(conversation.initial({})).toEqual({ value: 'created', turns: 0, usage: NO_USAGE });
   });
 
   it('folds a whole life into its context', () => {
     const events: ConversationEvent[] = [
       { type: 'agent_ready', rootAgentId: 'agent-1' },
       { type: 'new_turn' },
-      { type: 'turn_completed' },
+      { type: 'turn_completed', usage: { ...NO_USAGE, inputTokens: 60_000, modelCalls: 1 } },
       { type: 'new_turn' },
+      { type: 'turn_completed', usage: { ...NO_USAGE, inputTokens: 40_000, modelCalls: 2, cost: 1.5 } },
       { type: 'budget_exhausted', reason: 'token budget', budgetInfo: { used: 100_000, limit: 100_000 } },
     ];
     const suspended = events.reduce((s, e) => conversation.transition(s, e), conversation.initial(input));
@@ -110,9 +111,14 @@ describe('conversation: context', () => {
       turns: 2,
       reason: 'token budget',
       budgetInfo: { used: 100_000, limit: 100_000 },
+      usage: { ...NO_USAGE, inputTokens: 100_000, modelCalls: 3, cost: 1.5 },
     });
     const resumed = conversation.transition(suspended, { type: 'budget_replenished' });
-    expect(resumed).toEqual({ value: 'active', ...input, rootAgentId: 'agent-1', turns: 2 });
+    expect(resumed).toEqual({ value: 'active', ...input, rootAgentId: 'agent-1', turns: 2, usage: suspended.usage });
+    // A replenish with new limits keeps them; the usage keeps counting.
+    const raised = conversation.transition(conversation.transition(resumed, { type: 'budget_exhausted' }), { type: 'budget_replenished', budget: { inputTokens: 200_000 } });
+    expect(raised).toMatchObject({ value: 'active', budget: { inputTokens: 200_000 }, usage: suspended.usage });
+    expect(conversation.transition(conversation.transition(raised, { type: 'budget_exhausted' }), { type: 'budget_replenished' }).budget).toEqual({ inputTokens: 200_000 });
     const closed = [
       { type: 'close_requested', reason: 'user left' },
       { type: 'cleanup_complete', finalStats: { turns: 2 } },

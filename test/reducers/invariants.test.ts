@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   agentLifecycle,
+  agentStreams,
   autonomyLoop,
   checkInvariants,
   conversation,
@@ -235,6 +236,43 @@ describe('checkInvariants: each invariant, found at its rune', () => {
     const a = validRun('agent-a', agentLifecycle, {}, [{ type: 'init_complete' }, { type: 'turn_assigned' }]);
     const b = validRun('agent-b', agentLifecycle, {}, [{ type: 'init_complete' }, { type: 'turn_assigned' }]);
     expect(checkInvariants(interleave([a, b]))).toEqual([]);
+  });
+
+  describe('INV-AGENT-BUDGET: no turn started over budget', () => {
+    const lifecycle = agentStreams('conv/c1', 'a1').lifecycle;
+    const turnsOf = (stream: string) => validRun(stream, agentLifecycle, { agentId: 'a' }, [{ type: 'init_complete' }, { type: 'turn_assigned' }, { type: 'turn_completed' }]);
+    const exhausted = { type: 'budget_exhausted', reason: 'agent budget exhausted: toolCalls 3 of 3' } as const;
+
+    it("a bad log: a turn started after the agent's budget_exhausted, and while its conversation is suspended for budget", () => {
+      const agent = turnsOf(lifecycle);
+      const terminated = next(agent, { kind: 'agent.terminated', event: exhausted, from: 'idle', to: 'terminated' });
+      // Hand-made: the machine would refuse it (terminated is terminal), a foreign writer did not.
+      const late = next([...agent, terminated], { kind: 'turn.started', event: { type: 'turn_assigned' }, from: 'terminated', to: 'running_turn' });
+      const talk = validRun('conv/c1', conversation, {}, [{ type: 'agent_ready' }, { type: 'budget_exhausted', reason: 'conversation budget exhausted: cost 1 of 1' }]);
+      const other = turnsOf('conv/c1/agent/a2').slice(0, 2);
+      const sneaked = next(other, { kind: 'turn.started', event: { type: 'turn_assigned' }, from: 'idle', to: 'running_turn' });
+      const found = checkInvariants([...agent, terminated, late, ...talk, ...other, sneaked]);
+      expect(found.map((v) => [v.invariant, v.message])).toEqual([
+        ['INV-AGENT-BUDGET', `stream "${lifecycle}" seq 6: turn.started after the agent's budget was exhausted (agent.terminated at seq 5)`],
+        ['INV-AGENT-BUDGET', 'stream "conv/c1/agent/a2" seq 3: turn.started while its conversation is suspended for budget (stream "conv/c1" seq 3)'],
+      ]);
+    });
+
+    it('a clean log: turns before the exhaustion, after a replenish, in other conversations, and a turn stream interrupted at once', () => {
+      const talk = validRun('conv/c1', conversation, {}, [{ type: 'agent_ready' }, { type: 'budget_exhausted' }, { type: 'budget_replenished' }, { type: 'error_threshold' }]);
+      const [spawned, activated, suspended, unsuspended, suspendedForErrors] = talk;
+      const agent = turnsOf(lifecycle);
+      const elsewhere = turnsOf('conv/c2/agent/a1');
+      // A turn stream's start that agentTurns interrupted at once: never assigned to the agent.
+      const refused = validRun('conv/c1/agent/a1/turn', turnEngine, undefined, [
+        { type: 'start_turn', input: 'go' },
+        { type: 'interrupt', reason: 'the conversation is suspended' },
+      ]);
+      const log = [spawned!, activated!, ...agent, suspended!, ...refused, ...elsewhere, unsuspended!, ...turnsOf('conv/c1/agent/a2'), suspendedForErrors!];
+      expect(checkInvariants(log)).toEqual([]);
+      const end = next(agent, { kind: 'agent.terminated', event: exhausted, from: 'idle', to: 'terminated' });
+      expect(checkInvariants([...agent, end])).toEqual([]);
+    });
   });
 
   it('reports several violations in the order of their runes, each of them well-formed', () => {

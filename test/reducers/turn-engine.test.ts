@@ -70,10 +70,10 @@ describe('turnEngine: context', () => {
       { type: 'start_turn', input: 'list files' },
       { type: 'assistant_delta', content: 'Let me ' },
       { type: 'assistant_delta', content: 'look.' },
-      { type: 'tool_calls_received', callIds: ['c1', 'c2'] },
+      { type: 'tool_calls_received', callIds: ['c1', 'c2'], usage: { inputTokens: 10, outputTokens: 4 }, model: 'm', cost: 0.5 },
       { type: 'tools_finished', more: true },
       { type: 'assistant_delta', content: ' Done.' },
-      { type: 'response_done', usage: { inputTokens: 12, outputTokens: 7 } },
+      { type: 'response_done', usage: { inputTokens: 12, outputTokens: 7 }, model: 'm', cost: 0.25 },
     ];
     const end = events.reduce((s, e) => turnEngine.transition(s, e), turnEngine.initial());
     expect(end).toEqual({
@@ -83,7 +83,17 @@ describe('turnEngine: context', () => {
       output: 'Let me look. Done.',
       callIds: ['c1', 'c2'],
       usage: { inputTokens: 12, outputTokens: 7 },
+      // Summed over both responses: two model calls, the two tool calls asked for, both costs.
+      turnUsage: { inputTokens: 22, outputTokens: 11, modelCalls: 2, toolCalls: 2, wallClockMs: 0, cost: 0.75 },
     });
+  });
+
+  it('sums a response without usage as a model call with no tokens, and the next turn starts its usage from zero', () => {
+    let s = turnEngine.transition(turnEngine.initial(), { type: 'start_turn', input: 'hi' });
+    s = turnEngine.transition(s, { type: 'response_done' });
+    expect(s.turnUsage).toEqual({ inputTokens: 0, outputTokens: 0, modelCalls: 1, toolCalls: 0, wallClockMs: 0 });
+    s = turnEngine.transition(turnEngine.transition(s, { type: 'turn_finalized' }), { type: 'start_turn', input: 'again' });
+    expect(s.turnUsage).toEqual(turnEngine.initial().turnUsage);
   });
 
   it('keeps a steer for the next turn, which starts clean', () => {
@@ -93,7 +103,8 @@ describe('turnEngine: context', () => {
     expect(s).toMatchObject({ value: 'interrupted', output: 'Roses', steerInput: 'make it a haiku' });
     s = turnEngine.transition(s, { type: 'turn_finalized' });
     s = turnEngine.transition(s, { type: 'start_turn', input: s.steerInput! });
-    expect(s).toEqual({ value: 'streaming', turn: 2, input: 'make it a haiku', output: '', callIds: [] });
+    expect(s).toMatchObject({ value: 'streaming', turn: 2, input: 'make it a haiku', output: '', callIds: [], turnUsage: turnEngine.initial().turnUsage });
+    expect(s.steerInput).toBeUndefined();
   });
 
   it('records why a turn was interrupted or failed', () => {

@@ -30,6 +30,9 @@ interface Scenario {
 }
 
 const usage = { inputTokens: 12, outputTokens: 5 };
+/** What an agent's turns used, as its lifecycle sums it: nothing yet. */
+const noUsage = { inputTokens: 0, outputTokens: 0, modelCalls: 0, toolCalls: 0, wallClockMs: 0 };
+const turnUsed = { inputTokens: 3, outputTokens: 2, modelCalls: 1, toolCalls: 0, wallClockMs: 40 };
 
 /** Every rune kind of seed 003's five machines, each at least once, with the payload its table gives. */
 const scenarios: readonly Scenario[] = [
@@ -87,7 +90,8 @@ const scenarios: readonly Scenario[] = [
         },
       ],
       ['turn.assistant_delta', { content: 'ing.' }],
-      ['turn.completed', { finalOutput: 'Looking.', usage }],
+      // The whole turn's usage: both model responses, the tool calls they asked for.
+      ['turn.completed', { finalOutput: 'Looking.', usage: { inputTokens: 12, outputTokens: 5, modelCalls: 2, toolCalls: 2, wallClockMs: 0 } }],
       ['turn_finalized', undefined],
       ['turn.started', { turnId: '2', agentId: 'a1', input: 'again' }],
       ['turn.assistant_delta', { content: 'Par' }],
@@ -106,7 +110,7 @@ const scenarios: readonly Scenario[] = [
       ['turn.started', { turnId: '6', agentId: 'a1', input: 'sixth' }],
       ['turn.assistant_delta', { content: 'Done' }],
       ['turn.tool_calls_received', { callIds: ['k4'] }],
-      ['turn.completed', { finalOutput: 'Done' }],
+      ['turn.completed', { finalOutput: 'Done', usage: { inputTokens: 0, outputTokens: 0, modelCalls: 1, toolCalls: 1, wallClockMs: 0 } }],
     ],
   },
   ...(
@@ -218,7 +222,7 @@ const scenarios: readonly Scenario[] = [
     events: [
       { type: 'init_complete' },
       { type: 'turn_assigned', turnId: '1' },
-      { type: 'turn_completed' },
+      { type: 'turn_completed', usage: turnUsed },
       { type: 'turn_assigned', turnId: '2' },
       { type: 'turn_interrupted', reason: 'steer' },
       { type: 'turn_assigned', turnId: '3' },
@@ -234,7 +238,8 @@ const scenarios: readonly Scenario[] = [
       ['turn.interrupted', { agentId: 'a2', turnId: '2', reason: 'steer' }],
       ['turn.started', { agentId: 'a2', turnId: '3' }],
       ['turn.error', { agentId: 'a2', turnId: '3', message: 'rate limited' }],
-      ['agent.terminated', { agentId: 'a2', reason: 'kill', stats: { turns: 3, toolCalls: 2 } }],
+      // The stats reported, with what its turns used (summed by the lifecycle).
+      ['agent.terminated', { agentId: 'a2', reason: 'kill', stats: { turns: 3, toolCalls: 2, usage: turnUsed } }],
     ],
   },
   ...(
@@ -251,7 +256,7 @@ const scenarios: readonly Scenario[] = [
       runes: [
         ['agent.spawning', { agentId }],
         ['agent.ready', { agentId }],
-        ['agent.terminated', { agentId, reason, ...('stats' in end ? { stats: end.stats } : {}) }],
+        ['agent.terminated', { agentId, reason, stats: { ...('stats' in end ? end.stats : {}), usage: noUsage } }],
       ],
     }),
   ),

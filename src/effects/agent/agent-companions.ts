@@ -19,7 +19,7 @@ export const stateOf = async <M extends AnyMachine>(context: EpicContext, stream
  */
 export async function agentCompanions(agent: AgentStreams, context: EpicContext, initError?: (lifecycle: AgentLifecycleState) => string | undefined): Promise<EpicCommand[]> {
   const lifecycle = initError === undefined ? undefined : await stateOf(context, agent.lifecycle, agentLifecycle);
-  const error = initError?.(lifecycle ?? { value: 'spawning', agentId: agent.agentId });
+  const error = initError?.(lifecycle ?? agentLifecycle.initial({ agentId: agent.agentId }));
   const commands: EpicCommand[] = [
     { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId } },
     { stream: agent.lifecycle, event: error === undefined ? { type: 'init_complete' } : { type: 'init_error', error } },

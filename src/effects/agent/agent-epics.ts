@@ -15,6 +15,8 @@ import { conversationClose } from './conversation-close.js';
 import { DELEGATE_TOOL, delegateTool, delegation, type DelegationLimits } from './delegation.js';
 import { agentOfCall, agentOfTurn } from './streams.js';
 import { agentTurns } from './agent-turns.js';
+import { agentBudgets, type BudgetLimits } from './agent-budgets.js';
+import type { Budget, PriceTable } from '../../reducers/budget.js';
 
 /** Options of {@link agentEpics}. */
 export interface AgentEpicsOptions {
@@ -38,6 +40,12 @@ export interface AgentEpicsOptions {
   readonly agents?: Readonly<Record<string, AgentProfile>>;
   /** Limits on delegation per conversation: `maxDepth` (default 2), `maxAgents` (default 16). */
   readonly delegation?: DelegationLimits;
+  /** Limits on each agent's usage (see `agentBudgets`). Default: none. */
+  readonly budget?: Budget;
+  /** Limits on each conversation's usage, all its agents together (see `agentBudgets`). Default: none. */
+  readonly conversationBudget?: Budget;
+  /** Prices per model id, for the `cost` of each response and the `cost` dimension of budgets. Default: none. */
+  readonly prices?: PriceTable;
 }
 
 const isChain = (model: LanguageModel | ProviderChain): model is ProviderChain =>
@@ -48,7 +56,7 @@ export const chainOf = (model: LanguageModel | ProviderChain): ProviderChain => 
 
 /**
  * Every epic an engine needs to run agents (seeds 002–004): the model's answers (`agentModel`,
- * through the provider chain and its breakers), the turns (`agentTurns`), the tool calls
+ * through the provider chain and its breakers), the turns (`agentTurns`), their budgets (`agentBudgets`), the tool calls
  * (`toolCallEffects`: approval, execution, timeouts, and their crash recovery). Pass them to
  * `createEngine({ epics })`; then spawning `<root>/agent/<a>/turn` (machine `turn-engine`; see `agentStreams`) is an agent.
  *
@@ -72,7 +80,7 @@ export const chainOf = (model: LanguageModel | ProviderChain): ProviderChain => 
  * ```
  */
 export function agentEpics(options: AgentEpicsOptions): Epic[] {
-  const { model, tools = [], system, approvalTimeoutMs, agents, delegation: limits } = options;
+  const { model, tools = [], system, approvalTimeoutMs, agents, delegation: delegationLimits, budget, conversationBudget, prices } = options;
   const chain = chainOf(model);
   const roles = agents === undefined || Object.keys(agents).length === 0 ? undefined : agents;
   const delegate = roles === undefined ? [] : [delegateTool(roles)];
@@ -80,6 +88,7 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
     call: (request, context) => chainCall$(chosen, request, context),
     tools: toolSpecs([...chosenTools, ...delegate]),
     ...(chosenSystem === undefined ? {} : { system: chosenSystem }),
+    ...(prices === undefined ? {} : { prices }),
   });
   const defaults = modelOf(chain, tools, system);
   const chains = [chain];
@@ -129,11 +138,19 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
         return profile;
       }),
     );
+  const budgetsByRole = Object.fromEntries(Object.entries(roles ?? {}).flatMap(([role, profile]) => (profile.budget === undefined ? [] : [[role, profile.budget]])));
+  const limits: BudgetLimits = {
+    ...(budget === undefined ? {} : { budget }),
+    ...(conversationBudget === undefined ? {} : { conversationBudget }),
+    ...(Object.keys(budgetsByRole).length === 0 ? {} : { budgetsByRole }),
+  };
   return [
     agentModel(roles === undefined ? defaults : chooseModel),
-    agentTurns(
-      roles === undefined ? {} : { initError: (lifecycle) => (lifecycle.role === undefined || profiles.has(lifecycle.role) ? undefined : noProfile(lifecycle.role)) },
-    ),
+    agentTurns({
+      ...limits,
+      ...(roles === undefined ? {} : { initError: (lifecycle) => (lifecycle.role === undefined || profiles.has(lifecycle.role) ? undefined : noProfile(lifecycle.role)) }),
+    }),
+    agentBudgets(limits),
     toolCallEffects({
       tools: [...allTools.values()],
       ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),
@@ -143,7 +160,7 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
     conversationClose(),
     ...(roles === undefined
       ? []
-      : [delegation({ roles: Object.fromEntries(Object.entries(roles).map(([role, profile]) => [role, modelName(profile.model ?? model)])), ...limits })]),
+      : [delegation({ roles: Object.fromEntries(Object.entries(roles).map(([role, profile]) => [role, modelName(profile.model ?? model)])), ...delegationLimits })]),
   ];
 }
 

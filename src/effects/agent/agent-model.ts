@@ -13,6 +13,7 @@ import { toSegment } from '../../reducers/stream-ids.js';
 import { agentOfTurn } from './streams.js';
 import { transcriptOf } from './transcript.js';
 import { errorText } from '../../reducers/error-text.js';
+import { costOf, type PriceTable } from '../../reducers/budget.js';
 
 /** Makes one model call for a request: the model's parts, and any commands of its own (breakers). */
 export type ModelCaller = (request: ModelRequest, context: EpicContext) => Observable<ChainOutput>;
@@ -25,6 +26,8 @@ export interface AgentModelOptions {
   readonly tools?: Readonly<Record<string, ToolSpec>>;
   /** The system prompt. Default: none. */
   readonly system?: string;
+  /** Prices per model id: each response's rune then carries its `cost`. Default: none (no cost). */
+  readonly prices?: PriceTable;
 }
 
 /** The model options of one agent, chosen when its turn calls the model (by its role, see `agentEpics`). */
@@ -69,14 +72,15 @@ function uniqueCallId(asked: string, used: Set<string>): string {
 
 /**
  * One model response of a turn, as commands to its stream: every text delta an `assistant_delta`;
- * at the end either `tool_calls_received` (with what each call asked for) or `response_done`; a
- * failed call `stream_error`. Commands the call makes of its own (its breakers) pass through.
+ * at the end either `tool_calls_received` (with what each call asked for) or `response_done`, each
+ * with the response's usage, the model that answered and its cost by the price table; a failed
+ * call `stream_error`. Commands the call makes of its own (its breakers) pass through.
  */
 function respond(stream: string, context: EpicContext, options: AgentModelOptions): Observable<EpicCommand> {
   return defer(() => requestOf(stream, context, options)).pipe(
     switchMap(({ request, usedCallIds }) => {
       const asked: ToolCallInput[] = [];
-      let usage: Record<string, number> | undefined;
+      let finish: { usage?: Record<string, number>; model?: string; cost?: number } = {};
       const toTurn = (event: TurnEngineEvent): EpicCommand => ({ stream, event });
       return new Observable<EpicCommand>((subscriber) =>
         options.call(request, context).subscribe({
@@ -88,17 +92,20 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
             } else if (part.type === 'tool-call') {
               const callId = uniqueCallId(part.toolCallId, usedCallIds);
               asked.push({ callId, toolName: part.toolName, arguments: (part.input ?? null) as ToolCallInput['arguments'] });
-            } else if (part.usage !== undefined) {
-              usage = Object.fromEntries(Object.entries(part.usage).filter((entry): entry is [string, number] => typeof entry[1] === 'number'));
+            } else {
+              const usage =
+                part.usage === undefined
+                  ? undefined
+                  : Object.fromEntries(Object.entries(part.usage).filter((entry): entry is [string, number] => typeof entry[1] === 'number'));
+              const cost = costOf(options.prices, part.model, usage);
+              finish = { ...(usage === undefined ? {} : { usage }), ...(part.model === undefined ? {} : { model: part.model }), ...(cost === undefined ? {} : { cost }) };
             }
           },
           error: (error: unknown) => subscriber.error(error),
           complete: () => {
             subscriber.next(
               toTurn(
-                asked.length > 0
-                  ? { type: 'tool_calls_received', callIds: asked.map((call) => call.callId), calls: asked }
-                  : { type: 'response_done', ...(usage === undefined ? {} : { usage }) },
+                asked.length > 0 ? { type: 'tool_calls_received', callIds: asked.map((call) => call.callId), calls: asked, ...finish } : { type: 'response_done', ...finish },
               ),
             );
             subscriber.complete();

@@ -1,8 +1,8 @@
-import { EMPTY, Observable, concatMap, defer, filter, from, groupBy, lastValueFrom, merge, mergeMap, toArray } from 'rxjs';
+import { EMPTY, Observable, concatMap, defer, filter, from, groupBy, lastValueFrom, merge, mergeMap, tap, toArray } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
-import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
+import { SPAWN_EVENT_TYPE, isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall, toolCallStatus } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
@@ -15,6 +15,8 @@ import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
 import { agentCompanions, stateOf } from './agent-companions.js';
 import { agentOfCall, agentOfTurn } from './streams.js';
+import { turnUsageAt } from './turn-usage.js';
+import { budgetRefusal, type BudgetLimits } from './agent-budgets.js';
 
 type TurnRune = RuneOf<typeof turnEngine>;
 
@@ -30,8 +32,8 @@ async function latestRound(turn: string, context: EpicContext): Promise<readonly
   return [];
 }
 
-/** Options of {@link agentTurns}. */
-export interface AgentTurnsOptions {
+/** Options of {@link agentTurns}: the budgets a turn must be within to start, and more. */
+export interface AgentTurnsOptions extends BudgetLimits {
   /**
    * Why an agent cannot start (its role has no profile), from its lifecycle (as spawned, or a
    * fresh one's): its lifecycle then gets `init_error` with it instead of `init_complete`.
@@ -40,18 +42,37 @@ export interface AgentTurnsOptions {
   readonly initError?: (lifecycle: AgentLifecycleState) => string | undefined;
 }
 
-/** A turn started: the conversation counts it and the agent runs it, unless the conversation is not active. */
-async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
-  const talk = await stateOf(context, agent.root, conversation);
+/**
+ * A turn started: the conversation counts it and the agent runs it, unless the conversation is
+ * not active, the agent is terminated, or either's budget is exhausted.
+ */
+async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext, limits: AgentTurnsOptions): Promise<EpicCommand[]> {
+  const interrupt = (reason: string): EpicCommand[] => [{ stream: rune.stream, event: { type: 'interrupt', reason } }];
+  // Read at once: the model is already answering, and the agent must be assigned the turn before it ends.
+  const [talk, turn] = await Promise.all([stateOf(context, agent.root, conversation), stateOf(context, rune.stream, turnEngine)]);
+  // An agent's first turn may start before the spawn of its lifecycle (dispatched when its turn
+  // stream was spawned) has landed, and loading the lifecycle then would race that spawn: a new
+  // agent has used nothing and is not terminated, so only a later turn needs it from the store.
+  const lifecycle = context.state(agent.lifecycle, agentLifecycle) ?? ((turn?.turn ?? 0) > 1 ? await stateOf(context, agent.lifecycle, agentLifecycle) : undefined);
   // `created`: its `agent_ready`, dispatched when the turn stream was spawned, is ahead in its queue.
   if (talk !== undefined && talk.value !== 'active' && talk.value !== 'created') {
-    return [{ stream: rune.stream, event: { type: 'interrupt', reason: `the conversation is ${talk.value}` } }];
+    return interrupt(`the conversation is ${talk.value}${talk.value === 'suspended' && talk.reason !== undefined ? `: ${talk.reason}` : ''}`);
   }
-  const turn = await stateOf(context, rune.stream, turnEngine);
+  if (lifecycle !== undefined && agentLifecycle.terminal.includes(lifecycle.value)) {
+    return interrupt(`the agent is ${lifecycle.value}${lifecycle.reason === undefined ? '' : `: ${lifecycle.reason}`}`);
+  }
+  const refusal = budgetRefusal(lifecycle, talk, limits);
+  if (refusal !== undefined) return interrupt(refusal);
   return [
     { stream: agent.root, event: { type: 'new_turn' } },
     { stream: agent.lifecycle, event: { type: 'turn_assigned', turnId: String(turn?.turn ?? rune.seq) } },
   ];
+}
+
+/** What the agent's turn, ended at `at`, used: the usage its lifecycle and conversation add up. */
+async function usageOfTurn(agent: AgentStreams, at: number, context: EpicContext) {
+  const turn = await stateOf(context, agent.turn, turnEngine);
+  return turn === undefined ? undefined : turnUsageAt(agent.turn, turn, at, context);
 }
 
 /** Every call of the round exists (created from the turn's log: again after a crash, harmlessly). */
@@ -80,7 +101,7 @@ async function doneRound(agent: AgentStreams, context: EpicContext): Promise<{ k
  * next model call never sees an orphan call), the agent and the conversation hear of it, the turn
  * is finalized, and a steer starts the next turn with its input.
  */
-async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext): Promise<EpicCommand[]> {
+async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, assigned: boolean): Promise<EpicCommand[]> {
   const { event } = rune;
   const commands: EpicCommand[] = [];
   if (rune.to === 'interrupted' && rune.from === 'tool_executing') {
@@ -93,18 +114,19 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext):
       commands.push({ stream, event: { type: 'cancelled', reason } });
     }
   }
-  const lifecycle = await stateOf(context, agent.lifecycle, agentLifecycle);
-  if (lifecycle?.value === 'running_turn') {
+  // Assigned by this process (its `turn_assigned` may not be durable yet), or found running.
+  if (assigned || (await stateOf(context, agent.lifecycle, agentLifecycle))?.value === 'running_turn') {
+    const usage = await usageOfTurn(agent, rune.at, context);
     commands.push({
       stream: agent.lifecycle,
       event:
         rune.to === 'completed'
-          ? { type: 'turn_completed' }
+          ? { type: 'turn_completed', usage }
           : rune.to === 'error'
-            ? { type: 'turn_error', ...('error' in event ? { error: event.error } : {}) }
-            : { type: 'turn_interrupted', ...(event.type === 'interrupt' && event.reason !== undefined ? { reason: event.reason } : {}) },
+            ? { type: 'turn_error', ...('error' in event ? { error: event.error } : {}), usage }
+            : { type: 'turn_interrupted', ...(event.type === 'interrupt' && event.reason !== undefined ? { reason: event.reason } : {}), usage },
     });
-    commands.push({ stream: agent.root, event: { type: 'turn_completed' } });
+    commands.push({ stream: agent.root, event: { type: 'turn_completed', usage } });
   }
   commands.push({ stream: agent.turn, event: { type: 'turn_finalized' } });
   if (event.type === 'steer') commands.push({ stream: agent.turn, event: { type: 'start_turn', input: event.input } });
@@ -119,11 +141,12 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext):
  *    first with a role), ready (or `init_error` if `options.initError` says why not), and its conversation
  *    (`<root>`) if none is there yet, with it as the root agent.
  * 2. A turn started: the conversation counts it (`new_turn`) and the agent runs it
- *    (`turn_assigned`); if the conversation is paused, suspended or closed, the turn is interrupted.
+ *    (`turn_assigned`); if the conversation is paused, suspended or closed, the agent terminated,
+ *    or the agent's or conversation's budget (`options`) exhausted, the turn is interrupted with why.
  * 3. The model asked for tools (`tool_calls_received`): a `toolCall` stream per call.
  * 4. The last call of a round is done: `tools_finished`, and the model gets the results.
  * 5. A turn ended: calls not done are cancelled (`cancelled_result`), the agent and conversation
- *    hear of it, the turn is finalized; a steer starts the next turn.
+ *    hear of it with the turn's usage, the turn is finalized; a steer starts the next turn.
  *
  * After a restart the engine resumes, from the stored turns, what is left to do (its effects of
  * state, see `stateEffects`): a tool round's missing calls are created and a finished round goes
@@ -134,6 +157,9 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
     // The rounds this epic has finished: a resumed round and a live result may both find a round
     // done, and the model must get its results once.
     const finished = new Set<string>();
+    // The turns this epic assigned to their agents and that have not ended yet: the end of one
+    // tells its agent, whose durable state may not show the assignment yet (a batch not committed).
+    const assignedTurns = new Set<string>();
     const finishRound = async (agent: AgentStreams): Promise<EpicCommand[]> => {
       const round = await doneRound(agent, context);
       if (round === undefined || finished.has(`${agent.turn}#${round.key}`)) return [];
@@ -152,14 +178,21 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
       if (agent === undefined) return EMPTY;
       const { event } = rune;
       if (event.type === 'spawn') return defer(() => agentCompanions(agent, context, options.initError)).pipe(mergeMap((commands) => commands));
-      if (event.type === 'start_turn') return defer(() => started(agent, rune, context)).pipe(mergeMap((commands) => commands));
+      if (event.type === 'start_turn') {
+        return defer(() => started(agent, rune, context, options)).pipe(
+          tap((commands) => {
+            if (commands.some((command) => 'event' in command && command.event.type === 'turn_assigned')) assignedTurns.add(agent.turn);
+          }),
+          mergeMap((commands) => commands),
+        );
+      }
       if (event.type === 'tool_calls_received') return from(callsOf(agent, event.calls ?? []));
       if (rune.from === 'tool_executing') {
         // The round is over (its results went to the model, or the turn ended): forget it.
         for (const key of finished) if (key.startsWith(`${agent.turn}#`)) finished.delete(key);
       }
       if (rune.to === 'completed' || rune.to === 'error' || rune.to === 'interrupted') {
-        return defer(() => ended(agent, rune, context)).pipe(mergeMap((commands) => commands));
+        return defer(() => ended(agent, rune, context, assignedTurns.delete(agent.turn))).pipe(mergeMap((commands) => commands));
       }
       return EMPTY;
     };
@@ -180,7 +213,11 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
           if (view.value === 'tool_executing') return [...callsOf(agent, await latestRound(view.stream, context)), ...(await finishRound(agent))];
           const lifecycle = await stateOf(context, agent.lifecycle, agentLifecycle);
           const commands: EpicCommand[] = [];
-          if (lifecycle?.value === 'running_turn') commands.push({ stream: agent.lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART } });
+          if (lifecycle?.value === 'running_turn') {
+            const usage = await usageOfTurn(agent, view.at, context);
+            commands.push({ stream: agent.lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART, usage } });
+            commands.push({ stream: agent.root, event: { type: 'turn_completed', usage } });
+          }
           commands.push({ stream: view.stream, event: { type: 'turn_finalized' } });
           return commands;
         };
@@ -194,7 +231,9 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
       (isRuneOf(turnEngine, rune) ? agentOfTurn(rune.stream) : isRuneOf(toolCall, rune) ? agentOfCall(rune.stream) : undefined)?.turn;
     const live$ = runes$.pipe(
       filter((rune) => agentKey(rune) !== undefined),
-      groupBy((rune) => agentKey(rune)!, { duration: (group$) => group$.pipe(filter((rune) => isRuneOf(turnEngine, rune) && rune.to === 'idle')) }),
+      groupBy((rune) => agentKey(rune)!, {
+        duration: (group$) => group$.pipe(filter((rune) => isRuneOf(turnEngine, rune) && rune.to === 'idle' && rune.event.type !== SPAWN_EVENT_TYPE)),
+      }),
       mergeMap((group$) => group$.pipe(concatMap(onRune))),
     );
     return merge(live$, resumed(runes$, context, undefined));

@@ -30,6 +30,9 @@ export class ModelCallTimeoutError extends Error {
 /** How a model is named in errors: `provider/modelId`, or the id a string model is. */
 export const modelName = (model: LanguageModel): string => (typeof model === 'string' ? model : `${model.provider}/${model.modelId}`);
 
+/** A model's id (`modelId`, or the string a string model is): the key of a price table. */
+const modelIdOf = (model: LanguageModel): string => (typeof model === 'string' ? model : model.modelId);
+
 /**
  * The request's tools as AI SDK tools: JSON Schema input, and no `execute`, so the SDK stops at
  * the tool calls (finish reason `tool-calls`) and runestream's tool machine runs them.
@@ -75,7 +78,8 @@ export const modelPartOf = (part: TextStreamPart<ToolSet>): ModelPart | undefine
  * 1. Subscribing starts the call: `streamText` with the request's system prompt, messages and
  *    tools (JSON Schema, no `execute`: the stream stops at tool calls), `maxRetries: 0` (fallback
  *    is the provider chain's job) and its own `AbortController`.
- * 2. It emits `text-delta`, `tool-call` and `finish` parts as they stream, then completes.
+ * 2. It emits `text-delta`, `tool-call` and `finish` parts as they stream, then completes. The
+ *    `finish` part names the model that answered (its id) beside its usage.
  * 3. A provider error (a rejected request such as an HTTP 500, an `error` part, a stream that
  *    breaks) errors the Observable with the provider's own error, nothing after it.
  * 4. A call that produces nothing for `timeoutMs` errors with a {@link ModelCallTimeoutError}.
@@ -89,7 +93,7 @@ export const modelPartOf = (part: TextStreamPart<ToolSet>): ModelPart | undefine
  * // Logs:
  * // { type: 'text-delta', text: 'Hello' }
  * // { type: 'text-delta', text: ' there' }
- * // { type: 'finish', finishReason: 'stop', usage: { outputTokens: 2, totalTokens: 2 } }
+ * // { type: 'finish', finishReason: 'stop', usage: { outputTokens: 2, totalTokens: 2 }, model: 'scripted-model' }
  * ```
  *
  * @see chainCall$ for a call through a chain of providers with circuit breakers.
@@ -98,6 +102,7 @@ export function modelCall$(model: LanguageModel, request: ModelRequest, options:
   const { timeoutMs = 120_000, scheduler = asyncScheduler } = options;
   if (!(timeoutMs > 0)) throw new TypeError(`modelCall$: "timeoutMs" must be positive (or Infinity: no timeout), got ${String(timeoutMs)}`);
   const name = modelName(model);
+  const modelId = modelIdOf(model);
 
   const sdkParts$ = new Observable<TextStreamPart<ToolSet>>((subscriber) => {
     const controller = new AbortController();
@@ -134,7 +139,7 @@ export function modelCall$(model: LanguageModel, request: ModelRequest, options:
     timed$.subscribe({
       next: (part) => {
         const modelPart = modelPartOf(part);
-        if (modelPart !== undefined) subscriber.next(modelPart);
+        if (modelPart !== undefined) subscriber.next(modelPart.type === 'finish' ? { ...modelPart, model: modelId } : modelPart);
       },
       error: (error: unknown) => subscriber.error(error),
       complete: () => subscriber.complete(),

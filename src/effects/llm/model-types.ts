@@ -19,7 +19,13 @@ export interface ModelRequest {
 export type ModelPart =
   | { readonly type: 'text-delta'; readonly text: string }
   | { readonly type: 'tool-call'; readonly toolCallId: string; readonly toolName: string; readonly input: unknown }
-  | { readonly type: 'finish'; readonly finishReason: string; readonly usage?: Readonly<Record<string, number | undefined>> };
+  | {
+      readonly type: 'finish';
+      readonly finishReason: string;
+      readonly usage?: Readonly<Record<string, number | undefined>>;
+      /** The id of the model that answered (`modelId`, or the string a string model is): what prices are keyed by. */
+      readonly model?: string;
+    };
 
 /** A model behind a name: one link of a fallback chain, with its own circuit breaker. */
 export interface Provider {

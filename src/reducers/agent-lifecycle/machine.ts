@@ -1,3 +1,4 @@
+import { NO_USAGE, addUsage } from '../budget.js';
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecyclePayloads, AgentLifecycleState, AgentLifecycleStateName } from './schema.js';
@@ -6,14 +7,18 @@ type S = AgentLifecycleState;
 type E = AgentLifecycleEvent;
 type P = typeof AgentLifecyclePayloads;
 
-/** The `agent.terminated` payload: which event terminated the agent, with the stats it reported. */
+/** The `agent.terminated` payload: which event terminated the agent, with the stats it reported and what its turns used. */
 const terminated = (_: S, e: Extract<E, { type: 'kill' | 'parent_closed' | 'budget_exhausted' }>, after: S) => ({
   agentId: after.agentId,
   reason: e.type,
-  stats: e.stats,
+  stats: { ...e.stats, usage: after.usage },
 });
 /** The payload of a `turn.*` kind that ends a turn: the agent and the turn. */
 const turnEnded = (s: S) => ({ agentId: s.agentId, turnId: s.turnId });
+
+/** A turn's end adds the turn's usage (an extension of the seed's payload) to the agent's. */
+const USAGE_NOTE = "the event may carry the turn's `usage` (an extension of the seed's payload), added to the agent's for its stats and budget";
+const used = (s: S, e: { usage?: S['usage'] }): Partial<S> => (e.usage === undefined ? {} : { usage: addUsage(s.usage, e.usage) });
 
 /** Seed 003 Agent Lifecycle diagram, edge for edge, with the rune kinds of its "Agent Events" table. */
 const table: readonly Row<S, E, P>[] = [
@@ -43,21 +48,24 @@ const table: readonly Row<S, E, P>[] = [
     assign: (_, e) => ({ terminatedBy: 'parent_closed', stats: e.stats }),
     payload: terminated,
   },
-  { from: 'running_turn', on: 'turn_completed', to: 'idle', kind: 'turn.completed', payload: turnEnded },
+  { from: 'running_turn', on: 'turn_completed', to: 'idle', kind: 'turn.completed', assign: used, payload: turnEnded, note: USAGE_NOTE },
   {
     from: 'running_turn',
     on: 'turn_interrupted',
     to: 'idle',
     kind: 'turn.interrupted',
+    assign: used,
     payload: (s, e) => ({ ...turnEnded(s), reason: e.reason }),
+    note: USAGE_NOTE,
   },
   {
     from: 'running_turn',
     on: 'turn_error',
     to: 'idle',
     kind: 'turn.error',
-    assign: (_, e) => ({ error: e.error }),
+    assign: (s, e) => ({ error: e.error, ...used(s, e) }),
     payload: (s, e) => ({ ...turnEnded(s), message: e.error }),
+    note: USAGE_NOTE,
   },
   {
     from: 'running_turn',
@@ -74,8 +82,9 @@ const table: readonly Row<S, E, P>[] = [
     on: 'budget_exhausted',
     to: 'terminated',
     kind: 'agent.terminated',
-    assign: (_, e) => ({ terminatedBy: 'budget_exhausted', stats: e.stats }),
+    assign: (_, e) => ({ terminatedBy: 'budget_exhausted', reason: e.reason, stats: e.stats }),
     payload: terminated,
+    note: "the event may say which limit was reached (`reason`, an extension of the seed's payload)",
   },
   // The rune table's "* -> terminated" where the diagram draws no edge and the agent would otherwise be stuck.
   {
@@ -121,7 +130,7 @@ export const agentLifecycle = defineMachine<S, E, AgentLifecycleInput, P>({
   terminal: ['terminated', 'failed'],
   events: eventTypesOf(AgentLifecycleEvent),
   schemas: { state: AgentLifecycleState, event: AgentLifecycleEvent, input: AgentLifecycleInput },
-  initial: ({ agentId, role, model, parentId }) => ({ value: 'spawning', agentId, role, model, parentId }),
+  initial: ({ agentId, role, model, parentId }) => ({ value: 'spawning', agentId, role, model, parentId, usage: NO_USAGE }),
   table,
   spawnKind: 'agent.spawning',
   payloads: AgentLifecyclePayloads,

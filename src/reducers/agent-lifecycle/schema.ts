@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Usage } from '../budget.js';
 
 /** Seed 003 "Agent Lifecycle State Machine"; `terminated` and `failed` are terminal. */
 export const AgentLifecycleStateName = z.enum(['spawning', 'idle', 'running_turn', 'terminated', 'failed']);
@@ -13,12 +14,17 @@ export const AgentLifecycleInput = z.object({
 });
 export type AgentLifecycleInput = z.infer<typeof AgentLifecycleInput>;
 
-/** What an agent did, carried by its `agent.terminated` rune (seed 003's `stats`). */
+/**
+ * What an agent did, carried by its `agent.terminated` rune (seed 003's `stats`): what whoever
+ * terminated it counted (turns, tool calls), and what its turns used, from its lifecycle's totals.
+ */
 export const AgentStats = z.object({
   /** Turns it ran. */
-  turns: z.number().int().nonnegative(),
+  turns: z.number().int().nonnegative().optional(),
   /** Tool calls it made. */
-  toolCalls: z.number().int().nonnegative(),
+  toolCalls: z.number().int().nonnegative().optional(),
+  /** Tokens, model calls, tool calls, wall clock and cost of its turns, summed. */
+  usage: Usage.optional(),
 });
 export type AgentStats = z.infer<typeof AgentStats>;
 
@@ -32,6 +38,10 @@ export const AgentLifecycleState = AgentLifecycleInput.extend({
   terminatedBy: z.enum(['kill', 'parent_closed', 'budget_exhausted']).optional(),
   /** What it did, as its terminating event reported. */
   stats: AgentStats.optional(),
+  /** Why its budget was exhausted (the dimension, used and limit), when that terminated it. */
+  reason: z.string().optional(),
+  /** What its turns used, summed: the stats of its `agent.terminated` rune. */
+  usage: Usage,
 });
 export type AgentLifecycleState = z.infer<typeof AgentLifecycleState>;
 
@@ -43,12 +53,12 @@ export const AgentLifecycleEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('init_complete') }),
   z.object({ type: z.literal('init_error'), error: z.string() }),
   z.object({ type: z.literal('turn_assigned'), turnId: z.string().min(1).optional() }),
-  z.object({ type: z.literal('turn_completed') }),
-  z.object({ type: z.literal('turn_interrupted'), reason: z.string().optional() }),
-  z.object({ type: z.literal('turn_error'), error: z.string().optional() }),
+  z.object({ type: z.literal('turn_completed'), usage: Usage.optional() }),
+  z.object({ type: z.literal('turn_interrupted'), reason: z.string().optional(), usage: Usage.optional() }),
+  z.object({ type: z.literal('turn_error'), error: z.string().optional(), usage: Usage.optional() }),
   z.object({ type: z.literal('kill'), force: z.boolean().optional(), stats: AgentStats.optional() }),
   z.object({ type: z.literal('parent_closed'), stats: AgentStats.optional() }),
-  z.object({ type: z.literal('budget_exhausted'), stats: AgentStats.optional() }),
+  z.object({ type: z.literal('budget_exhausted'), reason: z.string().optional(), stats: AgentStats.optional() }),
 ]);
 export type AgentLifecycleEvent = z.infer<typeof AgentLifecycleEvent>;
 

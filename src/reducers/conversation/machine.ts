@@ -1,3 +1,4 @@
+import { NO_USAGE, addUsage } from '../budget.js';
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { ConversationEvent, ConversationInput, ConversationPayloads, ConversationState, ConversationStateName } from './schema.js';
@@ -14,6 +15,10 @@ const closing = (_: S, e: { reason?: string | undefined }) => ({ reason: e.reaso
 /** Back to active: the suspension's reason and budget report no longer apply. */
 const unsuspend = () => ({ reason: undefined, budgetInfo: undefined });
 
+/** A turn's end adds the turn's usage (an extension of the seed's payload) to the conversation's. */
+const USAGE_NOTE = "the event may carry the turn's `usage` (an extension of the seed's payload), added to the conversation's for its stats and budget";
+const used = (s: S, e: { usage?: S['usage'] }): Partial<S> => (e.usage === undefined ? {} : { usage: addUsage(s.usage, e.usage) });
+
 /** Seed 003 Session diagram, edge for edge, with the rune kinds of its "Session Events" table. */
 const table: readonly Row<S, E, P>[] = [
   { from: 'created', on: 'first_message', to: 'active', kind: 'session.activated', payload: (s) => ({ rootAgentId: s.rootAgentId }) },
@@ -26,7 +31,7 @@ const table: readonly Row<S, E, P>[] = [
     payload: (_, e) => ({ rootAgentId: e.rootAgentId }),
   },
   { from: 'active', on: 'new_turn', assign: (s) => ({ turns: s.turns + 1 }) },
-  { from: 'active', on: 'turn_completed' },
+  { from: 'active', on: 'turn_completed', assign: used, note: USAGE_NOTE },
   {
     from: 'active',
     on: 'pause_requested',
@@ -69,7 +74,15 @@ const table: readonly Row<S, E, P>[] = [
     note: 'the rune table\'s "* -> closing", which the diagram does not draw from created',
   },
   { from: 'paused', on: 'resume_requested', to: 'active', kind: 'session.resumed', assign: () => ({ reason: undefined }), payload: none },
-  { from: 'suspended', on: 'budget_replenished', to: 'active', kind: 'session.unsuspended', assign: unsuspend, payload: none },
+  {
+    from: 'suspended',
+    on: 'budget_replenished',
+    to: 'active',
+    kind: 'session.unsuspended',
+    assign: (s, e) => ({ ...unsuspend(), budget: e.budget ?? s.budget }),
+    payload: none,
+    note: "the event may carry the new limits (`budget`, an extension of the seed's payload), which replace the configured ones; usage keeps counting",
+  },
   { from: 'suspended', on: 'reset', to: 'active', kind: 'session.unsuspended', assign: unsuspend, payload: none },
   {
     from: 'closing',
@@ -83,6 +96,7 @@ const table: readonly Row<S, E, P>[] = [
   {
     from: ['paused', 'suspended'],
     on: 'turn_completed',
+    assign: used,
     source: 'extension',
     note: 'the turn in flight when the session paused still completes, and the runelog stays writable',
   },
@@ -109,7 +123,7 @@ export const conversation = defineMachine<S, E, ConversationInput, P>({
   terminal: ['archived'],
   events: eventTypesOf(ConversationEvent),
   schemas: { state: ConversationState, event: ConversationEvent, input: ConversationInput },
-  initial: ({ conversationId, config }) => ({ value: 'created', conversationId, config, turns: 0 }),
+  initial: ({ conversationId, config }) => ({ value: 'created', conversationId, config, turns: 0, usage: NO_USAGE }),
   table,
   payloads: ConversationPayloads,
   spawnPayload: ({ conversationId, config }) => ({ conversationId, config }),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Budget, Usage } from '../budget.js';
 
 /** Seed 003 "Session (Conversation) Lifecycle State Machine"; `archived` is terminal. */
 export const ConversationStateName = z.enum(['created', 'active', 'paused', 'suspended', 'closing', 'closed', 'archived']);
@@ -23,6 +24,10 @@ export const ConversationState = ConversationInput.extend({
   reason: z.string().optional(),
   budgetInfo: JsonObject.optional(),
   finalStats: JsonObject.optional(),
+  /** What its turns used, summed over every agent: its final stats and what its budget is checked against. */
+  usage: Usage,
+  /** The limits the last `budget_replenished` set; until one does, the configured conversation budget applies. */
+  budget: Budget.optional(),
 });
 export type ConversationState = z.infer<typeof ConversationState>;
 
@@ -31,12 +36,13 @@ export const ConversationEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('first_message') }),
   z.object({ type: z.literal('agent_ready'), rootAgentId: z.string().min(1).optional() }),
   z.object({ type: z.literal('new_turn') }),
-  z.object({ type: z.literal('turn_completed') }),
+  z.object({ type: z.literal('turn_completed'), usage: Usage.optional() }),
   z.object({ type: z.literal('pause_requested'), reason: z.string().optional() }),
   z.object({ type: z.literal('resume_requested') }),
   z.object({ type: z.literal('budget_exhausted'), reason: z.string().optional(), budgetInfo: JsonObject.optional() }),
   z.object({ type: z.literal('error_threshold'), reason: z.string().optional() }),
-  z.object({ type: z.literal('budget_replenished') }),
+  /** `budget`: the conversation's limits from now on (usage keeps counting); without it the limits stay. */
+  z.object({ type: z.literal('budget_replenished'), budget: Budget.optional() }),
   z.object({ type: z.literal('reset') }),
   z.object({ type: z.literal('close_requested'), reason: z.string().optional() }),
   z.object({ type: z.literal('cleanup_complete'), finalStats: JsonObject.optional() }),

@@ -1,4 +1,5 @@
 import type { ZodType } from 'zod';
+import { NO_USAGE, addUsage, responseUsage } from '../budget.js';
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
 import { TurnEngineEvent, TurnEngineInput, TurnEnginePayloads, TurnEngineState, TurnEngineStateName } from './schema.js';
@@ -8,7 +9,7 @@ type E = TurnEngineEvent;
 type P = typeof TurnEnginePayloads;
 
 /** The `turn.completed` payload: the output so far is the final output. */
-const completed = (_: S, __: E, after: S) => ({ finalOutput: after.output, usage: after.usage });
+const completed = (_: S, __: E, after: S) => ({ finalOutput: after.output, usage: after.turnUsage });
 /** The `turn.interrupted` payload of an `interrupt`: the output streamed before it. */
 const interrupted = (_: S, e: { reason?: string | undefined }, after: S) => ({ reason: e.reason, partialOutput: after.output });
 /** The `turn.error` payload: which event failed the turn, and its error. */
@@ -31,6 +32,7 @@ const table: readonly Row<S, E, P>[] = [
       error: undefined,
       steerInput: undefined,
       usage: undefined,
+      turnUsage: NO_USAGE,
     }),
     // The turn's number is its id: unique per turn stream, which is the agent's.
     payload: (_, e, after) => ({ turnId: String(after.turn), agentId: after.agentId, input: e.input }),
@@ -47,10 +49,19 @@ const table: readonly Row<S, E, P>[] = [
     on: 'tool_calls_received',
     to: 'tool_executing',
     kind: 'turn.tool_calls_received',
-    assign: (_, e) => ({ callIds: e.callIds }),
+    assign: (s, e) => ({ callIds: e.callIds, turnUsage: addUsage(s.turnUsage, responseUsage(e.usage, e.callIds.length, e.cost)) }),
     payload: (_, e) => ({ callIds: e.callIds }),
+    note: "the response also carries its `usage`, `model` and `cost` (an extension of the seed's payload), summed into `turnUsage` for budgets",
   },
-  { from: 'streaming', on: 'response_done', to: 'completed', kind: 'turn.completed', assign: (_, e) => ({ usage: e.usage }), payload: completed },
+  {
+    from: 'streaming',
+    on: 'response_done',
+    to: 'completed',
+    kind: 'turn.completed',
+    assign: (s, e) => ({ usage: e.usage, turnUsage: addUsage(s.turnUsage, responseUsage(e.usage, 0, e.cost)) }),
+    payload: completed,
+    note: "the seed's `usage`, with the response's `model` and `cost` (an extension of the seed's payload), summed into `turnUsage` for budgets",
+  },
   { from: 'streaming', on: 'interrupt', to: 'interrupted', kind: 'turn.interrupted', assign: (_, e) => ({ reason: e.reason }), payload: interrupted },
   {
     from: 'streaming',
@@ -118,8 +129,8 @@ export const turnEngine = defineMachine<S, E, TurnEngineInput | void, P>({
   schemas: { state: TurnEngineState, event: TurnEngineEvent, input: TurnEngineInput.optional() as ZodType<TurnEngineInput | void> },
   initial: (input) =>
     input?.agentId === undefined
-      ? { value: 'idle', turn: 0, input: '', output: '', callIds: [] }
-      : { value: 'idle', agentId: input.agentId, turn: 0, input: '', output: '', callIds: [] },
+      ? { value: 'idle', turn: 0, input: '', output: '', callIds: [], turnUsage: NO_USAGE }
+      : { value: 'idle', agentId: input.agentId, turn: 0, input: '', output: '', callIds: [], turnUsage: NO_USAGE },
   table,
   payloads: TurnEnginePayloads,
 });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Usage as BudgetUsage } from '../budget.js';
 import { ToolCallInput, ToolCallStatus } from '../tool-call/schema.js';
 
 /** Seed 003 "TurnEngine State Machine"; no state is terminal (`turn_finalized` returns to `idle`). */
@@ -15,6 +16,15 @@ export type TurnEngineInput = z.infer<typeof TurnEngineInput>;
 /** How one call of a tool round ended, for the `turn.tools_finished` rune's summaries. */
 export const ToolResultSummary = z.object({ callId: z.string().min(1), status: ToolCallStatus });
 export type ToolResultSummary = z.infer<typeof ToolResultSummary>;
+
+/** What a model response carries besides its content: the provider's usage, the model's name, and its cost. */
+const ResponseUsage = {
+  usage: Usage.optional(),
+  /** The name of the model that answered (its id), the key of the price table. */
+  model: z.string().optional(),
+  /** What the response cost, from the price table (`agentEpics({ prices })`), when the model is in it. */
+  cost: z.number().nonnegative().optional(),
+};
 
 /** The engine's state: the turn in progress (or the last one) and what it has produced so far. */
 export const TurnEngineState = z.object({
@@ -35,7 +45,14 @@ export const TurnEngineState = z.object({
   error: z.string().optional(),
   /** The input a `steer` injected, for the next turn to start with. */
   steerInput: z.string().optional(),
+  /** The provider's usage record of the turn's last response. */
   usage: Usage.optional(),
+  /**
+   * The current turn's usage so far, summed over its responses: tokens, model calls (responses),
+   * tool calls asked for, cost. Its `wallClockMs` stays 0: the machine sees no clock (the agent's
+   * lifecycle gets the turn's time from its runes).
+   */
+  turnUsage: BudgetUsage,
 });
 export type TurnEngineState = z.infer<typeof TurnEngineState>;
 
@@ -48,8 +65,9 @@ export const TurnEngineEvent = z.discriminatedUnion('type', [
     callIds: z.array(z.string().min(1)).min(1),
     /** What the model asked for, call by call: kept in the log so the calls can be created (again, after a crash) from it. */
     calls: z.array(ToolCallInput).optional(),
+    ...ResponseUsage,
   }),
-  z.object({ type: z.literal('response_done'), usage: Usage.optional() }),
+  z.object({ type: z.literal('response_done'), ...ResponseUsage }),
   z.object({ type: z.literal('interrupt'), reason: z.string().optional() }),
   z.object({ type: z.literal('steer'), input: z.string() }),
   z.object({ type: z.literal('stream_error'), error: z.string() }),
@@ -74,7 +92,8 @@ export const TurnEnginePayloads = {
   'turn.assistant_delta': z.object({ content: z.string() }),
   'turn.tool_calls_received': z.object({ callIds: z.array(z.string()) }),
   /** The assistant's whole output, and the usage the provider reported. */
-  'turn.completed': z.object({ finalOutput: z.string(), usage: Usage.optional() }),
+  /** `usage`: the whole turn's, summed over its model responses (tokens, model calls, tool calls, cost). */
+  'turn.completed': z.object({ finalOutput: z.string(), usage: BudgetUsage }),
   /** The output streamed before the stop; a steer's input, for the next turn, when a steer stopped it. */
   'turn.interrupted': z.object({ reason: z.string().optional(), partialOutput: z.string(), steerInput: z.string().optional() }),
   /** `errorType` is the event that failed the turn: the model stream's error, or an unrecoverable tool crash. */

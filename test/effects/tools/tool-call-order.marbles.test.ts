@@ -17,7 +17,7 @@ import {
   type TurnEngineState,
 } from '../../../src/index.js';
 import { defineTool, toolCallEffects } from '../../../src/agents.js';
-import { agentStreams } from '../../../src/index.js';
+import { agentStreams, turnEngine } from '../../../src/index.js';
 import { epicContext } from '../../support/epic-context.js';
 import { callRune, callState, spawnRune } from './support.js';
 
@@ -32,7 +32,14 @@ const call = (callId: string, toolName: string): ToolCallInput => ({ callId, too
 const cmd = (callId: string, event: ToolCallEvent): EpicCommand => ({ stream: a.call(callId), event });
 const go = (callId: string) => cmd(callId, { type: 'no_approval_needed' });
 /** The agent's turn in its tool round: these calls, in the model's order. */
-const turnIn = (callIds: readonly string[]): TurnEngineState => ({ value: 'tool_executing', turn: 1, input: 'go', output: '', callIds: [...callIds] });
+const turnIn = (callIds: readonly string[]): TurnEngineState => ({
+  value: 'tool_executing',
+  turn: 1,
+  input: 'go',
+  output: '',
+  callIds: [...callIds],
+  turnUsage: turnEngine.initial().turnUsage,
+});
 
 const noop = () => null;
 const write = defineTool({ name: 'write', description: 'Writes.', inputSchema: z.object({}), execute: noop });

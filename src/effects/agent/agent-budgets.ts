@@ -1,0 +1,224 @@
+import { z } from 'zod';
+import { EMPTY, type Observable, defer, firstValueFrom, from, merge, mergeMap, switchMap } from 'rxjs';
+import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
+import { Budget, addUsage, budgetOverrun, describeOverrun, type BudgetOverrun } from '../../reducers/budget.js';
+import { conversation } from '../../reducers/conversation/machine.js';
+import type { ConversationState } from '../../reducers/conversation/schema.js';
+import type { AnyMachine, StateOf } from '../../reducers/machine.js';
+import type { AgentStreams } from '../../reducers/stream-ids.js';
+import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import { durableDeadline } from '../../streams/durable-deadline.js';
+import { stateEffects } from '../../streams/effect-host.js';
+import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import type { EffectsByKey } from '../../streams/state-effects.js';
+import { agentOfTurn } from './streams.js';
+import { turnStartedAt } from './turn-usage.js';
+
+/** The limits {@link agentBudgets} enforces (see `agentEpics`). */
+export interface BudgetLimits {
+  /** Limits on each agent: what its turns used, summed. Default: none. */
+  readonly budget?: Budget;
+  /**
+   * Limits on each agent of a role (the `role` of its `agent.spawning`), in place of `budget`:
+   * an `AgentProfile`'s budget. Default: none.
+   */
+  readonly budgetsByRole?: Readonly<Record<string, Budget | undefined>>;
+  /**
+   * Limits on each conversation: what the turns of all its agents used, summed. A
+   * `budget_replenished` that carries a `budget` replaces them for that conversation. Default: none.
+   */
+  readonly conversationBudget?: Budget;
+}
+
+/** The limits on an agent: its role's, else the default. */
+const agentLimits = (lifecycle: AgentLifecycleState, limits: BudgetLimits): Budget | undefined =>
+  (lifecycle.role === undefined ? undefined : limits.budgetsByRole?.[lifecycle.role]) ?? limits.budget;
+
+/** A stream's durable state now (hydrated if need be). */
+const stateOf = async <M extends AnyMachine>(context: EpicContext, stream: string, machine: M): Promise<StateOf<M> | undefined> =>
+  (await firstValueFrom(context.snapshot(stream, machine)))?.state;
+
+/** The limits a conversation has now: those its last replenish set, else the configured ones. */
+const conversationLimits = (talk: ConversationState | undefined, limits: BudgetLimits): Budget | undefined => talk?.budget ?? limits.conversationBudget;
+
+const agentReason = (overrun: BudgetOverrun): string => `agent budget exhausted: ${describeOverrun(overrun)}`;
+const conversationReason = (overrun: BudgetOverrun): string => `conversation budget exhausted: ${describeOverrun(overrun)}`;
+
+/** The conversation's `budget_exhausted`: the reason, and the overrun with the usage and limits as its `budgetInfo`. */
+const suspend = (root: string, talk: ConversationState, budget: Budget, overrun: BudgetOverrun): EpicCommand => ({
+  stream: root,
+  event: { type: 'budget_exhausted', reason: conversationReason(overrun), budgetInfo: { ...overrun, usage: talk.usage, budget } },
+});
+
+/**
+ * Why a turn may not start for an agent, or `undefined` if it may: its own usage (`lifecycle`),
+ * or its conversation's (`talk`), has reached a limit. Asked by `agentTurns` when a turn starts;
+ * the turn is then interrupted with this reason, and {@link agentBudgets} terminates the agent
+ * (suspends the conversation).
+ */
+export function budgetRefusal(lifecycle: AgentLifecycleState | undefined, talk: ConversationState | undefined, limits: BudgetLimits): string | undefined {
+  const own = lifecycle === undefined ? undefined : budgetOverrun(lifecycle.usage, agentLimits(lifecycle, limits));
+  if (own !== undefined) return agentReason(own);
+  const shared = talk === undefined ? undefined : budgetOverrun(talk.usage, conversationLimits(talk, limits));
+  return shared === undefined ? undefined : conversationReason(shared);
+}
+
+/**
+ * Whether the running turn of `agent` must stop after the response that just asked for tools:
+ * the tool round would take tool calls past a limit, or another dimension has reached one (the
+ * next model call would go past it), for the agent or its conversation; or the conversation was
+ * suspended meanwhile (by another agent's turn).
+ */
+async function roundRefusal(agent: AgentStreams, context: EpicContext, limits: BudgetLimits): Promise<string | undefined> {
+  const [turn, lifecycle, talk] = await Promise.all([
+    stateOf(context, agent.turn, turnEngine),
+    stateOf(context, agent.lifecycle, agentLifecycle),
+    stateOf(context, agent.root, conversation),
+  ]);
+  if (turn?.value !== 'tool_executing') return undefined;
+  if (talk?.value === 'suspended') return `the conversation is suspended${talk.reason === undefined ? '' : `: ${talk.reason}`}`;
+  const own = lifecycle === undefined ? undefined : budgetOverrun(addUsage(lifecycle.usage, turn.turnUsage), agentLimits(lifecycle, limits), ['toolCalls']);
+  if (own !== undefined) return agentReason(own);
+  const shared = talk === undefined ? undefined : budgetOverrun(addUsage(talk.usage, turn.turnUsage), conversationLimits(talk, limits), ['toolCalls']);
+  return shared === undefined ? undefined : conversationReason(shared);
+}
+
+/** The wall clock left to a turn of `agent` that has used none yet: the least of its own and its conversation's, or `undefined` for no limit. */
+function wallClockLeft(
+  lifecycle: AgentLifecycleState | undefined,
+  talk: ConversationState | undefined,
+  limits: BudgetLimits,
+): { left: number; overrun: (used: number) => string } | undefined {
+  const candidates: { left: number; overrun: (used: number) => string }[] = [];
+  const own = lifecycle === undefined ? undefined : agentLimits(lifecycle, limits)?.wallClockMs;
+  if (own !== undefined && lifecycle !== undefined) {
+    candidates.push({
+      left: own - lifecycle.usage.wallClockMs,
+      overrun: (used) => agentReason({ dimension: 'wallClockMs', used: lifecycle.usage.wallClockMs + used, limit: own }),
+    });
+  }
+  const shared = conversationLimits(talk, limits)?.wallClockMs;
+  if (shared !== undefined && talk !== undefined) {
+    candidates.push({
+      left: shared - talk.usage.wallClockMs,
+      overrun: (used) => conversationReason({ dimension: 'wallClockMs', used: talk.usage.wallClockMs + used, limit: shared }),
+    });
+  }
+  return candidates.sort((a, b) => a.left - b.left)[0];
+}
+
+/**
+ * A running turn's wall-clock deadline: a durable deadline at its start plus the wall clock its
+ * agent and conversation have left, that interrupts it. Computed from the log, so a restart
+ * re-arms it at the same instant (and fires it at once if that has passed).
+ */
+function wallClockDeadline(agent: AgentStreams, startRune: { at: number } | undefined, context: EpicContext, limits: BudgetLimits): Observable<EpicCommand> {
+  return defer(async () => {
+    const [lifecycle, talk] = await Promise.all([stateOf(context, agent.lifecycle, agentLifecycle), stateOf(context, agent.root, conversation)]);
+    const wall = wallClockLeft(lifecycle, talk, limits);
+    if (wall === undefined) return undefined;
+    const startedAt = startRune?.at ?? (await turnStartedAt(agent.turn, context));
+    return startedAt === undefined ? undefined : { startedAt, ...wall };
+  }).pipe(
+    switchMap((due) => {
+      if (due === undefined) return EMPTY;
+      const at = due.startedAt + Math.max(0, due.left);
+      return durableDeadline(at, undefined, { scheduler: context.scheduler }).pipe(
+        mergeMap(() => {
+          const used = Math.max(0, context.scheduler.now() - due.startedAt);
+          return [{ stream: agent.turn, event: { type: 'interrupt', reason: due.overrun(used) } } satisfies EpicCommand];
+        }),
+      );
+    }),
+  );
+}
+
+/**
+ * Budgets of seed 003 (INV-AGENT-BUDGET), per agent and per conversation: input and output tokens,
+ * model calls, tool calls, wall clock and cost (see `Usage`; each turn's usage reaches the agent's
+ * lifecycle and its conversation when the turn ends). A limit is the most that may be used.
+ *
+ * 1. An idle agent whose usage has reached a limit gets `budget_exhausted` (its reason names the
+ *    dimension, used and limit) and is terminated, its usage the stats of its `agent.terminated`.
+ * 2. A conversation whose usage has reached a limit gets `budget_exhausted {reason, budgetInfo}`
+ *    and is `suspended`: `agentTurns` interrupts every turn that starts there, with that reason,
+ *    until `budget_replenished` (whose `budget`, if given, replaces the limits; usage keeps counting).
+ * 3. A turn that crosses a line stops at its next safe boundary: after the response that asked
+ *    for a tool round that would take tool calls past their limit, or that used up a token, model
+ *    call or cost limit (no further model call could be made), the turn is interrupted (the round's
+ *    calls are cancelled). Other agents' turns in a conversation suspended meanwhile stop there too.
+ * 4. Wall clock (a turn's time from its `turn.started` rune to its end): a running turn has a
+ *    durable deadline at its start plus the time its agent and conversation have left; it
+ *    interrupts the turn, and is re-armed after a restart.
+ * 5. A turn that starts when the agent or its conversation is already over a limit is interrupted
+ *    at once by `agentTurns` (see {@link budgetRefusal}), and 1 or 2 follows.
+ *
+ * Cost: the price table of `agentEpics({ prices })`, per model id; a response whose model has no
+ * price adds no cost. Wall clock of a conversation: its turns' times summed (agents side by side
+ * each count).
+ */
+export function agentBudgets(limits: BudgetLimits): Epic {
+  const budgets: Array<[string, unknown]> = [
+    ['budget', limits.budget],
+    ['conversationBudget', limits.conversationBudget],
+    ...Object.entries(limits.budgetsByRole ?? {}).map(([role, budget]): [string, unknown] => [`budgetsByRole.${role}`, budget]),
+  ];
+  for (const [option, budget] of budgets) {
+    const parsed = Budget.optional().safeParse(budget);
+    if (!parsed.success) throw new TypeError(`agentBudgets: "${option}" is not a budget: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}`);
+  }
+  const exhaustedAgents = stateEffects({
+    name: 'agentBudgets.agents',
+    machine: agentLifecycle,
+    states: ['idle'],
+    effects: (view): EffectsByKey<typeof agentLifecycle> => {
+      if (limits.budget === undefined && Object.values(limits.budgetsByRole ?? {}).every((budget) => budget === undefined)) return {};
+      const check = defer(async (): Promise<EpicCommand[]> => {
+        const lifecycle = await firstValueFrom(view.state$);
+        const overrun = lifecycle === undefined ? undefined : budgetOverrun(lifecycle.usage, agentLimits(lifecycle, limits));
+        return overrun === undefined ? [] : [{ stream: view.stream, event: { type: 'budget_exhausted', reason: agentReason(overrun) } }];
+      });
+      return { [`budget@${view.seq}`]: check.pipe(mergeMap((commands) => from(commands))) };
+    },
+  });
+
+  const exhaustedConversations = stateEffects({
+    name: 'agentBudgets.conversations',
+    machine: conversation,
+    states: ['active'],
+    effects: (view): EffectsByKey<typeof conversation> => {
+      // Found in the store at start: only worth hydrating when a conversation budget is configured.
+      if (view.rune === undefined && limits.conversationBudget === undefined) return {};
+      const check = defer(async (): Promise<EpicCommand[]> => {
+        const talk = await firstValueFrom(view.state$);
+        const budget = conversationLimits(talk, limits);
+        const overrun = talk === undefined ? undefined : budgetOverrun(talk.usage, budget);
+        return overrun === undefined || budget === undefined || talk === undefined ? [] : [suspend(view.stream, talk, budget, overrun)];
+      });
+      return { [`budget@${view.seq}`]: check.pipe(mergeMap((commands) => from(commands))) };
+    },
+  });
+
+  const runningTurns = stateEffects({
+    name: 'agentBudgets.turns',
+    machine: turnEngine,
+    states: ['streaming', 'tool_executing'],
+    effects: (view, context): EffectsByKey<typeof turnEngine> => {
+      const agent = agentOfTurn(view.stream);
+      if (agent === undefined) return {};
+      const startRune = view.rune?.event.type === 'start_turn' ? view.rune : undefined;
+      const effects: Record<string, Observable<EpicCommand>> = { wallClock: wallClockDeadline(agent, startRune, context, limits) };
+      if (view.value === 'tool_executing') {
+        effects[`round@${view.seq}`] = defer(() => roundRefusal(agent, context, limits)).pipe(
+          mergeMap((reason) => (reason === undefined ? [] : [{ stream: view.stream, event: { type: 'interrupt', reason } } satisfies EpicCommand])),
+        );
+      }
+      return effects;
+    },
+  });
+
+  return function agentBudgets(runes$, context, deps) {
+    return merge(exhaustedAgents(runes$, context, deps), exhaustedConversations(runes$, context, deps), runningTurns(runes$, context, deps));
+  };
+}

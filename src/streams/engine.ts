@@ -253,7 +253,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   let closed = false;
 
   const seals = new Seals(store, machines);
-  const instances = new Instances(store, machines, seals);
+  const instances = new Instances(store, machines, seals, (instance, loading) => applyWaitingOn(loading, instance.stream, instance));
   const snapshots = new Snapshots(store, {
     every: snapshotEvery,
     retention,
@@ -319,14 +319,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (violation !== undefined) return refusedValue(violation, 'invalid_input');
     const parsed = machine.schemas.input.safeParse(input);
     if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.error.issues)}`);
-    // A load in progress (a dispatch or subscription that came first) may find nothing: wait for it.
-    const inProgress = instances.loading(stream);
-    if (inProgress !== undefined) await inProgress.catch(() => undefined);
-    if (closed) return rejected('closed', 'the engine is closed');
-    if (instances.has(stream)) return rejected('stream_exists', `stream "${stream}" already exists`);
+    if (instances.get(stream) !== undefined) return rejected('stream_exists', `stream "${stream}" already exists`);
 
-    // Claim the id while the store is asked, so a concurrent spawn or dispatch waits for this one;
-    // if the store has the stream already, the dispatchers get it hydrated and the spawn is refused.
+    // Claim the id at once, while a load in progress (a dispatch or subscription that came first)
+    // and the store are asked, so a spawn or dispatch made after this one waits for it; if the
+    // stream exists already, the dispatchers get it hydrated and the spawn is refused.
     let spawned: Promise<DispatchResult> | undefined;
     const claim = instances.claim(
       stream,
@@ -392,6 +389,22 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const waiting = new Map<Promise<Instance | undefined>, WaitingEvent[]>();
 
   /**
+   * Applies the events that waited for `loaded`, in the order they came, to the instance it
+   * loaded (or answers them). Called as the instance enters memory, before anything dispatched
+   * after it can reach it, and again when `loaded` settles (then there is nothing left to do).
+   */
+  const applyWaitingOn = (loaded: Promise<Instance | undefined>, stream: string, instance: Instance | undefined): void => {
+    const queue = waiting.get(loaded);
+    if (queue === undefined) return;
+    waiting.delete(loaded);
+    for (const w of queue) {
+      if (closed) w.sink.result(rejected('closed', 'the engine is closed'), w.token);
+      else if (instance === undefined) w.sink.result(rejected('unknown_stream', `unknown stream "${stream}"`), w.token);
+      else apply(instance, w.event, w.dispatchedAt, w.sink, w.token);
+    }
+  };
+
+  /**
    * The promise-free dispatch: checks the event against the limits, then validates, applies and
    * commits it, and tells `sink` the outcome with `token` (at once with the memory store, when the
    * batch commits with a store that does I/O). `dispatch` and `dispatchTo` both go through here.
@@ -414,15 +427,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
     const first: WaitingEvent[] = [{ event, dispatchedAt, sink, token }];
     waiting.set(loaded, first);
-    const applyWaiting = (instance: Instance | undefined): void => {
-      waiting.delete(loaded);
-      for (const w of first) {
-        if (closed) w.sink.result(rejected('closed', 'the engine is closed'), w.token);
-        else if (instance === undefined) w.sink.result(rejected('unknown_stream', `unknown stream "${stream}"`), w.token);
-        else apply(instance, w.event, w.dispatchedAt, w.sink, w.token);
-      }
-    };
+    const applyWaiting = (instance: Instance | undefined): void => applyWaitingOn(loaded, stream, instance);
     const failWaiting = (error: unknown): void => {
+      if (waiting.get(loaded) !== first) return;
       waiting.delete(loaded);
       for (const w of first) {
         if (isUnknownMachine(error)) w.sink.result(rejected('unknown_machine', error.message), w.token);

@@ -60,11 +60,29 @@ export class Instances {
   readonly #seals: Seals | undefined;
   readonly #inMemory = (stream: string): Instance | undefined => this.#memory.get(stream);
 
-  /** With `seals`, every load and claim first learns whether an ancestor of its stream is sealed. */
-  constructor(store: RuneStore, machines: Readonly<Record<string, AnyMachine>>, seals?: Seals) {
+  readonly #onEnter: ((instance: Instance, loading: Promise<Instance | undefined>) => void) | undefined;
+
+  /**
+   * With `seals`, every load and claim first learns whether an ancestor of its stream is sealed.
+   * `entered` hears each instance as it enters memory from a load or claim (before that promise
+   * settles), so whoever waits on that load acts on the instance before any later caller can.
+   */
+  constructor(
+    store: RuneStore,
+    machines: Readonly<Record<string, AnyMachine>>,
+    seals?: Seals,
+    entered?: (instance: Instance, loading: Promise<Instance | undefined>) => void,
+  ) {
     this.#store = store;
     this.#machines = machines;
     this.#seals = seals?.enabled === true ? seals : undefined;
+    this.#onEnter = entered;
+  }
+
+  /** `instance` has entered memory: the waiters of the load or claim that made it act on it first. */
+  #entered(instance: Instance): void {
+    const loading = this.#loading.get(instance.stream);
+    if (loading !== undefined) this.#onEnter?.(instance, loading);
   }
 
   /** The stream's head, and (with seals) its ancestors' seals learnt, side by side. */
@@ -94,19 +112,14 @@ export class Instances {
     return this.#memory.has(stream) || this.#loading.has(stream);
   }
 
-  /** The load or claim of `stream` in progress, if any. */
-  loading(stream: string): Promise<Instance | undefined> | undefined {
-    return this.#loading.get(stream);
-  }
-
   /** The instance of `stream`, hydrated from the store if it is not in memory; undefined if unknown. */
   load(stream: string): Instance | Promise<Instance | undefined> {
     const instance = this.#memory.get(stream);
     if (instance !== undefined) return instance;
     let loadingNow = this.#loading.get(stream);
     if (loadingNow === undefined) {
-      loadingNow = this.#hydrate(stream).finally(() => this.#loaded(stream));
-      this.#loading.set(stream, loadingNow);
+      const hydrating: Promise<Instance | undefined> = this.#hydrate(stream).finally(() => this.#loaded(stream, hydrating));
+      this.#loading.set(stream, (loadingNow = hydrating));
     }
     return loadingNow;
   }
@@ -116,17 +129,25 @@ export class Instances {
    * (`create` and `admit` are not called: the spawn is refused, the loads waiting get the stream).
    * Otherwise `create()` builds the instance, which enters memory, and `admit(instance)` queues
    * its seq-1 rune, both in one synchronous step; unless an ancestor of the stream is sealed: then
-   * nothing is created and it resolves to `undefined`.
+   * nothing is created and it resolves to `undefined`. The claim is taken at once, even while a
+   * load of the stream is in progress (it waits for that load first): a dispatch made right after
+   * the spawn waits for the claim, never for the load that finds nothing.
    */
   claim(stream: string, create: () => Instance, admit: (instance: Instance) => void): Promise<Instance | undefined> {
-    const claiming = (async () => {
+    const before = this.#loading.get(stream);
+    const claiming: Promise<Instance | undefined> = (async () => {
+      const found = before === undefined ? undefined : await before.catch(() => undefined);
+      if (found !== undefined) return found;
+      const inMemory = this.#memory.get(stream);
+      if (inMemory !== undefined) return inMemory;
       if ((await this.#head(stream)) !== undefined) return this.#hydrate(stream);
       if (this.#seals?.refusal(stream) !== undefined) return undefined;
       const instance = create();
       this.#memory.set(stream, instance);
       admit(instance);
+      this.#entered(instance);
       return instance;
-    })().finally(() => this.#loaded(stream));
+    })().finally(() => this.#loaded(stream, claiming));
     this.#loading.set(stream, claiming);
     return claiming;
   }
@@ -143,7 +164,9 @@ export class Instances {
     return true;
   }
 
-  #loaded(stream: string): void {
+  /** `loading` of `stream` is done: forgotten, unless a later claim has taken its place meanwhile. */
+  #loaded(stream: string, loading: Promise<Instance | undefined>): void {
+    if (this.#loading.get(stream) !== loading) return;
     this.#loading.delete(stream);
     this.#arrived.delete(stream);
   }
@@ -193,6 +216,7 @@ export class Instances {
     const instance: Instance = { stream, machine, state, seq, at, durableState: state, durableSeq: seq, sinceSnapshot, releasing: false };
     this.#memory.set(stream, instance);
     this.#seals?.hydrated(instance);
+    this.#entered(instance);
     return instance;
   }
 }

@@ -450,6 +450,17 @@ describe('engine: runes$', () => {
 });
 
 describe('engine: races found in review', () => {
+  it('makes a dispatch sent right after a spawn wait for it, even while an earlier load of the stream finds nothing', async () => {
+    const engine = createEngine();
+    const early = engine.snapshot('s'); // a reader that came first: its load finds nothing
+    const spawned = engine.spawn('s', 'chat-actor');
+    const paused = engine.dispatch('s', { type: 'Pause', reason: 'right after the spawn' }); // as an epic emits [spawn, event]
+    expect(await early).toBeUndefined();
+    expect(await spawned).toMatchObject({ accepted: true, rune: { seq: 1 } });
+    expect(await paused).toMatchObject({ accepted: true, rune: { seq: 2, to: 'paused' } });
+    await engine.close();
+  });
+
   it('spawns a stream that a dispatch or subscription asked for first', async () => {
     const engine = createEngine();
     const early = engine.dispatch('s', { type: 'Ping' }); // starts a load that finds nothing

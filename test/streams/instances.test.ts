@@ -179,7 +179,6 @@ describe('Instances: a spawn claims its stream', () => {
       () => {},
     );
     expect(instances.has('a')).toBe(true);
-    expect(instances.loading('a')).toBe(claim);
     const loaded = instances.load('a');
     expect(loaded).toBe(claim); // the load waits for the claim
     answer();
@@ -187,7 +186,29 @@ describe('Instances: a spawn claims its stream', () => {
     expect(created).toBe(0);
     expect(instance).toMatchObject({ seq: 3 });
     expect(await loaded).toBe(instance);
-    expect(instances.loading('a')).toBeUndefined();
+  });
+
+  it('takes its claim at once while a load is in progress: a load after the claim waits for the claim, not for the load that finds nothing', async () => {
+    const inner = memoryStore();
+    let answer!: () => void;
+    const asked = new Promise<void>((resolve) => (answer = resolve));
+    const store: RuneStore = { ...inner, head: async (stream) => (await asked, inner.head(stream)) };
+    const instances = new Instances(store, machines);
+    const early = instances.load('a'); // a dispatch or subscription that came first
+    const claim = instances.claim(
+      'a',
+      () => spawned('a'),
+      () => {},
+    );
+    const later = instances.load('a'); // a dispatch made right after the spawn
+    expect(later).toBe(claim);
+    answer();
+    expect(await early).toBeUndefined();
+    const instance = await claim;
+    expect(instance).toMatchObject({ stream: 'a', seq: 1 });
+    expect(await later).toBe(instance);
+    // The early load's end does not drop the claim's place: the instance is in memory, no load is left.
+    expect(instances.load('a')).toBe(instance);
   });
 });
 

@@ -49,11 +49,11 @@ export interface AgentTurnsOptions extends BudgetLimits {
 async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext, limits: AgentTurnsOptions): Promise<EpicCommand[]> {
   const interrupt = (reason: string): EpicCommand[] => [{ stream: rune.stream, event: { type: 'interrupt', reason } }];
   // Read at once: the model is already answering, and the agent must be assigned the turn before it ends.
-  const [talk, turn] = await Promise.all([stateOf(context, agent.root, conversation), stateOf(context, rune.stream, turnEngine)]);
-  // An agent's first turn may start before the spawn of its lifecycle (dispatched when its turn
-  // stream was spawned) has landed, and loading the lifecycle then would race that spawn: a new
-  // agent has used nothing and is not terminated, so only a later turn needs it from the store.
-  const lifecycle = context.state(agent.lifecycle, agentLifecycle) ?? ((turn?.turn ?? 0) > 1 ? await stateOf(context, agent.lifecycle, agentLifecycle) : undefined);
+  const [talk, turn, lifecycle] = await Promise.all([
+    stateOf(context, agent.root, conversation),
+    stateOf(context, rune.stream, turnEngine),
+    stateOf(context, agent.lifecycle, agentLifecycle),
+  ]);
   // `created`: its `agent_ready`, dispatched when the turn stream was spawned, is ahead in its queue.
   if (talk !== undefined && talk.value !== 'active' && talk.value !== 'created') {
     return interrupt(`the conversation is ${talk.value}${talk.value === 'suspended' && talk.reason !== undefined ? `: ${talk.reason}` : ''}`);

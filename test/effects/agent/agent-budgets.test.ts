@@ -177,6 +177,17 @@ describe('agent budgets: per agent', () => {
     },
   );
 
+  it("a zero limit refuses even a new agent's first turn, sent right after its spawn, naming the limit", async () => {
+    const store = memoryStore();
+    const { engine, errors } = start({ script: toolThenAnswer, budget: { modelCalls: 0 } }, store);
+    await engine.spawn(a.turn, 'turn-engine');
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'time?' }); // the lifecycle's spawn may not have landed yet
+    await turnsDone(engine, 1);
+    expect(await lastInterruption(store)).toMatch(/agent budget exhausted: modelCalls 0 of 0$/);
+    expect((await runeWhere(engine, a.lifecycle, (r) => r.kind === 'agent.terminated')).event).toMatchObject({ type: 'budget_exhausted' });
+    expect(errors).toEqual([]);
+  });
+
   it('a limit the whole turn reaches: the turn completes, then the idle agent is terminated', async () => {
     const { engine, errors } = start({ script: toolThenAnswer, budget: { inputTokens: 250 } });
     const terminated = runeWhere(engine, a.lifecycle, (r) => r.kind === 'agent.terminated');

@@ -41,6 +41,10 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
           ...defaults,
           ...(Object.keys(agents.profiles).length > 1 ? { agents: agents.profiles } : {}),
           ...(command.config.delegation === undefined ? {} : { delegation: command.config.delegation }),
+          // The default role's budget is every agent's without a role (a root spawned by a client).
+          ...(agents.profiles[agents.defaultRole]?.budget === undefined ? {} : { budget: agents.profiles[agents.defaultRole]!.budget }),
+          ...(command.config.conversationBudget === undefined ? {} : { conversationBudget: command.config.conversationBudget }),
+          prices: agents.prices,
         }),
         // ReAct agents (seed 004) on the same chain and tools; the breakers are agentEpics'.
         ...reactAgentEpics({ ...defaults, breakers: false }),

@@ -99,6 +99,30 @@ describe('runestream serve --config (a real process)', () => {
     expect(await cli.exited).toBe(0);
   });
 
+  it("applies the default role's budget and the prices: a turn past the budget is interrupted naming the limit, and each response has its cost", async () => {
+    const { db, file } = configFile({
+      models: { canned: { type: 'scripted', answers: [{ toolCalls: [{ toolName: 'clock', input: {} }] }, { text: 'It is noon.' }] } },
+      agents: { assistant: { model: 'canned', tools: ['clock'], budget: { modelCalls: 1 } } },
+      defaultRole: 'assistant',
+      prices: { canned: { inputPerMillion: 0, outputPerMillion: 1_000_000 } },
+    });
+    const cli = runestream(['serve', '--port', '0', '--db', db, '--config', file]);
+    const [, url] = await cli.line(LISTENING);
+    const client = createClient({ url: url!, WebSocket });
+    await client.spawn('conv/c/agent/a/turn', 'turn-engine');
+    const ended = firstValueFrom(client.state$<TurnEngineState>('conv/c/agent/a/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+    const asked = firstValueFrom(client.runes$('conv/c/agent/a/turn').pipe(filter((r) => r.kind === 'turn.tool_calls_received')));
+    await client.dispatch('conv/c/agent/a/turn', { type: 'start_turn', input: 'what time is it?' });
+    expect((await ended).reason).toBe('agent budget exhausted: modelCalls 1 of 1');
+    // One output token (the tool call) at 1 per token.
+    expect((await asked).event).toMatchObject({ model: 'canned', cost: 1 });
+    const lifecycle = await firstValueFrom(client.state$<AgentLifecycleState>('conv/c/agent/a').pipe(filter((s) => s.value === 'terminated')));
+    expect(lifecycle.terminatedBy).toBe('budget_exhausted');
+    await client.close();
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  });
+
   it('exits 2 on a configuration that cannot be used, naming the file and the field; RUNESTREAM_CONFIG names the file too', async () => {
     const { db, file } = configFile({ models: { offline: { type: 'demo' } }, agents: { helper: { model: 'main' } }, defaultRole: 'helper' });
     const cli = runestream(['serve', '--port', '0', '--db', db], { RUNESTREAM_CONFIG: file });

@@ -80,7 +80,9 @@ async function closeStep(root: string, context: EpicContext, interrupted: Set<st
     commands.push({ stream: agent.lifecycle, event: { type: 'parent_closed', stats: agentStats } });
   }
   if (open > 0 || calls.some((call) => !toolCall.terminal.includes(call.value ?? ''))) return { commands, done: false };
-  return { commands: [{ stream: root, event: { type: 'cleanup_complete', finalStats: stats } }], done: true };
+  // What every turn of the conversation used, summed as they ended (the conversation's own total).
+  const usage = (await lastValueFrom(context.snapshot(root, conversation)))?.state.usage;
+  return { commands: [{ stream: root, event: { type: 'cleanup_complete', finalStats: { ...stats, ...(usage === undefined ? {} : { usage }) } } }], done: true };
 }
 
 /**
@@ -94,7 +96,8 @@ async function closeStep(root: string, context: EpicContext, interrupted: Set<st
  *    `agent.terminated` rune carrying its stats (turns run, tool calls made); a call still open
  *    under it is cancelled first.
  * 3. Once every agent is terminated (or failed) and every call terminal: `cleanup_complete`, with
- *    the final stats (`agents`, `turns`, `toolCalls`, `cancelledToolCalls`). The conversation is
+ *    the final stats (`agents`, `turns`, `toolCalls`, `cancelledToolCalls`, and `usage`: what all
+ *    its turns used). The conversation is
  *    then `closed`, which seals every stream under it (the engine refuses them with `sealed`).
  *
  * Each step looks at the conversation's streams afresh (their heads, under `conv/<c>/agent/`),

@@ -31,7 +31,7 @@ export class ModelCallTimeoutError extends Error {
 export const modelName = (model: LanguageModel): string => (typeof model === 'string' ? model : `${model.provider}/${model.modelId}`);
 
 /** A model's id (`modelId`, or the string a string model is): the key of a price table. */
-const modelIdOf = (model: LanguageModel): string => (typeof model === 'string' ? model : model.modelId);
+export const modelIdOf = (model: LanguageModel): string => (typeof model === 'string' ? model : model.modelId);
 
 /**
  * The request's tools as AI SDK tools: JSON Schema input, and no `execute`, so the SDK stops at

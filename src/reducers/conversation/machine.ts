@@ -94,11 +94,11 @@ const table: readonly Row<S, E, P>[] = [
   },
   { from: 'closed', on: 'archive_requested', to: 'archived' },
   {
-    from: ['paused', 'suspended'],
+    from: ['paused', 'suspended', 'closing'],
     on: 'turn_completed',
     assign: used,
     source: 'extension',
-    note: 'the turn in flight when the session paused still completes, and the runelog stays writable',
+    note: 'the turn in flight when the session paused, was suspended or began closing still ends, and what it used is counted',
   },
 ];
 

@@ -2,7 +2,9 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { AgentEpicsOptions } from '../../effects/agent/agent-epics.js';
 import type { AgentProfile } from '../../effects/agent/agent-profile.js';
 import { demoScriptedModel } from '../../effects/llm/demo-model.js';
+import { modelIdOf } from '../../effects/llm/model-call.js';
 import type { Provider } from '../../effects/llm/model-types.js';
+import type { PriceTable } from '../../reducers/budget.js';
 import type { ProviderChain } from '../../effects/llm/provider-chain.js';
 import { scriptedModel } from '../../effects/llm/scripted-model.js';
 import { builtinTools } from '../../effects/tools/builtin-tools.js';
@@ -29,6 +31,8 @@ export interface ConfiguredAgents {
   readonly defaults: Pick<AgentEpicsOptions, 'model' | 'tools' | 'system'> & { readonly model: ProviderChain };
   /** The default role's chain in words: `chain "main": local (llama3.2 at http://localhost:11434/v1), then offline (the offline scripted demo model)`. */
   readonly description: string;
+  /** The configured `prices`, keyed by each model's id (what a response names): `agentEpics({ prices })`. */
+  readonly prices: PriceTable;
   /** Stops the MCP servers started for the agents' tools. */
   close(): Promise<void>;
 }
@@ -125,6 +129,8 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
     defaultRole,
     defaults: { model: chains[defaultAgent.model]!, tools: profile.tools ?? [], ...(profile.system === undefined ? {} : { system: profile.system }) },
     description: descriptions[defaultAgent.model]!,
+    // A response's cost is looked up by the id of the model that answered it.
+    prices: Object.fromEntries(Object.entries(config.prices).map(([name, price]) => [modelIdOf(chains[name]!.providers[0]!.model), price])),
     close,
   };
 }

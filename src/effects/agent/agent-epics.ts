@@ -1,22 +1,17 @@
 import type { LanguageModel } from 'ai';
+import type { Budget, PriceTable } from '../../reducers/budget.js';
 import type { Epic } from '../../streams/epic.js';
-import { chainCall$, type ProviderChain } from '../llm/provider-chain.js';
+import type { ProviderChain } from '../llm/provider-chain.js';
 import { providerBreakers } from '../llm/provider-breakers.js';
 import { toolCallEffects } from '../tools/tool-call-effects.js';
 import type { AnyTool } from '../tools/tool.js';
-import type { ToolScope } from '../tools/tool-scope.js';
-import { toolSpecs } from '../tools/tool-specs.js';
-import { map, of } from 'rxjs';
-import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
-import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
-import { agentModel, type AgentModelChooser, type AgentModelOptions } from './agent-model.js';
-import type { AgentProfile } from './agent-profile.js';
-import { conversationClose } from './conversation-close.js';
-import { DELEGATE_TOOL, delegateTool, delegation, type DelegationLimits } from './delegation.js';
-import { agentOfCall, agentOfTurn } from './streams.js';
-import { agentTurns } from './agent-turns.js';
 import { agentBudgets, type BudgetLimits } from './agent-budgets.js';
-import type { Budget, PriceTable } from '../../reducers/budget.js';
+import { agentModel } from './agent-model.js';
+import type { AgentProfile } from './agent-profile.js';
+import { agentRoles } from './agent-roles.js';
+import { agentTurns } from './agent-turns.js';
+import { conversationClose } from './conversation-close.js';
+import { DELEGATE_TOOL, delegation, type DelegationLimits } from './delegation.js';
 
 /** Options of {@link agentEpics}. */
 export interface AgentEpicsOptions {
@@ -48,12 +43,6 @@ export interface AgentEpicsOptions {
   readonly prices?: PriceTable;
 }
 
-const isChain = (model: LanguageModel | ProviderChain): model is ProviderChain =>
-  typeof model === 'object' && model !== null && Array.isArray((model as ProviderChain).providers);
-
-/** A model as a provider chain: a chain as it is, one model as a chain of one provider named `"model"`. */
-export const chainOf = (model: LanguageModel | ProviderChain): ProviderChain => (isChain(model) ? model : { providers: [{ name: 'model', model }] });
-
 /**
  * Every epic an engine needs to run agents (seeds 002–004): the model's answers (`agentModel`,
  * through the provider chain and its breakers), the turns (`agentTurns`), their budgets (`agentBudgets`), the tool calls
@@ -81,92 +70,23 @@ export const chainOf = (model: LanguageModel | ProviderChain): ProviderChain => 
  */
 export function agentEpics(options: AgentEpicsOptions): Epic[] {
   const { model, tools = [], system, approvalTimeoutMs, agents, delegation: delegationLimits, budget, conversationBudget, prices } = options;
-  const chain = chainOf(model);
-  const roles = agents === undefined || Object.keys(agents).length === 0 ? undefined : agents;
-  const delegate = roles === undefined ? [] : [delegateTool(roles)];
-  const modelOf = (chosen: ProviderChain, chosenTools: readonly AnyTool[], chosenSystem: string | undefined): AgentModelOptions => ({
-    call: (request, context) => chainCall$(chosen, request, context),
-    tools: toolSpecs([...chosenTools, ...delegate]),
-    ...(chosenSystem === undefined ? {} : { system: chosenSystem }),
-    ...(prices === undefined ? {} : { prices }),
-  });
-  const defaults = modelOf(chain, tools, system);
-  const chains = [chain];
-  const profiles = new Map<string, AgentModelOptions>();
-  for (const [role, profile] of Object.entries(roles ?? {})) {
-    const profileChain = profile.model === undefined ? chain : chainOf(profile.model);
-    // One breaker epic per provider name: the breakers are streams named by provider.
-    const named = new Set(chains.flatMap((each) => each.providers.map((provider) => provider.name)));
-    if (profileChain.providers.some((provider) => !named.has(provider.name))) chains.push(profileChain);
-    profiles.set(role, modelOf(profileChain, profile.tools ?? tools, profile.system ?? system));
-  }
-  // Every tool any agent may call; a name two profiles share must be the same tool.
-  const allTools = new Map<string, AnyTool>();
-  for (const tool of [...tools, ...Object.values(roles ?? {}).flatMap((profile) => profile.tools ?? []), ...delegate]) {
-    const known = allTools.get(tool.name);
-    if (known !== undefined && known !== tool) throw new TypeError(`agentEpics: two different tools are named "${tool.name}"; tool names must be unique`);
-    allTools.set(tool.name, tool);
-  }
-  const roleOf = (lifecycle: AgentLifecycleState | undefined): string | undefined => lifecycle?.role;
-  const noProfile = (role: string): string => `no agent profile for role "${role}"; the roles are ${[...profiles.keys()].join(', ')}`;
-  // Each role's tool names, and those of an agent without a role: a model sees only its own, and
-  // a call naming another role's tool is refused rather than run from the shared registry.
-  const namesOf = (chosenTools: readonly AnyTool[]): ReadonlySet<string> => new Set([...chosenTools, ...delegate].map((tool) => tool.name));
-  const defaultNames = namesOf(tools);
-  const roleNames = new Map(Object.entries(roles ?? {}).map(([role, profile]) => [role, namesOf(profile.tools ?? tools)]));
-  const scope: ToolScope = (stream, toolName, context) => {
-    const agent = agentOfCall(stream);
-    if (agent === undefined) return of(undefined);
-    return context.snapshot(agent.lifecycle, agentLifecycle).pipe(
-      map((lifecycle) => {
-        const role = roleOf(lifecycle?.state);
-        const names = role === undefined ? defaultNames : roleNames.get(role);
-        if (names === undefined) return noProfile(role!);
-        if (names.has(toolName)) return undefined;
-        const known = names.size === 0 ? 'none' : [...names].map((name) => `"${name}"`).join(', ');
-        return `tool "${toolName}" is not a tool of ${role === undefined ? 'this agent (it has no role)' : `role "${role}"`}; its tools are: ${known}`;
-      }),
-    );
-  };
-  const chooseModel: AgentModelChooser = (turn, context) =>
-    context.snapshot(agentOfTurn(turn)!.lifecycle, agentLifecycle).pipe(
-      map((lifecycle) => {
-        const role = roleOf(lifecycle?.state);
-        if (role === undefined) return defaults;
-        const profile = profiles.get(role);
-        if (profile === undefined) throw new Error(noProfile(role));
-        return profile;
-      }),
-    );
-  const budgetsByRole = Object.fromEntries(Object.entries(roles ?? {}).flatMap(([role, profile]) => (profile.budget === undefined ? [] : [[role, profile.budget]])));
+  const roles = agentRoles({ model, tools, system, prices, agents });
   const limits: BudgetLimits = {
     ...(budget === undefined ? {} : { budget }),
     ...(conversationBudget === undefined ? {} : { conversationBudget }),
-    ...(Object.keys(budgetsByRole).length === 0 ? {} : { budgetsByRole }),
+    ...(Object.keys(roles.budgetsByRole).length === 0 ? {} : { budgetsByRole: roles.budgetsByRole }),
   };
   return [
-    agentModel(roles === undefined ? defaults : chooseModel),
-    agentTurns({
-      ...limits,
-      ...(roles === undefined ? {} : { initError: (lifecycle) => (lifecycle.role === undefined || profiles.has(lifecycle.role) ? undefined : noProfile(lifecycle.role)) }),
-    }),
+    agentModel(roles.any ? roles.chooseModel : roles.defaults),
+    agentTurns({ ...limits, ...(roles.any ? { initError: roles.initError } : {}) }),
     agentBudgets(limits),
     toolCallEffects({
-      tools: [...allTools.values()],
+      tools: roles.tools,
       ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),
-      ...(roles === undefined ? {} : { runElsewhere: [DELEGATE_TOOL], scope }),
+      ...(roles.any ? { runElsewhere: [DELEGATE_TOOL], scope: roles.scope } : {}),
     }),
-    ...chains.map((each) => providerBreakers(each)),
+    ...roles.chains.map((each) => providerBreakers(each)),
     conversationClose(),
-    ...(roles === undefined
-      ? []
-      : [delegation({ roles: Object.fromEntries(Object.entries(roles).map(([role, profile]) => [role, modelName(profile.model ?? model)])), ...delegationLimits })]),
+    ...(roles.any ? [delegation({ roles: roles.modelNames, ...delegationLimits })] : []),
   ];
-}
-
-/** The name of a model for an `agent.spawning` rune: its model id, or its chain's first provider's. */
-function modelName(model: LanguageModel | ProviderChain): { model?: string } {
-  const first = isChain(model) ? model.providers[0]?.model : model;
-  const id = typeof first === 'string' ? first : (first as { modelId?: unknown } | undefined)?.modelId;
-  return typeof id === 'string' && id.length > 0 ? { model: id } : {};
 }

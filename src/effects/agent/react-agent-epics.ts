@@ -11,7 +11,7 @@ import { chainCall$, type ProviderChain } from '../llm/provider-chain.js';
 import type { AnyTool } from '../tools/tool.js';
 import { toolRegistry } from '../tools/tool-registry.js';
 import { toolSpecs } from '../tools/tool-specs.js';
-import { chainOf } from './agent-epics.js';
+import { chainOf } from './agent-roles.js';
 import type { ModelCaller } from './agent-model.js';
 import { reactAgentLifecycle } from './react-agent-lifecycle.js';
 import { runReactAgentEffect, type ReactAgentEffectDeps } from './react-agent-effects.js';

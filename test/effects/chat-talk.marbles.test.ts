@@ -14,8 +14,26 @@ import { marbleTest, type Marbles } from '../support/marbles.js';
 const ACTOR = 'chat/c1/actor/1';
 const TURN = 'chat/c1/agent/assistant/turn';
 
-const actorRune = (seq: number, event: Rune['event'], from: string, to: string): Rune => ({ stream: ACTOR, seq, machine: 'chat-actor', kind: event.type, event, from, to, at: 0 });
-const turnRune = (seq: number, event: Rune['event'], from: string, to: string): Rune => ({ stream: TURN, seq, machine: 'turn-engine', kind: event.type, event, from, to, at: 0 });
+const actorRune = (seq: number, event: Rune['event'], from: string, to: string): Rune => ({
+  stream: ACTOR,
+  seq,
+  machine: 'chat-actor',
+  kind: event.type,
+  event,
+  from,
+  to,
+  at: 0,
+});
+const turnRune = (seq: number, event: Rune['event'], from: string, to: string): Rune => ({
+  stream: TURN,
+  seq,
+  machine: 'turn-engine',
+  kind: event.type,
+  event,
+  from,
+  to,
+  at: 0,
+});
 
 const interaction = (seq = 2, message = 'hello') => actorRune(seq, { type: 'ProcessInteraction', userId: 'u1', message }, 'idle', 'running');
 const started = turnRune(3, { type: 'start_turn', input: 'hello' }, 'idle', 'streaming');

@@ -48,7 +48,9 @@ export function machineWorld(scheduler = new VirtualTimeScheduler()) {
     if (!result.accepted) return { rejected: result.reason };
     const from = valueOf(entry.state, 'from');
     entry.state = result.state;
-    return { rune: append(stream, entry, { kind: result.kind, event, ...from, ...valueOf(result.state, 'to'), ...(result.payload === undefined ? {} : { payload: result.payload }) }) };
+    return {
+      rune: append(stream, entry, { kind: result.kind, event, ...from, ...valueOf(result.state, 'to'), ...(result.payload === undefined ? {} : { payload: result.payload }) }),
+    };
   };
   const dispatch = (stream: string, event: Rune['event']): Rune => {
     const result = step(stream, event);

@@ -106,7 +106,10 @@ describe('conversationClose: a closing conversation, step by step', () => {
     expect(first).toEqual([{ stream: root.call('c9'), event: { type: 'cancelled', reason: CONVERSATION_CLOSING } }, terminate(root.lifecycle, 0, 1)]);
     const last = await applyAll(play, w, first);
     expect(last).toEqual([
-      { stream: ROOT, event: { type: 'cleanup_complete', finalStats: { agents: 1, turns: 0, toolCalls: 1, cancelledToolCalls: 1, usage: w.state<{ usage: unknown }>(ROOT)!.usage } } },
+      {
+        stream: ROOT,
+        event: { type: 'cleanup_complete', finalStats: { agents: 1, turns: 0, toolCalls: 1, cancelledToolCalls: 1, usage: w.state<{ usage: unknown }>(ROOT)!.usage } },
+      },
     ]);
   });
 

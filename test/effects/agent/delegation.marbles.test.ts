@@ -12,7 +12,6 @@ import { applyAll, machineWorld, playEpic } from '../../support/frames.js';
  */
 
 const ROOT = 'conv/c1';
-const root = agentStreams(ROOT, 'root');
 const roles: DelegationOptions['roles'] = { researcher: { model: 'small' } };
 const delegateCall = (callId: string, args: unknown = { role: 'researcher', task: 'find the answer' }) => ({ callId, toolName: 'delegate', arguments: args });
 
@@ -60,7 +59,9 @@ describe('delegation: limits', () => {
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
     const unknown = executingCall(w, 'root', delegateCall('d1', { role: 'poet', task: 'a sonnet' }));
     const empty = executingCall(w, 'root', delegateCall('d2', { role: 'researcher' }));
-    expect(await play.send(unknown.rune)).toEqual([{ stream: unknown.stream, event: { type: 'execution_error', error: 'delegate: no role "poet"; the roles are researcher' } }]);
+    expect(await play.send(unknown.rune)).toEqual([
+      { stream: unknown.stream, event: { type: 'execution_error', error: 'delegate: no role "poet"; the roles are researcher' } },
+    ]);
     expect(await play.send(empty.rune)).toMatchObject([{ stream: empty.stream, event: { type: 'execution_error', error: expect.stringMatching(/^delegate: task: /) } }]);
   });
 });
@@ -125,7 +126,7 @@ describe('delegation: after a restart', () => {
     return { w, stream, sub };
   }
 
-  it('the resumed call finds its sub-agent and waits again: no second spawn, no second turn; the result is that turn\'s', async () => {
+  it("the resumed call finds its sub-agent and waits again: no second spawn, no second turn; the result is that turn's", async () => {
     const { w, stream, sub } = leftRunning();
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
     expect(await play.send()).toEqual([]); // listed from the store at start: it only listens
@@ -140,7 +141,7 @@ describe('delegation: after a restart', () => {
     expect(await play.send()).toEqual([{ stream, event: { type: 'success', output: 'forty-' } }]);
   });
 
-  it('a first turn cut by the restart is started once more with the task when it is idle; its result is the call\'s', async () => {
+  it("a first turn cut by the restart is started once more with the task when it is idle; its result is the call's", async () => {
     const { w, stream, sub } = leftRunning();
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
     expect(await play.send()).toEqual([]);

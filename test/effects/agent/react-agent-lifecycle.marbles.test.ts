@@ -30,7 +30,7 @@ async function readyAgent() {
 }
 
 describe('reactAgentLifecycle: a ReAct agent gets the companions of a turn-based one', () => {
-  it("its spawn: the conversation (with it as root agent) and its lifecycle, ready at once", async () => {
+  it('its spawn: the conversation (with it as root agent) and its lifecycle, ready at once', async () => {
     const w = machineWorld();
     const play = playEpic(reactAgentLifecycle(), w.context(), w.scheduler);
     const companions = await play.send(w.spawn(a1.react, 'react-agent'));

@@ -96,29 +96,24 @@ export interface Frame {
 
 /**
  * Plays an epic whose steps await Promises (which settle outside `TestScheduler.run`, so marbles
- * cannot hold them) in virtual time: runes are sent at the current frame, time moves only by
- * `advanceTo`, and each call resolves with the commands emitted in response, once the epic's
- * awaited steps have settled. `frames` keeps every command with its frame; `completed` whether
- * the epic ended.
+ * cannot hold them) on a virtual clock: runes are sent at the current frame, and each `send`
+ * resolves with the commands emitted in response, once the timers due have run and the epic's
+ * awaited steps have settled. `frames` keeps every command with its frame.
  */
 export function playEpic(epic: Epic, context: EpicContext, scheduler: VirtualTimeScheduler) {
   const runes$ = new Subject<Rune>();
   const frames: Frame[] = [];
   let emitted = 0;
-  let completed = false;
-  const subscription = epic(runes$, context, undefined).subscribe({
-    next: (command) => frames.push({ frame: scheduler.now(), command }),
-    complete: () => (completed = true),
-  });
+  epic(runes$, context, undefined).subscribe((command) => frames.push({ frame: scheduler.now(), command }));
   /** The commands emitted since the last call, once the epic is quiet: every due timer run, every awaited step settled. */
-  const drain = async (until: number): Promise<EpicCommand[]> => {
+  const drain = async (): Promise<EpicCommand[]> => {
+    const now = scheduler.now();
     for (let quiet = 0; quiet < 2; ) {
       const before = frames.length;
-      scheduler.maxFrames = until;
+      scheduler.maxFrames = now;
       scheduler.flush();
-      scheduler.frame = Math.max(scheduler.frame, until);
       await settle();
-      quiet = frames.length === before && !scheduler.actions.some((action) => action.delay <= until) ? quiet + 1 : 0;
+      quiet = frames.length === before && !scheduler.actions.some((action) => action.delay <= now) ? quiet + 1 : 0;
     }
     const fresh = frames.slice(emitted).map((f) => f.command);
     emitted = frames.length;
@@ -126,17 +121,11 @@ export function playEpic(epic: Epic, context: EpicContext, scheduler: VirtualTim
   };
   return {
     frames,
-    get completed() {
-      return completed;
-    },
     /** Sends runes at the current frame; resolves with the commands they led to. */
     send: (...runes: Rune[]): Promise<EpicCommand[]> => {
       for (const rune of runes) runes$.next(rune);
-      return drain(scheduler.now());
+      return drain();
     },
-    /** Moves the clock to `frame`, running the timers due; resolves with the commands they led to. */
-    advanceTo: (frame: number): Promise<EpicCommand[]> => drain(frame),
-    stop: () => subscription.unsubscribe(),
   };
 }
 

@@ -1,0 +1,122 @@
+import { describe, expect, it } from 'vitest';
+import { agentStreams, type EpicCommand } from '../../../src/index.js';
+import { CONVERSATION_CLOSING, conversationClose } from '../../../src/effects/agent/conversation-close.js';
+import { applyAll, machineWorld, playEpic } from '../../support/frames.js';
+
+/**
+ * The `conversationClose` epic alone, in virtual time: a log in memory played by the real machines
+ * (`machineWorld`) stands for the store, the test does what `agentTurns` would (ending a turn
+ * that was interrupted), and the epic's own commands are applied before their runes are heard. Its steps await the conversation's heads, so each frame is a rune sent and the commands
+ * it led to once they settled (marbles cannot hold Promises).
+ */
+
+const ROOT = 'conv/c1';
+const root = agentStreams(ROOT, 'root');
+const sub = agentStreams(ROOT, 'root.d1');
+const idle = agentStreams(ROOT, 'idle1');
+const interrupt = (stream: string): EpicCommand => ({ stream, event: { type: 'interrupt', reason: CONVERSATION_CLOSING } });
+const terminate = (stream: string, turns: number, toolCalls: number): EpicCommand => ({ stream, event: { type: 'parent_closed', stats: { turns, toolCalls } } });
+
+/**
+ * A conversation mid-work: `root` in a tool round, its delegate call `d1` executing; the
+ * sub-agent `root.d1` (parentId root) streaming its turn; `idle1` idle, no turn yet.
+ */
+function busyConversation() {
+  const w = machineWorld();
+  w.spawn(ROOT, 'conversation', { conversationId: 'c1' });
+  w.dispatch(ROOT, { type: 'agent_ready', rootAgentId: 'root' });
+  for (const [agent, parentId] of [
+    [root, undefined],
+    [sub, 'root'],
+    [idle, undefined],
+  ] as const) {
+    w.spawn(agent.lifecycle, 'agent-lifecycle', { agentId: agent.agentId, ...(parentId === undefined ? {} : { parentId }) });
+    w.dispatch(agent.lifecycle, { type: 'init_complete' });
+  }
+  const call = { callId: 'd1', toolName: 'delegate', arguments: { role: 'researcher', task: 'look' } };
+  for (const agent of [root, sub]) {
+    w.spawn(agent.turn, 'turn-engine', { agentId: agent.agentId });
+    w.dispatch(agent.lifecycle, { type: 'turn_assigned', turnId: `${agent.agentId}-1` });
+    w.dispatch(agent.turn, { type: 'start_turn', input: 'go' });
+  }
+  w.dispatch(root.turn, { type: 'tool_calls_received', callIds: ['d1'], calls: [call] });
+  w.spawn(root.call('d1'), 'tool-call', call);
+  w.dispatch(root.call('d1'), { type: 'no_approval_needed' });
+  const play = playEpic(conversationClose(), w.context(), w.scheduler);
+  return { w, play };
+}
+
+/** What `agentTurns` does when an interrupted turn of `agent` ends, in its order: the round's open calls cancelled, the agent and the conversation told (with the turn's usage), the turn finalized. */
+const endInterrupted = async ({ w, play }: ReturnType<typeof busyConversation>, agent: typeof root, openCalls: readonly string[] = []): Promise<EpicCommand[]> => {
+  const answered: EpicCommand[] = [];
+  for (const callId of openCalls) answered.push(...(await play.send(w.dispatch(agent.call(callId), { type: 'cancelled', reason: CONVERSATION_CLOSING }))));
+  const usage = { inputTokens: 5, outputTokens: 2, modelCalls: 1, toolCalls: 0, wallClockMs: 40 };
+  answered.push(...(await play.send(w.dispatch(agent.lifecycle, { type: 'turn_interrupted', reason: CONVERSATION_CLOSING, usage }))));
+  answered.push(...(await play.send(w.dispatch(ROOT, { type: 'turn_completed', usage }))));
+  answered.push(...(await play.send(w.dispatch(agent.turn, { type: 'turn_finalized' }))));
+  return answered;
+};
+
+describe('conversationClose: a closing conversation, step by step', () => {
+  it('interrupts the turns in flight parents first, terminates idle agents with their stats, then cleanup_complete with the final stats; nothing after', async () => {
+    const world = busyConversation();
+    const { w, play } = world;
+
+    // close_requested: the root's turn is interrupted, not its sub-agent's (its parent's turn is
+    // still in flight); the idle agent is terminated at once, having run nothing.
+    const first = await play.send(w.dispatch(ROOT, { type: 'close_requested', reason: 'user' }));
+    expect(first).toEqual([interrupt(root.turn), terminate(idle.lifecycle, 0, 0)]);
+    expect(await applyAll(play, w, first)).toEqual([]); // asked once: the turn's own interrupted rune asks nothing again
+
+    // The root's turn ends (its delegate call cancelled): the root is idle, so it is terminated
+    // with its stats (one turn, one call), and its sub-agent's turn is interrupted now.
+    const second = await endInterrupted(world, root, ['d1']);
+    expect(second).toEqual([interrupt(sub.turn), terminate(root.lifecycle, 1, 1)]);
+    expect(await applyAll(play, w, second)).toEqual([]);
+    expect(w.value(root.lifecycle)).toBe('terminated');
+    expect(w.state<{ stats?: unknown }>(root.lifecycle)?.stats).toEqual({ turns: 1, toolCalls: 1 });
+
+    // The sub-agent's turn ends: it is terminated; once that lands, every agent is terminated and
+    // every call terminal: cleanup_complete with the conversation's final stats and usage.
+    const third = await endInterrupted(world, sub);
+    expect(third).toEqual([terminate(sub.lifecycle, 1, 0)]);
+    const last = await applyAll(play, w, third);
+    const usage = { inputTokens: 10, outputTokens: 4, modelCalls: 2, toolCalls: 0, wallClockMs: 80 }; // the two interrupted turns'
+    expect(last).toEqual([{ stream: ROOT, event: { type: 'cleanup_complete', finalStats: { agents: 3, turns: 2, toolCalls: 1, cancelledToolCalls: 1, usage } } }]);
+    await applyAll(play, w, last);
+    expect(w.value(ROOT)).toBe('closed');
+
+    // Closed: more runes under the conversation ask nothing more.
+    expect(await play.send(w.dispatch(sub.turn, { type: 'start_turn', input: 'late' }))).toEqual([]);
+    expect(play.frames).toHaveLength(first.length + second.length + third.length + last.length);
+  });
+
+  it('an idle agent with a call left open has the call cancelled first, then is terminated counting it', async () => {
+    const w = machineWorld();
+    w.spawn(ROOT, 'conversation', { conversationId: 'c1' });
+    w.dispatch(ROOT, { type: 'agent_ready', rootAgentId: 'root' });
+    w.spawn(root.lifecycle, 'agent-lifecycle', { agentId: 'root' });
+    w.dispatch(root.lifecycle, { type: 'init_complete' });
+    w.spawn(root.turn, 'turn-engine', { agentId: 'root' });
+    const call = { callId: 'c9', toolName: 'clock', arguments: {} };
+    w.spawn(root.call('c9'), 'tool-call', call); // a call whose turn is over (left by a crash)
+    const play = playEpic(conversationClose(), w.context(), w.scheduler);
+
+    const first = await play.send(w.dispatch(ROOT, { type: 'close_requested' }));
+    expect(first).toEqual([{ stream: root.call('c9'), event: { type: 'cancelled', reason: CONVERSATION_CLOSING } }, terminate(root.lifecycle, 0, 1)]);
+    const last = await applyAll(play, w, first);
+    expect(last).toEqual([
+      {
+        stream: ROOT,
+        event: { type: 'cleanup_complete', finalStats: { agents: 1, turns: 0, toolCalls: 1, cancelledToolCalls: 1, usage: w.state<{ usage: unknown }>(ROOT)!.usage } },
+      },
+    ]);
+  });
+
+  it('a conversation that is not closing is left alone', async () => {
+    const { w, play } = busyConversation();
+    expect(await play.send(w.dispatch(root.turn, { type: 'interrupt', reason: 'user stop' }))).toEqual([]);
+    expect(await play.send(w.dispatch(ROOT, { type: 'new_turn' }))).toEqual([]);
+    expect(play.frames).toEqual([]);
+  });
+});

@@ -25,9 +25,9 @@ const headsUnder = (context: EpicContext, root: string, machine: string): Promis
  * One look at a closing conversation: the commands that take it a step further (interrupt the
  * turns in flight, cancel calls left open, terminate the agents that are idle), or, once every
  * agent is terminated and every call terminal, `cleanup_complete` with the final stats.
- * `interrupted` holds the turns already asked, so a turn is asked once.
+ * `asked` holds the turns asked to stop and the agents asked to end, so each is asked once.
  */
-async function closeStep(root: string, context: EpicContext, interrupted: Set<string>): Promise<{ commands: EpicCommand[]; done: boolean }> {
+async function closeStep(root: string, context: EpicContext, asked: Set<string>): Promise<{ commands: EpicCommand[]; done: boolean }> {
   const [lifecycles, turns, calls] = await Promise.all([
     headsUnder(context, root, agentLifecycle.id),
     headsUnder(context, root, turnEngine.id),
@@ -55,10 +55,10 @@ async function closeStep(root: string, context: EpicContext, interrupted: Set<st
     const parentId = parts?.kind === 'turn' ? (await lastValueFrom(context.snapshot(agentStreams(root, parts.agentId).lifecycle, agentLifecycle)))?.state.parentId : undefined;
     const parentTurn = parentId === undefined ? undefined : turnOf.get(agentStreams(root, parentId).turn);
     if (parentTurn !== undefined && parentTurn.value !== 'idle') continue;
-    if (IN_FLIGHT.has(turn.value ?? '') && !interrupted.has(turn.stream)) {
+    if (IN_FLIGHT.has(turn.value ?? '') && !asked.has(turn.stream)) {
       // agentTurns cancels the calls of the round when a turn is interrupted in tool_executing.
       commands.push({ stream: turn.stream, event: { type: 'interrupt', reason: CONVERSATION_CLOSING } });
-      interrupted.add(turn.stream);
+      asked.add(turn.stream);
     }
   }
   for (const lifecycle of lifecycles) {
@@ -74,8 +74,12 @@ async function closeStep(root: string, context: EpicContext, interrupted: Set<st
     open++;
     if (turn !== undefined && turn.value !== 'idle') continue; // in flight or ending: agentTurns finalizes it
     for (const call of agentCalls) {
-      if (!toolCall.terminal.includes(call.value ?? '')) commands.push({ stream: call.stream, event: { type: 'cancelled', reason: CONVERSATION_CLOSING } });
+      if (toolCall.terminal.includes(call.value ?? '') || asked.has(call.stream)) continue;
+      asked.add(call.stream);
+      commands.push({ stream: call.stream, event: { type: 'cancelled', reason: CONVERSATION_CLOSING } });
     }
+    if (asked.has(agent.lifecycle)) continue; // asked already: its rune is on its way
+    asked.add(agent.lifecycle);
     const agentStats: AgentStats = { turns: turnsRun, toolCalls: agentCalls.length };
     commands.push({ stream: agent.lifecycle, event: { type: 'parent_closed', stats: agentStats } });
   }
@@ -107,14 +111,14 @@ export function conversationClose(): Epic {
   return function conversationClose(runes$, context, deps) {
     const closing$ = (root: string): Observable<EpicCommand> => {
       const under = `${root}/`;
-      const interrupted = new Set<string>();
+      const asked = new Set<string>();
       let queued = 0;
       return runes$.pipe(
         filter((rune: Rune) => rune.stream.startsWith(under)),
         startWith(undefined),
         tap(() => queued++),
         // A look that a later one will repeat is skipped: the conversation is looked at once per burst.
-        concatMap(() => (--queued > 0 ? EMPTY : defer(() => closeStep(root, context, interrupted)))),
+        concatMap(() => (--queued > 0 ? EMPTY : defer(() => closeStep(root, context, asked)))),
         takeWhile((step) => !step.done, true),
         mergeMap((step) => from(step.commands)),
       );

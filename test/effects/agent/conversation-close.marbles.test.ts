@@ -113,6 +113,26 @@ describe('conversationClose: a closing conversation, step by step', () => {
     ]);
   });
 
+  it('asks each agent to end and each call to stop once, even when a look comes before the rune that answers it', async () => {
+    const w = machineWorld();
+    w.spawn(ROOT, 'conversation', { conversationId: 'c1' });
+    w.dispatch(ROOT, { type: 'agent_ready', rootAgentId: 'root' });
+    w.spawn(root.lifecycle, 'agent-lifecycle', { agentId: 'root' });
+    w.dispatch(root.lifecycle, { type: 'init_complete' });
+    w.spawn(root.turn, 'turn-engine', { agentId: 'root' });
+    const call = { callId: 'c9', toolName: 'clock', arguments: {} };
+    w.spawn(root.call('c9'), 'tool-call', call);
+    const play = playEpic(conversationClose(), w.context(), w.scheduler);
+    const first = await play.send(w.dispatch(ROOT, { type: 'close_requested' }));
+    expect(first).toEqual([{ stream: root.call('c9'), event: { type: 'cancelled', reason: CONVERSATION_CLOSING } }, terminate(root.lifecycle, 0, 1)]);
+    // The call's rune lands and is heard before the agent's `parent_closed` is applied (the engine
+    // applies an epic's commands one at a time): the agent, still idle, is not asked again.
+    expect(await play.send(w.dispatch(root.call('c9'), { type: 'cancelled', reason: CONVERSATION_CLOSING }))).toEqual([]);
+    expect(await play.send(w.dispatch(root.lifecycle, { type: 'parent_closed', stats: { turns: 0, toolCalls: 1 } }))).toMatchObject([
+      { stream: ROOT, event: { type: 'cleanup_complete' } },
+    ]);
+  });
+
   it('a conversation that is not closing is left alone', async () => {
     const { w, play } = busyConversation();
     expect(await play.send(w.dispatch(root.turn, { type: 'interrupt', reason: 'user stop' }))).toEqual([]);

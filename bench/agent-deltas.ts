@@ -1,8 +1,9 @@
+import { filter, firstValueFrom } from 'rxjs';
 import { performance } from 'node:perf_hooks';
 import { streamText } from 'ai';
 import { z } from 'zod';
 import { agentEpics, defineTool, scriptedModel } from '../src/agents.js';
-import { createEngine, memoryStore, toolCall, type ConversationState, type Engine, type EngineError, type ToolCallState, type TurnEngineState } from '../src/index.js';
+import { agentStreams, createEngine, memoryStore, toolCall, type Engine, type EngineError, type ToolCallState, type TurnEngineState } from '../src/index.js';
 import { percentile, type Rate } from './harness.js';
 
 /** The issue's figure: deltas streamed by one model answer. */
@@ -66,7 +67,7 @@ function stateWhere<S>(engine: Engine, stream: string, done: (state: S) => boole
 
 /**
  * The candidate: a fresh engine with `agentEpics` on a scripted model answering the deltas, agent
- * `b1`. Timed from the `start_turn` dispatch until a `state$` subscriber of `b1/turn` has seen
+ * `conv/b1/agent/b1`. Timed from the `start_turn` dispatch until a `state$` subscriber of its turn has seen
  * the turn completed (or already back to idle) with the whole output.
  */
 async function engineRound(): Promise<Rate> {
@@ -74,12 +75,14 @@ async function engineRound(): Promise<Rate> {
   const model = scriptedModel([{ text: deltas }]);
   const engine = createEngine({ store, epics: agentEpics({ model }) });
   const { failed, stop } = failOnEngineErrors(engine, 'engine');
-  const turn = 'b1/turn';
-  const spawned = await engine.spawn(turn, 'turn-engine');
-  if (!spawned.accepted) throw new Error(`spawn refused: ${spawned.reason}`);
+  const b1 = agentStreams('conv/b1', 'b1');
+  const turn = b1.turn;
   // The agent's companion streams (conversation, lifecycle) are created from the spawn rune: wait
-  // for them, so what is timed is the turn.
-  await within(Promise.race([stateWhere<ConversationState>(engine, 'b1/conversation', (s) => s.value === 'active'), failed]), STALL_MS, 'engine: b1/conversation active');
+  // for them, so what is timed is the turn. (Heard from every rune: the conversation does not exist yet.)
+  const ready = firstValueFrom(engine.runes$().pipe(filter((rune) => rune.stream === b1.lifecycle && rune.to === 'idle')));
+  const spawned = await engine.spawn(turn, 'turn-engine', { agentId: 'b1' });
+  if (!spawned.accepted) throw new Error(`spawn refused: ${spawned.reason}`);
+  await within(Promise.race([ready, failed]), STALL_MS, 'engine: conv/b1/agent/b1 ready');
 
   let seen = 0;
   let last: TurnEngineState | undefined;
@@ -143,7 +146,7 @@ const TERMINAL: ReadonlySet<string> = new Set(toolCall.terminal);
 
 /**
  * (Information) the time from a tool call's `approved` dispatch to its tool's `execute` being
- * called. Calls are driven directly, one at a time: spawn `b2/call/<id>` (a `tool-call` stream of
+ * called. Calls are driven directly, one at a time: spawn `conv/b2/agent/b2/call/<id>` (a `tool-call` stream of
  * agent `b2`, as the turns epic would), wait for `awaiting_approval`, then `performance.now()`
  * and `dispatch(approved)`; the tool records `performance.now()` when it is called.
  */
@@ -168,7 +171,7 @@ async function approvalLatencies(): Promise<number[]> {
   const latencies: number[] = [];
   for (let n = 1; n <= APPROVAL_WARMUP + APPROVALS; n++) {
     const callId = `c${n}`;
-    const stream = `b2/call/${callId}`;
+    const stream = agentStreams('conv/b2', 'b2').call(callId);
     const spawned = await engine.spawn(stream, 'tool-call', { callId, toolName: approve.name, arguments: { n } });
     if (!spawned.accepted) throw new Error(`spawn of ${stream} refused: ${spawned.reason}`);
     await within(Promise.race([stateWhere<ToolCallState>(engine, stream, (s) => s.value === 'awaiting_approval'), failed]), STALL_MS, `approval: ${stream} awaiting_approval`);
@@ -219,7 +222,7 @@ export async function benchAgentDeltas(): Promise<boolean> {
 
   const latencies = await approvalLatencies();
   console.log(
-    `  (information) tool approved -> execute called, ${APPROVALS} calls one at a time (tool-call streams b2/call/<id> spawned directly): ` +
+    `  (information) tool approved -> execute called, ${APPROVALS} calls one at a time (tool-call streams conv/b2/agent/b2/call/<id> spawned directly): ` +
       `p50 ${percentile(latencies, 50).toFixed(3)} ms, p99 ${percentile(latencies, 99).toFixed(3)} ms`,
   );
   return ok;

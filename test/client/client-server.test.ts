@@ -4,7 +4,7 @@ import { chatActor } from '../../src/reducers/chat-actor/index.js';
 import { createClient, type RunestreamClient } from '../../src/server/client/index.js';
 import { createServer, type RunestreamServer } from '../../src/server/index.js';
 import { createEngine, type Engine } from '../../src/streams/engine.js';
-import { collect, recordingScheduler, valueWhere } from './fixtures.js';
+import { collect, countingWebSocket, recordingScheduler, valueWhere } from './fixtures.js';
 
 type ChatState = { value: string; reason?: string };
 
@@ -71,5 +71,31 @@ describe('client with the real server', { timeout: 10_000 }, () => {
     expect(runes.values.map((r) => r.seq)).toEqual([2, 3, 4]);
     expect(states.values.at(-1)).toMatchObject({ value: 'paused', reason: 'while away' });
     expect(states.values.at(-1)).toEqual((await engine.snapshot('chat-1'))!.state);
+  });
+
+  it('ends when the server revokes its token (close 4001) instead of reconnecting with it forever', async () => {
+    const engine = createEngine();
+    cleanups.push(() => engine.close());
+    const tokens = new Set(['alice-token']);
+    const server = await createServer({ engine, port: 0, verify: ({ token }) => (token !== undefined && tokens.has(token) ? { id: token } : undefined) });
+    cleanups.push(() => server.close());
+    const time = recordingScheduler();
+    const sockets = countingWebSocket();
+    const client = connect(server.url, { token: 'alice-token', scheduler: time.scheduler, WebSocket: sockets.WebSocket });
+    await engine.spawn('chat-1', 'chat-actor');
+    const states = collect(client.state$<ChatState>('chat-1'));
+    const errors = collect(client.errors$);
+    await valueWhere(client.state$<ChatState>('chat-1'), (s) => s.value === 'idle');
+
+    tokens.delete('alice-token');
+    await server.reauthorize();
+    await valueWhere(client.connectionState$, (s) => s === 'DISCONNECTED');
+    await expect(client.dispatch('chat-1', { type: 'Ping' })).rejects.toMatchObject({ code: 'closed' });
+    time.flush(); // any backoff timer would fire now: there is none
+    expect(time.pending).toBe(0);
+    expect(sockets.created).toBe(1);
+    expect(states.error).toMatchObject({ code: 'unauthorized' });
+    expect(errors.values).toEqual([expect.objectContaining({ code: 'unauthorized', message: expect.stringContaining('create a client with a new token') })]);
+    expect(errors.completed).toBe(true);
   });
 });

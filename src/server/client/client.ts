@@ -2,7 +2,7 @@ import { Subject, defer, distinctUntilChanged, map, throwError, type Observable 
 import { z } from 'zod';
 import type { ConnectionStateName } from '../../reducers/connection/index.js';
 import type { Rune } from '../../reducers/rune.js';
-import { ClientMessage, type ServerMessage } from '../protocol.js';
+import { CLOSE_CODES, ClientMessage, type ServerMessage } from '../protocol.js';
 import { backoffDelay } from './backoff.js';
 import { createConnectionDriver, type SocketDrop } from './connection-driver.js';
 import { ClientError } from './errors.js';
@@ -111,6 +111,7 @@ export function createClient(options: ClientOptions): RunestreamClient {
       else errors.next(frame.error);
     },
     onDrop(drop) {
+      if (drop.code === CLOSE_CODES.unauthorized) return revoked(drop);
       for (const view of views.values()) {
         view.subscribedOnWire = false;
         view.resyncing = false;
@@ -124,6 +125,25 @@ export function createClient(options: ClientOptions): RunestreamClient {
       errors.next(new ClientError('connection_lost', describeDrop(config.socketUrl, drop)));
     },
   });
+
+  /**
+   * The server revoked this client's credential (close 4001): reconnecting with it would only be
+   * refused again, so the client ends as `close()` ends it, every request and stream failing
+   * with `unauthorized`, and says so on `errors$`.
+   */
+  function revoked(drop: SocketDrop): void {
+    closed = true;
+    const error = new ClientError(
+      'unauthorized',
+      `the server revoked this client's credential (close code 4001${drop.reason ? `, "${drop.reason}"` : ''}): it does not reconnect; create a client with a new token`,
+    );
+    requests.rejectAll(error);
+    void driver.close(); // no reconnect: the socket is gone already
+    for (const view of [...views.values()]) view.fail(error);
+    views.clear();
+    errors.next(error);
+    errors.complete();
+  }
 
   /** Sends every request not sent yet, oldest first, so they reach the server in the order they were made. */
   function sendWaitingRequests(): void {

@@ -14,8 +14,11 @@ import type { ProtocolErrorCode } from '../protocol.js';
  *   cannot fold it; that stream's `state$` fails, its `runes$` carries on.
  * - `invalid_message` (also a server code): a spawn or dispatch that is not a valid protocol
  *   message (or not JSON-serialisable); it was never sent.
+ * - `unauthorized`: the server closed the connection with 4001, its credential revoked
+ *   (`server.reauthorize()`). The client does not reconnect with it: it ends, failing its
+ *   requests and streams with this code; create a client with a new token.
  */
-export type ClientErrorCode = ProtocolErrorCode | 'connection_lost' | 'invalid_server_message' | 'unexpected_message' | 'rune_gap';
+export type ClientErrorCode = ProtocolErrorCode | 'connection_lost' | 'invalid_server_message' | 'unexpected_message' | 'rune_gap' | 'unauthorized';
 
 /** An error of the runestream client: a stable `code` to branch on, and a message naming what was wrong. */
 export class ClientError extends Error {

@@ -1,10 +1,10 @@
 import { filter, firstValueFrom, lastValueFrom, map, scan, take } from 'rxjs';
 import { chatActor } from '../reducers/chat-actor/machine.js';
 import { isRuneOf, type Rune } from '../reducers/rune.js';
-import { turnEngine } from '../reducers/turn-engine/machine.js';
+import { TURN_ENDINGS, turnEngine } from '../reducers/turn-engine/machine.js';
 import type { Engine } from '../streams/engine.js';
 import { ofMachine } from '../streams/of-machine.js';
-import { chatAgentOfActor, ENDED_TURN, type ChatTalkOptions } from './chat-talk.js';
+import { chatAgentOfActor, type ChatTalkOptions } from './chat-talk.js';
 
 type Reader = Pick<Engine, 'runes$' | 'snapshot'>;
 
@@ -70,7 +70,7 @@ export function chatPartialResponse(engine: Reader, options: ChatTalkOptions = {
             return rune.seq >= head.seq ? { phase: 'done', text: '' } : search;
           }
           const text = event.type === 'assistant_delta' ? search.text + event.content : search.text;
-          return { phase: rune.to !== undefined && ENDED_TURN.has(rune.to) ? 'done' : 'inside', text };
+          return { phase: rune.to !== undefined && TURN_ENDINGS.has(rune.to) ? 'done' : 'inside', text };
         },
         { phase: 'seeking', text: '' },
       ),

@@ -3,7 +3,7 @@ import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { ChatActorEvent, ChatActorState } from '../reducers/chat-actor/schema.js';
 import { isRuneOf, type Rune, type RuneOf } from '../reducers/rune.js';
 import { agentStreams, chatActorStream, chatStream, isSegment, parseStreamId, type AgentStreams } from '../reducers/stream-ids.js';
-import { turnEngine } from '../reducers/turn-engine/machine.js';
+import { TURN_ENDINGS, turnEngine } from '../reducers/turn-engine/machine.js';
 import { stateEffects } from '../streams/effect-host.js';
 import type { Engine } from '../streams/engine.js';
 import type { Epic, EpicCommand, EpicContext } from '../streams/epic.js';
@@ -18,8 +18,6 @@ export interface ChatTalkOptions {
 type ActorRune = RuneOf<typeof chatActor>;
 type TurnRune = RuneOf<typeof turnEngine>;
 
-/** The turn states a turn ends in; `turn_finalized` then makes it idle again. */
-export const ENDED_TURN: ReadonlySet<string> = new Set(['completed', 'error', 'interrupted']);
 /** The turn states in which there is work to interrupt. */
 const BUSY = new Set(['streaming', 'tool_executing']);
 
@@ -51,7 +49,7 @@ function interaction(actor: string, agent: AgentStreams, message: string, runes$
         return of({ stream: actor, event: { type: 'InteractionComplete', success: false, error: `the chat's agent is busy (its turn is ${turn.state.value})` } });
       }
       const ended$ = runes$.pipe(
-        filter((rune): rune is TurnRune => rune.stream === agent.turn && isRuneOf(turnEngine, rune) && rune.to !== undefined && ENDED_TURN.has(rune.to)),
+        filter((rune): rune is TurnRune => rune.stream === agent.turn && isRuneOf(turnEngine, rune) && rune.to !== undefined && TURN_ENDINGS.has(rune.to)),
         map(outcome),
         filter((event) => event !== undefined),
         take(1),

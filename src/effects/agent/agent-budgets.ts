@@ -5,7 +5,6 @@ import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.
 import { Budget, addUsage, budgetOverrun, describeOverrun, type BudgetOverrun } from '../../reducers/budget.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import type { ConversationState } from '../../reducers/conversation/schema.js';
-import type { AnyMachine, StateOf } from '../../reducers/machine.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
 import { durableDeadline } from '../../streams/durable-deadline.js';
@@ -14,6 +13,7 @@ import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { agentOfTurn } from './streams.js';
 import { turnStartedAt } from './turn-usage.js';
+import { stateOf } from './state-of.js';
 
 /** The limits {@link agentBudgets} enforces (see `agentEpics`). */
 export interface BudgetLimits {
@@ -34,10 +34,6 @@ export interface BudgetLimits {
 /** The limits on an agent: its role's, else the default. */
 const agentLimits = (lifecycle: AgentLifecycleState, limits: BudgetLimits): Budget | undefined =>
   (lifecycle.role === undefined ? undefined : limits.budgetsByRole?.[lifecycle.role]) ?? limits.budget;
-
-/** A stream's durable state now (hydrated if need be). */
-const stateOf = async <M extends AnyMachine>(context: EpicContext, stream: string, machine: M): Promise<StateOf<M> | undefined> =>
-  (await firstValueFrom(context.snapshot(stream, machine)))?.state;
 
 /** The limits a conversation has now: those its last replenish set, else the configured ones. */
 const conversationLimits = (talk: ConversationState | undefined, limits: BudgetLimits): Budget | undefined => talk?.budget ?? limits.conversationBudget;

@@ -1,14 +1,9 @@
-import { firstValueFrom } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
-import type { AnyMachine, StateOf } from '../../reducers/machine.js';
 import { parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
 import type { EpicCommand, EpicContext } from '../../streams/epic.js';
-
-/** A stream's durable state now (hydrated if need be), for the async steps of the agent epics. */
-export const stateOf = async <M extends AnyMachine>(context: EpicContext, stream: string, machine: M): Promise<StateOf<M> | undefined> =>
-  (await firstValueFrom(context.snapshot(stream, machine)))?.state;
+import { stateOf } from './state-of.js';
 
 /**
  * An agent's companion streams, created with the stream that runs it (its turn stream, or its

@@ -5,7 +5,7 @@ import { conversation } from '../../reducers/conversation/machine.js';
 import { SPAWN_EVENT_TYPE, isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall, toolCallStatus } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
-import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import { TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { ToolResultSummary } from '../../reducers/turn-engine/schema.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
@@ -13,7 +13,8 @@ import { ofMachine } from '../../streams/of-machine.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
-import { agentCompanions, stateOf } from './agent-companions.js';
+import { agentCompanions } from './agent-companions.js';
+import { stateOf } from './state-of.js';
 import { agentOfCall, agentOfTurn } from './streams.js';
 import { turnUsageAt } from './turn-usage.js';
 import { budgetRefusal, type BudgetLimits } from './agent-budgets.js';
@@ -191,7 +192,7 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
         // The round is over (its results went to the model, or the turn ended): forget it.
         for (const key of finished) if (key.startsWith(`${agent.turn}#`)) finished.delete(key);
       }
-      if (rune.to === 'completed' || rune.to === 'error' || rune.to === 'interrupted') {
+      if (rune.to !== undefined && TURN_ENDINGS.has(rune.to)) {
         return defer(() => ended(agent, rune, context, assignedTurns.delete(agent.turn))).pipe(mergeMap((commands) => commands));
       }
       return EMPTY;

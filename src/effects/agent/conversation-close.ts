@@ -10,6 +10,7 @@ import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import type { StreamHead } from '../../streams/store.js';
+import { stateOf } from './state-of.js';
 
 /** Why the turns of a closing conversation are interrupted and its open calls cancelled. */
 export const CONVERSATION_CLOSING = 'conversation closing';
@@ -52,7 +53,7 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
     if (turn.value === 'idle') continue;
     open++;
     const parts = parseStreamId(turn.stream);
-    const parentId = parts?.kind === 'turn' ? (await lastValueFrom(context.snapshot(agentStreams(root, parts.agentId).lifecycle, agentLifecycle)))?.state.parentId : undefined;
+    const parentId = parts?.kind === 'turn' ? (await stateOf(context, agentStreams(root, parts.agentId).lifecycle, agentLifecycle))?.parentId : undefined;
     const parentTurn = parentId === undefined ? undefined : turnOf.get(agentStreams(root, parentId).turn);
     if (parentTurn !== undefined && parentTurn.value !== 'idle') continue;
     if (IN_FLIGHT.has(turn.value ?? '') && !asked.has(turn.stream)) {
@@ -67,7 +68,7 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
     const agent = agentStreams(root, parts.agentId);
     const turn = turnOf.get(agent.turn);
     const agentCalls = callsOf.get(agent.lifecycle) ?? [];
-    const turnsRun = turn === undefined ? 0 : ((await lastValueFrom(context.snapshot(agent.turn, turnEngine)))?.state.turn ?? 0);
+    const turnsRun = turn === undefined ? 0 : ((await stateOf(context, agent.turn, turnEngine))?.turn ?? 0);
     stats.turns += turnsRun;
     stats.cancelledToolCalls += agentCalls.filter((call) => call.value === 'cancelled_result').length;
     if (agentLifecycle.terminal.includes(lifecycle.value ?? '')) continue;
@@ -85,7 +86,7 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
   }
   if (open > 0 || calls.some((call) => !toolCall.terminal.includes(call.value ?? ''))) return { commands, done: false };
   // What every turn of the conversation used, summed as they ended (the conversation's own total).
-  const usage = (await lastValueFrom(context.snapshot(root, conversation)))?.state.usage;
+  const usage = (await stateOf(context, root, conversation))?.usage;
   return { commands: [{ stream: root, event: { type: 'cleanup_complete', finalStats: { ...stats, ...(usage === undefined ? {} : { usage }) } } }], done: true };
 }
 

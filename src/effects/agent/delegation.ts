@@ -7,7 +7,7 @@ import { isRuneOf, type Rune } from '../../reducers/rune.js';
 import { MAX_SEGMENT, agentStreams, type AgentStreams } from '../../reducers/stream-ids.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallEvent, ToolCallState } from '../../reducers/tool-call/schema.js';
-import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import { TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { TurnEngineState } from '../../reducers/turn-engine/schema.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
@@ -16,6 +16,7 @@ import type { EffectsByKey } from '../../streams/state-effects.js';
 import { defineTool, type AnyTool } from '../tools/tool.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { agentOfCall } from './streams.js';
+import { stateOf } from './state-of.js';
 
 /** The name of the built-in tool through which an agent hands a task to a sub-agent. */
 export const DELEGATE_TOOL = 'delegate';
@@ -67,8 +68,6 @@ export function subAgentId(parentId: string, callId: string): string {
   return id.length <= MAX_SEGMENT ? id : `sub-${createHash('sha256').update(id).digest('hex').slice(0, 32)}`;
 }
 
-const ENDED = new Set(['completed', 'error', 'interrupted']);
-
 /** How the sub-agent's turn ended: the rune that ended it, and its state then. */
 interface TurnEnd {
   readonly rune: Rune;
@@ -93,13 +92,12 @@ function outcome({ rune: ended, turn }: TurnEnd): ToolCallEvent {
 }
 
 /** A stream's durable state now. */
-const stateOf = async <S>(context: EpicContext, stream: string): Promise<S | undefined> => (await lastValueFrom(context.snapshot<S>(stream)))?.state;
 
 /** How deep `agent` is: how many parents it has, following `parentId`. */
 async function depthOf(root: string, agentId: string, context: EpicContext): Promise<number> {
   let depth = 0;
   for (let id: string | undefined = agentId; depth <= 64; depth++) {
-    const lifecycle: AgentLifecycleState | undefined = await stateOf(context, agentStreams(root, id).lifecycle);
+    const lifecycle: AgentLifecycleState | undefined = await stateOf(context, agentStreams(root, id).lifecycle, agentLifecycle);
     id = lifecycle?.parentId;
     if (id === undefined) return depth;
   }
@@ -138,9 +136,9 @@ export function delegation(options: DelegationOptions): Epic {
     /** The live end of the sub-agent's turn: the rune that ended it, and its state then. */
     const liveEnd$ = (sub: AgentStreams): Observable<TurnEnd> =>
       runes$.pipe(
-        filter((rune) => rune.stream === sub.turn && rune.to !== undefined && ENDED.has(rune.to)),
+        filter((rune) => rune.stream === sub.turn && rune.to !== undefined && TURN_ENDINGS.has(rune.to)),
         first(),
-        mergeMap(async (rune) => ({ rune, turn: await stateOf<TurnEngineState>(context, sub.turn) })),
+        mergeMap(async (rune) => ({ rune, turn: await stateOf(context, sub.turn, turnEngine) })),
       );
     const liveResult$ = (sub: AgentStreams): Observable<ToolCallEvent> => liveEnd$(sub).pipe(map(outcome));
 
@@ -152,7 +150,7 @@ export function delegation(options: DelegationOptions): Epic {
           const runes = await lastValueFrom(context.read(sub.turn).pipe(ofMachine(turnEngine), toArray()));
           for (const rune of [...runes].reverse()) {
             if (rune.event.type === 'start_turn') return [];
-            if (rune.to !== undefined && ENDED.has(rune.to)) return [{ rune, turn: await stateOf<TurnEngineState>(context, sub.turn) }];
+            if (rune.to !== undefined && TURN_ENDINGS.has(rune.to)) return [{ rune, turn: await stateOf(context, sub.turn, turnEngine) }];
           }
           return [];
         }).pipe(mergeMap((ended) => ended)),
@@ -162,7 +160,7 @@ export function delegation(options: DelegationOptions): Epic {
     const idle$ = (sub: AgentStreams): Observable<unknown> =>
       merge(
         runes$.pipe(filter((rune) => rune.stream === sub.turn && rune.to === 'idle')),
-        defer(() => stateOf<TurnEngineState>(context, sub.turn)).pipe(filter((turn) => turn?.value === 'idle')),
+        defer(() => stateOf(context, sub.turn, turnEngine)).pipe(filter((turn) => turn?.value === 'idle')),
       ).pipe(first());
 
     /** The task as a new turn of the sub-agent, listening (subscribed first) for its end before it starts. */
@@ -182,7 +180,7 @@ export function delegation(options: DelegationOptions): Epic {
       if (!Object.hasOwn(roles, role)) return refuse(`delegate: no role "${role}"; the roles are ${Object.keys(roles).join(', ')}`);
       const sub = agentStreams(parent.root, subAgentId(parent.agentId, call.callId));
       return defer(async (): Promise<Observable<EpicCommand | ToolCallEvent>> => {
-        const turn: TurnEngineState | undefined = await stateOf(context, sub.turn);
+        const turn = await stateOf(context, sub.turn, turnEngine);
         if (turn !== undefined && turn.turn > 0) return resumed$(sub, task); // found after a restart: wait again
         if (turn === undefined) {
           const depth = (await depthOf(parent.root, parent.agentId, context)) + 1;
@@ -216,10 +214,10 @@ export function delegation(options: DelegationOptions): Epic {
       filter((rune) => isRuneOf(toolCall, rune) && rune.to === 'cancelled_result'),
       mergeMap(async (rune): Promise<EpicCommand[]> => {
         const parent = agentOfCall(rune.stream);
-        const call: ToolCallState | undefined = parent === undefined ? undefined : await stateOf(context, rune.stream);
+        const call = parent === undefined ? undefined : await stateOf(context, rune.stream, toolCall);
         if (parent === undefined || call?.toolName !== DELEGATE_TOOL) return [];
         const sub = agentStreams(parent.root, subAgentId(parent.agentId, call.callId));
-        const turn: TurnEngineState | undefined = await stateOf(context, sub.turn);
+        const turn = await stateOf(context, sub.turn, turnEngine);
         if (turn?.value !== 'streaming' && turn?.value !== 'tool_executing') return [];
         const reason = rune.event.type === 'cancelled' && rune.event.reason !== undefined ? rune.event.reason : 'delegate call cancelled';
         return [{ stream: sub.turn, event: { type: 'interrupt', reason } }];

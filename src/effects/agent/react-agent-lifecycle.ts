@@ -5,7 +5,8 @@ import type { AgentState } from '../../reducers/react-agent/state.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../../reducers/rune.js';
 import { agentStreams, parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
-import { agentCompanions, stateOf } from './agent-companions.js';
+import { agentCompanions } from './agent-companions.js';
+import { stateOf } from './state-of.js';
 
 /** The agent whose ReAct stream (`<root>/agent/<a>/react`) is `stream`, or undefined for any other stream. */
 function agentOfReact(stream: string): AgentStreams | undefined {

@@ -104,6 +104,9 @@ const table: readonly Row<S, E, P>[] = [
   { from: ['interrupted', 'completed', 'error'], on: 'turn_finalized', to: 'idle' },
 ];
 
+/** The states a turn ends in (`turn_finalized` then makes it idle again). */
+export const TURN_ENDINGS: ReadonlySet<string> = new Set<TurnEngineStateName>(['completed', 'error', 'interrupted']);
+
 /**
  * The TurnEngine of seed 003: one agent's turns, `idle` -> `streaming` (-> `tool_executing` and back)
  * -> `completed` | `interrupted` | `error` -> `idle` again on `turn_finalized`. Its optional spawn

@@ -46,6 +46,18 @@ function busyConversation() {
   return { w, play };
 }
 
+/** A conversation whose one agent is idle with a call left open (its turn is over: left by a crash). */
+function idleAgentWithOpenCall() {
+  const w = machineWorld();
+  w.spawn(ROOT, 'conversation', { conversationId: 'c1' });
+  w.dispatch(ROOT, { type: 'agent_ready', rootAgentId: 'root' });
+  w.spawn(root.lifecycle, 'agent-lifecycle', { agentId: 'root' });
+  w.dispatch(root.lifecycle, { type: 'init_complete' });
+  w.spawn(root.turn, 'turn-engine', { agentId: 'root' });
+  w.spawn(root.call('c9'), 'tool-call', { callId: 'c9', toolName: 'clock', arguments: {} });
+  return { w, play: playEpic(conversationClose(), w.context(), w.scheduler) };
+}
+
 /** What `agentTurns` does when an interrupted turn of `agent` ends, in its order: the round's open calls cancelled, the agent and the conversation told (with the turn's usage), the turn finalized. */
 const endInterrupted = async ({ w, play }: ReturnType<typeof busyConversation>, agent: typeof root, openCalls: readonly string[] = []): Promise<EpicCommand[]> => {
   const answered: EpicCommand[] = [];
@@ -92,15 +104,7 @@ describe('conversationClose: a closing conversation, step by step', () => {
   });
 
   it('an idle agent with a call left open has the call cancelled first, then is terminated counting it', async () => {
-    const w = machineWorld();
-    w.spawn(ROOT, 'conversation', { conversationId: 'c1' });
-    w.dispatch(ROOT, { type: 'agent_ready', rootAgentId: 'root' });
-    w.spawn(root.lifecycle, 'agent-lifecycle', { agentId: 'root' });
-    w.dispatch(root.lifecycle, { type: 'init_complete' });
-    w.spawn(root.turn, 'turn-engine', { agentId: 'root' });
-    const call = { callId: 'c9', toolName: 'clock', arguments: {} };
-    w.spawn(root.call('c9'), 'tool-call', call); // a call whose turn is over (left by a crash)
-    const play = playEpic(conversationClose(), w.context(), w.scheduler);
+    const { w, play } = idleAgentWithOpenCall();
 
     const first = await play.send(w.dispatch(ROOT, { type: 'close_requested' }));
     expect(first).toEqual([{ stream: root.call('c9'), event: { type: 'cancelled', reason: CONVERSATION_CLOSING } }, terminate(root.lifecycle, 0, 1)]);
@@ -114,15 +118,7 @@ describe('conversationClose: a closing conversation, step by step', () => {
   });
 
   it('asks each agent to end and each call to stop once, even when a look comes before the rune that answers it', async () => {
-    const w = machineWorld();
-    w.spawn(ROOT, 'conversation', { conversationId: 'c1' });
-    w.dispatch(ROOT, { type: 'agent_ready', rootAgentId: 'root' });
-    w.spawn(root.lifecycle, 'agent-lifecycle', { agentId: 'root' });
-    w.dispatch(root.lifecycle, { type: 'init_complete' });
-    w.spawn(root.turn, 'turn-engine', { agentId: 'root' });
-    const call = { callId: 'c9', toolName: 'clock', arguments: {} };
-    w.spawn(root.call('c9'), 'tool-call', call);
-    const play = playEpic(conversationClose(), w.context(), w.scheduler);
+    const { w, play } = idleAgentWithOpenCall();
     const first = await play.send(w.dispatch(ROOT, { type: 'close_requested' }));
     expect(first).toEqual([{ stream: root.call('c9'), event: { type: 'cancelled', reason: CONVERSATION_CLOSING } }, terminate(root.lifecycle, 0, 1)]);
     // The call's rune lands and is heard before the agent's `parent_closed` is applied (the engine

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { filter, firstValueFrom } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { agentEpics, scriptedModel } from '../../../src/agents.js';
+import { agentEpics, scriptedModel, type ScriptedModel } from '../../../src/agents.js';
 import { subAgentId } from '../../../src/effects/agent/delegation.js';
-import { agentStreams, checkInvariants, createEngine, type EngineError, type TurnEngineState } from '../../../src/index.js';
+import { agentStreams, checkInvariants, createEngine, type Engine, type EngineError, type RuneStore, type TurnEngineState } from '../../../src/index.js';
 import { sqliteStore } from '../../../src/sqlite.js';
 import { runAndKill } from '../../support/kill-worker.js';
 import { storeLog } from '../../support/store-log.js';
@@ -26,6 +26,17 @@ async function crashWhileStreaming(path: string, mode: 'start' | 'resume', seq: 
   expect(run.line).toBe(`streaming ${SUB.turn} ${seq}`);
 }
 
+/** A fresh engine on the dead worker's file, the lead answering `leadAnswer`, the researcher `researcher`; its errors collected. */
+function restarted(store: RuneStore, leadAnswer: string, researcher: ScriptedModel) {
+  const lead = scriptedModel([{ text: leadAnswer }]);
+  const engine = createEngine({ store, epics: agentEpics({ model: lead, agents: { lead: {}, researcher: { model: researcher } } }) });
+  const errors: EngineError[] = [];
+  engine.errors$.subscribe((error) => errors.push(error));
+  return { engine, errors, lead };
+}
+
+const rootTurnDone = (engine: Engine) => firstValueFrom(engine.state$<TurnEngineState>(ROOT.turn).pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+
 describe('multi-agent crash: the process dies with SIGKILL while a sub-agent turn streams', () => {
   it("a fresh engine on the file starts the sub-agent's task once more; the delegate call gets its answer and the root's turn completes", async () => {
     const path = join(dir, 'multi.db');
@@ -38,13 +49,10 @@ describe('multi-agent crash: the process dies with SIGKILL while a sub-agent tur
     expect(before.filter((r) => r.stream === SUB.turn).at(-1)).toMatchObject({ kind: 'turn.assistant_delta', to: 'streaming' });
     expect(checkInvariants(before).map((v) => `${v.invariant} ${v.rune.stream}`)).toEqual([`INV-TOOL-TERMINAL ${ROOT.call('d1')}`]);
 
-    const lead = scriptedModel([{ text: 'A is 1, says the researcher.' }]);
     const researcher = scriptedModel([{ text: 'A is 1' }]);
-    const engine = createEngine({ store, epics: agentEpics({ model: lead, agents: { lead: {}, researcher: { model: researcher } } }) });
-    const errors: EngineError[] = [];
-    engine.errors$.subscribe((error) => errors.push(error));
+    const { engine, errors, lead } = restarted(store, 'A is 1, says the researcher.', researcher);
     try {
-      await firstValueFrom(engine.state$<TurnEngineState>(ROOT.turn).pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+      await rootTurnDone(engine);
       const after = await storeLog(store);
       const runesOf = (stream: string) => after.filter((r) => r.stream === stream && r.seq > before.filter((b) => b.stream === stream).length);
 
@@ -100,13 +108,10 @@ describe('multi-agent crash: the process dies with SIGKILL while a sub-agent tur
     const store = sqliteStore(path);
     // The second process died in the researcher's second turn, as the first did in its first.
     expect((await storeLog(store)).filter((r) => r.stream === SUB.turn).at(-1)).toMatchObject({ seq: 9, kind: 'turn.assistant_delta', to: 'streaming' });
-    const lead = scriptedModel([{ text: 'The researcher could not finish.' }]);
     const researcher = scriptedModel([]);
-    const engine = createEngine({ store, epics: agentEpics({ model: lead, agents: { lead: {}, researcher: { model: researcher } } }) });
-    const errors: EngineError[] = [];
-    engine.errors$.subscribe((error) => errors.push(error));
+    const { engine, errors, lead } = restarted(store, 'The researcher could not finish.', researcher);
     try {
-      await firstValueFrom(engine.state$<TurnEngineState>(ROOT.turn).pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+      await rootTurnDone(engine);
       const after = await storeLog(store);
       expect(after.filter((r) => r.stream === SUB.turn && r.seq > 9).map((r) => r.kind)).toEqual(['turn.interrupted', 'turn_finalized']);
       expect(researcher.doStreamCalls).toHaveLength(0);

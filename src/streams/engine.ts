@@ -329,7 +329,19 @@ export function createEngine(options: EngineOptions = {}): Engine {
       stream,
       () => {
         const state = machine.initial(parsed.data);
-        return { stream, machine, state, seq: 1, at: scheduler.now(), durableState: undefined, durableSeq: 0, sinceSnapshot: 0, releasing: false };
+        return {
+          stream,
+          machine,
+          state,
+          seq: 1,
+          at: scheduler.now(),
+          durableState: undefined,
+          durableSeq: 0,
+          sinceSnapshot: 0,
+          releasing: false,
+          sealedBy: undefined,
+          sealGeneration: -1,
+        };
       },
       (instance) => {
         const to = valueOf(instance.state);
@@ -356,8 +368,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   /** Applies an event dispatched at `dispatchedAt` (scheduler time) to an instance in memory. */
   const apply = <T>(instance: Instance, value: unknown, dispatchedAt: number, sink: DispatchSink<T>, token: T): void => {
-    const sealedBy = seals.refusal(instance.stream);
-    if (sealedBy !== undefined) return sink.result(rejected('sealed', sealedBy), token);
+    // Looked up again only after a new seal: one comparison a dispatch on the hot path.
+    if (instance.sealGeneration !== seals.generation) {
+      instance.sealedBy = seals.refusal(instance.stream);
+      instance.sealGeneration = seals.generation;
+    }
+    if (instance.sealedBy !== undefined) return sink.result(rejected('sealed', instance.sealedBy), token);
     const { machine } = instance;
     const parsed = machine.schemas.event.safeParse(value);
     if (!parsed.success) {

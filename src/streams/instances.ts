@@ -23,6 +23,9 @@ export interface Instance extends Committable, SnapshotSubject {
   sinceSnapshot: number;
   /** Leave memory as soon as every rune is durable. */
   releasing: boolean;
+  /** Why it is sealed (see `Seals`), as of the seal generation `sealGeneration`: checked again only when a new seal is made. */
+  sealedBy: string | undefined;
+  sealGeneration: number;
 }
 
 /** Events read per page when hydrating. */
@@ -213,7 +216,19 @@ export class Instances {
     }
     // Runes since the snapshot count toward the next one, so a stream released often still gets one.
     const sinceSnapshot = seq - (snapshot?.seq ?? 0);
-    const instance: Instance = { stream, machine, state, seq, at, durableState: state, durableSeq: seq, sinceSnapshot, releasing: false };
+    const instance: Instance = {
+      stream,
+      machine,
+      state,
+      seq,
+      at,
+      durableState: state,
+      durableSeq: seq,
+      sinceSnapshot,
+      releasing: false,
+      sealedBy: undefined,
+      sealGeneration: -1,
+    };
     this.#memory.set(stream, instance);
     this.#seals?.hydrated(instance);
     this.#entered(instance);

@@ -22,9 +22,11 @@ const valueOf = (state: unknown): string | undefined => {
  * 2. From the store: before a stream is hydrated or spawned, {@link learn} reads the heads of its
  *    ancestors (those not in memory), so after a restart a sealed conversation is known from its
  *    stored head, without hydrating it.
- * 3. The hot path, {@link refusal}, is one size check while nothing is sealed, else a lookup per
- *    `/` of the stream id. Sealing is for good (no sealing state leads to a non-sealing one), so a
- *    sealed stream is never forgotten.
+ * 3. {@link refusal} is one size check while nothing is sealed, else a lookup per `/` of the
+ *    stream id (about 190 ns). The engine keeps each instance's answer with the {@link generation}
+ *    it was computed at and asks again only after a new seal, so a dispatch pays one comparison.
+ *    Sealing is for good (no sealing state leads to a non-sealing one), so a sealed stream is
+ *    never forgotten.
  */
 export class Seals {
   readonly #store: RuneStore;
@@ -32,6 +34,7 @@ export class Seals {
   readonly #sealing = new Map<string, ReadonlySet<string>>();
   /** Per sealed stream, what sealed it ("conversation \"conv/c1\" is closed"). */
   readonly #sealed = new Map<string, string>();
+  #generation = 0;
 
   constructor(store: RuneStore, machines: Readonly<Record<string, AnyMachine>>) {
     this.#store = store;
@@ -45,9 +48,18 @@ export class Seals {
     return this.#sealing.size > 0;
   }
 
+  /** How many seals have been made: a {@link refusal} computed at an earlier generation may be stale. */
+  get generation(): number {
+    return this.#generation;
+  }
+
   /** A stream of `machine` reached state `value` (a durable rune, a hydration): it may seal what is under it. */
   reached(stream: string, machine: string, value: string | undefined): void {
-    if (value !== undefined && this.#sealing.get(machine)?.has(value) === true) this.#sealed.set(stream, `${machine} "${stream}" is ${value}`);
+    if (value === undefined || this.#sealing.get(machine)?.has(value) !== true) return;
+    const by = `${machine} "${stream}" is ${value}`;
+    if (this.#sealed.get(stream) === by) return;
+    this.#sealed.set(stream, by);
+    this.#generation++;
   }
 
   /** {@link reached} for an instance's durable state. */

@@ -29,6 +29,8 @@ const spawned = (stream: string): Instance => ({
   durableSeq: 0,
   sinceSnapshot: 0,
   releasing: false,
+  sealedBy: undefined,
+  sealGeneration: -1,
 });
 
 /** Lets `n` microtasks run. */

@@ -33,7 +33,12 @@ describe('engine: sealing the streams under a closed conversation', () => {
     const store = memoryStore();
     const engine = createEngine({ store });
     await engine.spawn('conv/c2', 'conversation', { conversationId: 'c2' });
+    // A stream in memory that took events before the seal: it is refused after it all the same.
+    const turn = `${AGENT}/turn`;
+    await engine.spawn(turn, 'turn-engine');
+    expect(await engine.dispatch(turn, { type: 'start_turn', input: 'hi' })).toMatchObject({ accepted: true });
     await closedConversation(engine);
+    expect(await engine.dispatch(turn, { type: 'assistant_delta', content: 'late' })).toEqual({ accepted: false, code: 'sealed', reason: sealedReason(turn) });
     const head = await store.head(AGENT);
     expect(await engine.dispatch(AGENT, { type: 'kill' })).toEqual({ accepted: false, code: 'sealed', reason: sealedReason(AGENT) });
     expect(await engine.spawn(`${CONV}/agent/a2`, 'agent-lifecycle', { agentId: 'a2' })).toEqual({
@@ -51,6 +56,10 @@ describe('engine: sealing the streams under a closed conversation', () => {
       accepted: false,
       code: 'sealed',
       reason: `stream "${AGENT}" is sealed: conversation "conv/c1" is archived`,
+    });
+    expect(await engine.dispatch(turn, { type: 'assistant_delta', content: 'later' })).toMatchObject({
+      code: 'sealed',
+      reason: `stream "${turn}" is sealed: conversation "conv/c1" is archived`,
     });
     // Other conversations, and a stream that only shares a prefix of the id, are not sealed.
     expect(await engine.spawn('conv/c2/agent/a1', 'agent-lifecycle', { agentId: 'a1' })).toMatchObject({ accepted: true });

@@ -44,14 +44,20 @@ describe("fromCliMessage: the real CLI's asks and says", () => {
     if (event === null) {
       expect(fromCliMessage(message)).toEqual({ ignored: `${type}:${name} has no agentManagerSession event` });
     } else {
-      expect(fromCliMessage(message)).toEqual({ event: { type: event, partial: false, text: 'hello' } });
+      expect(fromCliMessage(message)).toEqual({ event: { type: event, partial: false, text: 'hello', ts: 1_700_000_000_000 } });
       expect(AgentManagerSessionEvent.safeParse((fromCliMessage(message) as { event: unknown }).event).success).toBe(true);
     }
   });
 
-  it('carries partial and text only when the message has them', () => {
-    expect(fromCliMessage({ ts: 1, type: 'ask', ask: 'tool', partial: true })).toEqual({ event: { type: 'ask:tool', partial: true } });
-    expect(fromCliMessage({ ts: 1, type: 'say', say: 'checkpoint_saved' })).toEqual({ event: { type: 'say:checkpoint_saved' } });
+  it('carries partial, text and ts only when the message has them', () => {
+    expect(fromCliMessage({ ts: 1, type: 'ask', ask: 'tool', partial: true })).toEqual({ event: { type: 'ask:tool', partial: true, ts: 1 } });
+    expect(fromCliMessage({ type: 'say', say: 'checkpoint_saved' })).toEqual({ event: { type: 'say:checkpoint_saved' } });
+  });
+
+  it('drops a ts that is not an epoch-ms integer rather than the message', () => {
+    for (const ts of [-1, 1.5, '1', Number.MAX_VALUE]) {
+      expect(fromCliMessage({ ts, type: 'say', say: 'text', text: 'hi' })).toEqual({ event: { type: 'say:text', text: 'hi' } });
+    }
   });
 
   it('a name is only an event for its own kind of message', () => {

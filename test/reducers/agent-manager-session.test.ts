@@ -39,6 +39,7 @@ const samples: AgentManagerSessionEvent[] = [
   { type: 'api_req_started' },
   { type: 'process_exit', code: 1 },
   { type: 'process_error', error: 'spawn ENOENT' },
+  { type: 'process_lost', reason: 'the CLI process ended with the server that ran it' },
   { type: 'say:text', text: 'Looking at the build' },
   { type: 'say:completion_result', text: 'Fixed' },
   { type: 'say:checkpoint_saved' },
@@ -210,6 +211,10 @@ describe('agentManagerSession: extensions', () => {
       'waiting_input --process_error--> error',
       'completed --process_error--> error',
       'paused --process_error--> error',
+      'creating --process_lost--> error',
+      'streaming --process_lost--> paused',
+      'waiting_approval --process_lost--> paused',
+      'waiting_input --process_lost--> paused',
       'creating --cancel_session--> stopped',
     ]);
     for (const edge of extensions) expect(edge.note).toBeTruthy();
@@ -233,6 +238,18 @@ describe('agentManagerSession: extensions', () => {
     });
   });
 
+  it.each([
+    ['creating', 'error'],
+    ['streaming', 'paused'],
+    ['waiting_approval', 'paused'],
+    ['waiting_input', 'paused'],
+  ] as const)('process_lost in %s goes to %s, keeping the reason; elsewhere it is not allowed', (value, to) => {
+    expect(agentManagerSession.transition(at(value), { type: 'process_lost', reason: 'server restarted' })).toMatchObject({ value: to, error: 'server restarted' });
+    for (const other of ['idle', 'completed', 'paused', 'error', 'stopped'] as const) {
+      expect(agentManagerSession.step(at(other), { type: 'process_lost', reason: 'x' }).accepted).toBe(false);
+    }
+  });
+
   it('cancel_session while creating stops the session', () => {
     expect(agentManagerSession.transition(at('creating'), { type: 'cancel_session' }).value).toBe('stopped');
   });
@@ -243,6 +260,8 @@ describe('agentManagerSession: context', () => {
     expect(agentManagerSession.initial()).toEqual({ value: 'idle', autoApprove: false, sessionCreated: false, apiReqStarted: false });
     expect(agentManagerSession.initial({})).toMatchObject({ autoApprove: false });
     expect(agentManagerSession.initial({ autoApprove: true })).toMatchObject({ autoApprove: true });
+    expect(agentManagerSession.initial({ cli: 'cline' })).toMatchObject({ cli: 'cline' });
+    expect(agentManagerSession.schemas.input.safeParse({ cli: '../bin/sh' }).success).toBe(false);
   });
 
   it('a whole session records the prompt, the session id, the last text and ask, and the exit code', () => {
@@ -377,7 +396,7 @@ describe('agentManagerSession: bad input', () => {
     const step = stepUnknown(agentManagerSession, at('streaming'), { type: 'ask:report_bug' });
     expect(step).toMatchObject({ accepted: false, code: 'unknown_event' });
     expect(!step.accepted && step.reason).toMatchInlineSnapshot(
-      `"unknown event type "ask:report_bug" for machine "agent-manager-session"; expected one of: start_session, send_message, approve_action, reject_action, cancel_session, resume_session, retry, session_created, api_req_started, process_exit, process_error, say:text, say:completion_result, say:checkpoint_saved, ask:tool, ask:command, ask:followup, ask:completion_result, ask:api_req_failed, ask:resume_task, ask:resume_completed_task, ask:mistake_limit_reached, ask:payment_required_prompt, ask:invalid_model, ask:browser_action_launch, ask:use_mcp_server"`,
+      `"unknown event type "ask:report_bug" for machine "agent-manager-session"; expected one of: start_session, send_message, approve_action, reject_action, cancel_session, resume_session, retry, session_created, api_req_started, process_exit, process_error, process_lost, say:text, say:completion_result, say:checkpoint_saved, ask:tool, ask:command, ask:followup, ask:completion_result, ask:api_req_failed, ask:resume_task, ask:resume_completed_task, ask:mistake_limit_reached, ask:payment_required_prompt, ask:invalid_model, ask:browser_action_launch, ask:use_mcp_server"`,
     );
   });
 

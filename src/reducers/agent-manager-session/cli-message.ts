@@ -5,7 +5,8 @@ import type { AgentManagerSessionEvent } from './schema.js';
 
 /**
  * A message of the agent CLI's output, as far as the session reads it: `{ts, type, ask?, say?,
- * partial?, text?}`. Other fields (`ts`, images, ...) are not read, so they are not checked.
+ * partial?, text?}`. Other fields (images, ...) are not read, so they are not checked; a `ts` that
+ * is not an epoch-ms integer is dropped rather than failing the message.
  */
 export const AgentManagerCliMessage = z.object({
   type: z.enum(['ask', 'say']),
@@ -40,7 +41,7 @@ const API_REQ_STARTED = 'api_req_started';
  * ```ts
  * import { fromCliMessage } from 'runestream';
  * console.log(fromCliMessage({ ts: 1, type: 'ask', ask: 'followup', text: 'Which branch?', partial: false }));
- * // Logs: { event: { type: 'ask:followup', partial: false, text: 'Which branch?' } }
+ * // Logs: { event: { type: 'ask:followup', partial: false, text: 'Which branch?', ts: 1 } }
  * console.log(fromCliMessage({ ts: 2, type: 'say', say: 'reasoning', text: '...' }));
  * // Logs: { ignored: 'say:reasoning has no agentManagerSession event' }
  * ```
@@ -53,6 +54,7 @@ export function fromCliMessage(message: unknown): AgentManagerCliMapping {
   const parsed = AgentManagerCliMessage.safeParse(message);
   if (!parsed.success) return { ignored: `invalid CLI message: ${describeIssues(parsed.error.issues)}` };
   const { type, partial, text } = parsed.data;
+  const { ts } = message as { ts?: unknown };
   const name = parsed.data[type];
   if (name === undefined) return { ignored: `invalid CLI message: ${type}: required when type is "${type}"` };
 
@@ -64,6 +66,7 @@ export function fromCliMessage(message: unknown): AgentManagerCliMapping {
     type: eventType,
     ...(partial === undefined ? {} : { partial }),
     ...(text === undefined ? {} : { text }),
+    ...(Number.isSafeInteger(ts) && (ts as number) >= 0 ? { ts } : {}),
   } as AgentManagerSessionEvent;
   return { event };
 }

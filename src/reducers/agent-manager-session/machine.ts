@@ -187,6 +187,20 @@ const table: readonly Row<S, E>[] = [
   },
   {
     from: 'creating',
+    on: 'process_lost',
+    to: 'error',
+    assign: (_, e) => ({ error: e.reason }),
+    ...extension('the CLI died with the server that started it before the session was created: seed 001 "State Persistence" has creating without a process as error'),
+  },
+  {
+    from: ['streaming', 'waiting_approval', 'waiting_input'],
+    on: 'process_lost',
+    to: 'paused',
+    assign: (_, e) => ({ error: e.reason }),
+    ...extension('the CLI died with the server that ran it: seed 001 "State Persistence" has a running session without a process as paused, offered for resume'),
+  },
+  {
+    from: 'creating',
     on: 'cancel_session',
     to: 'stopped',
     ...extension("the seed's UI shows the cancel button in creating; without it a CLI that hangs on start could not be left"),
@@ -220,6 +234,7 @@ export const agentManagerSession = defineMachine<S, E, AgentManagerSessionInput 
   initial: (input) => ({
     value: 'idle',
     autoApprove: input?.autoApprove ?? false,
+    ...(input?.cli === undefined ? {} : { cli: input.cli }),
     sessionCreated: false,
     apiReqStarted: false,
   }),

@@ -9,6 +9,14 @@ export const AgentManagerSessionInput = z
   .object({
     /** Tools and commands run without approval (seed 001 "Auto-Approve Mode"). Default false. */
     autoApprove: z.boolean().optional(),
+    /**
+     * The name of the agent CLI the server runs for this session, one of those its configuration
+     * holds (a client names a CLI, never a command). Default: the server's default CLI.
+     */
+    cli: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'must be 1 to 64 letters, digits, "_", "-" or "." (starting with a letter or digit)')
+      .optional(),
   })
   .optional();
 export type AgentManagerSessionInput = z.infer<typeof AgentManagerSessionInput>;
@@ -18,6 +26,8 @@ export const AgentManagerSessionState = z.object({
   value: AgentManagerSessionStateName,
   /** From the input, carried in the state so `transition` stays pure. */
   autoApprove: z.boolean(),
+  /** From the input: the configured agent CLI this session runs, when it names one. */
+  cli: z.string().optional(),
   /** `creating` needs both `session_created` and `api_req_started`, in either order. */
   sessionCreated: z.boolean(),
   apiReqStarted: z.boolean(),
@@ -35,8 +45,13 @@ export const AgentManagerSessionState = z.object({
 });
 export type AgentManagerSessionState = z.infer<typeof AgentManagerSessionState>;
 
-/** A message relayed from the CLI: `partial: true` while its content is still streaming. */
-const cliEvent = <T extends string>(type: T) => z.object({ type: z.literal(type), partial: z.boolean().optional(), text: z.string().optional() });
+/**
+ * A message relayed from the CLI: `partial: true` while its content is still streaming; `ts` is the
+ * CLI's own time of the message (epoch ms), by which a CLI that re-prints its history on a
+ * follow-up has the messages the log already holds skipped.
+ */
+const cliEvent = <T extends string>(type: T) =>
+  z.object({ type: z.literal(type), partial: z.boolean().optional(), text: z.string().optional(), ts: z.number().int().nonnegative().optional() });
 
 /** Seed 001 "Events": from the user, from the CLI process, and the CLI's `say:*` / `ask:*` messages. */
 export const AgentManagerSessionEvent = z.discriminatedUnion('type', [
@@ -52,6 +67,8 @@ export const AgentManagerSessionEvent = z.discriminatedUnion('type', [
   cliEvent('api_req_started'),
   z.object({ type: z.literal('process_exit'), code: z.number().int() }),
   z.object({ type: z.literal('process_error'), error: z.string() }),
+  // Extension: the CLI process died with the server process that ran it (found after a restart).
+  z.object({ type: z.literal('process_lost'), reason: z.string() }),
   cliEvent('say:text'),
   cliEvent('say:completion_result'),
   cliEvent('say:checkpoint_saved'),

@@ -1,0 +1,96 @@
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/** One scripted answer of the chat-completions server. */
+export interface ScriptedReply {
+  /** The assistant's text (cline 2 reads its tools as XML inside it). */
+  readonly text?: string;
+  /** Native tool calls (`@ai-sdk/openai-compatible` clients such as kilo). */
+  readonly toolCalls?: readonly { readonly name: string; readonly arguments: Record<string, unknown>; readonly id?: string }[];
+  /** Answer with this HTTP status and an OpenAI-style error body instead. */
+  readonly status?: number;
+}
+
+/** A request the server received: its JSON body. */
+export type ChatRequest = Record<string, unknown> & { readonly model?: string; readonly stream?: boolean; readonly messages?: unknown[] };
+
+/** A scripted OpenAI-compatible server on 127.0.0.1: what real agent CLIs talk to in the tests. */
+export interface ChatCompletionsServer {
+  /** `http://127.0.0.1:<port>/v1` */
+  readonly baseURL: string;
+  /** Every chat-completions request so far, in order. */
+  readonly requests: readonly ChatRequest[];
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a chat-completions server whose answer to the n-th request (from 0) is `answer(request, n)`,
+ * streamed as SSE chunks when the request asks for `stream`, else one JSON body. `GET /v1/models`
+ * lists the model `m`. Any other path is a 404.
+ */
+export async function startChatCompletionsServer(answer: (request: ChatRequest, index: number) => ScriptedReply): Promise<ChatCompletionsServer> {
+  const requests: ChatRequest[] = [];
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => (raw += chunk));
+    req.on('end', () => {
+      const path = (req.url ?? '').split('?')[0];
+      if (req.method === 'GET' && path === '/v1/models') {
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ object: 'list', data: [{ id: 'm', object: 'model', owned_by: 'test' }] }));
+        return;
+      }
+      if (req.method !== 'POST' || path !== '/v1/chat/completions') {
+        res.writeHead(404).end();
+        return;
+      }
+      const request = JSON.parse(raw) as ChatRequest;
+      const reply = answer(request, requests.length);
+      requests.push(request);
+      if (reply.status === undefined) respond(res, request, reply);
+      else fail(res, reply.status);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
+    requests,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+
+function respond(res: ServerResponse, request: ChatRequest, reply: ScriptedReply): void {
+  const model = request.model ?? 'm';
+  const toolCalls = (reply.toolCalls ?? []).map((call, index) => ({
+    index,
+    id: call.id ?? `call_${index}`,
+    type: 'function',
+    function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+  }));
+  const finish = toolCalls.length > 0 ? 'tool_calls' : 'stop';
+  const base = { id: 'chatcmpl-scripted', created: Math.floor(Date.now() / 1000), model };
+  if (request.stream !== true) {
+    const message = { role: 'assistant', content: reply.text ?? null, ...(toolCalls.length > 0 ? { tool_calls: toolCalls.map(({ index: _, ...call }) => call) } : {}) };
+    res
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
+    return;
+  }
+  const chunk = (choices: unknown[], extra: object = {}) => `data: ${JSON.stringify({ ...base, object: 'chat.completion.chunk', choices, ...extra })}\n\n`;
+  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  res.write(chunk([{ index: 0, delta: { role: 'assistant', content: '' } }]));
+  if (reply.text !== undefined) res.write(chunk([{ index: 0, delta: { content: reply.text } }]));
+  if (toolCalls.length > 0) res.write(chunk([{ index: 0, delta: { tool_calls: toolCalls } }]));
+  res.write(chunk([{ index: 0, delta: {}, finish_reason: finish }]));
+  res.write(chunk([], { usage }));
+  res.end('data: [DONE]\n\n');
+}
+
+function fail(res: ServerResponse, status: number): void {
+  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `scripted failure ${status}`, type: 'server_error' } }));
+}

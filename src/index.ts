@@ -94,6 +94,7 @@ export { ofKind, type EventOfKind, type RuneOfKind } from './streams/of-kind.js'
 export { notices, type RuneNotice, type StreamNotice } from './streams/notices.js';
 export { StreamReadError, type StreamReadErrorCode } from './streams/stream-read-error.js';
 export { timerWheel, type TimerWheel } from './streams/timer-wheel.js';
+export { MAX_LINE_LENGTH, splitLines, type SplitLinesOptions } from './streams/split-lines.js';
 
 // Stores: the memory store, and what an engine's caller meets of any store.
 export { memoryStore } from './streams/memory-store.js';

@@ -79,3 +79,32 @@ export interface AgentCliAdapter {
    */
   drive(io: CliProcessIo, run: CliRun, user$: Observable<CliUserEvent>): Observable<CliOutput>;
 }
+
+/** Default of {@link AgentCliSpec.idleTimeoutMs}: 10 minutes without a line of output. */
+export const DEFAULT_CLI_IDLE_TIMEOUT_MS = 600_000;
+/** Default of {@link AgentCliSpec.killGraceMs}: how long SIGTERM gets before SIGKILL. */
+export const DEFAULT_CLI_KILL_GRACE_MS = 5_000;
+
+/**
+ * An agent CLI the server may run, by name: only configured CLIs run, and a client names one
+ * (the session's `cli` input), never a command.
+ */
+export interface AgentCliSpec {
+  /** The protocol the CLI speaks. */
+  readonly adapter: AgentCliAdapter;
+  /** The executable, found on PATH or given as a path. */
+  readonly command: string;
+  /** Arguments before the adapter's own. Default none. */
+  readonly args?: readonly string[];
+  /**
+   * Variables added to a safe few of the server's own (PATH, HOME, USER, SHELL, TERM, LOGNAME, as
+   * MCP stdio servers get them): the server's secrets are not handed to a CLI unless named here.
+   */
+  readonly env?: Readonly<Record<string, string>>;
+  /** The working directory of its processes. */
+  readonly cwd: string;
+  /** A process that prints nothing for this long is ended with `process_error`. Default {@link DEFAULT_CLI_IDLE_TIMEOUT_MS}. */
+  readonly idleTimeoutMs?: number;
+  /** How long an ended process gets between SIGTERM and SIGKILL. Default {@link DEFAULT_CLI_KILL_GRACE_MS}. */
+  readonly killGraceMs?: number;
+}

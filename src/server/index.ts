@@ -11,6 +11,7 @@ export { SERVER_CHANNELS, type SentReport, type SlowClientReport } from './diagn
 export {
   AgentConfig,
   ChainConfig,
+  CliConfig,
   MAX_CONFIG_BYTES,
   McpServerConfig,
   ModelConfig,
@@ -20,3 +21,4 @@ export {
   type ServerConfigIssue,
 } from './config/server-config.js';
 export { configuredAgents, type ConfiguredAgents, type ConfiguredAgentsOptions } from './config/configured-agents.js';
+export { configuredClis, type ConfiguredClis, type ConfiguredClisOptions } from './config/configured-clis.js';

@@ -1,7 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import { asyncScheduler, lastValueFrom, toArray } from 'rxjs';
+import { join } from 'node:path';
+import { EMPTY, asyncScheduler, lastValueFrom, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { MAX_CONFIG_BYTES, ServerConfigError, configuredAgents, parseServerConfig } from '../../src/server/index.js';
+import { MAX_CONFIG_BYTES, ServerConfigError, configuredAgents, configuredClis, parseServerConfig } from '../../src/server/index.js';
+import type { AgentCliAdapter } from '../../src/effects/cli/cli-adapter.js';
 import { createEngine } from '../../src/index.js';
 import { chainCall$, type ModelPart } from '../../src/agents.js';
 
@@ -164,5 +166,69 @@ describe('configuredAgents', () => {
       code: 'config_invalid',
       message: 'runestream.json: models.local.apiKeyEnv: the environment variable LOCAL_KEY is not set: set it to the API key',
     });
+  });
+});
+
+describe('clis', () => {
+  const cline = { protocol: 'ndjson', command: 'cline', args: ['--verbose'], env: { CLINE_NO_AUTO_UPDATE: '1' }, cwd: 'work', idleTimeoutMs: 60_000, killGraceMs: 2_000 };
+  const kilo = { protocol: 'acp', command: '/usr/local/bin/kilo', args: ['acp'], cwd: '/srv/code' };
+  const withClis = (extra: Record<string, unknown>) => ({ ...good, ...extra });
+  const adapter = (protocol: 'ndjson' | 'acp'): AgentCliAdapter => ({ protocol, interactive: protocol === 'acp', launch: () => ({ args: [] }), drive: () => EMPTY });
+  const adapters = { ndjson: adapter('ndjson'), acp: adapter('acp') };
+
+  it('accepts CLIs by name with their defaults, and a defaultCli naming one of them', () => {
+    const config = parseServerConfig(JSON.stringify(withClis({ clis: { cline, kilo }, defaultCli: 'kilo' })), 'runestream.json');
+    expect(config.clis).toEqual({ cline, kilo: { ...kilo, env: {} } });
+    expect(config.defaultCli).toBe('kilo');
+    expect(parseServerConfig(JSON.stringify(good), 'x').clis).toBeUndefined();
+  });
+
+  it('refuses a defaultCli that names no configured CLI, naming the field (config_invalid)', () => {
+    expect(issuesOf(withClis({ clis: { cline }, defaultCli: 'claude' }))).toEqual(['defaultCli: unknown CLI "claude"; the CLIs are "cline"']);
+    expect(issuesOf(withClis({ defaultCli: 'toString' }))).toEqual(['defaultCli: unknown CLI "toString"; the CLIs are (none)']);
+  });
+
+  it('refuses bad CLIs: an unknown protocol or key, no command or cwd, a bad name or env name, limits out of range', () => {
+    expect(issuesOf(withClis({ clis: { cline: { ...cline, protocol: 'stdio' } } }))).toEqual(['clis.cline.protocol: Invalid option: expected one of "ndjson"|"acp"']);
+    expect(issuesOf(withClis({ clis: { cline: { ...cline, shell: true } } }))).toEqual(['clis.cline: Unrecognized key: "shell"']);
+    const { command: _, cwd: __, ...bare } = cline;
+    expect(issuesOf(withClis({ clis: { cline: bare } }))).toEqual([
+      'clis.cline.command: Invalid input: expected string, received undefined',
+      'clis.cline.cwd: Invalid input: expected string, received undefined',
+    ]);
+    expect(issuesOf(withClis({ clis: { 'bad name': cline } }))).toEqual(['clis.bad name: must be 1 to 64 letters, digits, "_", "-" or "." (starting with a letter or digit)']);
+    expect(issuesOf(withClis({ clis: { cline: { ...cline, env: { 'NOT-A-NAME': 'x' } } } }))).toEqual([
+      'clis.cline.env.NOT-A-NAME: must be an environment variable name such as OPENAI_API_KEY',
+    ]);
+    expect(issuesOf(withClis({ clis: { cline: { ...cline, idleTimeoutMs: 0, killGraceMs: 3_600_000 } } }))).toEqual([
+      'clis.cline.idleTimeoutMs: Too small: expected number to be >0',
+      'clis.cline.killGraceMs: Too big: expected number to be <=600000',
+    ]);
+    const many = Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`cli${i}`, cline]));
+    expect(issuesOf(withClis({ clis: many }))).toEqual(['clis: at most 64 CLIs']);
+  });
+
+  it("configuredClis gives each CLI its protocol's adapter and a cwd resolved against the config folder", () => {
+    const config = parseServerConfig(JSON.stringify(withClis({ clis: { cline, kilo }, defaultCli: 'cline' })), 'runestream.json');
+    const { clis, defaultCli } = configuredClis(config, adapters, { configDir: '/etc/runestream' });
+    expect(defaultCli).toBe('cline');
+    expect(clis.cline).toEqual({
+      adapter: adapters.ndjson,
+      command: 'cline',
+      args: ['--verbose'],
+      env: { CLINE_NO_AUTO_UPDATE: '1' },
+      cwd: '/etc/runestream/work',
+      idleTimeoutMs: 60_000,
+      killGraceMs: 2_000,
+    });
+    expect(clis.kilo).toEqual({ adapter: adapters.acp, command: '/usr/local/bin/kilo', args: ['acp'], env: {}, cwd: '/srv/code' });
+    expect(configuredClis(config, adapters).clis.cline?.cwd).toBe(join(process.cwd(), 'work'));
+  });
+
+  it('configuredClis defaults to the only CLI, and to none among several or none', () => {
+    const parse = (extra: Record<string, unknown>) => parseServerConfig(JSON.stringify(withClis(extra)), 'x');
+    expect(configuredClis(parse({ clis: { cline } }), adapters).defaultCli).toBe('cline');
+    expect(configuredClis(parse({ clis: { cline, kilo } }), adapters).defaultCli).toBeUndefined();
+    expect(configuredClis(parse({}), adapters)).toEqual({ clis: {} });
   });
 });

@@ -89,11 +89,39 @@ export const AgentConfig = z.strictObject({
 });
 export type AgentConfig = z.infer<typeof AgentConfig>;
 
+/** The largest {@link CliConfig.idleTimeoutMs}: a day. */
+const MAX_CLI_IDLE_TIMEOUT_MS = 86_400_000;
+/** The largest {@link CliConfig.killGraceMs}: ten minutes. */
+const MAX_CLI_KILL_GRACE_MS = 600_000;
+/** The most agent CLIs one file configures. */
+const MAX_CLIS = 64;
+
+/**
+ * An agent CLI the server may run for agent-manager sessions (seed 001): a client names it, never
+ * its command. `cwd` is resolved by `configuredClis` (relative to the configuration file's folder).
+ */
+export const CliConfig = z.strictObject({
+  /** `ndjson`: cline 2.x `--json`. `acp`: the Agent Client Protocol (cline 3 `--acp`, `kilo acp`). */
+  protocol: z.enum(['ndjson', 'acp']),
+  /** The executable, found on PATH or given as a path. */
+  command: z.string().min(1).max(4096),
+  /** Arguments before the protocol's own (`acp` for `kilo`, `--acp` for cline 3). */
+  args: z.array(Text(4096)).max(256).default([]),
+  /** Variables added to the few safe ones of the server's own (PATH, HOME, ...): the server's secrets reach a CLI only when named here. */
+  env: z.record(EnvName, Text(32_768)).default({}),
+  /** The working directory of its processes: where it reads and writes files. */
+  cwd: z.string().min(1).max(4096),
+  /** A process that prints nothing for this long is ended with `process_error`. Default 600,000 (10 minutes). */
+  idleTimeoutMs: z.number().int().positive().max(MAX_CLI_IDLE_TIMEOUT_MS).optional(),
+  /** How long an ended process gets between SIGTERM and SIGKILL. Default 5,000. */
+  killGraceMs: z.number().int().positive().max(MAX_CLI_KILL_GRACE_MS).optional(),
+});
+export type CliConfig = z.infer<typeof CliConfig>;
+
 /**
  * `runestream serve`'s configuration file (JSON): the models and their fallback chains, the
  * agents by role, prices, and the limits of a conversation. One schema, and the single source of
- * its type. Unknown keys are refused, so a misspelt key is an error, not a silent default. (The
- * agent CLIs of issue 13 will get a key of their own here; until then such a key is refused.)
+ * its type. Unknown keys are refused, so a misspelt key is an error, not a silent default.
  *
  * ## Example
  * ```ts
@@ -127,6 +155,13 @@ export const ServerConfig = z
     conversationBudget: Budget.optional(),
     /** Limits on sub-agents: how deep delegation nests (the root agent is depth 0) and how many agents a conversation has. */
     delegation: z.strictObject({ maxDepth: z.number().int().positive().max(64).optional(), maxAgents: z.number().int().positive().max(10_000).optional() }).optional(),
+    /** Agent CLIs by name: the only commands an agent-manager session runs. */
+    clis: z
+      .record(Name, CliConfig)
+      .refine((clis) => Object.keys(clis).length <= MAX_CLIS, `at most ${MAX_CLIS} CLIs`)
+      .optional(),
+    /** The CLI of a session that names none; one of `clis`. Default: the only CLI, when there is one. */
+    defaultCli: Name.optional(),
   })
   .superRefine((config, context) => {
     const issue = (path: PropertyKey[], message: string): void => context.addIssue({ code: 'custom', path, message });
@@ -156,6 +191,9 @@ export const ServerConfig = z
     if (!(config.defaultRole in config.agents)) issue(['defaultRole'], `unknown role "${config.defaultRole}"; the roles are ${list(Object.keys(config.agents))}`);
     for (const model of Object.keys(config.prices)) {
       if (!models.has(model)) issue(['prices', model], `unknown model "${model}"; the models are ${list(models)}`);
+    }
+    if (config.defaultCli !== undefined && !Object.hasOwn(config.clis ?? {}, config.defaultCli)) {
+      issue(['defaultCli'], `unknown CLI "${config.defaultCli}"; the CLIs are ${list(Object.keys(config.clis ?? {}))}`);
     }
   });
 export type ServerConfig = z.infer<typeof ServerConfig>;

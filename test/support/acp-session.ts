@@ -8,6 +8,8 @@ import type { AgentManagerSessionEvent, AgentManagerSessionState } from '../../s
 export interface SessionUser {
   readonly permissions?: readonly ('approve' | 'reject')[];
   readonly followUps?: readonly string[];
+  /** Called once the session completed with no follow-up left (a live test ends the process there). */
+  readonly onDone?: () => void;
 }
 
 /** What a drive did to a session, folded through `agentManagerSession` as the session epic does. */
@@ -66,6 +68,7 @@ export function foldAcpSession(io: CliProcessIo, run: CliRun, user: SessionUser 
         if ((state.value === 'completed' && output.event.type === 'ask:completion_result') || state.value === 'waiting_input') {
           const text = followUps.shift();
           if (text !== undefined) answer({ type: 'send_message', text });
+          else if (state.value === 'completed') user.onDone?.();
         }
       },
       error: (error: unknown) => {

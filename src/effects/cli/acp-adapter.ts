@@ -30,7 +30,8 @@ export const ACP_MAX_TOOL_TEXT = 16_384;
  * (`kilo acp`), cline 3 (`cline --acp`) and the like. The configured command and its arguments
  * start the agent; the adapter adds none. The mapping to `agentManagerSession` events, the
  * approval, follow-up and resume rules and the choices made for stop reasons are in README.md,
- * "ACP agents" (one table, kept there).
+ * "ACP agents" (the one table of them). Never throws on what the agent prints: a line it cannot
+ * use is an `{ignored: reason}` output.
  *
  * Why not the SDK's `client()` connection: it dispatches each incoming message through a chain
  * of async handlers, so a prompt's response can overtake the `session/update` notifications sent

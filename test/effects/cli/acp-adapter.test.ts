@@ -17,6 +17,13 @@ async function replay(entries: readonly TranscriptEntry[], run: CliRun, user?: S
   return { ...folded, unsent: agent.unsent() };
 }
 
+/** The drive ended without error, sent every request the transcript has, and the machine took every event. */
+function expectClean(s: FoldedSession & { unsent: readonly unknown[] }) {
+  expect(s.error).toBeUndefined();
+  expect(s.unsent).toEqual([]);
+  expect(s.rejected).toEqual([]);
+}
+
 const texts = (folded: FoldedSession, type: AgentManagerSessionEvent['type']) =>
   folded.events.filter((e) => e.type === type && (e as { partial?: boolean }).partial !== true).map((e) => (e as { text?: string }).text);
 
@@ -37,9 +44,7 @@ describe('acpCliAdapter on kilo 7.7.7 transcripts', () => {
 
   it('write approved: creating -> streaming -> waiting_approval -> (approve) streaming -> completed, every request as recorded', async () => {
     const s = await replay(kiloTranscript('write-approved'), newTask('Create hello.txt saying hello.'), { permissions: ['approve'] });
-    expect(s.error).toBeUndefined();
-    expect(s.unsent).toEqual([]);
-    expect(s.rejected).toEqual([]);
+    expectClean(s);
     expect(s.states).toEqual(['idle', 'creating', 'streaming', 'waiting_approval', 'streaming', 'completed']);
     expect(s.events.slice(0, 3)).toEqual([
       { type: 'start_session', prompt: 'Create hello.txt saying hello.' },
@@ -69,9 +74,7 @@ describe('acpCliAdapter on kilo 7.7.7 transcripts', () => {
       undefined,
       7,
     );
-    expect(s.error).toBeUndefined();
-    expect(s.unsent).toEqual([]);
-    expect(s.rejected).toEqual([]);
+    expectClean(s);
     expect(s.states).toEqual(['idle', 'creating', 'streaming', 'waiting_approval', 'streaming', 'completed']);
     expect(s.ignored).toEqual(
       expect.arrayContaining([
@@ -86,9 +89,7 @@ describe('acpCliAdapter on kilo 7.7.7 transcripts', () => {
 
   it('write rejected: the reject answers reject_once, the failed tool is ignored, the turn completes without text', async () => {
     const s = await replay(kiloTranscript('write-rejected'), newTask('Create hello.txt saying hello.'), { permissions: ['reject'] });
-    expect(s.error).toBeUndefined();
-    expect(s.unsent).toEqual([]);
-    expect(s.rejected).toEqual([]);
+    expectClean(s);
     expect(s.states).toEqual(['idle', 'creating', 'streaming', 'waiting_approval', 'streaming', 'completed']);
     expect(s.ignored).toContain('tool call call_write_1 failed: its result has no agentManagerSession event');
     expect(s.events.at(-1)).toEqual({ type: 'ask:completion_result', partial: false });
@@ -96,18 +97,14 @@ describe('acpCliAdapter on kilo 7.7.7 transcripts', () => {
 
   it('auto-approve: the permission is answered allow_once at once, the complete ask passes through streaming', async () => {
     const s = await replay(kiloTranscript('write-approved'), newTask('Create hello.txt saying hello.', true));
-    expect(s.error).toBeUndefined();
-    expect(s.unsent).toEqual([]);
-    expect(s.rejected).toEqual([]);
+    expectClean(s);
     expect(s.states).toEqual(['idle', 'creating', 'streaming', 'completed']);
     expect(s.events.some((e) => e.type === 'ask:tool' && e.partial === false)).toBe(true);
   });
 
   it('a command (kind execute) is ask:command with the command as its text, partial while it streams', async () => {
     const s = await replay(kiloTranscript('command-approved'), newTask('Write hi.txt with a shell command.'), { permissions: ['approve'] });
-    expect(s.error).toBeUndefined();
-    expect(s.unsent).toEqual([]);
-    expect(s.rejected).toEqual([]);
+    expectClean(s);
     expect(s.states).toEqual(['idle', 'creating', 'streaming', 'waiting_approval', 'streaming', 'completed']);
     expect(s.events.filter((e) => e.type === 'ask:command').map((e) => [e.partial, e.text])).toEqual([
       [true, 'bash'],
@@ -121,9 +118,7 @@ describe('acpCliAdapter on kilo 7.7.7 transcripts', () => {
 
   it('follow-up: send_message after completion is a second session/prompt in the same process', async () => {
     const s = await replay(kiloTranscript('follow-up'), newTask('Say hi.'), { followUps: ['Now say bye.'] });
-    expect(s.error).toBeUndefined();
-    expect(s.unsent).toEqual([]);
-    expect(s.rejected).toEqual([]);
+    expectClean(s);
     expect(s.states).toEqual(['idle', 'creating', 'streaming', 'completed', 'streaming', 'completed']);
     expect(texts(s, 'say:text')).toEqual(['Hi there.', 'Bye now.']);
     expect(texts(s, 'ask:completion_result')).toEqual(['Hi there.', 'Bye now.']);
@@ -136,9 +131,7 @@ describe('acpCliAdapter on kilo 7.7.7 transcripts', () => {
     const run: CliRun = { start: { type: 'follow_up', text: 'Now say bye.' }, sessionId, autoApprove: false, cwd };
     const from = agentManagerSession.transition(after('completed'), { type: 'send_message', text: 'Now say bye.' });
     const s = await replay(entries, run, {}, from);
-    expect(s.error).toBeUndefined();
-    expect(s.unsent).toEqual([]);
-    expect(s.rejected).toEqual([]);
+    expectClean(s);
     expect(s.states).toEqual(['streaming', 'completed']);
     expect(s.ignored.filter((reason) => reason.includes('replayed by session/load'))).toHaveLength(2);
     expect(texts(s, 'ask:completion_result')).toEqual(['Bye now.']);
@@ -154,9 +147,7 @@ describe('acpCliAdapter on kilo 7.7.7 transcripts', () => {
     const run: CliRun = { start: { type: 'resume' }, sessionId: 'ses_df42590b3ffe8mUA9ibKrXcWwf', autoApprove: false, cwd };
     const from = agentManagerSession.transition(after('stopped'), { type: 'resume_session' });
     const s = await replay(entries, run, {}, from);
-    expect(s.error).toBeUndefined();
-    expect(s.unsent).toEqual([]);
-    expect(s.rejected).toEqual([]);
+    expectClean(s);
     expect(s.states).toEqual(['streaming', 'completed']);
   });
 

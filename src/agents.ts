@@ -51,3 +51,6 @@ export { reactAgentEpics, type ReactAgentEpicsOptions } from './effects/agent/re
 // Chats (seed 000) that talk: each chat's actors hand their messages to the chat's agent.
 export { chatTalk, sendChatMessage, type ChatMessage, type ChatTalkOptions, type SentChatMessage } from './effects/chat-talk.js';
 export { chatPartialResponse } from './effects/chat-partial-response.js';
+
+// Agent CLIs (seed 001): the adapter of CLIs that speak the Agent Client Protocol.
+export { ACP_MAX_TOOL_TEXT, ACP_RESUME_PROMPT, acpCliAdapter } from './effects/cli/acp-adapter.js';

@@ -169,7 +169,7 @@ function acpDriver(io: CliProcessIo, run: CliRun, subscriber: Subscriber<CliOutp
       if (messageId != null && turn.messageId != null && messageId !== turn.messageId) endMessage();
       turn.messageId = messageId;
       turn.text += content.text;
-      return event({ type: 'say:text', partial: true, text: turn.text });
+      return event({ type: 'say:text', partial: true, text: content.text });
     }
     if (kind === 'tool_call' || kind === 'tool_call_update') {
       const call = ToolCall.safeParse(update);

@@ -51,3 +51,12 @@ export { reactAgentEpics, type ReactAgentEpicsOptions } from './effects/agent/re
 // Chats (seed 000) that talk: each chat's actors hand their messages to the chat's agent.
 export { chatTalk, sendChatMessage, type ChatMessage, type ChatTalkOptions, type SentChatMessage } from './effects/chat-talk.js';
 export { chatPartialResponse } from './effects/chat-partial-response.js';
+
+// The autonomy loop (seed 003): a goal planned, run by the conversation's agents, reviewed.
+export { autonomyEpics } from './effects/autonomy/autonomy-epics.js';
+export type { AutonomyOptions } from './effects/autonomy/autonomy-options.js';
+export { autonomyPlanner, PlanAnswer, planCheck } from './effects/autonomy/planner.js';
+export { autonomyScheduler } from './effects/autonomy/scheduler.js';
+export { autonomyCritic, CriticVerdict } from './effects/autonomy/critic.js';
+export { autonomyBudget } from './effects/autonomy/plan-budget.js';
+export { jsonOfText, structuredAnswer$, schemaCheck, type AnswerCheck, type StructuredOutput } from './effects/autonomy/structured-answer.js';

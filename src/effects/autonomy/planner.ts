@@ -1,4 +1,6 @@
-import { map, of } from 'rxjs';
+import { EMPTY, Observable, defer, map, mergeMap, of } from 'rxjs';
+import { conversation } from '../../reducers/conversation/machine.js';
+import { stateOf } from '../agent/state-of.js';
 import { z } from 'zod';
 import { autonomyLoop } from '../../reducers/autonomy-loop/machine.js';
 import { PlanTasks, type AutonomyLoopEvent, type AutonomyLoopState, type PlanTask } from '../../reducers/autonomy-loop/schema.js';
@@ -34,11 +36,26 @@ const planIdOf = (stream: string, plan: AutonomyLoopState): string => {
 };
 
 /**
+ * The plan's conversation, created (active) if it is not there: the agents the scheduler spawns
+ * later, several at once, then find it rather than each creating it.
+ */
+const conversation$ = (stream: string, context: EpicContext): Observable<EpicCommand> => {
+  const parts = parseStreamId(stream);
+  if (parts?.kind !== 'plan') return EMPTY;
+  return defer(() => stateOf(context, parts.root, conversation)).pipe(
+    mergeMap((talk): EpicCommand[] =>
+      talk !== undefined ? [] : [{ stream: parts.root, spawn: conversation.id, input: { conversationId: parts.id } }, { stream: parts.root, event: { type: 'agent_ready' } }],
+    ),
+  );
+};
+
+/**
  * The planner of the autonomy loop (seed 003): a model call whose JSON answer is checked by
  * {@link planCheck}.
  *
  * 1. In `goal_received` (a new goal, or a plan the client rejected with `changes`): the planner is
- *    asked for a plan -> `decompose_goal {planId, tasks}`.
+ *    asked for a plan -> `decompose_goal {planId, tasks}`; the plan's conversation is created if
+ *    it is not there yet.
  * 2. In `planning` after `needs_replan`: asked again with the tasks, their results and the
  *    critic's findings -> `plan_revised {tasks}` (`plan.updated`).
  * 3. An answer that fails the schema, or has a duplicate id, a dependency on an unknown task, a
@@ -66,7 +83,10 @@ export function autonomyPlanner(autonomyOptions: AutonomyOptions): Epic {
     effects: (view, context): EffectsByKey<typeof autonomyLoop> => {
       const plan = view.state!;
       if (plan.value === 'goal_received') {
-        return { [`plan@${plan.revisions}`]: ask(view.stream, plan, context, (tasks) => ({ type: 'decompose_goal', planId: planIdOf(view.stream, plan), tasks })) };
+        return {
+          conversation: conversation$(view.stream, context),
+          [`plan@${plan.revisions}`]: ask(view.stream, plan, context, (tasks) => ({ type: 'decompose_goal', planId: planIdOf(view.stream, plan), tasks })),
+        };
       }
       if (plan.replanning === true) return { [`replan@${plan.replans}`]: ask(view.stream, plan, context, (tasks) => ({ type: 'plan_revised', tasks })) };
       return options.autoStart ? { autoStart: of({ type: 'auto_start' as const }) } : {};

@@ -207,8 +207,9 @@ const table: readonly Row<S, E, P>[] = [
  * s = autonomyLoop.transition(s, { type: 'auto_start' }); // executing
  * s = autonomyLoop.transition(s, { type: 'task_assigned', taskId: 'build', agentId: 'dev-1' });
  * s = autonomyLoop.transition(s, { type: 'task_started', taskId: 'build', turnNumber: 1 });
- * console.log(autonomyLoop.step(s, { type: 'task_completed', taskId: 'build', outcome: 'success', result: 'built' }).kind);
- * // Logs: plan.task_completed
+ * const step = autonomyLoop.step(s, { type: 'task_completed', taskId: 'build', outcome: 'success', result: 'built' });
+ * console.log(step.accepted && step.kind, step.state.tasks[0]?.status);
+ * // Logs: plan.task_completed done
  * ```
  */
 export const autonomyLoop = defineMachine<S, E, AutonomyLoopInput, P>({

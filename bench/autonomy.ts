@@ -94,7 +94,9 @@ export async function benchAutonomy(): Promise<boolean> {
     const ratio = best!.perTaskMs / anchor;
     const ok = ratio <= BAR;
     console.log(`\nautonomy loop: a ${TASKS}-task plan over ${AGENTS} agents (scripted model, SQLite), best of 3`);
-    console.log(`  runnable -> turn started per task: p50 ${fmt(percentile(best!.waits, 50))} ms, p95 ${fmt(percentile(best!.waits, 95))} ms, max ${fmt(best!.waits.at(-1)!)} ms`);
+    console.log(
+      `  runnable -> turn started per task: p50 ${fmt(percentile(best!.waits, 50))} ms, p95 ${fmt(percentile(best!.waits, 95))} ms, max ${fmt(best!.waits.at(-1)!)} ms`,
+    );
     console.log(`  engine time per task, with the loop         ${fmt(best!.perTaskMs).padStart(8)} ms`);
     console.log(`  the same turns started directly (anchor)    ${fmt(anchor).padStart(8)} ms`);
     console.log(`  ratio ${ratio.toFixed(1)}x (bar: <= ${BAR}x)  ${ok ? 'PASS' : 'FAIL'}`);

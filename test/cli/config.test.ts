@@ -132,7 +132,9 @@ describe('runestream serve --config (a real process)', () => {
 
   it('refuses an autonomy planner that names no configured chain or model', () => {
     const config = (autonomy: object) => JSON.stringify({ models: { m: { type: 'demo' } }, agents: { a: { model: 'm' } }, defaultRole: 'a', autonomy });
-    expect(() => parseServerConfig(config({ planner: 'gpt' }), 'x.json')).toThrow('x.json: autonomy.planner: unknown chain or model "gpt"; the chains are (none), the models "m"');
+    expect(() => parseServerConfig(config({ planner: 'gpt' }), 'x.json')).toThrow(
+      'x.json: autonomy.planner: unknown chain or model "gpt"; the chains are (none), the models "m"',
+    );
     expect(() => parseServerConfig(config({ planner: 'm', parallelism: 0 }), 'x.json')).toThrow(/^x\.json: autonomy\.parallelism: Too small/);
   });
 

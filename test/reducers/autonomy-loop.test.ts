@@ -1,6 +1,18 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { autonomyLoop, edgesOf, planProblem, runnableTasks, stepUnknown, type AutonomyLoopEvent, type AutonomyLoopInput, type AutonomyLoopState, type Edge, type PlanTask, type TaskState } from '../../src/index.js';
+import {
+  autonomyLoop,
+  edgesOf,
+  planProblem,
+  runnableTasks,
+  stepUnknown,
+  type AutonomyLoopEvent,
+  type AutonomyLoopInput,
+  type AutonomyLoopState,
+  type Edge,
+  type PlanTask,
+  type TaskState,
+} from '../../src/index.js';
 import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 import { drawnEdges, eventsBeforeParens, expectRuneKind, missingDrawnEdges, readSeed, runeKindRows } from '../support/seed-diagram.js';
 
@@ -9,7 +21,12 @@ const seed = readSeed('003_4203c785f6246465.txt');
 const input: AutonomyLoopInput = { goal: 'ship the release' };
 const task = (id: string, dependsOn: string[] = [], priority = 0): PlanTask => ({ id, description: `do ${id}`, dependsOn, priority, ownerRole: 'dev' });
 const tasksOf = (...statuses: Array<[string, TaskState['status'], string[]?]>): TaskState[] =>
-  statuses.map(([id, status, dependsOn = []]) => ({ ...task(id, dependsOn), status, attempts: status === 'pending' ? 0 : 1, ...(status === 'pending' ? {} : { agentId: 'a1' }) }));
+  statuses.map(([id, status, dependsOn = []]) => ({
+    ...task(id, dependsOn),
+    status,
+    attempts: status === 'pending' ? 0 : 1,
+    ...(status === 'pending' ? {} : { agentId: 'a1' }),
+  }));
 /** A plan with one task `t1` in each state (running where tasks can be with agents). */
 const at = (value: Name, context: Partial<AutonomyLoopState> = {}) =>
   stateAt(autonomyLoop, value, { tasks: tasksOf(['t1', value === 'reviewing' ? 'failed' : value === 'blocked' ? 'failed' : 'running']), ...context }, input);
@@ -64,7 +81,12 @@ describe('autonomyLoop: seed 003 diagram, edge by edge', () => {
     expectRow(autonomyLoop, at('executing', { tasks: tasksOf(['t1', 'failed'], ['t2', 'pending', ['t1']]) }), { type: 'all_runnable_blocked' }, 'blocked');
     expectRow(autonomyLoop, at('executing', { tasks: tasksOf(['t1', 'pending']) }), { type: 'task_assigned', taskId: 't1', agentId: 'a1' }, 'executing', 'plan.task_assigned');
     expectRow(autonomyLoop, at('blocked', { tasks: tasksOf(['t1', 'pending']) }), { type: 'dependency_resolved' }, 'executing');
-    expectNotAllowed(autonomyLoop, at('executing'), { type: 'all_tasks_terminal' }, 'event "all_tasks_terminal" is not allowed in state "executing": it needs every task done or failed');
+    expectNotAllowed(
+      autonomyLoop,
+      at('executing'),
+      { type: 'all_tasks_terminal' },
+      'event "all_tasks_terminal" is not allowed in state "executing": it needs every task done or failed',
+    );
     expectNotAllowed(autonomyLoop, at('blocked'), { type: 'dependency_resolved' }, 'event "dependency_resolved" is not allowed in state "blocked": it needs a task runnable');
   });
 
@@ -272,7 +294,17 @@ describe('autonomyLoop: bad input', () => {
   });
 
   it('never throws out of transition, even for hand-built events that skip validation', () => {
-    const bad = [null, undefined, 42, {}, { type: 'user_cancel', reason: 7 }, { type: 'valueOf' }, { type: '__proto__' }, { type: 'decompose_goal', tasks: [{}] }, { type: 'task_completed' }];
+    const bad = [
+      null,
+      undefined,
+      42,
+      {},
+      { type: 'user_cancel', reason: 7 },
+      { type: 'valueOf' },
+      { type: '__proto__' },
+      { type: 'decompose_goal', tasks: [{}] },
+      { type: 'task_completed' },
+    ];
     expectNeverThrows(
       autonomyLoop,
       autonomyLoop.states.map((value) => at(value as Name)),
@@ -284,9 +316,7 @@ describe('autonomyLoop: bad input', () => {
 describe('autonomyLoop: properties', () => {
   const text = fc.string({ maxLength: 12 });
   const id = fc.constantFrom('t1', 't2', 't3');
-  const tasks = fc
-    .uniqueArray(id, { minLength: 1, maxLength: 3 })
-    .map((ids) => ids.map((each, index) => task(each, index === 0 ? [] : [ids[index - 1]!])));
+  const tasks = fc.uniqueArray(id, { minLength: 1, maxLength: 3 }).map((ids) => ids.map((each, index) => task(each, index === 0 ? [] : [ids[index - 1]!])));
   const event: fc.Arbitrary<AutonomyLoopEvent> = fc.oneof(
     fc.record({ type: fc.constant('decompose_goal' as const), planId: fc.constant('p1'), tasks }),
     fc.record({ type: fc.constant('plan_revised' as const), tasks }),

@@ -132,7 +132,14 @@ describe('checkInvariants: clean logs', () => {
       { type: 'all_tasks_terminal' },
       { type: 'needs_replan' },
       { type: 'plan_rejected' },
-      { type: 'decompose_goal', planId: 'p2', tasks: [{ id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' }, { id: 'test', description: 'test it', dependsOn: ['build'], priority: 0, ownerRole: 'dev' }] },
+      {
+        type: 'decompose_goal',
+        planId: 'p2',
+        tasks: [
+          { id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' },
+          { id: 'test', description: 'test it', dependsOn: ['build'], priority: 0, ownerRole: 'dev' },
+        ],
+      },
       { type: 'auto_start' },
       { type: 'task_assigned', taskId: 'build', agentId: 'a1' },
       { type: 'task_completed', taskId: 'build', outcome: 'failure', result: 'broken' },

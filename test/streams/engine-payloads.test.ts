@@ -277,7 +277,14 @@ const scenarios: readonly Scenario[] = [
     events: [
       { type: 'decompose_goal', planId: 'p1', tasks: [{ id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' }] },
       { type: 'plan_rejected', changes: { add: 'tests' } },
-      { type: 'decompose_goal', planId: 'p2', tasks: [{ id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' }, { id: 'test', description: 'test it', dependsOn: ['build'], priority: 0, ownerRole: 'dev' }] },
+      {
+        type: 'decompose_goal',
+        planId: 'p2',
+        tasks: [
+          { id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' },
+          { id: 'test', description: 'test it', dependsOn: ['build'], priority: 0, ownerRole: 'dev' },
+        ],
+      },
       { type: 'auto_start' },
       { type: 'task_assigned', taskId: 'build', agentId: 'a2' },
       { type: 'task_started', taskId: 'build', turnNumber: 1 },
@@ -295,7 +302,16 @@ const scenarios: readonly Scenario[] = [
       ['plan.goal_received', { goalDescription: 'ship v1' }],
       ['plan.created', { planId: 'p1', tasks: [{ id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' }] }],
       ['plan.updated', { planId: 'p1', changes: { add: 'tests' } }],
-      ['plan.created', { planId: 'p2', tasks: [{ id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' }, { id: 'test', description: 'test it', dependsOn: ['build'], priority: 0, ownerRole: 'dev' }] }],
+      [
+        'plan.created',
+        {
+          planId: 'p2',
+          tasks: [
+            { id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' },
+            { id: 'test', description: 'test it', dependsOn: ['build'], priority: 0, ownerRole: 'dev' },
+          ],
+        },
+      ],
       ['auto_start', undefined],
       ['plan.task_assigned', { taskId: 'build', agentId: 'a2' }],
       ['plan.task_started', { taskId: 'build', turnNumber: 1 }],
@@ -314,7 +330,10 @@ const scenarios: readonly Scenario[] = [
     stream: 'conv/c1/plan/p2',
     machine: autonomyLoop,
     input: { goal: 'tidy up' },
-    events: [{ type: 'decompose_goal', planId: 'p3', tasks: [{ id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' }] }, { type: 'user_cancel' }],
+    events: [
+      { type: 'decompose_goal', planId: 'p3', tasks: [{ id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' }] },
+      { type: 'user_cancel' },
+    ],
     runes: [
       ['plan.goal_received', { goalDescription: 'tidy up' }],
       ['plan.created', { planId: 'p3', tasks: [{ id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' }] }],
@@ -326,7 +345,14 @@ const scenarios: readonly Scenario[] = [
     machine: autonomyLoop,
     input: { goal: 'unblock' },
     events: [
-      { type: 'decompose_goal', planId: 'p3', tasks: [{ id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' }, { id: 'test', description: 'test it', dependsOn: ['build'], priority: 0, ownerRole: 'dev' }] },
+      {
+        type: 'decompose_goal',
+        planId: 'p3',
+        tasks: [
+          { id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' },
+          { id: 'test', description: 'test it', dependsOn: ['build'], priority: 0, ownerRole: 'dev' },
+        ],
+      },
       { type: 'auto_start' },
       { type: 'task_assigned', taskId: 'build', agentId: 'a1' },
       { type: 'task_completed', taskId: 'build', outcome: 'failure', result: 'broken' },
@@ -336,7 +362,16 @@ const scenarios: readonly Scenario[] = [
     ],
     runes: [
       ['plan.goal_received', { goalDescription: 'unblock' }],
-      ['plan.created', { planId: 'p3', tasks: [{ id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' }, { id: 'test', description: 'test it', dependsOn: ['build'], priority: 0, ownerRole: 'dev' }] }],
+      [
+        'plan.created',
+        {
+          planId: 'p3',
+          tasks: [
+            { id: 'build', description: 'build it', dependsOn: [], priority: 0, ownerRole: 'dev' },
+            { id: 'test', description: 'test it', dependsOn: ['build'], priority: 0, ownerRole: 'dev' },
+          ],
+        },
+      ],
       ['auto_start', undefined],
       ['plan.task_assigned', { taskId: 'build', agentId: 'a1' }],
       ['plan.task_completed', { taskId: 'build', outcome: 'failure', result: 'broken' }],

@@ -47,7 +47,8 @@ export interface ResolvedAutonomyOptions {
 }
 
 const positive = (name: string, value: number, integer = true): number => {
-  if (!(value > 0) || (integer && !Number.isInteger(value))) throw new TypeError(`autonomyEpics: "${name}" must be a positive ${integer ? 'integer' : 'number'}, got ${String(value)}`);
+  if (!(value > 0) || (integer && !Number.isInteger(value)))
+    throw new TypeError(`autonomyEpics: "${name}" must be a positive ${integer ? 'integer' : 'number'}, got ${String(value)}`);
   return value;
 };
 

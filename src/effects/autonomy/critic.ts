@@ -24,13 +24,17 @@ export type CriticVerdict = z.infer<typeof CriticVerdict>;
 export function verdictEvent(plan: AutonomyLoopState, verdict: CriticVerdict, options: Pick<ResolvedAutonomyOptions, 'maxTaskAttempts' | 'maxReplans'>): AutonomyLoopEvent {
   if (verdict.verdict === 'pass') return { type: 'critique_passed', summary: verdict.summary };
   if (verdict.verdict === 'replan') {
-    if (plan.replans >= options.maxReplans) return { type: 'unresolvable', reason: `critic: the plan needs changing (${verdict.findings}), and its ${options.maxReplans} replans (maxReplans) are used up` };
+    if (plan.replans >= options.maxReplans)
+      return { type: 'unresolvable', reason: `critic: the plan needs changing (${verdict.findings}), and its ${options.maxReplans} replans (maxReplans) are used up` };
     return { type: 'needs_replan', findings: verdict.findings };
   }
   const named = plan.tasks.filter((task) => verdict.tasks.includes(task.id));
   const retry = named.filter((task) => task.attempts < options.maxTaskAttempts).map((task) => task.id);
   if (retry.length === 0) {
-    return { type: 'unresolvable', reason: `critic: ${verdict.findings}; ${named.map((task) => `"${task.id}"`).join(', ')} ran ${options.maxTaskAttempts} times (maxTaskAttempts)` };
+    return {
+      type: 'unresolvable',
+      reason: `critic: ${verdict.findings}; ${named.map((task) => `"${task.id}"`).join(', ')} ran ${options.maxTaskAttempts} times (maxTaskAttempts)`,
+    };
   }
   return { type: 'critique_found_issues', findings: verdict.findings, retry };
 }

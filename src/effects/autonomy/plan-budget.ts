@@ -9,7 +9,7 @@ import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { stateOf } from '../agent/state-of.js';
-import { resolveAutonomyOptions, type AutonomyOptions, type ResolvedAutonomyOptions } from './autonomy-options.js';
+import { resolveAutonomyOptions, type AutonomyOptions } from './autonomy-options.js';
 
 /** Turn states in which a task's turn is under way: a stopped plan interrupts it. */
 const IN_FLIGHT = new Set(['streaming', 'tool_executing']);

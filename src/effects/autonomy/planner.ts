@@ -44,7 +44,12 @@ const conversation$ = (stream: string, context: EpicContext): Observable<EpicCom
   if (parts?.kind !== 'plan') return EMPTY;
   return defer(() => stateOf(context, parts.root, conversation)).pipe(
     mergeMap((talk): EpicCommand[] =>
-      talk !== undefined ? [] : [{ stream: parts.root, spawn: conversation.id, input: { conversationId: parts.id } }, { stream: parts.root, event: { type: 'agent_ready' } }],
+      talk !== undefined
+        ? []
+        : [
+            { stream: parts.root, spawn: conversation.id, input: { conversationId: parts.id } },
+            { stream: parts.root, event: { type: 'agent_ready' } },
+          ],
     ),
   );
 };

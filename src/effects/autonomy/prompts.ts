@@ -25,12 +25,19 @@ const CRITIC_SYSTEM = [
 
 /** A plan's tasks as lines for a prompt: id, status, role, and the result when there is one. */
 const taskLines = (tasks: readonly TaskState[]): string =>
-  tasks.map((task) => `- ${task.id} [${task.status}, ${task.ownerRole}]: ${task.description}${task.result === undefined ? '' : `\n  result: ${quote(task.result)}`}`).join('\n');
+  tasks
+    .map((task) => `- ${task.id} [${task.status}, ${task.ownerRole}]: ${task.description}${task.result === undefined ? '' : `\n  result: ${quote(task.result)}`}`)
+    .join('\n');
 
 /** The planner's request: the goal, the roles, and what to change (a client's rejection, or the critic's findings on a replan). */
 export function plannerRequest(plan: AutonomyLoopState, roles: Readonly<Record<string, { readonly description?: string }>> | undefined): ModelRequest {
   const parts = [`Goal: ${plan.goal}`];
-  if (roles !== undefined) parts.push(`Roles (ownerRole must be one of them):\n${Object.entries(roles).map(([role, { description }]) => `- ${role}${description === undefined ? '' : `: ${description}`}`).join('\n')}`);
+  if (roles !== undefined)
+    parts.push(
+      `Roles (ownerRole must be one of them):\n${Object.entries(roles)
+        .map(([role, { description }]) => `- ${role}${description === undefined ? '' : `: ${description}`}`)
+        .join('\n')}`,
+    );
   if (plan.value === 'goal_received' && plan.changes !== undefined) parts.push(`The last plan was rejected. Change: ${JSON.stringify(plan.changes)}`);
   if (plan.replanning === true) {
     parts.push(`The plan so far:\n${taskLines(plan.tasks)}`);

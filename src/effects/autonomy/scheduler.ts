@@ -8,11 +8,11 @@ import { agentStreams, parseStreamId, type AgentStreams } from '../../reducers/s
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
 import { durableDeadline } from '../../streams/durable-deadline.js';
 import { stateEffects } from '../../streams/effect-host.js';
-import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import type { Epic, EpicCommand } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { stateOf } from '../agent/state-of.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
-import { resolveAutonomyOptions, type AutonomyOptions, type ResolvedAutonomyOptions } from './autonomy-options.js';
+import { resolveAutonomyOptions, type AutonomyOptions } from './autonomy-options.js';
 import { taskPrompt } from './prompts.js';
 import { evidenceOf, findTurn, outcomeOf, turnEnded$, turnIdle$ } from './task-turn.js';
 
@@ -104,7 +104,9 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
     /** An agent of the conversation idle again, or ended: time to look for one once more. */
     const agentFreed$ = (root: string): Observable<Rune> =>
       runes$.pipe(
-        filter((rune) => rune.stream.startsWith(`${root}/agent/`) && rune.machine === agentLifecycle.id && (rune.to === 'idle' || agentLifecycle.terminal.includes(rune.to ?? ''))),
+        filter(
+          (rune) => rune.stream.startsWith(`${root}/agent/`) && rune.machine === agentLifecycle.id && (rune.to === 'idle' || agentLifecycle.terminal.includes(rune.to ?? '')),
+        ),
         first(),
       );
 
@@ -148,9 +150,7 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
           if (found.start === undefined && (turn?.turn ?? 0) < n) {
             return merge(
               ended$,
-              turnIdle$(runes$, context, agent).pipe(
-                mergeMap((turns): Out[] => (turns < n ? [{ stream: agent.turn, event: { type: 'start_turn', input: prompt } }] : [])),
-              ),
+              turnIdle$(runes$, context, agent).pipe(mergeMap((turns): Out[] => (turns < n ? [{ stream: agent.turn, event: { type: 'start_turn', input: prompt } }] : []))),
             );
           }
           // Turn n is not this task's (another turn took the agent first): start it anew.
@@ -164,9 +164,7 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
       const { event } = ended.end;
       // Cut by a restart: the task has no result yet; it runs again in the agent's next turn.
       if (ended.end.to === 'interrupted' && event.type === 'interrupt' && event.reason === INTERRUPTED_BY_RESTART) return start$(plan, agent, task);
-      return defer(() => evidenceOf(context, agent, ended)).pipe(
-        map((evidence): Out => ({ type: 'task_completed', taskId: task.id, ...outcomeOf(ended.end), evidence })),
-      );
+      return defer(() => evidenceOf(context, agent, ended)).pipe(map((evidence): Out => ({ type: 'task_completed', taskId: task.id, ...outcomeOf(ended.end), evidence })));
     };
 
     const executing = stateEffects({
@@ -204,6 +202,8 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
 /** Why a blocked plan stops: the tasks that wait on failed ones, and the rule. */
 function blockedReason(plan: AutonomyLoopState, blockedTimeoutMs: number): string {
   const failed = new Set(plan.tasks.filter((task) => task.status === 'failed').map((task) => task.id));
-  const waiting = plan.tasks.filter((task) => task.status === 'pending').map((task) => `"${task.id}" (on ${task.dependsOn.filter((id) => failed.has(id)).join(', ') || 'a blocked task'})`);
+  const waiting = plan.tasks
+    .filter((task) => task.status === 'pending')
+    .map((task) => `"${task.id}" (on ${task.dependsOn.filter((id) => failed.has(id)).join(', ') || 'a blocked task'})`);
   return `blocked: ${waiting.join(', ')} wait on failed tasks; no retry_task within ${blockedTimeoutMs} ms (blockedTimeoutMs)`;
 }

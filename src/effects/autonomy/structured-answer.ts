@@ -93,7 +93,8 @@ export function structuredAnswer$<T>(
       const next$ = defer(() => {
         const checked = failure === undefined ? check(text) : ({ ok: false, error: failure } as const);
         if (checked.ok) return of<StructuredOutput<T>>({ type: 'answer', value: checked.value });
-        if (n >= maxAttempts) return of<StructuredOutput<T>>({ type: 'failed', reason: `no valid answer in ${maxAttempts} attempt${maxAttempts === 1 ? '' : 's'}: ${checked.error}` });
+        if (n >= maxAttempts)
+          return of<StructuredOutput<T>>({ type: 'failed', reason: `no valid answer in ${maxAttempts} attempt${maxAttempts === 1 ? '' : 's'}: ${checked.error}` });
         const retry: ModelMessage[] =
           failure === undefined
             ? [

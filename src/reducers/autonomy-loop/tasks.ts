@@ -76,8 +76,7 @@ export function runnableTasks(tasks: readonly TaskState[]): TaskState[] {
 export const allTasksTerminal = (tasks: readonly TaskState[]): boolean => tasks.every(isTaskTerminal);
 
 /** Nothing runnable, nothing with an agent, and not every task ended: the failed dependencies block the rest. */
-export const allRunnableBlocked = (tasks: readonly TaskState[]): boolean =>
-  !allTasksTerminal(tasks) && !tasks.some(isTaskActive) && runnableTasks(tasks).length === 0;
+export const allRunnableBlocked = (tasks: readonly TaskState[]): boolean => !allTasksTerminal(tasks) && !tasks.some(isTaskActive) && runnableTasks(tasks).length === 0;
 
 /** `tasks` with task `id` changed by `change`. */
 export const updateTask = (tasks: readonly TaskState[], id: string, change: (task: TaskState) => TaskState): TaskState[] =>

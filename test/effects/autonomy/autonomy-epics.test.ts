@@ -96,7 +96,7 @@ describe('autonomyEpics: a plan with dependencies', () => {
     const d = done.tasks.find((t) => t.id === 'd')!;
     expect(d.evidence).toMatchObject({ turn: `conv/c1/agent/${d.agentId}/turn`, toolResults: [] });
     const dPrompt = run.runes.find((r) => r.kind === 'turn.started' && String((r.payload as { input?: string }).input).includes('Task "d"'));
-    expect((dPrompt?.payload as { input: string }).input).toContain('- a: done a');
+    expect((dPrompt!.payload as { input: string }).input).toContain('- a: done a');
     expect(planKinds(run).at(-1)).toBe('plan.goal_met');
     expect(completions(run)).toHaveLength(6); // each task completed once
     expect(run.errors).toEqual([]);
@@ -148,9 +148,7 @@ describe('autonomyEpics: review', () => {
     const run = await start({ planner, critic, workers: worker((id) => id === 'b') });
     const done = await reach(run, 'goal_met', 'stopped');
     expect(done.value).toBe('goal_met');
-    expect(planKinds(run).filter((k) => k.startsWith('plan.'))).toEqual(
-      expect.arrayContaining(['plan.created', 'plan.critique', 'plan.updated', 'plan.goal_met']),
-    );
+    expect(planKinds(run).filter((k) => k.startsWith('plan.'))).toEqual(expect.arrayContaining(['plan.created', 'plan.critique', 'plan.updated', 'plan.goal_met']));
     expect(done.tasks.map((t) => [t.id, t.status])).toEqual([
       ['a', 'done'],
       ['c', 'done'],

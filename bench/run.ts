@@ -1,4 +1,5 @@
 import { benchAgentDeltas } from './agent-deltas.js';
+import { benchAutonomy } from './autonomy.js';
 import { benchChatActorTransition } from './chat-actor-transition.js';
 import { benchConversations } from './conversations.js';
 import { benchEngineDispatch } from './engine-dispatch.js';
@@ -18,6 +19,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   'ws-fanout': benchWsFanout,
   'agent-deltas': benchAgentDeltas,
   conversations: benchConversations,
+  autonomy: benchAutonomy,
   'import-cost': benchImportCost,
 };
 

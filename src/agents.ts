@@ -54,3 +54,11 @@ export { chatPartialResponse } from './effects/chat-partial-response.js';
 
 // Agent CLIs (seed 001): the adapter of CLIs that speak the Agent Client Protocol.
 export { ACP_MAX_TOOL_TEXT, ACP_RESUME_PROMPT, acpCliAdapter } from './effects/cli/acp-adapter.js';
+// The autonomy loop (seed 003): a goal planned, run by the conversation's agents, reviewed.
+export { autonomyEpics } from './effects/autonomy/autonomy-epics.js';
+export type { AutonomyOptions } from './effects/autonomy/autonomy-options.js';
+export { autonomyPlanner, PlanAnswer, planCheck } from './effects/autonomy/planner.js';
+export { autonomyScheduler } from './effects/autonomy/scheduler.js';
+export { autonomyCritic, CriticVerdict } from './effects/autonomy/critic.js';
+export { autonomyBudget } from './effects/autonomy/plan-budget.js';
+export { jsonOfText, structuredAnswer$, schemaCheck, type AnswerCheck, type StructuredOutput } from './effects/autonomy/structured-answer.js';

@@ -47,6 +47,7 @@ export {
   conversationStream,
   isSegment,
   parseStreamId,
+  planStream,
   rootOf,
   toSegment,
   type AgentStreams,

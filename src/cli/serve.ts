@@ -4,11 +4,20 @@ import { reactAgentEpics } from '../effects/agent/react-agent-epics.js';
 import { chatActorLifecycle } from '../effects/chat-actor-lifecycle.js';
 import { chatTalk } from '../effects/chat-talk.js';
 import { chatPartialResponse } from '../effects/chat-partial-response.js';
-import { configuredAgents } from '../server/config/configured-agents.js';
+import { autonomyEpics } from '../effects/autonomy/autonomy-epics.js';
+import { configuredAgents, type ConfiguredAgents } from '../server/config/configured-agents.js';
+import type { AutonomyConfig, ServerConfig } from '../server/config/server-config.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import { sqliteStore } from '../streams/sqlite-store.js';
 import type { Command } from './args.js';
+
+/** The autonomy loop's epics as configured: its models from the configured chains, a task's roles the configured agents'. */
+function autonomyOf(autonomy: AutonomyConfig, agents: ConfiguredAgents, config: ServerConfig) {
+  const { planner, critic, ...limits } = autonomy;
+  const roles = Object.fromEntries(Object.entries(config.agents).map(([role, agent]) => [role, agent.description === undefined ? {} : { description: agent.description }]));
+  return autonomyEpics({ ...limits, planner: agents.chains[planner]!, ...(critic === undefined ? {} : { critic: agents.chains[critic]! }), roles });
+}
 
 /** A running `runestream serve`. */
 export interface Serving {
@@ -48,6 +57,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
         }),
         // ReAct agents (seed 004) on the same chain and tools; the breakers are agentEpics'.
         ...reactAgentEpics({ ...defaults, breakers: false }),
+        ...(command.config.autonomy === undefined ? [] : autonomyOf(command.config.autonomy, agents, command.config)),
       ],
     });
   } catch (error) {

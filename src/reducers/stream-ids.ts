@@ -12,6 +12,7 @@
  * | `<root>/agent/<a>/turn` | `turn-engine` | its turns |
  * | `<root>/agent/<a>/react` | `react-agent` | a ReAct agent's loop (seed 004), in place of `turn` |
  * | `<root>/agent/<a>/call/<id>` | `tool-call` | one of its tool calls |
+ * | `conv/<c>/plan/<p>` | `autonomy-loop` | plan `p`: a goal the conversation's agents work on (seed 003) |
  *
  * Each segment (`c`, `a`, a call id) is 1 to {@link MAX_SEGMENT} characters with no `/`; ids a
  * model makes up (call ids) are made to fit with {@link toSegment}.
@@ -28,7 +29,8 @@ export type StreamIdParts =
   | { readonly kind: 'conversation'; readonly root: string; readonly rootKind: RootKind; readonly id: string }
   | { readonly kind: 'actor'; readonly root: string; readonly rootKind: 'chat'; readonly id: string; readonly actor: number }
   | { readonly kind: 'agent' | 'turn' | 'react'; readonly root: string; readonly rootKind: RootKind; readonly id: string; readonly agentId: string }
-  | { readonly kind: 'call'; readonly root: string; readonly rootKind: RootKind; readonly id: string; readonly agentId: string; readonly callId: string };
+  | { readonly kind: 'call'; readonly root: string; readonly rootKind: RootKind; readonly id: string; readonly agentId: string; readonly callId: string }
+  | { readonly kind: 'plan'; readonly root: string; readonly rootKind: 'conv'; readonly id: string; readonly planId: string };
 
 /** Whether `segment` can be one segment of a stream id. */
 export const isSegment = (segment: unknown): segment is string => typeof segment === 'string' && segment.length > 0 && segment.length <= MAX_SEGMENT && !segment.includes('/');
@@ -52,6 +54,9 @@ export const chatActorStream = (id: string, n: number): string => {
   if (!Number.isSafeInteger(n) || n < 1) throw new TypeError(`an actor number must be a positive integer, got ${String(n)}`);
   return `${chatStream(id)}/actor/${n}`;
 };
+
+/** The autonomy loop of plan `planId` in conversation `conversationId`: `conv/<c>/plan/<p>`. */
+export const planStream = (conversationId: string, planId: string): string => `${conversationStream(conversationId)}/plan/${segment('a plan id', planId)}`;
 
 /** The streams of agent `agentId` in the conversation (or chat) whose stream is `root`. */
 export interface AgentStreams {
@@ -90,6 +95,7 @@ export function parseStreamId(stream: string): StreamIdParts | undefined {
     const actor = Number(parts[3]);
     return /^[1-9]\d*$/.test(parts[3]!) && Number.isSafeInteger(actor) ? { kind: 'actor', root, rootKind, id, actor } : undefined;
   }
+  if (parts[2] === 'plan') return parts.length === 4 && rootKind === 'conv' ? { kind: 'plan', root, rootKind, id, planId: parts[3]! } : undefined;
   if (parts[2] !== 'agent' || parts.length < 4) return undefined;
   const agentId = parts[3]!;
   if (parts.length === 4) return { kind: 'agent', root, rootKind, id, agentId };

@@ -6,9 +6,9 @@ import { filter, firstValueFrom } from 'rxjs';
 import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseCommand, UsageError } from '../../src/cli/args.js';
-import type { AgentLifecycleState, CircuitBreakerState, TurnEngineState } from '../../src/index.js';
+import type { AgentLifecycleState, AutonomyLoopState, CircuitBreakerState, TurnEngineState } from '../../src/index.js';
 import { createClient } from '../../src/server/client/index.js';
-import { ServerConfigError } from '../../src/server/index.js';
+import { ServerConfigError, parseServerConfig } from '../../src/server/index.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 import { fetchJson } from '../support/sse-client.js';
 
@@ -97,6 +97,45 @@ describe('runestream serve --config (a real process)', () => {
     await client.close();
     cli.child.kill('SIGTERM');
     expect(await cli.exited).toBe(0);
+  });
+
+  it('runs the autonomy loop offline: a plan spawned over the protocol is planned, run by agents of its roles, reviewed, and reaches goal_met', async () => {
+    const tasks = [
+      { id: 'draft', description: 'Draft the notes', ownerRole: 'writer' },
+      { id: 'check', description: 'Check the notes', dependsOn: ['draft'], ownerRole: 'reviewer' },
+    ];
+    const { db, file } = configFile({
+      models: {
+        planning: { type: 'scripted', answers: [{ text: JSON.stringify({ tasks }) }] },
+        judging: { type: 'scripted', answers: [{ text: '{"verdict":"pass","summary":"notes drafted and checked"}' }] },
+        writing: { type: 'scripted', answers: [{ text: 'Notes drafted.' }] },
+        checking: { type: 'scripted', answers: [{ text: 'Notes checked.' }] },
+      },
+      agents: { writer: { model: 'writing', description: 'Writes.' }, reviewer: { model: 'checking' } },
+      defaultRole: 'writer',
+      autonomy: { planner: 'planning', critic: 'judging', autoStart: true, parallelism: 2 },
+    });
+    const cli = runestream(['serve', '--port', '0', '--db', db, '--config', file]);
+    const [, url] = await cli.line(LISTENING);
+    const client = createClient({ url: url!, WebSocket });
+    await client.spawn('conv/c/plan/p1', 'autonomy-loop', { goal: 'Release notes' });
+    const done = await firstValueFrom(client.state$<AutonomyLoopState>('conv/c/plan/p1').pipe(filter((s) => s.value === 'goal_met' || s.value === 'stopped')));
+    expect(done).toMatchObject({ value: 'goal_met', summary: 'notes drafted and checked' });
+    expect(done.tasks.map((t) => [t.id, t.status, t.agentId, t.result])).toEqual([
+      ['draft', 'done', 'writer-1', 'Notes drafted.'],
+      ['check', 'done', 'reviewer-1', 'Notes checked.'],
+    ]);
+    await client.close();
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  });
+
+  it('refuses an autonomy planner that names no configured chain or model', () => {
+    const config = (autonomy: object) => JSON.stringify({ models: { m: { type: 'demo' } }, agents: { a: { model: 'm' } }, defaultRole: 'a', autonomy });
+    expect(() => parseServerConfig(config({ planner: 'gpt' }), 'x.json')).toThrow(
+      'x.json: autonomy.planner: unknown chain or model "gpt"; the chains are (none), the models "m"',
+    );
+    expect(() => parseServerConfig(config({ planner: 'm', parallelism: 0 }), 'x.json')).toThrow(/^x\.json: autonomy\.parallelism: Too small/);
   });
 
   it("applies the default role's budget and the prices: a turn past the budget is interrupted naming the limit, and each response has its cost", async () => {

@@ -1,27 +1,53 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { autonomyLoop, edgesOf, stepUnknown, type AutonomyLoopEvent, type AutonomyLoopInput, type AutonomyLoopState, type Edge } from '../../src/index.js';
+import {
+  autonomyLoop,
+  edgesOf,
+  planProblem,
+  runnableTasks,
+  stepUnknown,
+  type AutonomyLoopEvent,
+  type AutonomyLoopInput,
+  type AutonomyLoopState,
+  type Edge,
+  type PlanTask,
+  type TaskState,
+} from '../../src/index.js';
 import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, expectTerminalsAbsorb, stateAt } from '../support/machine-properties.js';
 import { drawnEdges, eventsBeforeParens, expectRuneKind, missingDrawnEdges, readSeed, runeKindRows } from '../support/seed-diagram.js';
 
 type Name = AutonomyLoopState['value'];
 const seed = readSeed('003_4203c785f6246465.txt');
 const input: AutonomyLoopInput = { goal: 'ship the release' };
-const at = (value: Name, context: Partial<AutonomyLoopState> = {}) => stateAt(autonomyLoop, value, context, input);
+const task = (id: string, dependsOn: string[] = [], priority = 0): PlanTask => ({ id, description: `do ${id}`, dependsOn, priority, ownerRole: 'dev' });
+const tasksOf = (...statuses: Array<[string, TaskState['status'], string[]?]>): TaskState[] =>
+  statuses.map(([id, status, dependsOn = []]) => ({
+    ...task(id, dependsOn),
+    status,
+    attempts: status === 'pending' ? 0 : 1,
+    ...(status === 'pending' ? {} : { agentId: 'a1' }),
+  }));
+/** A plan with one task `t1` in each state (running where tasks can be with agents). */
+const at = (value: Name, context: Partial<AutonomyLoopState> = {}) =>
+  stateAt(autonomyLoop, value, { tasks: tasksOf(['t1', value === 'reviewing' ? 'failed' : value === 'blocked' ? 'failed' : 'running']), ...context }, input);
+const completed = (taskId = 't1'): AutonomyLoopEvent => ({ type: 'task_completed', taskId, outcome: 'success', result: 'ok' });
 
 const samples: AutonomyLoopEvent[] = [
-  { type: 'decompose_goal', planId: 'p1', tasks: [{ id: 't1' }] },
+  { type: 'decompose_goal', planId: 'p1', tasks: [task('t1')] },
+  { type: 'plan_revised', tasks: [task('t1')] },
+  { type: 'planner_failed', reason: 'no plan' },
+  { type: 'retry_task', taskId: 't1' },
   { type: 'plan_approved' },
   { type: 'auto_start' },
   { type: 'plan_rejected', changes: ['split t1'] },
   { type: 'user_cancel', reason: 'changed my mind' },
   { type: 'all_tasks_terminal' },
   { type: 'task_assigned', taskId: 't1', agentId: 'a1' },
-  { type: 'task_started', taskId: 't1' },
-  { type: 'task_completed', morePending: true, taskId: 't1', result: 'ok' },
+  { type: 'task_started', taskId: 't1', turnNumber: 1 },
+  { type: 'task_completed', morePending: true, taskId: 't1', outcome: 'success', result: 'ok' },
   { type: 'all_runnable_blocked' },
   { type: 'budget_exhausted' },
-  { type: 'critique_found_issues', findings: ['no tests'] },
+  { type: 'critique_found_issues', findings: ['no tests'], retry: ['t1'] },
   { type: 'critique_passed', summary: 'done' },
   { type: 'needs_replan', findings: ['wrong approach'] },
   { type: 'dependency_resolved' },
@@ -30,28 +56,38 @@ const samples: AutonomyLoopEvent[] = [
 
 describe('autonomyLoop: seed 003 diagram, edge by edge', () => {
   const rows: Array<[Name, AutonomyLoopEvent, Name, string]> = [
-    ['goal_received', { type: 'decompose_goal', planId: 'p1' }, 'planning', 'plan.created'],
+    ['goal_received', { type: 'decompose_goal', planId: 'p1', tasks: [task('t1')] }, 'planning', 'plan.created'],
     ['planning', { type: 'plan_approved' }, 'executing', 'plan_approved'],
     ['planning', { type: 'auto_start' }, 'executing', 'auto_start'],
     ['planning', { type: 'plan_rejected' }, 'goal_received', 'plan.updated'],
     ['planning', { type: 'user_cancel' }, 'stopped', 'plan.stopped'],
-    ['executing', { type: 'all_tasks_terminal' }, 'reviewing', 'all_tasks_terminal'],
-    ['executing', { type: 'task_completed', morePending: true }, 'executing', 'plan.task_completed'],
-    ['executing', { type: 'all_runnable_blocked' }, 'blocked', 'all_runnable_blocked'],
+    ['executing', completed(), 'executing', 'plan.task_completed'],
     ['executing', { type: 'budget_exhausted' }, 'stopped', 'plan.stopped'],
     ['executing', { type: 'user_cancel' }, 'stopped', 'plan.stopped'],
-    ['reviewing', { type: 'critique_found_issues' }, 'executing', 'plan.critique'],
+    ['reviewing', { type: 'critique_found_issues', retry: ['t1'] }, 'executing', 'plan.critique'],
     ['reviewing', { type: 'critique_passed' }, 'goal_met', 'plan.goal_met'],
     ['reviewing', { type: 'needs_replan' }, 'planning', 'plan.critique'],
-    ['blocked', { type: 'dependency_resolved' }, 'executing', 'dependency_resolved'],
     ['blocked', { type: 'unresolvable' }, 'stopped', 'plan.stopped'],
     ['blocked', { type: 'user_cancel' }, 'stopped', 'plan.stopped'],
     // The rune table's executing runes that the diagram does not draw.
-    ['executing', { type: 'task_assigned', taskId: 't1', agentId: 'a1' }, 'executing', 'plan.task_assigned'],
-    ['executing', { type: 'task_started', taskId: 't1' }, 'executing', 'plan.task_started'],
+    ['executing', { type: 'task_started', taskId: 't1', turnNumber: 2 }, 'executing', 'plan.task_started'],
   ];
   it.each(rows)('%s + %o -> %s (%s)', (from, event, to, kind) => {
     expectRow(autonomyLoop, at(from), event, to, kind);
+  });
+
+  it('the guarded rows: all_tasks_terminal, all_runnable_blocked, task_assigned, dependency_resolved follow from the tasks', () => {
+    expectRow(autonomyLoop, at('executing', { tasks: tasksOf(['t1', 'done'], ['t2', 'failed']) }), { type: 'all_tasks_terminal' }, 'reviewing');
+    expectRow(autonomyLoop, at('executing', { tasks: tasksOf(['t1', 'failed'], ['t2', 'pending', ['t1']]) }), { type: 'all_runnable_blocked' }, 'blocked');
+    expectRow(autonomyLoop, at('executing', { tasks: tasksOf(['t1', 'pending']) }), { type: 'task_assigned', taskId: 't1', agentId: 'a1' }, 'executing', 'plan.task_assigned');
+    expectRow(autonomyLoop, at('blocked', { tasks: tasksOf(['t1', 'pending']) }), { type: 'dependency_resolved' }, 'executing');
+    expectNotAllowed(
+      autonomyLoop,
+      at('executing'),
+      { type: 'all_tasks_terminal' },
+      'event "all_tasks_terminal" is not allowed in state "executing": it needs every task done or failed',
+    );
+    expectNotAllowed(autonomyLoop, at('blocked'), { type: 'dependency_resolved' }, 'event "dependency_resolved" is not allowed in state "blocked": it needs a task runnable');
   });
 
   it('every drawn transition is in the table', () => {
@@ -100,20 +136,25 @@ describe('autonomyLoop: seed 003 "Autonomy Events (Rune Kinds)"', () => {
 });
 
 describe('autonomyLoop: context', () => {
-  it('starts with the goal', () => {
-    expect(autonomyLoop.initial(input)).toEqual({ value: 'goal_received', goal: 'ship the release', tasksCompleted: 0 });
+  it('starts with the goal and no tasks', () => {
+    expect(autonomyLoop.initial(input)).toEqual({ value: 'goal_received', goal: 'ship the release', tasks: [], tasksCompleted: 0, revisions: 0, replans: 0 });
   });
 
-  it('folds a run to goal_met into its context', () => {
+  it('folds a run to goal_met into its context: each task with its status, agent, turn, attempts and result', () => {
     const events: AutonomyLoopEvent[] = [
-      { type: 'decompose_goal', planId: 'p1', tasks: [{ id: 't1' }, { id: 't2' }] },
+      { type: 'decompose_goal', planId: 'p1', tasks: [task('t1'), task('t2', ['t1'])] },
       { type: 'auto_start' },
       { type: 'task_assigned', taskId: 't1', agentId: 'a1' },
-      { type: 'task_started', taskId: 't1' },
-      { type: 'task_completed', morePending: true, taskId: 't1' },
-      { type: 'task_completed', morePending: false, taskId: 't2', evidence: { tests: 'green' } },
+      { type: 'task_started', taskId: 't1', turnNumber: 1 },
+      { type: 'task_completed', taskId: 't1', outcome: 'success', result: 'built' },
+      { type: 'task_assigned', taskId: 't2', agentId: 'a2' },
+      { type: 'task_started', taskId: 't2', turnNumber: 1 },
+      { type: 'task_completed', taskId: 't2', outcome: 'failure', result: 'the turn failed: boom' },
       { type: 'all_tasks_terminal' },
-      { type: 'critique_found_issues', findings: ['changelog missing'] },
+      { type: 'critique_found_issues', findings: 'changelog missing', retry: ['t2'] },
+      { type: 'task_assigned', taskId: 't2', agentId: 'a2' },
+      { type: 'task_started', taskId: 't2', turnNumber: 2 },
+      { type: 'task_completed', taskId: 't2', outcome: 'success', result: 'tested' },
       { type: 'all_tasks_terminal' },
       { type: 'critique_passed', summary: 'released' },
     ];
@@ -121,19 +162,46 @@ describe('autonomyLoop: context', () => {
       value: 'goal_met',
       goal: 'ship the release',
       planId: 'p1',
-      tasks: [{ id: 't1' }, { id: 't2' }],
-      tasksCompleted: 2,
-      findings: ['changelog missing'],
+      tasks: [
+        { ...task('t1'), status: 'done', attempts: 1, agentId: 'a1', turnNumber: 1, result: 'built' },
+        { ...task('t2', ['t1']), status: 'done', attempts: 2, agentId: 'a2', turnNumber: 2, result: 'tested' },
+      ],
+      tasksCompleted: 3,
+      revisions: 0,
+      replans: 0,
+      replanning: false,
+      findings: 'changelog missing',
       summary: 'released',
     });
   });
 
-  it("the last task's completion is a plan.task_completed too, whatever morePending says", () => {
-    expect(autonomyLoop.step(at('executing'), { type: 'task_completed', morePending: false })).toMatchObject({
-      accepted: true,
-      kind: 'plan.task_completed',
-      state: { value: 'executing', tasksCompleted: 1 },
-    });
+  it('a completion is accepted once: a task not with an agent (done, pending) refuses another', () => {
+    const done = autonomyLoop.transition(at('executing'), completed());
+    expect(done.tasks[0]).toMatchObject({ status: 'done', result: 'ok' });
+    expect(autonomyLoop.step(done, completed())).toMatchObject({ accepted: false, code: 'not_allowed' });
+    expect(autonomyLoop.step(at('executing', { tasks: tasksOf(['t1', 'pending']) }), completed())).toMatchObject({ accepted: false });
+  });
+
+  it('a replan: needs_replan revises in planning (plan.updated); a done task kept with the same id and description is not run again', () => {
+    const reviewing = at('reviewing', { planId: 'p1', tasks: [{ ...tasksOf(['a', 'done'])[0]!, result: 'A' }, ...tasksOf(['b', 'failed', ['a']])] });
+    const replanning = expectRow(autonomyLoop, reviewing, { type: 'needs_replan', findings: 'b cannot work' }, 'planning', 'plan.critique');
+    expect(replanning).toMatchObject({ replanning: true, replans: 1 });
+    expect(autonomyLoop.step(replanning, { type: 'plan_approved' })).toMatchObject({ accepted: false, reason: expect.stringContaining('a plan ready') });
+    const step = autonomyLoop.step(replanning, { type: 'plan_revised', tasks: [task('a'), task('c', ['a'])] });
+    expect(step).toMatchObject({ accepted: true, kind: 'plan.updated', payload: { planId: 'p1', tasks: [task('a'), task('c', ['a'])] } });
+    expect(step.state.tasks.map((t) => [t.id, t.status, t.result])).toEqual([
+      ['a', 'done', 'A'],
+      ['c', 'pending', undefined],
+    ]);
+    expect(autonomyLoop.transition(step.state, { type: 'auto_start' }).value).toBe('executing');
+  });
+
+  it('an operator retries a failed task in blocked (plan.task_retried); then it is runnable', () => {
+    const blocked = at('blocked', { tasks: tasksOf(['a', 'failed'], ['b', 'pending', ['a']]) });
+    const step = autonomyLoop.step(blocked, { type: 'retry_task', taskId: 'a' });
+    expect(step).toMatchObject({ accepted: true, kind: 'plan.task_retried', state: { value: 'blocked' } });
+    expect(runnableTasks(step.state.tasks).map((t) => t.id)).toEqual(['a']);
+    expect(autonomyLoop.step(blocked, { type: 'retry_task', taskId: 'b' })).toMatchObject({ accepted: false, reason: expect.stringContaining('the task failed') });
   });
 
   it.each([
@@ -142,8 +210,32 @@ describe('autonomyLoop: context', () => {
     ['executing', { type: 'budget_exhausted' }, 'budget_exhausted'],
     ['blocked', { type: 'unresolvable', reason: 'API gone' }, 'API gone'],
     ['blocked', { type: 'unresolvable' }, 'unresolvable'],
+    ['goal_received', { type: 'planner_failed', reason: 'planner: no valid answer' }, 'planner: no valid answer'],
+    ['reviewing', { type: 'unresolvable', reason: 'critic: retries used up' }, 'critic: retries used up'],
   ] as Array<[Name, AutonomyLoopEvent, string]>)('in %s, %o stops with reason %j', (from, event, reason) => {
     expect(autonomyLoop.transition(at(from), event)).toMatchObject({ value: 'stopped', reason });
+  });
+});
+
+describe('autonomyLoop: plans', () => {
+  it('refuses a plan with a cycle, naming it; a duplicate id; a dependency on an unknown task', () => {
+    expect(planProblem([task('a', ['c']), task('b', ['a']), task('c', ['b'])])).toBe('the plan has a dependency cycle: a -> c -> b -> a');
+    expect(planProblem([task('a', ['a'])])).toBe('the plan has a dependency cycle: a -> a');
+    expect(planProblem([task('a'), task('a')])).toBe('task id "a" appears twice');
+    expect(planProblem([task('a', ['z'])])).toBe('task "a" depends on "z", which is not a task of the plan');
+    expect(planProblem([task('a'), task('b', ['a']), task('c', ['a', 'b'])])).toBeUndefined();
+    expect(autonomyLoop.step(at('goal_received'), { type: 'decompose_goal', planId: 'p1', tasks: [task('a', ['b']), task('b', ['a'])] })).toMatchObject({
+      accepted: false,
+      reason: expect.stringContaining('an acyclic plan'),
+    });
+  });
+
+  it('runnable tasks: pending with every dependency done, highest priority first, ties in plan order', () => {
+    const tasks: TaskState[] = [
+      ...tasksOf(['a', 'done'], ['b', 'pending', ['a']], ['c', 'pending'], ['d', 'pending', ['c']]),
+      { ...task('e', [], 5), status: 'pending', attempts: 0 },
+    ];
+    expect(runnableTasks(tasks).map((t) => t.id)).toEqual(['e', 'b', 'c']);
   });
 });
 
@@ -157,6 +249,12 @@ describe('autonomyLoop: extension', () => {
     const live = autonomyLoop.states.filter((s) => !autonomyLoop.terminal.includes(s));
     for (const value of live) expect(autonomyLoop.transition(at(value as Name), { type: 'user_cancel' }).value).toBe('stopped');
   });
+
+  it('marks every row the seed does not draw as an extension with a note', () => {
+    for (const on of ['plan_revised', 'planner_failed', 'retry_task'] as const) {
+      for (const edge of edgesOf(autonomyLoop).filter((e) => e.on === on)) expect(edge).toMatchObject({ source: 'extension', note: expect.any(String) });
+    }
+  });
 });
 
 describe('autonomyLoop: rejections', () => {
@@ -169,8 +267,7 @@ describe('autonomyLoop: rejections', () => {
   });
 
   it('meets the goal only through a passing critique', () => {
-    const executing = at('executing');
-    expect(autonomyLoop.step(executing, { type: 'critique_passed' })).toMatchObject({
+    expect(autonomyLoop.step(at('executing'), { type: 'critique_passed' })).toMatchObject({
       accepted: false,
       code: 'not_allowed',
       reason: 'event "critique_passed" is not allowed in state "executing"',
@@ -183,17 +280,13 @@ describe('autonomyLoop: bad input', () => {
     const step = stepUnknown(autonomyLoop, at('executing'), { type: 'task_assigned', taskId: 't1' });
     expect(step).toMatchObject({ accepted: false, code: 'invalid_event' });
     expect(!step.accepted && step.reason).toMatchInlineSnapshot(`"invalid "task_assigned" event: agentId: Invalid input: expected string, received undefined"`);
-    const completed = stepUnknown(autonomyLoop, at('executing'), { type: 'task_completed' });
-    expect(!completed.accepted && completed.reason).toMatchInlineSnapshot(
-      `"invalid "task_completed" event: morePending: Invalid input: expected boolean, received undefined"`,
-    );
+    const plan = stepUnknown(autonomyLoop, at('goal_received'), { type: 'decompose_goal', planId: 'p1', tasks: [{ id: 'a/b', description: 'x', ownerRole: 'dev' }] });
+    expect(!plan.accepted && plan.reason).toMatch(/^invalid "decompose_goal" event: tasks\.0\.id: must be 1 to 64 letters/);
   });
 
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(autonomyLoop, at('executing'), { type: 'task.completed' });
-    expect(!step.accepted && step.reason).toMatchInlineSnapshot(
-      `"unknown event type "task.completed" for machine "autonomy-loop"; expected one of: decompose_goal, plan_approved, auto_start, plan_rejected, user_cancel, all_tasks_terminal, task_assigned, task_started, task_completed, all_runnable_blocked, budget_exhausted, critique_found_issues, critique_passed, needs_replan, dependency_resolved, unresolvable"`,
-    );
+    expect(!step.accepted && step.reason).toMatch(/^unknown event type "task.completed" for machine "autonomy-loop"; expected one of: decompose_goal, plan_revised/);
   });
 
   it('needs a goal', () => {
@@ -201,7 +294,17 @@ describe('autonomyLoop: bad input', () => {
   });
 
   it('never throws out of transition, even for hand-built events that skip validation', () => {
-    const bad = [null, undefined, 42, {}, { type: 'user_cancel', reason: 7 }, { type: 'valueOf' }, { type: '__proto__' }];
+    const bad = [
+      null,
+      undefined,
+      42,
+      {},
+      { type: 'user_cancel', reason: 7 },
+      { type: 'valueOf' },
+      { type: '__proto__' },
+      { type: 'decompose_goal', tasks: [{}] },
+      { type: 'task_completed' },
+    ];
     expectNeverThrows(
       autonomyLoop,
       autonomyLoop.states.map((value) => at(value as Name)),
@@ -212,37 +315,39 @@ describe('autonomyLoop: bad input', () => {
 
 describe('autonomyLoop: properties', () => {
   const text = fc.string({ maxLength: 12 });
-  const id = fc.string({ minLength: 1, maxLength: 8 });
-  const json = fc.jsonValue({ maxDepth: 2 }) as fc.Arbitrary<NonNullable<AutonomyLoopState['findings']>>;
+  const id = fc.constantFrom('t1', 't2', 't3');
+  const tasks = fc.uniqueArray(id, { minLength: 1, maxLength: 3 }).map((ids) => ids.map((each, index) => task(each, index === 0 ? [] : [ids[index - 1]!])));
   const event: fc.Arbitrary<AutonomyLoopEvent> = fc.oneof(
-    fc.record({ type: fc.constant('decompose_goal' as const), planId: id, tasks: fc.array(json, { maxLength: 3 }) }, { requiredKeys: ['type'] }),
+    fc.record({ type: fc.constant('decompose_goal' as const), planId: fc.constant('p1'), tasks }),
+    fc.record({ type: fc.constant('plan_revised' as const), tasks }),
+    fc.record({ type: fc.constant('planner_failed' as const), reason: text }),
     fc.constant({ type: 'plan_approved' as const }),
     fc.constant({ type: 'auto_start' as const }),
-    fc.record({ type: fc.constant('plan_rejected' as const), changes: json }, { requiredKeys: ['type'] }),
+    fc.constant({ type: 'plan_rejected' as const }),
     fc.record({ type: fc.constant('user_cancel' as const), reason: text }, { requiredKeys: ['type'] }),
     fc.constant({ type: 'all_tasks_terminal' as const }),
-    fc.record({ type: fc.constant('task_assigned' as const), taskId: id, agentId: id }),
-    fc.record({ type: fc.constant('task_started' as const), taskId: id }),
-    fc.record(
-      { type: fc.constant('task_completed' as const), morePending: fc.boolean(), taskId: id, result: json, evidence: json },
-      { requiredKeys: ['type', 'morePending'] },
-    ),
+    fc.record({ type: fc.constant('task_assigned' as const), taskId: id, agentId: fc.constantFrom('a1', 'a2') }),
+    fc.record({ type: fc.constant('task_started' as const), taskId: id, turnNumber: fc.integer({ min: 1, max: 3 }) }),
+    fc.record({ type: fc.constant('task_completed' as const), taskId: id, outcome: fc.constantFrom('success' as const, 'failure' as const), result: text }),
     fc.constant({ type: 'all_runnable_blocked' as const }),
     fc.constant({ type: 'budget_exhausted' as const }),
-    fc.record({ type: fc.constant('critique_found_issues' as const), findings: json }, { requiredKeys: ['type'] }),
+    fc.record({ type: fc.constant('critique_found_issues' as const), retry: fc.uniqueArray(id, { minLength: 1, maxLength: 2 }) }),
     fc.record({ type: fc.constant('critique_passed' as const), summary: text }, { requiredKeys: ['type'] }),
-    fc.record({ type: fc.constant('needs_replan' as const), findings: json }, { requiredKeys: ['type'] }),
+    fc.constant({ type: 'needs_replan' as const }),
+    fc.record({ type: fc.constant('retry_task' as const), taskId: id }),
     fc.constant({ type: 'dependency_resolved' as const }),
     fc.record({ type: fc.constant('unresolvable' as const), reason: text }, { requiredKeys: ['type'] }),
   );
 
-  it('random event sequences keep every machine property; the goal is kept and a stop says why', () => {
+  it('random event sequences keep every machine property; a task with an agent is never complete twice; a stop says why', () => {
     checkMachineProperties(autonomyLoop, {
       event,
       input: fc.string({ minLength: 1, maxLength: 12 }).map((goal) => ({ goal })),
       onAccepted: (prev, e, next) => {
         expect(next.goal).toBe(prev.goal);
         expect(next.tasksCompleted).toBe(prev.tasksCompleted + (e.type === 'task_completed' ? 1 : 0));
+        if (e.type === 'task_completed') expect(['assigned', 'running']).toContain(prev.tasks.find((t) => t.id === e.taskId)?.status);
+        if (next.value === 'executing') expect(planProblem(next.tasks)).toBeUndefined();
         if (next.value === 'stopped') expect(next.reason).toBeDefined();
       },
     });

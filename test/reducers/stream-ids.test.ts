@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MAX_SEGMENT, agentStreams, chatActorStream, chatStream, conversationStream, parseStreamId, rootOf, toSegment } from '../../src/index.js';
+import { MAX_SEGMENT, agentStreams, chatActorStream, chatStream, conversationStream, parseStreamId, planStream, rootOf, toSegment } from '../../src/index.js';
 
 describe('stream ids', () => {
   it('names every stream of an agent under its conversation, and parses each back', () => {
@@ -60,5 +60,16 @@ describe('stream ids', () => {
         expect(parseStreamId(call)).toMatchObject({ kind: 'call', callId: toSegment(id) });
       }),
     );
+  });
+});
+
+describe('plan stream ids', () => {
+  it('conv/<c>/plan/<p> names a plan of the conversation, and parses back', () => {
+    expect(planStream('c1', 'p1')).toBe('conv/c1/plan/p1');
+    expect(parseStreamId('conv/c1/plan/p1')).toEqual({ kind: 'plan', root: 'conv/c1', rootKind: 'conv', id: 'c1', planId: 'p1' });
+    expect(rootOf('conv/c1/plan/p1')).toBe('conv/c1');
+    // Not a plan: under a chat, or with more or fewer segments.
+    for (const stream of ['chat/c1/plan/p1', 'conv/c1/plan', 'conv/c1/plan/p1/x']) expect(parseStreamId(stream)).toBeUndefined();
+    expect(() => planStream('c1', 'a/b')).toThrow('a plan id must be 1 to 128 characters with no "/", got "a/b"');
   });
 });

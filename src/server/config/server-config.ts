@@ -119,6 +119,32 @@ export const CliConfig = z.strictObject({
 export type CliConfig = z.infer<typeof CliConfig>;
 
 /**
+ * The autonomy loop (seed 003) of `runestream serve`: a client spawns `conv/<c>/plan/<p>`
+ * (`autonomy-loop`, input `{goal}`) and the loop plans, runs and reviews it with these settings.
+ */
+export const AutonomyConfig = z.strictObject({
+  /** The planner's chain or model. */
+  planner: Name,
+  /** The critic's chain or model. Default: the planner's. */
+  critic: Name.optional(),
+  /** How many tasks of a plan run at once. Default 4. */
+  parallelism: z.number().int().positive().max(256).optional(),
+  /** Whether a plan starts as soon as it is made; else a client sends `plan_approved`. Default false. */
+  autoStart: z.boolean().optional(),
+  /** Planner (and critic) calls before the loop stops with why. Default 3. */
+  maxPlannerAttempts: z.number().int().positive().max(20).optional(),
+  /** Runs of a task, its first included. Default 3. */
+  maxTaskAttempts: z.number().int().positive().max(100).optional(),
+  /** Replans the critic may ask for. Default 2. */
+  maxReplans: z.number().int().nonnegative().max(100).optional(),
+  /** How long a blocked plan waits for a `retry_task`. Default 600,000 ms. */
+  blockedTimeoutMs: z.number().int().positive().optional(),
+  /** Limits on the conversation's usage while a plan executes. */
+  budget: Budget.optional(),
+});
+export type AutonomyConfig = z.infer<typeof AutonomyConfig>;
+
+/**
  * `runestream serve`'s configuration file (JSON): the models and their fallback chains, the
  * agents by role, prices, and the limits of a conversation. One schema, and the single source of
  * its type. Unknown keys are refused, so a misspelt key is an error, not a silent default.
@@ -162,6 +188,8 @@ export const ServerConfig = z
       .optional(),
     /** The CLI of a session that names none; one of `clis`. Default: the only CLI, when there is one. */
     defaultCli: Name.optional(),
+    /** The autonomy loop: its planner and critic, and its limits. Default: none (a plan stream gets no planner). */
+    autonomy: AutonomyConfig.optional(),
   })
   .superRefine((config, context) => {
     const issue = (path: PropertyKey[], message: string): void => context.addIssue({ code: 'custom', path, message });
@@ -187,6 +215,12 @@ export const ServerConfig = z
           );
         } else if (agent.tools.indexOf(tool) !== index) issue(['agents', role, 'tools', index], `tool "${tool}" appears twice`);
       });
+    }
+    for (const key of ['planner', 'critic'] as const) {
+      const name = config.autonomy?.[key];
+      if (name !== undefined && !models.has(name) && !chains.has(name)) {
+        issue(['autonomy', key], `unknown chain or model "${name}"; the chains are ${list(chains)}, the models ${list(models)}`);
+      }
     }
     if (!(config.defaultRole in config.agents)) issue(['defaultRole'], `unknown role "${config.defaultRole}"; the roles are ${list(Object.keys(config.agents))}`);
     for (const model of Object.keys(config.prices)) {

@@ -51,3 +51,20 @@ export { reactAgentEpics, type ReactAgentEpicsOptions } from './effects/agent/re
 // Chats (seed 000) that talk: each chat's actors hand their messages to the chat's agent.
 export { chatTalk, sendChatMessage, type ChatMessage, type ChatTalkOptions, type SentChatMessage } from './effects/chat-talk.js';
 export { chatPartialResponse } from './effects/chat-partial-response.js';
+
+// Agent CLIs (seed 001): configured CLIs run as session processes, through their protocol's adapter.
+export {
+  DEFAULT_CLI_IDLE_TIMEOUT_MS,
+  DEFAULT_CLI_KILL_GRACE_MS,
+  type AgentCliAdapter,
+  type AgentCliSpec,
+  type CliLaunch,
+  type CliOutput,
+  type CliProcessIo,
+  type CliRun,
+  type CliRunStart,
+  type CliUserEvent,
+} from './effects/cli/cli-adapter.js';
+export { agentCliSessions, PROCESS_LOST_REASON, type AgentCliSessionsOptions } from './effects/cli/agent-cli-sessions.js';
+export type { CliErrorCode } from './effects/cli/cli-errors.js';
+export { CliProcessError, DEFAULT_STDERR_TAIL_BYTES, cliProcess, exitCodeOfSignal, type CliProcessEvent, type CliProcessOptions } from './effects/cli/cli-process.js';

@@ -234,7 +234,8 @@ function checkSpec(name: string, spec: AgentCliSpec): void {
   }
   if (typeof spec.command !== 'string' || spec.command.length === 0) throw new TypeError(`${at}: "command" must be a non-empty string`);
   if (typeof spec.cwd !== 'string' || spec.cwd.length === 0) throw new TypeError(`${at}: "cwd" must be a non-empty string`);
-  if (spec.args !== undefined && (!Array.isArray(spec.args) || !spec.args.every((arg) => typeof arg === 'string'))) throw new TypeError(`${at}: "args" must be an array of strings`);
+  if (spec.args !== undefined && (!Array.isArray(spec.args) || !spec.args.every((arg) => typeof arg === 'string')))
+    throw new TypeError(`${at}: "args" must be an array of strings`);
   for (const key of ['idleTimeoutMs', 'killGraceMs'] as const) {
     const value = spec[key];
     if (value !== undefined && !(value > 0)) throw new TypeError(`${at}: "${key}" must be a positive number, got ${String(value)}`);

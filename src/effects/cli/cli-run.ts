@@ -90,7 +90,8 @@ export function cliRun$(spec: AgentCliSpec, run: CliRun, context: CliRunContext)
       catchError((error: unknown) => of({ type: 'process_error' as const, error: runErrorText(error, context.cliName) })),
       finalize(() => {
         userSubscription.unsubscribe();
-        if (ignoredCount > context.maxIgnored) context.ignored(`${ignoredCount - context.maxIgnored} more outputs of this run were ignored (only the first ${context.maxIgnored} are told)`);
+        if (ignoredCount > context.maxIgnored)
+          context.ignored(`${ignoredCount - context.maxIgnored} more outputs of this run were ignored (only the first ${context.maxIgnored} are told)`);
       }),
     );
   });

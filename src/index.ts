@@ -85,6 +85,7 @@ export {
   type Engine,
   type EngineError,
   type EngineOptions,
+  type EngineSnapshot,
   type EngineRejectionCode,
   type RunesOptions,
 } from './streams/engine.js';

@@ -90,6 +90,11 @@ export interface EngineOptions {
 }
 
 /** Something went wrong outside any caller's request; the engine carries on. */
+/** A stream's durable state as the engine gives it: with the id of its machine (whose `derive`, say, a server applies to it). */
+export interface EngineSnapshot<S = unknown> extends Snapshot<S> {
+  readonly machine: string;
+}
+
 export type EngineError = { type: 'snapshot_failed'; stream: string; error: unknown } | EpicReport;
 
 /** Options of `runes$(stream, options)`. */
@@ -111,7 +116,7 @@ export interface Engine {
    * if it is not in memory; `undefined` for an unknown stream. With `runes$(stream, {afterSeq: seq})`
    * it is how a server sends a snapshot and then every change, without gap or duplicate.
    */
-  snapshot<S = unknown>(stream: string): Promise<Snapshot<S> | undefined>;
+  snapshot<S = unknown>(stream: string): Promise<EngineSnapshot<S> | undefined>;
   /** The stream's stored runes after `afterSeq`, then its live ones: no gap, no duplicate. */
   runes$(stream: string, options?: RunesOptions): Observable<Rune>;
   /** Every live rune of every stream, from now on. */
@@ -488,12 +493,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
       return stop;
     });
 
-  const snapshot = async <S>(stream: string): Promise<Snapshot<S> | undefined> => {
+  const snapshot = async <S>(stream: string): Promise<EngineSnapshot<S> | undefined> => {
     const instance = await instances.load(stream);
     // durableSeq 0: its spawn is not durable yet; wait for the batch that carries it.
     while (instance !== undefined && instance.durableSeq === 0 && commits.flushing !== undefined) await commits.flushing;
     if (instance === undefined || instance.durableSeq === 0) return undefined;
-    return { stream, seq: instance.durableSeq, state: instance.durableState as S };
+    return { stream, seq: instance.durableSeq, state: instance.durableState as S, machine: instance.machine.id };
   };
 
   function runes$(): Observable<Rune>;

@@ -85,7 +85,6 @@ export {
   type Engine,
   type EngineError,
   type EngineOptions,
-  type EngineSnapshot,
   type EngineRejectionCode,
   type RunesOptions,
 } from './streams/engine.js';

@@ -128,7 +128,8 @@ export class StreamSubscription implements FeedListener {
       return false;
     }
     this.sentSeq = snapshot.seq;
-    const derive = Object.hasOwn(this.engine.machines, snapshot.machine) ? this.engine.machines[snapshot.machine]!.derive : undefined;
+    const machine = this.engine.machineOf(this.stream);
+    const derive = machine !== undefined && Object.hasOwn(this.engine.machines, machine) ? this.engine.machines[machine]!.derive : undefined;
     const derived = derive === undefined ? undefined : derive(snapshot.state);
     this.output.send(encodeMessage({ op: 'snapshot', stream: this.stream, seq: snapshot.seq, state: snapshot.state, ...(derived === undefined ? {} : { derived }) }));
     return generation === this.generation; // the send may have put the connection over its mark

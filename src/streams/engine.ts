@@ -90,11 +90,6 @@ export interface EngineOptions {
 }
 
 /** Something went wrong outside any caller's request; the engine carries on. */
-/** A stream's durable state as the engine gives it: with the id of its machine (whose `derive`, say, a server applies to it). */
-export interface EngineSnapshot<S = unknown> extends Snapshot<S> {
-  readonly machine: string;
-}
-
 export type EngineError = { type: 'snapshot_failed'; stream: string; error: unknown } | EpicReport;
 
 /** Options of `runes$(stream, options)`. */
@@ -116,7 +111,12 @@ export interface Engine {
    * if it is not in memory; `undefined` for an unknown stream. With `runes$(stream, {afterSeq: seq})`
    * it is how a server sends a snapshot and then every change, without gap or duplicate.
    */
-  snapshot<S = unknown>(stream: string): Promise<EngineSnapshot<S> | undefined>;
+  snapshot<S = unknown>(stream: string): Promise<Snapshot<S> | undefined>;
+  /**
+   * The id of the machine of a stream in memory (as `snapshot` or `state$` leaves it), else
+   * `undefined`: how a server finds the machine whose `derive` it applies to a snapshot.
+   */
+  machineOf(stream: string): string | undefined;
   /** The stream's stored runes after `afterSeq`, then its live ones: no gap, no duplicate. */
   runes$(stream: string, options?: RunesOptions): Observable<Rune>;
   /** Every live rune of every stream, from now on. */
@@ -493,12 +493,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
       return stop;
     });
 
-  const snapshot = async <S>(stream: string): Promise<EngineSnapshot<S> | undefined> => {
+  const snapshot = async <S>(stream: string): Promise<Snapshot<S> | undefined> => {
     const instance = await instances.load(stream);
     // durableSeq 0: its spawn is not durable yet; wait for the batch that carries it.
     while (instance !== undefined && instance.durableSeq === 0 && commits.flushing !== undefined) await commits.flushing;
     if (instance === undefined || instance.durableSeq === 0) return undefined;
-    return { stream, seq: instance.durableSeq, state: instance.durableState as S, machine: instance.machine.id };
+    return { stream, seq: instance.durableSeq, state: instance.durableState as S };
   };
 
   function runes$(): Observable<Rune>;
@@ -571,6 +571,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     dispatch,
     state$,
     snapshot,
+    machineOf: (stream) => instances.get(stream)?.machine.id,
     runes$,
     release,
     errors$: errors.asObservable(),

@@ -52,7 +52,7 @@ describe("foldRune and foldEvents: the one fold of a stream's runes", () => {
 
     engine.release('c');
     const hydrated = await engine.snapshot('c');
-    expect(hydrated).toEqual({ stream: 'c', seq: runes.length, state: states.at(-1), machine: 'chat-actor' });
+    expect(hydrated).toEqual({ stream: 'c', seq: runes.length, state: states.at(-1) });
     expect(states.at(-1)).toMatchObject({ value: 'cancelled', reason: 'user' });
     await engine.close();
   });

@@ -57,7 +57,7 @@ describe('server: spawn, dispatch, subscribe', () => {
     expect(await a.request({ op: 'spawn', id: 3, stream: 'chat', machine: 'chat-actor' })).toMatchObject({ code: 'stream_exists', id: 3 });
     expect(await a.request({ op: 'spawn', id: 4, stream: 'x', machine: 'nope' })).toMatchObject({ code: 'unknown_machine', stream: 'x' });
     expect(await a.request({ op: 'dispatch', id: 5, stream: 'nobody', event: interact })).toMatchObject({ code: 'unknown_stream' });
-    expect(await h.engine.snapshot('chat')).toEqual({ stream: 'chat', seq: 1, state: { value: 'idle' }, machine: 'chat-actor' });
+    expect(await h.engine.snapshot('chat')).toEqual({ stream: 'chat', seq: 1, state: { value: 'idle' } });
   });
 
   it('subscribe to an unknown stream is an error; unsubscribe stops the runes', async () => {

@@ -325,14 +325,14 @@ describe('engine: hydration, snapshots and retention', () => {
     const first = createEngine({ store: recorder.store });
     const spawning = first.spawn('a', 'chat-actor');
     // Asked before the spawn is durable: waits for it rather than calling the stream unknown.
-    expect(await first.snapshot('a')).toEqual({ stream: 'a', seq: 1, state: { value: 'idle' }, machine: 'chat-actor' });
+    expect(await first.snapshot('a')).toEqual({ stream: 'a', seq: 1, state: { value: 'idle' } });
     await spawning;
     await first.dispatch('a', interact);
     await first.close();
 
     const second = createEngine({ store: recorder.store });
     const snapshot = await second.snapshot<ChatActorState>('a');
-    expect(snapshot).toEqual({ stream: 'a', seq: 2, state: { value: 'running', userId }, machine: 'chat-actor' });
+    expect(snapshot).toEqual({ stream: 'a', seq: 2, state: { value: 'running', userId } });
     const next = firstValueFrom(second.runes$('a', { afterSeq: snapshot!.seq }));
     await second.dispatch('a', complete);
     expect(await next).toMatchObject({ seq: 3, from: 'running', to: 'idle' });

@@ -118,6 +118,34 @@ describe('agentCliSessions', () => {
     expect(said).toEqual(['approve_action', 'heard: yes']);
   });
 
+  it('interactive: a new start_session from completed ends the live process and starts another; a message after the process exited starts a follow-up', async () => {
+    const adapter = fakeAdapter({
+      interactive: true,
+      script: (run) =>
+        run.start.type === 'new_task' && run.start.prompt === 'first'
+          ? [...created('task-1'), { child: true }, ...done(10), { hang: true }]
+          : run.start.type === 'new_task'
+            ? [...created('task-2'), ...done(20), { exit: 0 }]
+            : [event({ type: 'say:text', text: 'again' }), ...done(30), { exit: 0 }],
+    });
+    const { engine } = open({ acp: fakeSpec(adapter, { killGraceMs: 200 }) });
+    await engine.spawn('s1', 'agent-manager-session');
+    await engine.dispatch('s1', { type: 'start_session', prompt: 'first' });
+    const child = childPidOf((await until(engine, 's1', (s) => s.lastText?.startsWith('child:') === true)).lastText);
+    pids.push(child);
+    await until(engine, 's1', (s) => s.value === 'completed');
+    await engine.dispatch('s1', { type: 'start_session', prompt: 'second' });
+    await vi.waitFor(() => expect(isRunning(child)).toBe(false)); // the first process, and its child, ended
+    await until(engine, 's1', (s) => s.value === 'completed' && s.sessionId === 'task-2' && s.exitCode === 0); // its process exited
+    await engine.dispatch('s1', { type: 'send_message', text: 'more' });
+    await until(engine, 's1', (s) => s.value === 'completed' && s.lastText === 'done' && adapter.runs.length === 3);
+    expect(adapter.runs.map((run) => run.start)).toEqual([
+      { type: 'new_task', prompt: 'first' },
+      { type: 'new_task', prompt: 'second' },
+      { type: 'follow_up', text: 'more' },
+    ]);
+  });
+
   it('cancel_session ends the process and its children, and nothing more of that run is dispatched', async () => {
     const adapter = fakeAdapter({ interactive: false, script: () => [...created(), { child: true }, { hang: true }] });
     const { engine, runes } = open({ fake: fakeSpec(adapter, { killGraceMs: 200 }) });

@@ -52,8 +52,25 @@ export { reactAgentEpics, type ReactAgentEpicsOptions } from './effects/agent/re
 export { chatTalk, sendChatMessage, type ChatMessage, type ChatTalkOptions, type SentChatMessage } from './effects/chat-talk.js';
 export { chatPartialResponse } from './effects/chat-partial-response.js';
 
-// Agent CLIs (seed 001): the adapter of CLIs that speak the Agent Client Protocol.
+// Agent CLIs (seed 001): configured CLIs run as session processes, through their protocol's adapter.
+export {
+  DEFAULT_CLI_IDLE_TIMEOUT_MS,
+  DEFAULT_CLI_KILL_GRACE_MS,
+  type AgentCliAdapter,
+  type AgentCliSpec,
+  type CliLaunch,
+  type CliOutput,
+  type CliProcessIo,
+  type CliRun,
+  type CliRunStart,
+  type CliUserEvent,
+} from './effects/cli/cli-adapter.js';
+export { agentCliSessions, PROCESS_LOST_REASON, type AgentCliSessionsOptions } from './effects/cli/agent-cli-sessions.js';
+export type { CliErrorCode } from './effects/cli/cli-errors.js';
+export { CliProcessError, DEFAULT_STDERR_TAIL_BYTES, cliProcess, exitCodeOfSignal, type CliProcessEvent, type CliProcessOptions } from './effects/cli/cli-process.js';
 export { ACP_MAX_TOOL_TEXT, ACP_RESUME_PROMPT, acpCliAdapter } from './effects/cli/acp-adapter.js';
+export { NDJSON_RESUME_TEXT, ndjsonCliAdapter } from './effects/cli/ndjson-adapter.js';
+
 // The autonomy loop (seed 003): a goal planned, run by the conversation's agents, reviewed.
 export { autonomyEpics } from './effects/autonomy/autonomy-epics.js';
 export type { AutonomyOptions } from './effects/autonomy/autonomy-options.js';

@@ -1,3 +1,4 @@
+import { dirname, resolve } from 'node:path';
 import { inspect } from 'node:util';
 import { agentEpics } from '../effects/agent/agent-epics.js';
 import { reactAgentEpics } from '../effects/agent/react-agent-epics.js';
@@ -5,7 +6,10 @@ import { chatActorLifecycle } from '../effects/chat-actor-lifecycle.js';
 import { chatTalk } from '../effects/chat-talk.js';
 import { chatPartialResponse } from '../effects/chat-partial-response.js';
 import { autonomyEpics } from '../effects/autonomy/autonomy-epics.js';
+import { agentCliSessions } from '../effects/cli/agent-cli-sessions.js';
+import { cliAdapters } from '../effects/cli/cli-adapters.js';
 import { configuredAgents, type ConfiguredAgents } from '../server/config/configured-agents.js';
+import { configuredClis } from '../server/config/configured-clis.js';
 import type { AutonomyConfig, ServerConfig } from '../server/config/server-config.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
@@ -38,6 +42,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   const { port, db, token, host, allowedOrigins } = command;
   const agents = await configuredAgents(command.config, env, { source: command.configSource });
   const { defaults } = agents;
+  // CLIs come only from a configuration file: their relative `cwd` is the file's folder's.
+  const clis = command.config.clis === undefined ? undefined : configuredClis(command.config, cliAdapters, { configDir: dirname(resolve(command.configSource)) });
   let engine: Engine;
   try {
     engine = createEngine({
@@ -58,6 +64,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
         // ReAct agents (seed 004) on the same chain and tools; the breakers are agentEpics'.
         ...reactAgentEpics({ ...defaults, breakers: false }),
         ...(command.config.autonomy === undefined ? [] : autonomyOf(command.config.autonomy, agents, command.config)),
+        // Agent CLI sessions (seed 001): each `agent-manager-session` stream runs the configured CLI it names.
+        ...(clis === undefined ? [] : [agentCliSessions(clis)]),
       ],
     });
   } catch (error) {
@@ -76,6 +84,10 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${db})`);
   if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
   log.log(`runestream: ${agents.defaultRole} agent on ${agents.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);
+  if (clis !== undefined) {
+    const names = Object.entries(command.config.clis ?? {}).map(([name, cli]) => `${name} (${cli.protocol})`);
+    log.log(`runestream: agent CLIs ${names.join(', ')}: spawn any stream as "agent-manager-session" with input {cli}, then dispatch start_session`);
+  }
   return {
     engine,
     server,

@@ -63,6 +63,12 @@ export interface Machine<State, Event extends EventObject, Input = void> {
    * Absent or empty: it seals nothing.
    */
   readonly seals?: readonly string[];
+  /**
+   * A view computed from a state for UIs (seed 001's UI flags, say): sent to clients beside the
+   * state (a snapshot frame's `derived`, the client's `derived$`), computed again from each state,
+   * never stored. Pure and cheap: it runs for every state a client is sent. Absent: none.
+   */
+  readonly derive?: ((state: State) => unknown) | undefined;
   /** The payload of an instance's spawn rune, from its input and initial state; absent: none. */
   readonly spawnPayload?: ((input: Input, state: State) => RunePayload) | undefined;
   /** A Mermaid `stateDiagram-v2` generated from the machine's table. */

@@ -71,6 +71,8 @@ export interface TableDefinition<S extends FiniteState, E extends EventObject, I
   readonly spawnKind?: string;
   /** States in which an instance seals the streams under it (see `Machine.seals`). Default: none. */
   readonly seals?: readonly S['value'][];
+  /** A view derived from each state for UIs, never stored (see `Machine.derive`). Default: none. */
+  readonly derive?: (state: S) => unknown;
   /**
    * The payload schema of each rune kind that carries one: the single source of its type. Every
    * row of such a kind gives `payload`, and so does `spawnPayload` when the spawn kind is one.
@@ -255,6 +257,7 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
     table,
     spawnKind: definition.spawnKind ?? DEFAULT_SPAWN_KIND,
     ...(definition.seals === undefined ? {} : { seals: definition.seals }),
+    ...(definition.derive === undefined ? {} : { derive: definition.derive }),
     spawnPayload: definition.spawnPayload,
     payloads: definition.payloads ?? ({} as P),
     toMermaid: () => mermaidFromTable(machine),

@@ -16,7 +16,8 @@ import { isWellFormedUtf16 } from '../reducers/value-limits.js';
  * - `unsubscribe`: stop receiving `stream`.
  *
  * Server -> client:
- * - `snapshot`: the stream's state as of `seq`. May also come mid-subscription (a client too slow
+ * - `snapshot`: the stream's state as of `seq`, and beside it `derived`, the view its machine's
+ *   `derive` computes from it (if it has one). May also come mid-subscription (a client too slow
  *   for every rune is sent the latest state instead); the runes that follow continue after `seq`.
  * - `rune`: one durable rune of a subscribed stream, in seq order.
  * - `ack`: the request `id` succeeded; `seq` is the seq of the rune it appended.
@@ -71,6 +72,8 @@ export const SnapshotMessage = z.strictObject({
   stream: StreamId,
   seq: z.number().int().nonnegative(),
   state: z.unknown(),
+  /** The state's derived view, when its machine has a `derive` (an agent session's UI flags): computed, never stored. */
+  derived: z.unknown().optional(),
 });
 export type SnapshotMessage = z.infer<typeof SnapshotMessage>;
 

@@ -128,7 +128,10 @@ export class StreamSubscription implements FeedListener {
       return false;
     }
     this.sentSeq = snapshot.seq;
-    this.output.send(encodeMessage({ op: 'snapshot', stream: this.stream, seq: snapshot.seq, state: snapshot.state }));
+    const machine = this.engine.machineOf(this.stream);
+    const derive = machine !== undefined && Object.hasOwn(this.engine.machines, machine) ? this.engine.machines[machine]!.derive : undefined;
+    const derived = derive === undefined ? undefined : derive(snapshot.state);
+    this.output.send(encodeMessage({ op: 'snapshot', stream: this.stream, seq: snapshot.seq, state: snapshot.state, ...(derived === undefined ? {} : { derived }) }));
     return generation === this.generation; // the send may have put the connection over its mark
   }
 

@@ -3,7 +3,8 @@ import type { AnyMachine } from '../reducers/machine.js';
 import { SPAWN_EVENT_TYPE, isRuneOf, type RuneOf } from '../reducers/rune.js';
 import type { DispatchCommand, Epic, EpicCommand, EpicContext } from './epic.js';
 import { ArmedDeadline, deadlineSpecOf, type DeadlineSpec } from './durable-deadline.js';
-import { viewOfHead, viewOfRune, type EffectsByKey, type StateEffects, type StreamView } from './state-effects.js';
+import { KeyedListeners } from './keyed-listeners.js';
+import { viewOfHead, viewOfRune, type EffectsByKey, type LaterRunes, type StateEffects, type StreamView } from './state-effects.js';
 
 /**
  * Which streams' effects this process runs. In one process, all of them (no ownership given);
@@ -97,7 +98,9 @@ const isCommand = (value: object): value is EpicCommand => 'stream' in value && 
  *    is left to its live rune. A listing that fails is tried again (1 s, doubling to 30 s).
  * 3. A stream first heard by a rune that does not change its state name was in that state before
  *    this process took it over: its effects start as `resumed` too.
- * 4. What an effect emits is dispatched: a bare event to its own stream.
+ * 4. What an effect emits is dispatched: a bare event to its own stream. An effect that must hear
+ *    its stream's later runes subscribes `view.later$`: each live rune reaches it before the
+ *    rune's own reconciliation (so an effect a rune cancels has heard it).
  * 5. An `effects` that throws or gives something that is not an Observable, and an effect that
  *    errors, are reported (`effect_failed`, with the epic's name, the stream and the key) through
  *    `context.report`; no other key or stream stops.
@@ -138,6 +141,17 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
       };
       /** Streams heard live while a listing runs: the listing's head of them may be older. */
       let heardLive: Set<string> | undefined;
+      /** The subscribers of views' `later$`, by stream: an entry only while one is subscribed. */
+      const laterListeners = new KeyedListeners<RuneOf<M>>();
+      const later: LaterRunes<M> = (stream, afterSeq) =>
+        new Observable<RuneOf<M>>((listener) =>
+          laterListeners.add(stream, {
+            next: (rune) => {
+              if (rune.seq > afterSeq) listener.next(rune);
+            },
+            complete: () => listener.complete(),
+          }),
+        );
 
       const fail = (stream: string, key: string | undefined, error: unknown): void =>
         context.report?.({ type: 'effect_failed', epic: name, stream, ...(key === undefined ? {} : { key }), error });
@@ -234,6 +248,7 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
         const { stream } = rune;
         if (!owns(stream)) return;
         heardLive?.add(stream);
+        laterListeners.next(stream, rune);
         const effects = streams.get(stream);
         if (!anyState && rune.to !== undefined && !inStates.has(rune.to)) {
           cancelAll(stream, effects, rune);
@@ -241,7 +256,7 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
         }
         if (effects !== undefined && restartOn?.(rune) === true) for (const slot of effects.slots.splice(0)) slot.stop(rune);
         const entered = rune.event.type === SPAWN_EVENT_TYPE || rune.from !== rune.to || rune.to === undefined;
-        reconcileView(viewOfRune(machine, rune, effects !== undefined || entered ? 'live' : 'resumed', context));
+        reconcileView(viewOfRune(machine, rune, effects !== undefined || entered ? 'live' : 'resumed', context, later));
       };
 
       /** The stored streams in the declaration's states, resumed from their heads. */
@@ -255,7 +270,7 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
                 .subscribe({
                   next: (head) => {
                     if (heardLive?.has(head.stream) || streams.has(head.stream) || hydrating.has(head.stream) || !owns(head.stream)) return;
-                    reconcileView(viewOfHead(machine, head, context));
+                    reconcileView(viewOfHead(machine, head, context, later));
                   },
                   complete: () => {
                     heardLive = undefined;
@@ -293,6 +308,7 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
         subscription.unsubscribe();
         for (const stream of [...hydrating.keys()]) stopHydrating(stream);
         for (const [stream, effects] of [...streams]) cancelAll(stream, effects, undefined);
+        laterListeners.complete();
       };
     });
   Object.defineProperty(epic, 'name', { value: name });

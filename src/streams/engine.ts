@@ -112,6 +112,11 @@ export interface Engine {
    * it is how a server sends a snapshot and then every change, without gap or duplicate.
    */
   snapshot<S = unknown>(stream: string): Promise<Snapshot<S> | undefined>;
+  /**
+   * The id of the machine of a stream in memory (as `snapshot` or `state$` leaves it), else
+   * `undefined`: how a server finds the machine whose `derive` it applies to a snapshot.
+   */
+  machineOf(stream: string): string | undefined;
   /** The stream's stored runes after `afterSeq`, then its live ones: no gap, no duplicate. */
   runes$(stream: string, options?: RunesOptions): Observable<Rune>;
   /** Every live rune of every stream, from now on. */
@@ -566,6 +571,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     dispatch,
     state$,
     snapshot,
+    machineOf: (stream) => instances.get(stream)?.machine.id,
     runes$,
     release,
     errors$: errors.asObservable(),

@@ -77,7 +77,9 @@ export type EpicReport =
   | { type: 'epic_failed'; epic: string; error: unknown; retryInMs: number }
   | { type: 'effect_failed'; epic: string; stream: string; key?: string; error: unknown }
   | { type: 'command_rejected'; epic: string; command: EpicCommand; code: string; reason: string }
-  | { type: 'command_failed'; epic: string; command: EpicCommand; error: unknown };
+  | { type: 'command_failed'; epic: string; command: EpicCommand; error: unknown }
+  /** What an effect left out on purpose, and why (a line of a CLI's output no event matches): bounded by the effect. */
+  | { type: 'output_ignored'; epic: string; stream: string; reason: string };
 
 /** Options of {@link runEpics}. */
 export interface RunEpicsOptions<Deps> {

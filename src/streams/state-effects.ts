@@ -34,6 +34,14 @@ export interface StreamView<M extends AnyMachine> {
   /** The stream's last rune, then completes: the live one, else read from the store. */
   readonly lastRune$: Observable<RuneOf<M> | undefined>;
   /**
+   * The stream's live runes after this view's (seq above `seq`), as this process hears them, for
+   * as long as it is subscribed: how a long-running effect hears what happens to its stream later
+   * (an agent CLI's process is told the user's answers). Hot: nothing before it is subscribed is
+   * replayed, so subscribe it when the effect starts. Never completes on its own. Served from one
+   * listener list per subscribed stream: a stream whose effects do not ask for it costs nothing.
+   */
+  readonly later$: Observable<RuneOf<M>>;
+  /**
    * The stream's state, when the declaration asks for it (`withState`): from memory for a live
    * rune, else hydrated before `effects` is asked. Absent otherwise.
    */
@@ -92,8 +100,11 @@ export interface StateEffects<M extends AnyMachine, Deps = unknown> {
   readonly restartOn?: (rune: RuneOf<M>) => boolean;
 }
 
+/** A stream's live runes after `afterSeq`, as the effect host hears them (see {@link StreamView.later$}). */
+export type LaterRunes<M extends AnyMachine> = (stream: string, afterSeq: number) => Observable<RuneOf<M>>;
+
 /** The view of a stream a live rune led to; `origin` as the host decided it. */
-export function viewOfRune<M extends AnyMachine>(machine: M, rune: RuneOf<M>, origin: EffectOrigin, context: EpicContext): StreamView<M> {
+export function viewOfRune<M extends AnyMachine>(machine: M, rune: RuneOf<M>, origin: EffectOrigin, context: EpicContext, later: LaterRunes<M>): StreamView<M> {
   const { stream } = rune;
   return {
     stream,
@@ -104,11 +115,12 @@ export function viewOfRune<M extends AnyMachine>(machine: M, rune: RuneOf<M>, or
     rune,
     state$: stateOf$(machine, stream, context),
     lastRune$: of(rune),
+    later$: later(stream, rune.seq),
   };
 }
 
 /** The view of a stream found in the store: its head, nothing hydrated. */
-export function viewOfHead<M extends AnyMachine>(machine: M, head: StreamHead, context: EpicContext): StreamView<M> {
+export function viewOfHead<M extends AnyMachine>(machine: M, head: StreamHead, context: EpicContext, later: LaterRunes<M>): StreamView<M> {
   const { stream, seq } = head;
   return {
     stream,
@@ -118,6 +130,7 @@ export function viewOfHead<M extends AnyMachine>(machine: M, head: StreamHead, c
     origin: 'resumed',
     state$: stateOf$(machine, stream, context),
     lastRune$: defer(() => context.read(stream, seq - 1).pipe(take(1))) as Observable<RuneOf<M> | undefined>,
+    later$: later(stream, seq),
   };
 }
 

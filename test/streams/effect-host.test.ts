@@ -1,4 +1,4 @@
-import { NEVER, Observable, Subject, of, tap } from 'rxjs';
+import { NEVER, Observable, Subject, map, of, tap } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { marbles } from 'rxjs-marbles';
 import fc from 'fast-check';
@@ -107,6 +107,29 @@ describe('stateEffects: reconciliation by key', () => {
       });
       m.expect(epic(runes, epicContext(m.scheduler), undefined)).toBeObservable('-');
       m.has(run, ['-^---!', '-----^']);
+    }),
+  );
+
+  it(
+    "view.later$ gives an effect its own stream's later runes, the one that cancels it included, and nothing before or of other streams",
+    marbles((m) => {
+      const runes = m.hot('-a-b-c-d-e', {
+        a: callRune('call-1', 3, { type: 'approved' }, 'awaiting_approval', 'executing'),
+        b: callRune('call-2', 3, { type: 'approved' }, 'awaiting_approval', 'executing'),
+        c: callRune('call-1', 4, { type: 'progress_update', chunk: 'x' }, 'executing', 'executing'),
+        d: callRune('call-1', 5, { type: 'success', output: 1 }, 'executing', 'completed_result'),
+        e: callRune('call-2', 4, { type: 'progress_update', chunk: 'y' }, 'executing', 'executing'),
+      });
+      const epic = stateEffects({
+        name: 'test',
+        machine: toolCall,
+        states: ['executing'],
+        effects: (view) => ({
+          hear: view.stream === 'call-1' ? view.later$.pipe(map((rune) => ({ type: 'progress_update' as const, chunk: `heard ${rune.seq}` }))) : NEVER,
+        }),
+      });
+      const heard = (seq: number): EpicCommand => ({ stream: 'call-1', event: { type: 'progress_update', chunk: `heard ${seq}` } });
+      m.expect(epic(runes, epicContext(m.scheduler), undefined)).toBeObservable('-----c-d', { c: heard(4), d: heard(5) });
     }),
   );
 

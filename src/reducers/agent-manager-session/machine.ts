@@ -1,5 +1,6 @@
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
+import { agentManagerUiFlags } from './ui-flags.js';
 import { AgentManagerSessionEvent, AgentManagerSessionInput, AgentManagerSessionState, AgentManagerSessionStateName, type AgentManagerSessionAskType } from './schema.js';
 
 type S = AgentManagerSessionState;
@@ -210,6 +211,7 @@ const table: readonly Row<S, E>[] = [
 /**
  * The Agent Manager session of seed 001: one agent CLI task from `start_session` through streaming,
  * approval and follow-up questions to `completed`, `paused`, `error` or `stopped`. No state is terminal.
+ * Its `derive` is {@link agentManagerUiFlags}: clients get the seed's UI flags beside each state.
  *
  * @example
  * ```ts
@@ -239,4 +241,6 @@ export const agentManagerSession = defineMachine<S, E, AgentManagerSessionInput 
     apiReqStarted: false,
   }),
   table,
+  // Seed 001's "Derived UI State": sent to clients beside each state, never stored.
+  derive: agentManagerUiFlags,
 });

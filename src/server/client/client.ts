@@ -31,6 +31,13 @@ export interface RunestreamClient {
    */
   state$<S = unknown>(stream: string): Observable<S>;
   /**
+   * Beside each state of `stream`, the view its machine's `derive` computes from it (an agent
+   * session's UI flags: `agentManagerUiFlags`), `undefined` for a machine without one: the
+   * server's with a snapshot, then computed here for each folded state. Never stored anywhere.
+   * Shares the stream's subscription with `state$`.
+   */
+  derived$<D = unknown>(stream: string): Observable<D>;
+  /**
    * The runes of `stream` from now on: each exactly once, in seq order, across reconnects. Runes a
    * mid-stream snapshot covers (the server coalesced a slow client) are not sent by the server.
    * Shares the stream's subscription with `state$`.
@@ -189,7 +196,7 @@ export function createClient(options: ClientOptions): RunestreamClient {
         return routeError(message);
       case 'snapshot':
         // A stream unsubscribed a moment ago may still have frames on the way: ignore them.
-        views.get(message.stream)?.applySnapshot(message.seq, message.state);
+        views.get(message.stream)?.applySnapshot(message.seq, message.state, message.derived);
         return;
       case 'rune': {
         const view = views.get(message.rune.stream);
@@ -261,6 +268,7 @@ export function createClient(options: ClientOptions): RunestreamClient {
     ),
     errors$: errors.asObservable(),
     state$: <S>(stream: string) => defer(() => (closed ? closedStream(stream) : (viewOf(stream).state$ as Observable<S>))),
+    derived$: <D>(stream: string) => defer(() => (closed ? closedStream(stream) : (viewOf(stream).derived$ as Observable<D>))),
     runes$: (stream: string) => defer(() => (closed ? closedStream(stream) : viewOf(stream).runes$)),
     spawn: (stream, machine, input) => request({ op: 'spawn', stream, machine, ...(input === undefined ? {} : { input }) }),
     dispatch: (stream, event) => request({ op: 'dispatch', stream, event }),

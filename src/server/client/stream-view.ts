@@ -38,6 +38,7 @@ export class StreamView {
   private state: unknown;
   private stateFailed = false;
   private readonly states = new ReplaySubject<unknown>(1);
+  private readonly deriveds = new ReplaySubject<unknown>(1);
   private readonly runes = new Subject<Rune>();
   private readonly lease$ = new Observable<never>(() => {
     this.hooks.watch(this);
@@ -48,6 +49,11 @@ export class StreamView {
   readonly state$: Observable<unknown> = using(
     () => this.lease$.subscribe(),
     () => this.states,
+  );
+  /** The view derived from each state (its machine's `derive`; `undefined` without one), beside `state$`. */
+  readonly derived$: Observable<unknown> = using(
+    () => this.lease$.subscribe(),
+    () => this.deriveds,
   );
   /** Every rune from now on, once each, in seq order. */
   readonly runes$: Observable<Rune> = using(
@@ -61,12 +67,12 @@ export class StreamView {
     private readonly hooks: StreamViewHooks,
   ) {}
 
-  /** Replaces the state with the server's as of `seq`; the next rune is `seq + 1`. */
-  applySnapshot(seq: number, state: unknown): void {
+  /** Replaces the state with the server's as of `seq` (and its derived view); the next rune is `seq + 1`. */
+  applySnapshot(seq: number, state: unknown, derived?: unknown): void {
     this.lastSeq = seq;
     this.hasBase = true;
     this.resyncing = false;
-    this.setState(state);
+    this.setState(state, derived);
   }
 
   /** Folds the rune into the state and emits both, if it is the next one. */
@@ -86,12 +92,14 @@ export class StreamView {
   /** Errors every subscriber (the server refused the stream). */
   fail(error: ClientError): void {
     this.states.error(error);
+    this.deriveds.error(error);
     this.runes.error(error);
   }
 
   /** Completes every subscriber (the client closed). */
   complete(): void {
     this.states.complete();
+    this.deriveds.complete();
     this.runes.complete();
   }
 
@@ -101,23 +109,25 @@ export class StreamView {
     if (machine === undefined) {
       // runes$ does not need the machine and carries on; only the state cannot be known any more.
       this.stateFailed = true;
-      this.states.error(
-        new ClientError(
-          'unknown_machine',
-          `stream "${this.stream}": rune ${rune.seq} is of machine "${rune.machine}", which this client does not know; pass it in options.machines`,
-          this.stream,
-        ),
+      const error = new ClientError(
+        'unknown_machine',
+        `stream "${this.stream}": rune ${rune.seq} is of machine "${rune.machine}", which this client does not know; pass it in options.machines`,
+        this.stream,
       );
+      this.states.error(error);
+      this.deriveds.error(error);
       return;
     }
     // The engine's fold: the client's state is what the engine would hydrate from the same runes.
     const next = foldRune(machine, this.state, rune.seq, rune.event);
-    if (next !== this.state) this.setState(next); // the same object: the machine did not change (it emits only on change)
+    // The same object: the machine did not change (it emits only on change).
+    if (next !== this.state) this.setState(next, machine.derive?.(next));
   }
 
-  private setState(state: unknown): void {
+  private setState(state: unknown, derived: unknown): void {
     if (this.stateFailed) return;
     this.state = state;
     this.states.next(state);
+    this.deriveds.next(derived);
   }
 }

@@ -1,0 +1,246 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { constants } from 'node:os';
+import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { Observable, Subject, asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
+import { splitLines } from '../../streams/split-lines.js';
+import { DEFAULT_CLI_IDLE_TIMEOUT_MS, DEFAULT_CLI_KILL_GRACE_MS, type CliProcessIo } from './cli-adapter.js';
+
+/** Default of {@link CliProcessOptions.stderrTailBytes}: the last 4 KiB of stderr are kept for error text. */
+export const DEFAULT_STDERR_TAIL_BYTES = 4096;
+
+/** Options of {@link cliProcess}. */
+export interface CliProcessOptions {
+  /** The executable, found on PATH or given as a path. */
+  readonly command: string;
+  readonly args?: readonly string[];
+  readonly cwd: string;
+  /** Added to a safe few of the server's variables (PATH, HOME, USER, SHELL, TERM, LOGNAME): nothing else is inherited. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Written to stdin as it is once the process runs. Default nothing. */
+  readonly stdin?: string;
+  /** Whether stdin is closed after `stdin` is written. Default false. */
+  readonly endStdin?: boolean;
+  /** No stdout line for this long: the process is ended and the Observable errors (`idle_timeout:`). Default 600,000. */
+  readonly idleTimeoutMs?: number;
+  /** How long the ended process group gets between SIGTERM and SIGKILL. Default 5,000. */
+  readonly killGraceMs?: number;
+  /** The scheduler of the idle timeout and the kill grace. Default `asyncScheduler`. */
+  readonly scheduler?: SchedulerLike;
+  /** The longest stdout line kept whole (see `splitLines`). */
+  readonly maxLineLength?: number;
+  /** How much of the end of stderr is kept for error text. Default {@link DEFAULT_STDERR_TAIL_BYTES}. */
+  readonly stderrTailBytes?: number;
+}
+
+/**
+ * What a process does: it `spawned` (its pid, and its stdio for an adapter: subscribe `io.lines$`
+ * in the same tick, it is hot from here), then it exited once its stdout ended.
+ */
+export type CliProcessEvent =
+  | { readonly type: 'spawned'; readonly pid: number; readonly io: CliProcessIo }
+  | {
+      readonly type: 'exit';
+      /** The exit code; a process ended by a signal has 128 + the signal's number (SIGTERM 143, SIGKILL 137), as shells report it. */
+      readonly code: number;
+      readonly signal?: string;
+      /** The end of its stderr (see {@link CliProcessOptions.stderrTailBytes}). */
+      readonly stderr: string;
+    };
+
+/** Why a process failed: the message starts with its code (`spawn_failed: ...`, `idle_timeout: ...`). */
+export class CliProcessError extends Error {
+  constructor(
+    readonly code: 'spawn_failed' | 'idle_timeout',
+    /** The message after its code. */
+    readonly detail: string,
+    /** The end of the process's stderr, when it ran. */
+    readonly stderr = '',
+  ) {
+    super(`${code}: ${detail}`);
+    this.name = 'CliProcessError';
+  }
+}
+
+/** What a spawn error code means, for the message. */
+const SPAWN_ERRNO: Readonly<Record<string, string>> = {
+  ENOENT: 'no such file, or not found on PATH (or the working directory does not exist)',
+  EACCES: 'permission denied (not executable)',
+  ENOTDIR: 'a part of the path is not a directory',
+};
+
+/** The exit code of a process ended by `signal`: 128 + its number. */
+export const exitCodeOfSignal = (signal: string): number => 128 + ((constants.signals as Readonly<Record<string, number>>)[signal] ?? 0);
+
+/** Process groups started here and not yet known to be gone: killed when the server process exits. */
+const liveGroups = new Set<number>();
+let exitHookInstalled = false;
+const killLiveGroupsOnExit = (): void => {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const pid of liveGroups) signalGroup(pid, 'SIGKILL');
+  });
+};
+
+/** Signals a process group; false when it has no process left (or is not ours to signal). */
+function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
+  try {
+    process.kill(-pid, signal);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The last `limit` bytes of a byte stream. */
+class Tail {
+  #chunks: Buffer[] = [];
+  #length = 0;
+  constructor(private readonly limit: number) {}
+  push(chunk: Buffer): void {
+    this.#chunks.push(chunk);
+    this.#length += chunk.length;
+    while (this.#length - this.#chunks[0]!.length >= this.limit) this.#length -= this.#chunks.shift()!.length;
+  }
+  text(): string {
+    const all = Buffer.concat(this.#chunks);
+    return all.subarray(Math.max(0, all.length - this.limit)).toString('utf8');
+  }
+}
+
+const positive = (name: string, value: number | undefined, fallback: number): number => {
+  if (value === undefined) return fallback;
+  if (!(value > 0) || !Number.isFinite(value)) throw new TypeError(`cliProcess: "${name}" must be a positive number, got ${String(value)}`);
+  return value;
+};
+
+/**
+ * A child process as an Observable: cold, so subscribing spawns it and unsubscribing ends it.
+ *
+ * 1. It runs `command` with `args` in `cwd` as the leader of its own process group, with only
+ *    PATH, HOME, USER, SHELL, TERM and LOGNAME of the server's environment (the MCP SDK's
+ *    `getDefaultEnvironment`) plus `env`: the server's secrets stay with the server.
+ * 2. Once it runs: `spawned` with its stdio. Its stdout is `io.lines$` (split by `splitLines`,
+ *    bounded); `io.write` and `io.end` are its stdin, and a write after stdin closed (the process
+ *    exited, EPIPE) is dropped: it never throws.
+ * 3. It exits: `exit` with its code (a signal as 128 + its number) once stdout has ended, then
+ *    completes. A process that cannot start errors with {@link CliProcessError} `spawn_failed`,
+ *    naming the command and the reason (ENOENT, EACCES).
+ * 4. No stdout line for `idleTimeoutMs` (on `scheduler`): the process is ended and the Observable
+ *    errors with `idle_timeout`.
+ * 5. Ended (unsubscribed, idle): SIGTERM to its group, so its children end with it, then SIGKILL
+ *    after `killGraceMs` on `scheduler` to whatever of the group is left. Groups still alive when
+ *    the server process exits get SIGKILL then.
+ */
+export function cliProcess(options: CliProcessOptions): Observable<CliProcessEvent> {
+  const { command, args = [], cwd, env = {}, stdin, endStdin = false, scheduler = asyncScheduler, maxLineLength } = options;
+  if (typeof command !== 'string' || command.length === 0) throw new TypeError('cliProcess: "command" must be a non-empty string');
+  if (typeof cwd !== 'string' || cwd.length === 0) throw new TypeError('cliProcess: "cwd" must be a non-empty string');
+  const idleTimeoutMs = positive('idleTimeoutMs', options.idleTimeoutMs, DEFAULT_CLI_IDLE_TIMEOUT_MS);
+  const killGraceMs = positive('killGraceMs', options.killGraceMs, DEFAULT_CLI_KILL_GRACE_MS);
+  const stderrTailBytes = positive('stderrTailBytes', options.stderrTailBytes, DEFAULT_STDERR_TAIL_BYTES);
+  return new Observable<CliProcessEvent>((subscriber) => {
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = spawn(command, [...args], { cwd, env: { ...getDefaultEnvironment(), ...env }, detached: true, stdio: 'pipe' });
+    } catch (error) {
+      // A bad argument (a NUL in it) throws at once rather than emitting `error`.
+      subscriber.error(new CliProcessError('spawn_failed', `could not start "${command}": ${(error as Error).message}`));
+      return;
+    }
+    const stderr = new Tail(stderrTailBytes);
+    const lines = new Subject<string>();
+    let running = false;
+    let exited = false;
+    let stdinOpen = true;
+    let idle: Subscription | undefined;
+
+    const closeStdin = (): void => {
+      if (!stdinOpen) return;
+      stdinOpen = false;
+      child.stdin.end();
+    };
+    const io: CliProcessIo = {
+      lines$: lines.asObservable(),
+      write: (line) => {
+        if (stdinOpen && child.stdin.writable) child.stdin.write(`${line}\n`);
+      },
+      end: closeStdin,
+    };
+    const armIdle = (): void => {
+      idle?.unsubscribe();
+      idle = scheduler.schedule(() => {
+        subscriber.error(new CliProcessError('idle_timeout', `"${command}" printed no line for ${idleTimeoutMs} ms, so it was ended`, stderr.text()));
+      }, idleTimeoutMs);
+    };
+
+    child.stdin.on('error', () => {
+      stdinOpen = false; // EPIPE: the process stopped reading; later writes are dropped
+    });
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    const stdoutLines = new Observable<Buffer>((chunks) => {
+      child.stdout.on('data', (chunk: Buffer) => chunks.next(chunk));
+      child.stdout.on('end', () => chunks.complete());
+    })
+      .pipe(splitLines(maxLineLength === undefined ? {} : { maxLineLength }))
+      .subscribe({
+        next: (line) => {
+          armIdle();
+          lines.next(line);
+        },
+        complete: () => lines.complete(),
+      });
+    child.on('spawn', () => {
+      running = true;
+      const { pid } = child;
+      liveGroups.add(pid!);
+      killLiveGroupsOnExit();
+      armIdle();
+      subscriber.next({ type: 'spawned', pid: pid!, io });
+      if (stdin !== undefined && stdin.length > 0) child.stdin.write(stdin);
+      if (endStdin) closeStdin();
+    });
+    child.on('error', (error: NodeJS.ErrnoException) => {
+      if (running) return; // a failed kill or write after it started: its exit says the rest
+      const reason = error.code !== undefined && SPAWN_ERRNO[error.code] !== undefined ? `${error.code}: ${SPAWN_ERRNO[error.code]}` : error.message;
+      subscriber.error(new CliProcessError('spawn_failed', `could not start "${command}" in ${cwd}: ${reason}`));
+    });
+    child.on('exit', () => {
+      exited = true;
+      stdinOpen = false;
+      // Its group is gone with it: no SIGKILL will be needed (a group member left behind keeps it).
+      if (!signalGroup(child.pid!, 0)) liveGroups.delete(child.pid!);
+    });
+    // 'close': the process exited and its stdio ended, so the adapter has had every line.
+    child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
+      idle?.unsubscribe();
+      subscriber.next({ type: 'exit', code: code ?? exitCodeOfSignal(signal ?? ''), ...(signal === null ? {} : { signal }), stderr: stderr.text() });
+      subscriber.complete();
+    });
+
+    return () => {
+      idle?.unsubscribe();
+      stdoutLines.unsubscribe();
+      lines.complete();
+      const { pid } = child;
+      if (pid === undefined) return; // never started
+      if (exited && !liveGroups.has(pid)) return;
+      // SIGTERM to the group; a process that has not yet made its group yet gets it alone.
+      if (!signalGroup(pid, 'SIGTERM') && !exited) child.kill('SIGTERM');
+      liveGroups.add(pid);
+      killLiveGroupsOnExit();
+      const grace = scheduler.schedule(() => {
+        signalGroup(pid, 'SIGKILL');
+        if (!exited) child.kill('SIGKILL');
+        liveGroups.delete(pid);
+      }, killGraceMs);
+      // The whole group gone before the grace ran out: nothing to kill (and its pid may be reused).
+      child.once('exit', () => {
+        if (!signalGroup(pid, 0)) {
+          grace.unsubscribe();
+          liveGroups.delete(pid);
+        }
+      });
+    };
+  });
+}

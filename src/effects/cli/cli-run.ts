@@ -1,0 +1,117 @@
+import { EMPTY, Observable, ReplaySubject, catchError, concatMap, defer, filter, finalize, map, mergeMap, of, type SchedulerLike } from 'rxjs';
+import { agentManagerSession } from '../../reducers/agent-manager-session/machine.js';
+import type { AgentManagerSessionEvent } from '../../reducers/agent-manager-session/schema.js';
+import { errorText } from '../../reducers/error-text.js';
+import type { RuneOf } from '../../reducers/rune.js';
+import type { EpicContext } from '../../streams/epic.js';
+import type { AgentCliSpec, CliRun, CliUserEvent } from './cli-adapter.js';
+import { cliProcess, CliProcessError, type CliProcessEvent } from './cli-process.js';
+import { cliError } from './cli-errors.js';
+
+type Session = typeof agentManagerSession;
+
+/** What one run needs besides its spec: where its events go, and what it tells. */
+export interface CliRunContext {
+  /** The configured CLI's name, for messages. */
+  readonly cliName: string;
+  readonly scheduler: SchedulerLike;
+  /** The stream's later runes (the view's `later$`): the user's runes reach an interactive adapter from here. */
+  readonly later$: Observable<RuneOf<Session>>;
+  /** The session's state now, when it is in memory: whether an exit's error text applies. */
+  readonly stateNow: () => { readonly value: string } | undefined;
+  /** Told what the adapter ignored, at most `maxIgnored` times a run, then how many more. */
+  readonly ignored: (reason: string) => void;
+  readonly maxIgnored: number;
+}
+
+/** The user's runes an interactive CLI is told of. */
+const USER_EVENTS = new Set<string>(['send_message', 'approve_action', 'reject_action']);
+/** How many of the user's runes a run keeps for its adapter while its process starts. */
+const USER_BUFFER = 64;
+/** States in which `process_error` is accepted: an exit's error text goes there (elsewhere only its code). */
+const ERROR_TEXT_STATES = new Set<string>(['creating', 'streaming', 'waiting_approval', 'waiting_input', 'completed', 'paused']);
+
+/**
+ * One run of a configured CLI for a session, as the session's events: the process is spawned on
+ * subscribe and ended on unsubscribe; the adapter's events in order, then the exit: a non-zero one
+ * as `process_error` (`exit_code:`, with the end of stderr) where the state takes it, then
+ * `process_exit{code}`. A spawn failure, an idle timeout or an adapter's error is one
+ * `process_error`, and the run ends (its process with it).
+ */
+export function cliRun$(spec: AgentCliSpec, run: CliRun, context: CliRunContext): Observable<AgentManagerSessionEvent> {
+  return defer(() => {
+    const { adapter } = spec;
+    const launch = adapter.launch(run);
+    // Heard from the start of the run, so an answer given while the process starts is not lost.
+    const user = new ReplaySubject<CliUserEvent>(USER_BUFFER);
+    const userSubscription = context.later$
+      .pipe(
+        filter((rune) => USER_EVENTS.has(rune.event.type)),
+        map((rune) => rune.event as CliUserEvent),
+      )
+      .subscribe(user);
+    let ignoredCount = 0;
+    const ignore = (reason: string): void => {
+      if (++ignoredCount <= context.maxIgnored) context.ignored(reason);
+    };
+    const exited = (event: Extract<CliProcessEvent, { type: 'exit' }>): Observable<AgentManagerSessionEvent> => {
+      const exit = { type: 'process_exit' as const, code: event.code };
+      const value = context.stateNow()?.value;
+      if (event.code === 0 || value === undefined || !ERROR_TEXT_STATES.has(value)) return of(exit);
+      const stderr = event.stderr.trim();
+      const error = cliError('exit_code', `"${context.cliName}" exited with code ${event.code}${stderr.length > 0 ? `: ${stderr}` : ''}`);
+      return of({ type: 'process_error' as const, error }, exit);
+    };
+    return cliProcess({
+      command: spec.command,
+      args: [...(spec.args ?? []), ...launch.args],
+      cwd: spec.cwd,
+      ...(spec.env === undefined ? {} : { env: spec.env }),
+      ...(launch.stdin === undefined ? {} : { stdin: launch.stdin }),
+      ...(launch.endStdin === undefined ? {} : { endStdin: launch.endStdin }),
+      ...(spec.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: spec.idleTimeoutMs }),
+      ...(spec.killGraceMs === undefined ? {} : { killGraceMs: spec.killGraceMs }),
+      scheduler: context.scheduler,
+    }).pipe(
+      // The adapter has every line before the exit is told: `exit` waits for `drive` to complete.
+      concatMap((event) => {
+        if (event.type === 'exit') return exited(event);
+        return adapter.drive(event.io, run, user.asObservable()).pipe(
+          mergeMap((output) => {
+            if ('event' in output) return of(output.event);
+            ignore(output.ignored);
+            return EMPTY;
+          }),
+          catchError((error: unknown) => {
+            throw new DriveError(error);
+          }),
+        );
+      }),
+      catchError((error: unknown) => of({ type: 'process_error' as const, error: runErrorText(error, context.cliName) })),
+      finalize(() => {
+        userSubscription.unsubscribe();
+        if (ignoredCount > context.maxIgnored)
+          context.ignored(`${ignoredCount - context.maxIgnored} more outputs of this run were ignored (only the first ${context.maxIgnored} are told)`);
+      }),
+    );
+  });
+}
+
+/** An adapter's own failure, told apart from the process's. */
+class DriveError extends Error {
+  constructor(readonly error: unknown) {
+    super(errorText(error));
+  }
+}
+
+const runErrorText = (error: unknown, cliName: string): string => {
+  if (error instanceof CliProcessError) return cliError(error.code, `${error.detail}${error.stderr.trim().length > 0 ? `; stderr: ${error.stderr.trim()}` : ''}`);
+  if (error instanceof DriveError) return cliError('drive_failed', `the "${cliName}" adapter failed: ${error.message}`);
+  return cliError('drive_failed', errorText(error));
+};
+
+/** The context a run needs from an epic's. */
+export const stateNowOf =
+  (context: EpicContext, stream: string): CliRunContext['stateNow'] =>
+  () =>
+    context.state(stream, agentManagerSession);

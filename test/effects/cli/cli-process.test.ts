@@ -1,0 +1,143 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Observable, Subscription, VirtualTimeScheduler, firstValueFrom, lastValueFrom, toArray } from 'rxjs';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
+import { CliProcessError, cliProcess, type CliProcessEvent, type CliProcessOptions } from '../../../src/effects/cli/cli-process.js';
+import { FAKE_CLI, childPidOf, event, isRunning, type FakeStep } from './support.js';
+
+/** The fake CLI as a process, running `steps`. */
+const fake = (steps: readonly FakeStep[], options: Partial<CliProcessOptions> = {}) =>
+  cliProcess({ command: process.execPath, args: [FAKE_CLI, JSON.stringify(steps)], cwd: process.cwd(), ...options });
+
+/** Everything a process does: its lines as `line:...`, then its exit. */
+const transcript = (process$: Observable<CliProcessEvent>): Observable<string> =>
+  new Observable<string>((subscriber) =>
+    process$.subscribe({
+      next: (e) => {
+        if (e.type === 'spawned') e.io.lines$.subscribe((line) => subscriber.next(`line:${line}`));
+        else subscriber.next(`exit:${e.code}${e.signal === undefined ? '' : `:${e.signal}`}:${e.stderr}`);
+      },
+      error: (error: unknown) => subscriber.error(error),
+      complete: () => subscriber.complete(),
+    }),
+  );
+
+const dir = mkdtempSync(join(tmpdir(), 'runestream-cli-process-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const subscriptions: Subscription[] = [];
+const pids: number[] = [];
+afterEach(() => {
+  for (const subscription of subscriptions.splice(0)) subscription.unsubscribe();
+  for (const pid of pids.splice(0)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+});
+
+/** Subscribes, and hands the first `spawned` event and each line to the test. */
+function started(process$: Observable<CliProcessEvent>): { spawned: Promise<Extract<CliProcessEvent, { type: 'spawned' }>>; lines: string[]; done: Promise<unknown> } {
+  const lines: string[] = [];
+  let resolve!: (e: Extract<CliProcessEvent, { type: 'spawned' }>) => void;
+  let settle!: (value: unknown) => void;
+  const spawned = new Promise<Extract<CliProcessEvent, { type: 'spawned' }>>((r) => (resolve = r));
+  const done = new Promise((r) => (settle = r));
+  subscriptions.push(
+    process$.subscribe({
+      next: (e) => {
+        if (e.type !== 'spawned') return settle(e);
+        pids.push(e.pid);
+        e.io.lines$.subscribe((line) => lines.push(line));
+        resolve(e);
+      },
+      error: (error: unknown) => settle(error),
+      complete: () => settle('complete'),
+    }),
+  );
+  return { spawned, lines, done };
+}
+
+describe('cliProcess', () => {
+  it('gives stdout line by line (split writes joined, garbage kept as a line), then the exit code and the end of stderr, after the last line', async () => {
+    const steps = [event({ type: 'a' }), { raw: '{"type":' }, { sleep: 20 }, { raw: '"b"}\nlast' }, { stderr: 'bad things' }, { exit: 3 }];
+    expect(await lastValueFrom(transcript(fake(steps)).pipe(toArray()))).toEqual(['line:{"type":"a"}', 'line:{"type":"b"}', 'line:last', 'exit:3:bad things']);
+  });
+
+  it('reports an exit by a signal as 128 + its number', async () => {
+    expect(await lastValueFrom(transcript(fake([{ kill: 'SIGTERM' }])))).toBe('exit:143:SIGTERM:');
+  });
+
+  it('hands the CLI only the safe variables of the server and its own env', async () => {
+    process.env.RUNESTREAM_TEST_SECRET = 'hunter2';
+    try {
+      const lines = await lastValueFrom(transcript(fake([{ env: 'RUNESTREAM_TEST_SECRET' }, { env: 'PATH' }, { env: 'GIVEN' }], { env: { GIVEN: 'yes' } })).pipe(toArray()));
+      expect(lines.slice(0, 3).map((line) => JSON.parse(line.slice('line:'.length)).text)).toEqual(['(unset)', process.env.PATH, 'yes']);
+    } finally {
+      delete process.env.RUNESTREAM_TEST_SECRET;
+    }
+  });
+
+  it('errors with spawn_failed naming the command when it cannot start (ENOENT)', async () => {
+    const error = await firstValueFrom(cliProcess({ command: 'runestream-no-such-cli', cwd: process.cwd() })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CliProcessError);
+    expect((error as CliProcessError).code).toBe('spawn_failed');
+    expect((error as Error).message).toMatch(/^spawn_failed: could not start "runestream-no-such-cli" in .*: ENOENT/);
+  });
+
+  it('echoes stdin written through io.write; a write after the process exited is dropped, never thrown', async () => {
+    const { spawned, lines, done } = started(fake([{ echo: 1 }]));
+    const { io } = await spawned;
+    io.write('{"type":"hello"}');
+    expect(await done).toMatchObject({ type: 'exit', code: 0 });
+    expect(lines).toEqual(['{"type":"hello"}']);
+    expect(() => {
+      io.write('late');
+      io.end();
+    }).not.toThrow();
+  });
+
+  it('ends the process with idle_timeout when it prints no line for idleTimeoutMs (virtual time)', async () => {
+    const scheduler = new VirtualTimeScheduler();
+    const { spawned, lines, done } = started(fake([event({ type: 'ready' }), { hang: true }], { scheduler, idleTimeoutMs: 60_000, killGraceMs: 1000 }));
+    const { pid } = await spawned;
+    await vi.waitFor(() => expect(lines).toEqual(['{"type":"ready"}']));
+    scheduler.flush(); // a minute without a line: the timeout, SIGTERM, then the grace's SIGKILL
+    const error = await done;
+    expect(error).toBeInstanceOf(CliProcessError);
+    expect((error as Error).message).toMatch(/^idle_timeout: ".*" printed no line for 60000 ms/);
+    await vi.waitFor(() => expect(isRunning(pid)).toBe(false));
+  });
+
+  it('unsubscribed, it ends the process and its children (its process group)', async () => {
+    const { spawned, lines } = started(fake([{ child: true }, { hang: true }]));
+    const { pid } = await spawned;
+    await vi.waitFor(() => expect(lines).toHaveLength(1));
+    const child = childPidOf(lines[0]);
+    pids.push(child);
+    expect(isRunning(child)).toBe(true);
+    subscriptions.pop()!.unsubscribe();
+    await vi.waitFor(() => expect([isRunning(pid), isRunning(child)]).toEqual([false, false]));
+  });
+
+  it('gives a CLI that ignores SIGTERM a SIGKILL once killGraceMs has passed (virtual time)', async () => {
+    const scheduler = new VirtualTimeScheduler();
+    const noted = join(dir, 'sigterm.txt');
+    const { spawned, lines } = started(fake([{ ignoreTerm: noted }, event({ type: 'ready' }), { hang: true }], { scheduler, killGraceMs: 5000 }));
+    const { pid } = await spawned;
+    await vi.waitFor(() => expect(lines).toHaveLength(1)); // its SIGTERM handler is in place
+    subscriptions.pop()!.unsubscribe(); // SIGTERM: noted, ignored
+    await vi.waitFor(() => expect(existsSync(noted) && readFileSync(noted, 'utf8')).toBe('SIGTERM\n'));
+    expect(isRunning(pid)).toBe(true);
+    scheduler.flush(); // the grace runs out: SIGKILL
+    await vi.waitFor(() => expect(isRunning(pid)).toBe(false));
+  });
+
+  it('refuses bad options, naming them', () => {
+    expect(() => cliProcess({ command: '', cwd: '.' })).toThrow('"command" must be a non-empty string');
+    expect(() => cliProcess({ command: 'x', cwd: '.', killGraceMs: 0 })).toThrow('"killGraceMs" must be a positive number, got 0');
+  });
+});

@@ -159,7 +159,7 @@ async function candidateRound(engine: Engine, subscriber: Subscriber, round: num
   const got = await within(Promise.race([received, failed]), STALL_MS, `candidate: ${stream}'s ask:completion_result`);
   const ms = performance.now() - start;
 
-  // A broken path must not look fast: every line a rune, in the store and at the subscriber.
+  // A broken path must not look fast: every line a rune at the subscriber (the server sends only durable runes).
   const state = (await engine.snapshot<{ value: string }>(stream))?.state;
   if (state?.value !== 'completed') throw new Error(`candidate: the session ended ${String(state?.value)}, expected completed`);
   if (got.snapshots > 0 || got.runes !== RUNES || got.says !== LINES || got.lastText !== `w${LINES} `) {

@@ -4,7 +4,7 @@ import { streamText } from 'ai';
 import { z } from 'zod';
 import { agentEpics, defineTool, scriptedModel } from '../src/agents.js';
 import { agentStreams, createEngine, memoryStore, toolCall, type Engine, type EngineError, type ToolCallState, type TurnEngineState } from '../src/index.js';
-import { percentile, type Rate } from './harness.js';
+import { percentile, within, type Rate } from './harness.js';
 
 /** The issue's figure: deltas streamed by one model answer. */
 const DELTAS = 100_000;
@@ -39,17 +39,6 @@ function failOnEngineErrors(engine: Engine, what: string): { failed: Promise<nev
 
 /** A round that takes longer than this has stalled (an engine that lost the turn's end): it fails rather than hangs. */
 const STALL_MS = 60_000;
-
-/** `promise`, or a rejection naming `what` once it has taken `ms`. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const stalled = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: nothing after ${ms} ms`)), ms)));
-  try {
-    return await Promise.race([promise, stalled]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 /** Resolves with the first state of `stream` that `done` accepts. */
 function stateWhere<S>(engine: Engine, stream: string, done: (state: S) => boolean): Promise<S> {

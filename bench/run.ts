@@ -1,5 +1,6 @@
 import { benchAgentDeltas } from './agent-deltas.js';
 import { benchAutonomy } from './autonomy.js';
+import { benchCliLines } from './cli-lines.js';
 import { benchChatActorTransition } from './chat-actor-transition.js';
 import { benchConversations } from './conversations.js';
 import { benchEngineDispatch } from './engine-dispatch.js';
@@ -18,6 +19,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   hydration: benchHydration,
   'ws-fanout': benchWsFanout,
   'agent-deltas': benchAgentDeltas,
+  'cli-lines': benchCliLines,
   conversations: benchConversations,
   autonomy: benchAutonomy,
   'import-cost': benchImportCost,

@@ -1,10 +1,25 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import type { ScriptedReply } from './chat-completions-server.js';
 
 /** The pinned cline 2.x of the dev dependencies. */
 export const CLINE_BIN = join(dirname(fileURLToPath(import.meta.url)), '../../node_modules/.bin/cline');
+
+/** The version of {@link CLINE_BIN}, printed, so the log says which cline a test spawned. */
+export function clineVersion(): string {
+  const version = execFileSync(CLINE_BIN, ['--version'], { env: { PATH: process.env.PATH, CLINE_NO_AUTO_UPDATE: '1', HOME: tmpdir() }, encoding: 'utf8' }).trim();
+  console.log(`cline ${version}`);
+  return version;
+}
+
+/** The scripted model's answers, in cline 2's format: one tool as XML in the text. */
+export const clineAnswers = {
+  writeFile: { text: '<write_to_file>\n<path>hello.txt</path>\n<content>\nhello from cline\n</content>\n</write_to_file>' },
+  complete: { text: '<attempt_completion>\n<result>\nI wrote hello.txt.\n</result>\n</attempt_completion>' },
+} satisfies Record<string, ScriptedReply>;
 
 /** How a cline process is started. */
 export interface ClineRun {

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ChatRequest, ScriptedReply } from './chat-completions-server.js';
 
 /** The pinned `@kilocode/cli@7.7.7` launcher. */
 export const KILO_BIN = fileURLToPath(new URL('../../node_modules/.bin/kilo', import.meta.url));
@@ -27,5 +28,22 @@ export function kiloEnv(scratch: string, baseURL: string): Record<string, string
     KILO_CONFIG_CONTENT: JSON.stringify(config),
     KILO_DISABLE_AUTOUPDATE: '1',
     KILO_TELEMETRY_LEVEL: 'off',
+  };
+}
+
+/**
+ * The scripted model of the live kilo tests, by what kilo last sent: a title for its title request,
+ * "Bye now." to "Now say bye.", a sentence after a tool's result, and otherwise a `write` of
+ * `hello.txt` in `cwd` (`bye.txt` when asked to "Write bye.txt").
+ */
+export function kiloModel(cwd: string): (request: ChatRequest) => ScriptedReply {
+  return (request) => {
+    if (!Array.isArray(request.tools) || request.tools.length === 0) return { text: 'Scripted title' }; // kilo's title request
+    const last = request.messages?.at(-1) as { role?: string } | undefined;
+    if (last?.role === 'tool') return { text: 'I created hello.txt.' };
+    const said = JSON.stringify(last);
+    if (said.includes('Now say bye.')) return { text: 'Bye now.' };
+    const file = said.includes('Write bye.txt') ? 'bye.txt' : 'hello.txt';
+    return { toolCalls: [{ id: `call_${file}`, name: 'write', arguments: { filePath: join(cwd, file), content: 'hello from kilo\n' } }] };
   };
 }

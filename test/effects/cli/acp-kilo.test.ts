@@ -7,8 +7,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { CliProcessIo } from '../../../src/effects/cli/cli-adapter.js';
 import { splitLines } from '../../../src/streams/split-lines.js';
 import { foldAcpSession } from '../../support/acp-session.js';
-import { type ChatCompletionsServer, type ChatRequest, startChatCompletionsServer } from '../../support/chat-completions-server.js';
-import { KILO_BIN, kiloEnv } from '../../support/kilo.js';
+import { type ChatCompletionsServer, startChatCompletionsServer } from '../../support/chat-completions-server.js';
+import { KILO_BIN, kiloEnv, kiloModel } from '../../support/kilo.js';
 import { alive, descendants } from '../../support/process-tree.js';
 
 /** The real kilo 7.7.7 (`kilo acp`) driven by the ACP adapter, against the scripted model on 127.0.0.1. */
@@ -27,13 +27,7 @@ describe('acpCliAdapter with the real kilo 7.7.7', () => {
     scratch = mkdtempSync(join(tmpdir(), 'kilo-acp-'));
     const cwd = join(scratch, 'cwd');
     mkdirSync(cwd);
-    const lastRole = (request: ChatRequest) => (request.messages?.at(-1) as { role?: string } | undefined)?.role;
-    server = await startChatCompletionsServer((request) => {
-      if (!Array.isArray(request.tools) || request.tools.length === 0) return { text: 'Scripted title' }; // kilo's title request
-      if (lastRole(request) === 'tool') return { text: 'I created hello.txt.' };
-      if (JSON.stringify(request.messages?.at(-1)).includes('Now say bye.')) return { text: 'Bye now.' };
-      return { toolCalls: [{ id: 'call_write_1', name: 'write', arguments: { filePath: join(cwd, 'hello.txt'), content: 'hello from kilo\n' } }] };
-    });
+    server = await startChatCompletionsServer(kiloModel(cwd));
     const kilo = spawn(KILO_BIN, ['acp'], { cwd, env: kiloEnv(scratch, server.baseURL), stdio: ['pipe', 'pipe', 'ignore'], detached: true });
     child = kilo;
     const exited = new Promise<number | null>((resolve) => kilo.on('exit', (code) => resolve(code)));

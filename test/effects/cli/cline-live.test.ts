@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,7 +9,7 @@ import type { CliRun } from '../../../src/effects/cli/cli-adapter.js';
 import { agentManagerSession, type AgentManagerSessionEvent } from '../../../src/index.js';
 import { splitLines } from '../../../src/streams/split-lines.js';
 import { startChatCompletionsServer, type ChatCompletionsServer } from '../../support/chat-completions-server.js';
-import { CLINE_BIN, clineEnv } from '../../support/cline.js';
+import { CLINE_BIN, clineAnswers, clineEnv, clineVersion } from '../../support/cline.js';
 
 let server: ChatCompletionsServer | undefined;
 let child: ChildProcess | undefined;
@@ -31,14 +31,9 @@ afterEach(async () => {
 
 describe('the real cline 2.18.0 through ndjsonCliAdapter', () => {
   it('writes a file in a scratch folder with its own tool, and its events fold to completed', { timeout: 90_000 }, async () => {
-    const version = execFileSync(CLINE_BIN, ['--version'], { env: { PATH: process.env.PATH, CLINE_NO_AUTO_UPDATE: '1', HOME: tmpdir() }, encoding: 'utf8' }).trim();
-    console.log(`cline ${version}`);
-    expect(version).toBe('2.18.0');
-    const replies = [
-      '<write_to_file>\n<path>hello.txt</path>\n<content>\nhello from cline\n</content>\n</write_to_file>',
-      '<attempt_completion>\n<result>\nI wrote hello.txt.\n</result>\n</attempt_completion>',
-    ];
-    server = await startChatCompletionsServer((_, index) => ({ text: replies[Math.min(index, replies.length - 1)]! }));
+    expect(clineVersion()).toBe('2.18.0');
+    const replies = [clineAnswers.writeFile, clineAnswers.complete];
+    server = await startChatCompletionsServer((_, index) => replies[Math.min(index, replies.length - 1)]!);
     scratch = mkdtempSync(join(tmpdir(), 'cline-live-'));
     const cwd = join(scratch, 'work');
     mkdirSync(cwd);

@@ -94,7 +94,15 @@ describe('real agent CLIs through the runestream server, driven by a WebSocket c
   it('cline 2.18.0 (NDJSON, auto-approve): writes a file with its own tool, completes, answers a follow-up in a new process', { timeout: 120_000 }, async () => {
     expect(clineVersion()).toBe('2.18.0');
     const replies = [clineAnswers.writeFile, clineAnswers.complete, { text: '<attempt_completion>\n<result>\nBye now.\n</result>\n</attempt_completion>' }];
-    model = await startChatCompletionsServer((_, index) => replies[Math.min(index, replies.length - 1)]!);
+    // Answered by what the conversation holds, not by request count: a request cline repeats (a retry on a
+    // slow machine) gets the same answer instead of shifting the script. A `-T` run sends the earlier task
+    // condensed (its completion left out), so the follow-up is known by its text.
+    model = await startChatCompletionsServer((request) => {
+      const messages = request.messages ?? [];
+      if (JSON.stringify(messages).includes('Now say bye')) return replies[2]!;
+      const answered = messages.filter((message) => (message as { role?: string }).role === 'assistant').length;
+      return replies[Math.min(answered, 1)]!;
+    });
     scratch = mkdtempSync(join(tmpdir(), 'runestream-cline-e2e-'));
     const cwd = join(scratch, 'work');
     mkdirSync(cwd);
@@ -117,7 +125,7 @@ describe('real agent CLIs through the runestream server, driven by a WebSocket c
       { type: 'process_exit', code: 0 },
       { type: 'process_exit', code: 0 },
     ]);
-    expect(model.requests.length).toBe(3);
+    expect(model.requests.length).toBeGreaterThanOrEqual(3);
     expect(problems(errors)).toEqual([]);
     expect(cliProcesses()).toEqual([]); // both processes exited, and nothing they started is left
   });

@@ -2,8 +2,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ChatRequest, ScriptedReply } from './chat-completions-server.js';
 
-/** The pinned `@kilocode/cli@7.7.7` launcher. */
-export const KILO_BIN = fileURLToPath(new URL('../../node_modules/.bin/kilo', import.meta.url));
+/**
+ * The pinned kilo 7.7.7 binary, from its Linux x64 package (a dev dependency of its own: the
+ * `@kilocode/cli` launcher lists platform packages the registry this project installs from lacks,
+ * so `npm ci` would refuse its lock file).
+ */
+export const KILO_BIN = fileURLToPath(new URL('../../node_modules/@kilocode/cli-linux-x64/bin/kilo', import.meta.url));
 
 /**
  * The whole environment of an offline kilo in `scratch` talking to the chat-completions server at

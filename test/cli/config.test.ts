@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -6,7 +6,7 @@ import { filter, firstValueFrom } from 'rxjs';
 import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseCommand, UsageError } from '../../src/cli/args.js';
-import type { AgentLifecycleState, AutonomyLoopState, CircuitBreakerState, TurnEngineState } from '../../src/index.js';
+import type { AgentLifecycleState, AgentManagerSessionState, AgentManagerUiFlags, AutonomyLoopState, CircuitBreakerState, TurnEngineState } from '../../src/index.js';
 import { createClient } from '../../src/server/client/index.js';
 import { ServerConfigError, parseServerConfig } from '../../src/server/index.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
@@ -125,6 +125,36 @@ describe('runestream serve --config (a real process)', () => {
       ['draft', 'done', 'writer-1', 'Notes drafted.'],
       ['check', 'done', 'reviewer-1', 'Notes checked.'],
     ]);
+    await client.close();
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  });
+
+  it('runs the configured agent CLIs: a session naming one runs it in its cwd (relative to the file) and its output reaches the client, with the UI flags beside the state', async () => {
+    const fakeCli = join(process.cwd(), 'test/fixtures/cli/fake-cli.mjs');
+    const { db, file } = configFile({
+      models: { m: { type: 'demo' } },
+      agents: { demo: { model: 'm' } },
+      defaultRole: 'demo',
+      clis: { fake: { protocol: 'ndjson', command: process.execPath, args: [fakeCli], cwd: 'work' } },
+    });
+    mkdirSync(join(dirname(file), 'work'));
+    const cli = runestream(['serve', '--port', '0', '--db', db, '--config', file]);
+    const [, url] = await cli.line(LISTENING);
+    await cli.line(/^runestream: agent CLIs fake \(ndjson\): spawn any stream as "agent-manager-session"/m);
+    const client = createClient({ url: url!, WebSocket });
+    await client.spawn('session-1', 'agent-manager-session', { cli: 'fake', autoApprove: true });
+    const done = firstValueFrom(client.state$<AgentManagerSessionState>('session-1').pipe(filter((s) => s.value === 'completed' || s.value === 'error')));
+    // The NDJSON adapter puts the prompt last, where the fake CLI reads its steps: cline's lines, then exit 0.
+    const steps = [
+      { json: { type: 'task_started', taskId: 't1' } },
+      { json: { ts: 1, type: 'say', say: 'api_req_started' } },
+      { json: { ts: 2, type: 'say', say: 'completion_result', text: 'Done.' } },
+      { exit: 0 },
+    ];
+    await client.dispatch('session-1', { type: 'start_session', prompt: JSON.stringify(steps) });
+    expect(await done).toMatchObject({ value: 'completed', sessionId: 't1', lastText: 'Done.', exitCode: 0 });
+    expect(await firstValueFrom(client.derived$<AgentManagerUiFlags>('session-1'))).toMatchObject({ showResumeButton: true, isActive: false });
     await client.close();
     cli.child.kill('SIGTERM');
     expect(await cli.exited).toBe(0);

@@ -47,7 +47,8 @@ describe('acpCliAdapter with the real kilo 7.7.7', () => {
         permissions: ['approve'],
         followUps: ['Now say bye.'],
         onDone: () => {
-          started = descendants(kilo.pid as number);
+          // kilo itself and whatever it started (the binary has had one child at most, not always alive by now).
+          started = [kilo.pid as number, ...descendants(kilo.pid as number)];
           io.end();
         },
       },
@@ -59,7 +60,6 @@ describe('acpCliAdapter with the real kilo 7.7.7', () => {
     expect(session.state.lastText).toBe('Bye now.');
     expect(existsSync(join(cwd, 'hello.txt')) && readFileSync(join(cwd, 'hello.txt'), 'utf8')).toBe('hello from kilo\n');
     expect(await exited).toBe(0);
-    expect(started.length).toBeGreaterThan(0); // the launcher's platform binary, at least
     expect(started.filter(alive)).toEqual([]);
   }, 60_000);
 });

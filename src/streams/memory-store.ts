@@ -4,6 +4,7 @@ import {
   StoreError,
   StoreFencedError,
   checkBatch,
+  checkRestore,
   headMatches,
   openState,
   prunePastSnapshot,
@@ -308,6 +309,23 @@ export function memoryStore(): RuneStore {
       }
       s.firstSeq += count;
       return count;
+    },
+    async restore(runes) {
+      open();
+      const first = runes[0];
+      if (first === undefined) return 0;
+      const s = streams.get(first.stream);
+      checkRestore(runes, s === undefined ? undefined : headOf(first.stream, s), s?.firstSeq ?? 1);
+      // The chunks are rebuilt from the restored runes on: a seq still finds its chunk with a shift.
+      const rebuilt = newStream(s!.machine);
+      rebuilt.base = rebuilt.firstSeq = first.seq;
+      rebuilt.seq = first.seq - 1;
+      for (const rune of runes) push(rebuilt, rune);
+      for (let seq = s!.firstSeq; seq <= s!.seq; seq++) push(rebuilt, runeAt(first.stream, s!, seq));
+      s!.chunks = rebuilt.chunks;
+      s!.base = rebuilt.base;
+      s!.firstSeq = rebuilt.firstSeq;
+      return runes.length;
     },
     async close() {
       close();

@@ -3,7 +3,7 @@ import { closeSync, constants, copyFileSync, linkSync, openSync, readSync, rmSyn
 import Database from 'better-sqlite3';
 import type { Rune } from '../reducers/rune.js';
 import { isLockedError, storeErrorOf } from './sqlite-errors.js';
-import { StoreError, checkBatch, headMatches, prunePastSnapshot, openState, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+import { StoreError, checkBatch, checkRestore, headMatches, prunePastSnapshot, openState, type RuneStore, type Snapshot, type StreamHead } from './store.js';
 import { errorText } from '../reducers/error-text.js';
 
 /** Options of {@link sqliteStore}. Each is checked when the store opens. */
@@ -30,16 +30,37 @@ export interface SqliteStoreOptions {
 export const SQLITE_APPLICATION_ID = 0x52_55_4e_45;
 /**
  * `PRAGMA user_version` of the schema this version writes and reads. Version 1 (no `runes.payload`)
- * is upgraded in place when opened (see {@link sqliteStore}).
+ * and version 2 (pruned runes cannot be restored) are upgraded in place when opened (see {@link sqliteStore}).
  */
-export const SQLITE_SCHEMA_VERSION = 2;
+export const SQLITE_SCHEMA_VERSION = 3;
 
 /** The oldest schema version this code opens, upgrading it. */
 const OLDEST_SCHEMA_VERSION = 1;
 
+
+/**
+ * A rune continues its stream: its seq is 1 + the stream's last rune, or 1 + its head when all its
+ * runes were pruned (or it has none yet). The other triggers keep the last rune >= the head (the
+ * head moves only to the last rune; only the oldest runes are deleted), so a batch's runes may go
+ * in before it advances the head, and a stream never created has neither: NULL, refused. Or, a
+ * pruned rune restored from its archive: 1 below the oldest stored rune (the head when none is
+ * left), so restored runes go in newest first and the stream stays gapless (schema version 3).
+ */
+const RUNES_GAPLESS = `
+CREATE TRIGGER runes_gapless BEFORE INSERT ON runes BEGIN
+  SELECT RAISE(ABORT, 'runestream: a rune must continue its stream without gap (seq = last seq + 1)')
+  WHERE NEW.seq IS NOT 1 + coalesce(
+    (SELECT max(seq) FROM runes WHERE stream = NEW.stream),
+    (SELECT seq FROM streams WHERE stream = NEW.stream))
+  AND NOT (NEW.seq >= 1 AND NEW.seq IS coalesce(
+    (SELECT min(seq) FROM runes WHERE stream = NEW.stream),
+    1 + (SELECT seq FROM streams WHERE stream = NEW.stream)) - 1);
+END;`;
+
 /** What turns each older schema version into the next one, by the version it upgrades from. */
 const UPGRADES: Readonly<Record<number, string>> = {
   1: 'ALTER TABLE runes ADD COLUMN payload TEXT;',
+  2: `DROP TRIGGER runes_gapless; ${RUNES_GAPLESS}`,
 };
 
 /**
@@ -75,16 +96,7 @@ CREATE TABLE snapshots (
   state  TEXT    NOT NULL -- JSON
 ) STRICT;
 
--- A rune continues its stream: its seq is 1 + the stream's last rune, or 1 + its head when all
--- its runes were pruned (or it has none yet). The other triggers keep the last rune >= the head
--- (the head moves only to the last rune; only the oldest runes are deleted), so a batch's runes
--- may go in before it advances the head, and a stream never created has neither: NULL, refused.
-CREATE TRIGGER runes_gapless BEFORE INSERT ON runes BEGIN
-  SELECT RAISE(ABORT, 'runestream: a rune must continue its stream without gap (seq = last seq + 1)')
-  WHERE NEW.seq IS NOT 1 + coalesce(
-    (SELECT max(seq) FROM runes WHERE stream = NEW.stream),
-    (SELECT seq FROM streams WHERE stream = NEW.stream));
-END;
+${RUNES_GAPLESS}
 
 CREATE TRIGGER runes_immutable BEFORE UPDATE ON runes BEGIN
   SELECT RAISE(ABORT, 'runestream: runes are immutable');
@@ -357,7 +369,7 @@ function checkFile(path: string, busyTimeoutMs: number): void {
     for (const table of ['streams', 'runes', 'snapshots']) db.prepare(`SELECT 1 FROM ${table} LIMIT 1`).get();
     const version = Number(db.pragma('user_version', { simple: true }));
     const columns = db.prepare<[], string>(`SELECT name FROM pragma_table_info('runes')`).pluck().all();
-    if (version >= 2 && !columns.includes('payload')) throw invalidFile(path, 'its schema version is 2, but its runes table has no "payload" column');
+    if (version >= 2 && !columns.includes('payload')) throw invalidFile(path, `its schema version is ${version}, but its runes table has no "payload" column`);
   } catch (error) {
     if (isLockedError(error)) throw storeErrorOf(path, error);
     if (error instanceof Database.SqliteError) throw invalidFile(path, `SQLite cannot read it (${error.code}: ${error.message})`);
@@ -459,6 +471,19 @@ function openStore(db: Database.Database, path: string): RuneStore {
     return deleteRunes.run(stream, throughSeq).changes;
   });
 
+  const selectOldest = db.prepare<[string], number | null>('SELECT min(seq) FROM runes WHERE stream = ?').pluck();
+  const restore = db.transaction((runes: readonly Rune[]): number => {
+    const first = runes[0]!;
+    const row = selectHead.get(first.stream);
+    checkRestore(runes, row === undefined ? undefined : headOf(row), selectOldest.get(first.stream) ?? (row?.seq ?? 0) + 1);
+    // Newest first: each goes in right below the oldest stored rune, as the trigger wants.
+    for (let i = runes.length - 1; i >= 0; i--) {
+      const rune = runes[i]!;
+      insertRune.run(rune.stream, rune.seq, rune.kind, encodeBody(rune, row!.machine), rune.payload === undefined ? null : JSON.stringify(rune.payload));
+    }
+    return runes.length;
+  });
+
   const { open, close } = openState();
   /** Runs `operation` on the open database; what SQLite throws becomes a {@link StoreError}. */
   const run = <T>(operation: () => T): T => {
@@ -526,6 +551,13 @@ function openStore(db: Database.Database, path: string): RuneStore {
     },
     async prune(stream, throughSeq) {
       return run(() => prune.immediate(stream, throughSeq));
+    },
+    async restore(runes) {
+      if (runes.length === 0) {
+        open();
+        return 0;
+      }
+      return run(() => restore.immediate(runes));
     },
     async close() {
       if (!close()) return;

@@ -48,6 +48,8 @@ export interface StoreFeatures {
   readonly appendSync?: boolean;
   /** `tail` and `raiseFence`: a store several writers share. Without them, one writer by construction. */
   readonly severalWriters?: boolean;
+  /** `restore`: takes back pruned runes (from their archive). */
+  readonly restore?: boolean;
 }
 
 /**
@@ -72,6 +74,7 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       expect(typeof store.appendSync).toBe(features.appendSync ? 'function' : 'undefined');
       expect(typeof store.tail).toBe(features.severalWriters ? 'function' : 'undefined');
       expect(typeof store.raiseFence).toBe(features.severalWriters ? 'function' : 'undefined');
+      expect(typeof store.restore).toBe(features.restore ? 'function' : 'undefined');
       await store.close();
     });
 
@@ -304,6 +307,57 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
         expect(thrown).toMatchObject({ code: 'seq_conflict', stream: 'a', expectedSeq: 3, gotSeq: 2 });
         expect(await store.read('a')).toEqual(runesOf('a', 1, 2));
         await store.close();
+      });
+    }
+
+    if (features.restore) {
+      it('restore: takes back pruned runes right below the oldest stored one, in one transaction, and keeps the head and snapshot', async () => {
+        const store = await makeStore();
+        await store.append(runesOf('a', 1, 2000));
+        await store.saveSnapshot({ stream: 'a', seq: 1500, state: { n: 1500 } });
+        expect(await store.prune('a', 1500)).toBe(1500);
+        expect(await store.restore!(runesOf('a', 1001, 500))).toBe(500);
+        expect((await store.read('a', 0, 1))[0]!.seq).toBe(1001);
+        expect(await store.restore!(runesOf('a', 1, 1000))).toBe(1000);
+        expect(await store.read('a')).toEqual(runesOf('a', 1, 2000));
+        expect(await store.readEvents('a', 1998)).toEqual(runesOf('a', 1999, 2).map((rune) => rune.event));
+        expect(await store.head('a')).toEqual({ stream: 'a', machine: 'counter', seq: 2000, value: 'idle', at: 20000 });
+        expect(await store.latestSnapshot('a')).toEqual({ stream: 'a', seq: 1500, state: { n: 1500 } });
+        await store.append([runeOf('a', 2001)]);
+        expect((await store.read('a', 1999)).map((r) => r.seq)).toEqual([2000, 2001]);
+        await store.close();
+      });
+
+      it('restore: a stream pruned through its head takes its runes back; appends continue after the head', async () => {
+        const store = await makeStore();
+        await store.append(runesOf('a', 1, 5));
+        await store.saveSnapshot({ stream: 'a', seq: 5, state: { n: 5 } });
+        await store.prune('a', 5);
+        expect(await store.read('a')).toEqual([]);
+        expect(await store.restore!(runesOf('a', 1, 5))).toBe(5);
+        await store.append([runeOf('a', 6)]);
+        expect(await store.read('a')).toEqual(runesOf('a', 1, 6));
+        await store.close();
+      });
+
+      it('restore: refuses, writing nothing, runes that leave a gap, overlap, skip a seq, mix streams or machines, or name an unknown stream', async () => {
+        const store = await makeStore();
+        await store.append([...runesOf('a', 1, 10), ...runesOf('b', 1, 2)]);
+        await store.saveSnapshot({ stream: 'a', seq: 6, state: { n: 6 } });
+        await store.prune('a', 6);
+        const refused: (readonly Rune[])[] = [
+          runesOf('a', 1, 5), // a gap below 7
+          runesOf('a', 2, 6), // overlaps 7
+          [...runesOf('a', 1, 3), ...runesOf('a', 5, 2)], // skips 4
+          [...runesOf('a', 1, 5), runeOf('b', 6)],
+          runesOf('a', 1, 6).map((rune) => ({ ...rune, machine: 'other' })),
+          runesOf('c', 1, 3),
+        ];
+        for (const runes of refused) await expect(store.restore!(runes), JSON.stringify(runes.map((r) => [r.stream, r.seq]))).rejects.toMatchObject({ code: 'invalid_restore' });
+        expect(await store.read('a')).toEqual(runesOf('a', 7, 4));
+        expect(await store.restore!([])).toBe(0);
+        await store.close();
+        await expect(store.restore!(runesOf('a', 1, 6))).rejects.toMatchObject({ code: 'closed' });
       });
     }
 

@@ -130,6 +130,14 @@ export interface RuneStore {
    */
   prune(stream: string, throughSeq: number): Promise<number>;
   /**
+   * Optional, for a store that can take back pruned runes (from their archive): puts `runes`, the
+   * consecutive runes of one stream that end right below its oldest stored rune (at its head when
+   * none is left), back in the log, all in one transaction. The head, the snapshot and the runes
+   * after them stay as they are. Refuses anything else with a {@link StoreError} `invalid_restore`
+   * and writes nothing. Resolves to the number restored.
+   */
+  restore?(runes: readonly Rune[]): Promise<number>;
+  /**
    * Optional, for a store several writers share: calls `listener` with every rune committed from
    * now on, by any writer (the caller's own included), in commit order, each once; never a rune of
    * a refused batch. Returns the function that stops it. Closing the store stops every listener.
@@ -150,6 +158,7 @@ export interface RuneStore {
  * - `seq_conflict`: a rune does not continue its stream (another writer got there first, or a bug).
  * - `fenced`: the append's fence is older than the newest epoch of its lease: the writer lost its lease.
  * - `unknown_stream`, `prune_past_snapshot`: a snapshot or prune the stream cannot take.
+ * - `invalid_restore`: runes to restore that are not the pruned runes right below the stream's oldest stored one.
  * - `closed`: the store is closed.
  * - `invalid_file`: the file is not a runestream file this code reads (checked at open).
  * - `locked`: another process has the file open for writing (checked at open: one writer process per file).
@@ -162,6 +171,7 @@ export type StoreErrorCode =
   | 'fenced'
   | 'unknown_stream'
   | 'prune_past_snapshot'
+  | 'invalid_restore'
   | 'closed'
   | 'invalid_file'
   | 'locked'
@@ -233,6 +243,26 @@ export function openState(): { open(): void; close(): boolean } {
 /** The error of a prune that would drop runes no snapshot covers. */
 export const prunePastSnapshot = (stream: string, throughSeq: number, covered: number): StoreError =>
   new StoreError('prune_past_snapshot', `stream "${stream}": cannot prune through seq ${throughSeq}, the newest snapshot covers ${covered}`);
+
+/**
+ * Checks runes to restore into a stream whose head is `head` and whose oldest stored rune is
+ * `oldest` (`head + 1` when none is left): one stream's consecutive runes of its machine, ending
+ * at `oldest - 1`. Shared by every store, so all of them refuse the same restores.
+ */
+export function checkRestore(runes: readonly Rune[], head: StreamHead | undefined, oldest: number): void {
+  const first = runes[0];
+  if (first === undefined) return;
+  const refuse = (why: string): never => {
+    throw new StoreError('invalid_restore', `stream "${first.stream}": cannot restore runes ${first.seq}..${runes[runes.length - 1]!.seq}: ${why}; nothing was written`);
+  };
+  if (head === undefined) refuse('the stream does not exist');
+  runes.forEach((rune, i) => {
+    if (rune.stream !== first.stream) refuse(`a rune of another stream ("${rune.stream}") is among them`);
+    if (rune.machine !== head!.machine) refuse(`rune ${rune.seq} is of machine "${rune.machine}", the stream's is "${head!.machine}"`);
+    if (rune.seq !== first.seq + i) refuse(`they are not consecutive (seq ${rune.seq} at position ${i})`);
+  });
+  if (first.seq < 1 || first.seq + runes.length !== oldest) refuse(`they must end right below the oldest stored rune, seq ${oldest}`);
+}
 
 /** Whether a head matches a query. */
 export const headMatches = (head: StreamHead, query: HeadsQuery): boolean =>

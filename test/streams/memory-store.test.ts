@@ -3,7 +3,7 @@ import { StoreConflictError } from '../../src/streams/store.js';
 import { memoryStore } from '../../src/streams/memory-store.js';
 import { runeOf, runesOf, storeContract } from '../../src/store-kit.js';
 
-storeContract('memoryStore', () => memoryStore(), { describe, it, expect }, { appendSync: true, severalWriters: true });
+storeContract('memoryStore', () => memoryStore(), { describe, it, expect }, { appendSync: true, severalWriters: true, restore: true });
 
 describe('memoryStore.appendSync', () => {
   it('commits one rune at once, with the same gapless check as append', async () => {

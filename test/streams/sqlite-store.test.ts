@@ -44,7 +44,7 @@ const rawConnection = (path: string, options?: Database.Options): Database.Datab
   return db;
 };
 
-storeContract('sqliteStore', () => openStore(), { describe, it, expect });
+storeContract('sqliteStore', () => openStore(), { describe, it, expect }, { restore: true });
 
 describe('sqliteStore: the file', () => {
   it('is created with its schema, marked as a runestream file, in WAL mode', async () => {
@@ -253,6 +253,34 @@ describe('sqliteStore: a schema version 1 file (no payloads) is upgraded in plac
       code: 'invalid_file',
       message: `cannot open "${path}": its schema version is 2, but its runes table has no "payload" column; the file was left untouched`,
     });
+  });
+});
+
+describe('sqliteStore: a schema version 2 file (no restore) is upgraded in place', () => {
+  it('opens it, replaces its gapless trigger, and restores pruned runes from then on; the trigger still refuses a gap', async () => {
+    const path = freshPath();
+    const store = sqliteStore(path);
+    await store.append(runesOf('a', 1, 6));
+    await store.saveSnapshot({ stream: 'a', seq: 4, state: { n: 4 } });
+    await store.prune('a', 4);
+    await store.close();
+    const raw = new Database(path);
+    // Version 2's trigger: a rune only ever continues its stream.
+    raw.exec(`DROP TRIGGER runes_gapless;
+      CREATE TRIGGER runes_gapless BEFORE INSERT ON runes BEGIN
+        SELECT RAISE(ABORT, 'runestream: a rune must continue its stream without gap (seq = last seq + 1)')
+        WHERE NEW.seq IS NOT 1 + coalesce((SELECT max(seq) FROM runes WHERE stream = NEW.stream), (SELECT seq FROM streams WHERE stream = NEW.stream));
+      END; PRAGMA user_version = 2`);
+    expect(() => raw.prepare(`INSERT INTO runes (stream, seq, kind, body) VALUES ('a', 4, 'tick', '{}')`).run()).toThrow('without gap');
+    raw.close();
+
+    const upgraded = openStore(path);
+    expect(await upgraded.restore!(runesOf('a', 1, 4))).toBe(4);
+    expect(await upgraded.read('a')).toEqual(runesOf('a', 1, 6));
+    await upgraded.close();
+    const after = rawConnection(path);
+    expect(after.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
+    expect(() => after.prepare(`INSERT INTO runes (stream, seq, kind, body) VALUES ('a', 9, 'tick', '{}')`).run()).toThrow('without gap');
   });
 });
 
@@ -575,9 +603,9 @@ describe('sqliteStore: refuses a file that is not its own, and leaves it untouch
   it('a newer schema version, or a runestream application_id without the schema', async () => {
     const newer = await runestreamFile();
     const raw = new Database(newer);
-    raw.pragma('user_version = 3');
+    raw.pragma('user_version = 4');
     raw.close();
-    expectRefused(newer, 'it was written by a newer runestream (schema version 3; this one reads version 2)');
+    expectRefused(newer, 'it was written by a newer runestream (schema version 4; this one reads version 3)');
 
     const bare = freshPath();
     const ours = new Database(bare);

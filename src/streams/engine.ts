@@ -10,6 +10,8 @@ import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js'
 import { Instances, isUnknownMachine, type Instance } from './instances.js';
 import { KeyedListeners } from './keyed-listeners.js';
 import { StreamReadError } from './stream-read-error.js';
+import type { ColdStore } from './archive/cold-store.js';
+import { archivedReads } from './archived-reads.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
 import { Seals } from './seals.js';
@@ -87,6 +89,13 @@ export interface EngineOptions {
    * A store with one writer by construction (SQLite) ignores it. Default: none.
    */
   fence?: Fence;
+  /**
+   * Where archived streams live (the archival epic's cold store): `runes$` and an epic's `read`
+   * then serve the runes pruned from the hot log from their archive, read-only (an archived
+   * conversation's streams are sealed, so a dispatch to them is refused with `sealed`). Default:
+   * none (a read of pruned runes sees the gap).
+   */
+  archive?: ColdStore;
 }
 
 /** Something went wrong outside any caller's request; the engine carries on. */
@@ -251,6 +260,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const checkValue = noValueLimits(limits) ? undefined : valueCheck(limits);
 
   const errors = new Subject<EngineError>();
+  const readRunes = options.archive === undefined ? (stream: string, afterSeq: number, limit: number) => store.read(stream, afterSeq, limit) : archivedReads(store, options.archive);
   /** Per stream, the instance at each durable rune: its listeners read its durable state and seq. */
   const liveStates = new KeyedListeners<Instance>();
   const liveRunes = new KeyedListeners<Rune>();
@@ -508,7 +518,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     return replayThenLive({
       stream,
       afterSeq: options.afterSeq ?? 0,
-      read: (afterSeq, limit) => store.read(stream, afterSeq, limit),
+      read: (afterSeq, limit) => readRunes(stream, afterSeq, limit),
       live$: new Observable<Rune>((subscriber) => liveRunes.add(stream, subscriber)),
     });
   }
@@ -516,7 +526,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   /** A stream's stored runes after `afterSeq`, a page at a time. */
   async function* storedRunes(stream: string, afterSeq: number): AsyncGenerator<Rune> {
     for (let after = afterSeq; ; ) {
-      const page = await store.read(stream, after, 1000);
+      const page = await readRunes(stream, after, 1000);
       if (page.length === 0) return;
       yield* page;
       after = page[page.length - 1]!.seq;

@@ -8,6 +8,14 @@ import { configFromModelSpecs } from './model-specs.js';
 export type Command =
   | { command: 'help' }
   | {
+      /** Asks the running server to archive a stream (a sealed conversation and what is under it), or to restore it. */
+      command: 'archive' | 'restore';
+      target: string;
+      /** The running server's HTTP URL. */
+      url: string;
+      token: string | undefined;
+    }
+  | {
       command: 'serve';
       port: number;
       db: string;
@@ -27,6 +35,8 @@ export class UsageError extends Error {
 }
 
 export const USAGE = `Usage: runestream serve [options]
+       runestream archive <stream> [--url <url>] [--token-file <file>]
+       runestream restore <stream> [--url <url>] [--token-file <file>]
 
 Serves a runestream engine over WebSocket and HTTP (SSE), its runes kept in a SQLite file.
 
@@ -51,7 +61,15 @@ Options:
                            <model>@<baseURL> (an OpenAI-compatible server, e.g.
                            llama3.2@http://localhost:11434/v1) or <model> (at OPENAI_BASE_URL);
                            also RUNESTREAM_MODELS, comma-separated
+  --url <url>              archive and restore: the running server's HTTP URL
+                           (default http://127.0.0.1:7070)
   -h, --help               show this help
+
+archive and restore ask the running server (the one process writing the SQLite file), whose
+configuration has an "archival" key, to move a stream to cold storage or back: archive takes a
+sealed conversation (conv/<c>, closed) and every stream under it, writes and verifies their
+archives, then prunes them from the log; restore puts the archived runes back in the log. They
+print the server's JSON answer; a refusal (e.g. not_sealed, checksum_mismatch) exits 1.
 
 Endpoints: ws://host:port (the protocol), GET /streams/:stream/events (SSE), GET /healthz.
 
@@ -74,6 +92,7 @@ const OPTIONS = {
   'allow-origin': { type: 'string', multiple: true },
   config: { type: 'string' },
   model: { type: 'string', multiple: true },
+  url: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -93,9 +112,11 @@ export function parseCommand(args: readonly string[], env: NodeJS.ProcessEnv): C
   const { values, positionals } = parsed;
   if (values.help === true) return { command: 'help' };
   const [command, ...extra] = positionals;
-  if (command === undefined) throw new UsageError('missing command: the only command is "serve"');
-  if (command !== 'serve') throw new UsageError(`unknown command "${command}": the only command is "serve"`);
+  if (command === undefined) throw new UsageError('missing command: the commands are "serve", "archive" and "restore"');
+  if (command === 'archive' || command === 'restore') return archivalCommand(command, extra, values, env);
+  if (command !== 'serve') throw new UsageError(`unknown command "${command}": the commands are "serve", "archive" and "restore"`);
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
+  if (values.url !== undefined) throw new UsageError('--url is for archive and restore; serve takes --host and --port');
 
   const port = values.port === undefined ? 7070 : Number(values.port);
   if (!/^\d+$/.test(values.port ?? '7070') || port > 65_535) throw new UsageError(`--port must be an integer from 0 to 65535, got "${values.port}"`);
@@ -106,6 +127,25 @@ export function parseCommand(args: readonly string[], env: NodeJS.ProcessEnv): C
     (origin) => (origin === '*' ? origin : originOf(origin)) ?? usage(`--allow-origin must be an origin like http://localhost:5173 (or "*"), got "${origin}"`),
   );
   return { command: 'serve', port, db: values.db ?? 'runestream.db', token, host: values.host ?? '127.0.0.1', allowedOrigins, ...configOf(values, env) };
+}
+
+/** `archive <stream>` / `restore <stream>`: the target, the server's URL and the token (as serve takes it). */
+function archivalCommand(
+  command: 'archive' | 'restore',
+  positionals: readonly string[],
+  values: { url?: string; token?: string; 'token-file'?: string } & Record<string, unknown>,
+  env: NodeJS.ProcessEnv,
+): Command {
+  const [target, ...extra] = positionals;
+  if (target === undefined || target === '') throw new UsageError(`${command} needs the stream to ${command}, e.g. runestream ${command} conv/c1`);
+  if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
+  const serveOnly = ['port', 'db', 'host', 'allow-origin', 'config', 'model'].find((name) => values[name] !== undefined);
+  if (serveOnly !== undefined) throw new UsageError(`--${serveOnly} is for serve; ${command} takes --url and the token`);
+  const url = values.url ?? 'http://127.0.0.1:7070';
+  if (!/^https?:\/\/[^/]+\/?$/.test(url)) throw new UsageError(`--url must be the server's HTTP URL, like http://127.0.0.1:7070, got "${url}"`);
+  if (values.token !== undefined && values['token-file'] !== undefined) throw new UsageError('--token and --token-file are both set: use one');
+  const token = values.token ?? (values['token-file'] === undefined ? undefined : tokenFromFile(values['token-file'])) ?? (env.RUNESTREAM_TOKEN || undefined);
+  return { command, target, url: url.replace(/\/$/, ''), token };
 }
 
 /** The configuration the flags and environment name, first to last: see `USAGE`. */

@@ -1,12 +1,13 @@
 #!/usr/bin/env node
-import { parseCommand, USAGE, UsageError } from './args.js';
+import { parseCommand, USAGE, UsageError, type Command } from './args.js';
+import { archivalCommand } from './archival-command.js';
 import { serve } from './serve.js';
 import { errorText } from '../reducers/error-text.js';
 import { ServerConfigError } from '../server/config/server-config.js';
 
 /** `runestream`: exit code 0 on a clean stop, 1 when serving fails, 2 for a bad command line. */
 async function main(): Promise<void> {
-  let command;
+  let command: Command;
   try {
     command = parseCommand(process.argv.slice(2), process.env);
   } catch (error) {
@@ -20,6 +21,10 @@ async function main(): Promise<void> {
   }
   if (command.command === 'help') {
     console.log(USAGE);
+    return;
+  }
+  if (command.command !== 'serve') {
+    process.exitCode = await archivalCommand(command, console);
     return;
   }
   let serving;

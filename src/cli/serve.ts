@@ -10,10 +10,14 @@ import { agentCliSessions } from '../effects/cli/agent-cli-sessions.js';
 import { cliAdapters } from '../effects/cli/cli-adapters.js';
 import { configuredAgents, type ConfiguredAgents } from '../server/config/configured-agents.js';
 import { configuredClis } from '../server/config/configured-clis.js';
+import { archivalEpic } from '../effects/archival/archival-epic.js';
+import { archivalRoutes } from '../server/archival-routes.js';
+import { configuredArchival } from '../server/config/configured-archival.js';
 import type { AutonomyConfig, ServerConfig } from '../server/config/server-config.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import { sqliteStore } from '../streams/sqlite-store.js';
+import type { RuneStore } from '../streams/store.js';
 import type { Command } from './args.js';
 
 /** The autonomy loop's epics as configured: its models from the configured chains, a task's roles the configured agents'. */
@@ -44,10 +48,16 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   const { defaults } = agents;
   // CLIs come only from a configuration file: their relative `cwd` is the file's folder's.
   const clis = command.config.clis === undefined ? undefined : configuredClis(command.config, cliAdapters, { configDir: dirname(resolve(command.configSource)) });
+  // Archival, from a configuration file only: its cold folder is relative to the file's folder.
+  const archival =
+    command.config.archival === undefined ? undefined : configuredArchival(command.config.archival, { configDir: dirname(resolve(command.configSource)), source: command.configSource, env });
   let engine: Engine;
+  let store: RuneStore;
   try {
+    store = sqliteStore(db);
     engine = createEngine({
-      store: sqliteStore(db),
+      store,
+      ...(archival === undefined ? {} : { archive: archival.cold }),
       epics: [
         chatActorLifecycle(),
         chatTalk(),
@@ -66,24 +76,36 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
         ...(command.config.autonomy === undefined ? [] : autonomyOf(command.config.autonomy, agents, command.config)),
         // Agent CLI sessions (seed 001): each `agent-manager-session` stream runs the configured CLI it names.
         ...(clis === undefined ? [] : [agentCliSessions(clis)]),
+        ...(archival === undefined ? [] : [archivalEpic({ store, cold: archival.cold, ...archival.settings })]),
       ],
     });
   } catch (error) {
     await agents.close();
+    await archival?.close();
     throw error;
   }
   engine.errors$.subscribe((error) => log.error(`runestream: ${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
   let server: RunestreamServer;
   try {
-    server = await createServer({ engine, port, host, allowedOrigins, partialResponse: chatPartialResponse(engine), ...(token === undefined ? {} : { token }) });
+    server = await createServer({
+      engine,
+      port,
+      host,
+      allowedOrigins,
+      partialResponse: chatPartialResponse(engine),
+      ...(token === undefined ? {} : { token }),
+      ...(archival === undefined ? {} : { routes: archivalRoutes({ engine, store, cold: archival.cold }) }),
+    });
   } catch (error) {
     await engine.close();
     await agents.close();
+    await archival?.close();
     throw error;
   }
   log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${db})`);
   if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
   log.log(`runestream: ${agents.defaultRole} agent on ${agents.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);
+  if (archival !== undefined) log.log('runestream: archival on: POST /archive/:target and /restore/:target (runestream archive|restore <stream>)');
   if (clis !== undefined) {
     const names = Object.entries(command.config.clis ?? {}).map(([name, cli]) => `${name} (${cli.protocol})`);
     log.log(`runestream: agent CLIs ${names.join(', ')}: spawn any stream as "agent-manager-session" with input {cli}, then dispatch start_session`);
@@ -95,6 +117,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       await server.close();
       await engine.close();
       await agents.close();
+      await archival?.close();
     },
   };
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Budget, PriceTable } from '../../reducers/budget.js';
 import { CircuitBreakerInput } from '../../reducers/circuit-breaker/schema.js';
 import { BUILTIN_TOOL_NAMES } from '../../effects/tools/builtin-tools.js';
+import { ArchivalConfig } from './archival-config.js';
 
 /** The largest configuration file {@link parseServerConfig} reads: 1 MiB. */
 export const MAX_CONFIG_BYTES = 1 << 20;
@@ -190,6 +191,8 @@ export const ServerConfig = z
     defaultCli: Name.optional(),
     /** The autonomy loop: its planner and critic, and its limits. Default: none (a plan stream gets no planner). */
     autonomy: AutonomyConfig.optional(),
+    /** Archival and retention: the cold store (a folder relative to the file, or S3), retention policies. Default: none. */
+    archival: ArchivalConfig.optional(),
   })
   .superRefine((config, context) => {
     const issue = (path: PropertyKey[], message: string): void => context.addIssue({ code: 'custom', path, message });

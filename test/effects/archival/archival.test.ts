@@ -204,13 +204,64 @@ describe('restoring an archived conversation into the hot log', () => {
     const manifest = (await readManifest(cold, 'conv/c4/agent/a1'))!;
     const segment = manifest.segments[0]!;
     const bytes = (await cold.get(segment.key))!;
-    bytes[bytes.length - 5] ^= 0xff;
+    bytes[bytes.length - 5]! ^= 0xff;
     await cold.put(segment.key, bytes);
 
     await expect(restoreTarget({ engine, store, cold }, 'conv/c4')).rejects.toMatchObject({ code: 'checksum_mismatch', message: expect.stringContaining(segment.key) });
     // Nothing written, not even the conversation stream's runes, whose archive is sound.
     expect(await allRunes(store, 'conv/c4')).toHaveLength(1);
     expect(await allRunes(store, 'conv/c4/agent/a1')).toEqual([]);
+    await engine.close();
+  });
+});
+
+describe('retention, enforced by the archival epic on schedule', () => {
+  it('archives, then prunes, what each policy does not keep: a stream idle past its window whole, a stream up to its snapshot; the rest stays, and all of it stays readable', async () => {
+    const HOUR = 3_600_000;
+    const scheduler = new VirtualTimeScheduler();
+    const store = memoryStore();
+    const cold = fsColdStore(coldFolder());
+    const retention = [
+      { prefix: 'conv/', keep: { days: 1 } },
+      { machine: 'circuit-breaker', keep: 'since-snapshot' as const },
+    ];
+    const engine = createEngine({ store, scheduler, archive: cold, snapshotEvery: 5, epics: [archivalEpic({ store, cold, retentionEveryMs: HOUR, retention })] });
+    await conversationIn(engine, 'old', false); // active; its last rune at 0
+    await engine.spawn('provider/p', 'circuit-breaker', { failureThreshold: 3, successThreshold: 1, openTimeoutMs: 1000 });
+    for (let i = 0; i < 11; i++) await engine.dispatch('provider/p', { type: 'success' }); // 12 runes, a snapshot at 10
+    await engine.spawn('kept', 'chat-actor'); // no policy: kept whole
+    const old = await allRunes(store, 'conv/old');
+    const breaker = await allRunes(store, 'provider/p');
+    const runEnded = (run: string) => async (): Promise<boolean> => {
+      const head = await store.head(run);
+      return head !== undefined && head.seq > 1 && head.value === 'IDLE';
+    };
+
+    // The first pass, at 1 h: the breaker's runes up to its snapshot go; the conversation is inside its day.
+    advanceTo(scheduler, HOUR);
+    await until(runEnded('archive/provider/p'));
+    expect((await allRunes(store, 'provider/p')).map((rune) => rune.seq)).toEqual([11, 12]);
+    expect(await allRunes(store, 'conv/old')).toEqual(old);
+
+    // At 36 h a new conversation; at the pass of 37 h the old one (idle for 37 h) goes, the new one (1 h old) stays.
+    advanceTo(scheduler, 36 * HOUR);
+    await settle();
+    await conversationIn(engine, 'new', false);
+    advanceTo(scheduler, 37 * HOUR);
+    await until(runEnded('archive/conv/old'));
+    await until(runEnded('archive/conv/old/agent/a1'));
+    expect(await allRunes(store, 'conv/old')).toEqual([]);
+    expect(await allRunes(store, 'conv/old/agent/a1')).toEqual([]);
+    expect(await store.head('archive/conv/new')).toBeUndefined();
+    expect((await allRunes(store, 'conv/new')).length).toBeGreaterThan(0);
+    expect(await allRunes(store, 'kept')).toHaveLength(1);
+    expect((await readManifest(cold, 'conv/old'))?.seq).toBe(old.length);
+
+    // Nothing lost: every rune is read back, from the archive then the hot log; the active conversation goes on.
+    expect(await firstRunes(engine.runes$('conv/old'), old.length)).toEqual(old);
+    expect(await firstRunes(engine.runes$('provider/p'), breaker.length)).toEqual(breaker);
+    expect(await engine.dispatch('conv/old', { type: 'new_turn' })).toMatchObject({ accepted: true, rune: { seq: old.length + 1 } });
+    expect((await engine.snapshot<{ value: string }>('conv/old'))?.state.value).toBe('active');
     await engine.close();
   });
 });

@@ -120,6 +120,20 @@ export { type Effect, type EffectOrigin, type EffectsByKey, type StateEffects, t
 export { durableDeadline, type DurableDeadlineOptions } from './streams/durable-deadline.js';
 export { chatActorLifecycle, type ChatActorLifecycleOptions } from './effects/chat-actor-lifecycle.js';
 export { INTERRUPTED_BY_RESTART, toolCallRecovery, type ToolCallRecoveryOptions } from './effects/tool-call-recovery.js';
+// Archival runs and retention (seed 002's ArchivalService): the epic, and archiving or restoring a target now.
+export { archivalEpic, type ArchivalOptions } from './effects/archival/archival-epic.js';
+export { ARCHIVAL_PREFIX, archivalStream } from './effects/archival/archival-streams.js';
+export { checkRetentionRules, type RetentionKeep, type RetentionRule } from './effects/archival/retention.js';
+export {
+  ArchivalRequestError,
+  archiveTarget,
+  restoreTarget,
+  type ArchivalHost,
+  type ArchivalRequestCode,
+  type ArchiveOutcome,
+  type ArchivedStream,
+} from './effects/archival/archival-requests.js';
+export type { RestoredStream } from './effects/archival/archive-steps.js';
 
 // The wire protocol's schemas (what a server and a client send each other): zod and the machines only.
 export {

@@ -9,6 +9,7 @@ export {
   StoreError,
   StoreFencedError,
   checkBatch,
+  checkRestore,
   headMatches,
   openState,
   prunePastSnapshot,

@@ -6,6 +6,7 @@ export { createServer, type RunestreamServer } from './server.js';
 export type { DispatchRate, PartialResponse, ServerOptions, SlowClientPolicy } from './options.js';
 export type { AccessAction, AccessRequest, Authorize, Credential, Identity, Verify } from './access.js';
 export type { Route, RouteContext, RouteHandler } from './routes.js';
+export { archivalRoutes, type ArchivalRoutesOptions } from './archival-routes.js';
 export type { HttpError } from './http-reply.js';
 export { SERVER_CHANNELS, type SentReport, type SlowClientReport } from './diagnostics.js';
 export {

@@ -18,10 +18,16 @@ import type { ColdStore } from './cold-store.js';
  * 3. Any I/O failure is an `ArchiveError` with code `cold_store_failed`, its cause the Node error.
  *
  * @example
- * ```ts no-run
- * const cold = fsColdStore('/var/lib/runestream/cold');
+ * ```ts
+ * import { mkdtempSync } from 'node:fs';
+ * import { tmpdir } from 'node:os';
+ * import { join } from 'node:path';
+ * import { fsColdStore } from 'runestream';
+ *
+ * const cold = fsColdStore(mkdtempSync(join(tmpdir(), 'cold-')));
  * await cold.put('notes/a.txt', new TextEncoder().encode('hello'));
  * console.log(await cold.list('notes/')); // Logs: [ 'notes/a.txt' ]
+ * console.log(await cold.get('notes/b.txt')); // Logs: undefined
  * ```
  */
 export function fsColdStore(dir: string): ColdStore {

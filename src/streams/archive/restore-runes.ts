@@ -17,7 +17,7 @@ export interface RestoreRunesOptions {
  * again, so a segment that changes in between still throws rather than restoring other runes.
  *
  * @example
- * ```ts no-run
+ * ```ts no-run: a fragment: `cold`, `manifest` and `target` come from the surrounding program
  * for await (const page of restoreRunes(cold, manifest, { afterSeq: 0 })) await target.append(page);
  * ```
  */

@@ -45,7 +45,7 @@ type Sdk = typeof import('@aws-sdk/client-s3');
  *    the status, and whose cause is the SDK's error.
  *
  * @example
- * ```ts no-run
+ * ```ts no-run: needs an S3 bucket and credentials
  * import { s3ColdStore } from 'runestream/s3';
  * const cold = s3ColdStore({ bucket: 'archives', prefix: 'runestream/', clientConfig: { region: 'eu-west-1' } });
  * ```

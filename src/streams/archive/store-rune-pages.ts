@@ -17,7 +17,7 @@ export interface StoreRunePagesOptions {
  * long stream holds one page and one segment in memory, never the stream.
  *
  * @example
- * ```ts no-run
+ * ```ts no-run: a fragment: `store`, `cold`, `stream`, `state` and `at` come from the surrounding program
  * const head = await store.head(stream);
  * await writeArchive(cold, { stream, machine: head.machine, state, at, runes: storeRunePages(store, stream, { throughSeq: head.seq }) });
  * ```

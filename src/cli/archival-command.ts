@@ -29,6 +29,10 @@ export async function archivalCommand(command: Extract<Command, { command: 'arch
     log.log(JSON.stringify(body, null, 2));
     return 0;
   }
-  log.error(body?.code === undefined ? `runestream: ${command.command} failed: HTTP ${response.status} ${text}` : `runestream: ${command.command} refused: ${body.code}: ${body.message ?? ''}`);
+  log.error(
+    body?.code === undefined
+      ? `runestream: ${command.command} failed: HTTP ${response.status} ${text}`
+      : `runestream: ${command.command} refused: ${body.code}: ${body.message ?? ''}`,
+  );
   return 1;
 }

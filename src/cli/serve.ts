@@ -50,7 +50,9 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   const clis = command.config.clis === undefined ? undefined : configuredClis(command.config, cliAdapters, { configDir: dirname(resolve(command.configSource)) });
   // Archival, from a configuration file only: its cold folder is relative to the file's folder.
   const archival =
-    command.config.archival === undefined ? undefined : configuredArchival(command.config.archival, { configDir: dirname(resolve(command.configSource)), source: command.configSource, env });
+    command.config.archival === undefined
+      ? undefined
+      : configuredArchival(command.config.archival, { configDir: dirname(resolve(command.configSource)), source: command.configSource, env });
   let engine: Engine;
   let store: RuneStore;
   try {

@@ -260,7 +260,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const checkValue = noValueLimits(limits) ? undefined : valueCheck(limits);
 
   const errors = new Subject<EngineError>();
-  const readRunes = options.archive === undefined ? (stream: string, afterSeq: number, limit: number) => store.read(stream, afterSeq, limit) : archivedReads(store, options.archive);
+  const readRunes =
+    options.archive === undefined ? (stream: string, afterSeq: number, limit: number) => store.read(stream, afterSeq, limit) : archivedReads(store, options.archive);
   /** Per stream, the instance at each durable rune: its listeners read its durable state and seq. */
   const liveStates = new KeyedListeners<Instance>();
   const liveRunes = new KeyedListeners<Rune>();

@@ -37,7 +37,6 @@ export const SQLITE_SCHEMA_VERSION = 3;
 /** The oldest schema version this code opens, upgrading it. */
 const OLDEST_SCHEMA_VERSION = 1;
 
-
 /**
  * A rune continues its stream: its seq is 1 + the stream's last rune, or 1 + its head when all its
  * runes were pruned (or it has none yet). The other triggers keep the last rune >= the head (the

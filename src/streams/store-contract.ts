@@ -353,7 +353,8 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
           runesOf('a', 1, 6).map((rune) => ({ ...rune, machine: 'other' })),
           runesOf('c', 1, 3),
         ];
-        for (const runes of refused) await expect(store.restore!(runes), JSON.stringify(runes.map((r) => [r.stream, r.seq]))).rejects.toMatchObject({ code: 'invalid_restore' });
+        for (const runes of refused)
+          await expect(store.restore!(runes), JSON.stringify(runes.map((r) => [r.stream, r.seq]))).rejects.toMatchObject({ code: 'invalid_restore' });
         expect(await store.read('a')).toEqual(runesOf('a', 7, 4));
         expect(await store.restore!([])).toBe(0);
         await store.close();

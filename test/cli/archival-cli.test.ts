@@ -45,7 +45,13 @@ describe('runestream archive and restore, against the running server', () => {
 
     const archive = runestream(['archive', 'conv/c1', '--url', url, '--token', TOKEN]);
     expect(await archive.exited).toBe(0);
-    expect(JSON.parse(archive.stdout)).toEqual({ ok: true, outcome: 'archived', target: 'conv/c1', run: 'archive/conv/c1', streams: [{ stream: 'conv/c1', fromSeq: 1, seq: 4, segments: 1 }] });
+    expect(JSON.parse(archive.stdout)).toEqual({
+      ok: true,
+      outcome: 'archived',
+      target: 'conv/c1',
+      run: 'archive/conv/c1',
+      streams: [{ stream: 'conv/c1', fromSeq: 1, seq: 4, segments: 1 }],
+    });
     expect(existsSync(join(dir, 'cold', 'streams'))).toBe(true);
     expect((await engine.snapshot<{ value: string }>('conv/c1'))?.state.value).toBe('archived');
 
@@ -56,7 +62,7 @@ describe('runestream archive and restore, against the running server', () => {
     const unknown = runestream(['restore', 'conv/none', '--url', url, '--token', TOKEN]);
     expect(await unknown.exited).toBe(1);
     expect(unknown.stderr).toContain('runestream: restore refused: unknown_stream: unknown stream "conv/none"');
-  });
+  }, 120_000); // five CLI processes, each starting node with tsx
 
   it('checks its command line', () => {
     expect(() => parseCommand(['archive'], {})).toThrow('archive needs the stream to archive, e.g. runestream archive conv/c1');

@@ -64,9 +64,18 @@ const isClosedConversation = (head: StreamHead | undefined, machines: Readonly<R
  * prunes nothing more, so a run resumed after kill -9 loses nothing and duplicates nothing.
  */
 export function archivalEpic(options: ArchivalOptions): Epic {
-  const { store, cold, machines = builtInMachines as Readonly<Record<string, AnyMachine>>, retryBaseMs = 1000, retryMaxMs = 300_000, retentionEveryMs = 3_600_000, beforePrune } = options;
+  const {
+    store,
+    cold,
+    machines = builtInMachines as Readonly<Record<string, AnyMachine>>,
+    retryBaseMs = 1000,
+    retryMaxMs = 300_000,
+    retentionEveryMs = 3_600_000,
+    beforePrune,
+  } = options;
   const rules = checkRetentionRules(options.retention ?? []);
-  if (!(retryBaseMs > 0) || !(retryMaxMs >= retryBaseMs)) throw new TypeError(`archivalEpic: "retryBaseMs" must be positive and "retryMaxMs" at least it, got ${retryBaseMs} and ${retryMaxMs}`);
+  if (!(retryBaseMs > 0) || !(retryMaxMs >= retryBaseMs))
+    throw new TypeError(`archivalEpic: "retryBaseMs" must be positive and "retryMaxMs" at least it, got ${retryBaseMs} and ${retryMaxMs}`);
   if (!(retentionEveryMs > 0)) throw new TypeError(`archivalEpic: "retentionEveryMs" must be positive, got ${retentionEveryMs}`);
 
   /** The streams a run of `target` moves, and whether whole (sealed) or through their retention cut. */
@@ -123,7 +132,9 @@ export function archivalEpic(options: ArchivalOptions): Epic {
           return { [`write#${attempts}`]: write$(target, context) };
         case 'ERROR': {
           const delay = Math.min(retryMaxMs, retryBaseMs * 2 ** Math.max(0, attempts - 1));
-          return { [`retry#${attempts}`]: durableDeadline(view.at + delay, { type: 'retry' as const }, { scheduler: context.scheduler, resolutionMs: Math.min(1000, retryBaseMs) }) };
+          return {
+            [`retry#${attempts}`]: durableDeadline(view.at + delay, { type: 'retry' as const }, { scheduler: context.scheduler, resolutionMs: Math.min(1000, retryBaseMs) }),
+          };
         }
         case 'RETRYING':
           return { rewrite: of({ type: 'rewrite' as const }) };
@@ -147,7 +158,10 @@ export function archivalEpic(options: ArchivalOptions): Epic {
                   const run = archivalStream(head.stream);
                   const runHead = await store.head(run);
                   if (runHead !== undefined && runHead.value !== 'IDLE') return []; // under way: it finishes on its own
-                  return [{ stream: run, spawn: archival.id }, { stream: run, event: { type: 'start' } }];
+                  return [
+                    { stream: run, spawn: archival.id },
+                    { stream: run, event: { type: 'start' } },
+                  ];
                 }),
               ),
               mergeMap((commands) => from(commands)),

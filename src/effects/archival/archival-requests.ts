@@ -76,7 +76,10 @@ export async function archiveTarget(host: ArchivalHost, target: string, options:
   const ended = await firstValueFrom(
     engine.runes$(run, { afterSeq: started.rune.seq }).pipe(
       filter((rune) => rune.to === 'IDLE' || rune.to === 'ERROR'),
-      timeout({ first: options.timeoutMs ?? 60_000, with: () => Promise.reject(new ArchivalRequestError('timeout', `the run "${run}" did not end within ${options.timeoutMs ?? 60_000} ms; it goes on`)) }),
+      timeout({
+        first: options.timeoutMs ?? 60_000,
+        with: () => Promise.reject(new ArchivalRequestError('timeout', `the run "${run}" did not end within ${options.timeoutMs ?? 60_000} ms; it goes on`)),
+      }),
     ),
   );
   if (ended.to === 'ERROR') {

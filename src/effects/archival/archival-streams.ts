@@ -9,4 +9,5 @@ export const ARCHIVAL_PREFIX = 'archive/';
 export const archivalStream = (target: string): string => `${ARCHIVAL_PREFIX}${target}`;
 
 /** The target of an archival run's stream, or `undefined` for a stream that is not one. */
-export const targetOf = (stream: string): string | undefined => (stream.startsWith(ARCHIVAL_PREFIX) && stream.length > ARCHIVAL_PREFIX.length ? stream.slice(ARCHIVAL_PREFIX.length) : undefined);
+export const targetOf = (stream: string): string | undefined =>
+  stream.startsWith(ARCHIVAL_PREFIX) && stream.length > ARCHIVAL_PREFIX.length ? stream.slice(ARCHIVAL_PREFIX.length) : undefined;

@@ -54,7 +54,13 @@ export const keepOf = (rules: readonly RetentionRule[], head: StreamHead): Reten
  * Where retention cuts a stream at time `now`: the seq through which its runes go to the archive
  * (and then out of the hot log), and the state after it; `undefined` when nothing is due.
  */
-export async function retentionCut(store: RuneStore, context: Pick<EpicContext, 'snapshot'>, head: StreamHead, keep: RetentionKeep, now: number): Promise<Snapshot | undefined> {
+export async function retentionCut(
+  store: RuneStore,
+  context: Pick<EpicContext, 'snapshot'>,
+  head: StreamHead,
+  keep: RetentionKeep,
+  now: number,
+): Promise<Snapshot | undefined> {
   if (keep === 'all') return undefined;
   const snapshot = await store.latestSnapshot(head.stream);
   if (keep === 'since-snapshot') return snapshot;

@@ -15,7 +15,10 @@ export interface ConfiguredArchival {
 }
 
 /** The `archival` key made real: a folder is relative to `configDir`; S3 credentials come from `env`. */
-export function configuredArchival(archival: ArchivalConfig, options: { readonly configDir: string; readonly source: string; readonly env: NodeJS.ProcessEnv }): ConfiguredArchival {
+export function configuredArchival(
+  archival: ArchivalConfig,
+  options: { readonly configDir: string; readonly source: string; readonly env: NodeJS.ProcessEnv },
+): ConfiguredArchival {
   const { retention, retentionEveryMs, retryBaseMs, retryMaxMs } = archival;
   const settings = {
     ...(retention === undefined ? {} : { retention }),

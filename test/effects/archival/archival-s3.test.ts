@@ -44,7 +44,14 @@ describe('archiving to an S3-compatible server (s3rver on 127.0.0.1), and readin
 
       const response = await fetch(`${server.httpUrl}/archive/${encodeURIComponent('conv/c1')}`, { method: 'POST' });
       expect(response.status).toBe(200);
-      expect(await response.json()).toMatchObject({ ok: true, outcome: 'archived', streams: [{ stream: 'conv/c1', seq: hot.length }, { stream: 'conv/c1/agent/a1', seq: 2 }] });
+      expect(await response.json()).toMatchObject({
+        ok: true,
+        outcome: 'archived',
+        streams: [
+          { stream: 'conv/c1', seq: hot.length },
+          { stream: 'conv/c1/agent/a1', seq: 2 },
+        ],
+      });
       expect((await cold.list('streams/')).length).toBe(4); // a segment and a manifest per stream, under the prefix
       expect((await readManifest(cold, 'conv/c1'))?.segments).toHaveLength(1);
       expect(await store.read('conv/c1/agent/a1')).toEqual([]);

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VirtualTimeScheduler, firstValueFrom, take, toArray, type Observable } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { createEngine, memoryStore, type Engine, type EngineError, type Rune, type RuneStore } from '../../../src/index.js';
+import { createEngine, memoryStore, type Engine, type Rune, type RuneStore } from '../../../src/index.js';
 import { archivalEpic, type ArchivalOptions } from '../../../src/effects/archival/archival-epic.js';
 import { archiveTarget, restoreTarget } from '../../../src/effects/archival/archival-requests.js';
 import type { ColdStore } from '../../../src/streams/archive/cold-store.js';

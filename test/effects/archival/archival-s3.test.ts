@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { archivalEpic } from '../../../src/effects/archival/archival-epic.js';
-import { createEngine, memoryStore, type Engine } from '../../../src/index.js';
+import { createEngine, memoryStore } from '../../../src/index.js';
 import { archivalRoutes } from '../../../src/server/archival-routes.js';
 import { readManifest } from '../../../src/streams/archive/read-archive.js';
 import { s3ColdStore, type S3ColdStore } from '../../../src/streams/archive/s3-cold-store.js';
+import { conversationWithTurns } from '../../support/archival-conversation.js';
 import { startLocalS3, type LocalS3 } from '../../support/s3-server.js';
 import { range, seqsOf, startServer } from '../../support/ws-client.js';
 
@@ -15,21 +16,6 @@ afterAll(async () => {
   await s3?.close();
 });
 
-/** A closed conversation with an agent: `turns` turns. */
-async function closedConversation(engine: Engine, id: string, turns: number): Promise<void> {
-  const conv = `conv/${id}`;
-  await engine.spawn(conv, 'conversation', { conversationId: id });
-  await engine.spawn(`${conv}/agent/a1`, 'agent-lifecycle', { agentId: 'a1', role: 'coder' });
-  await engine.dispatch(`${conv}/agent/a1`, { type: 'init_complete' });
-  await engine.dispatch(conv, { type: 'first_message' });
-  for (let i = 0; i < turns; i++) {
-    await engine.dispatch(conv, { type: 'new_turn' });
-    await engine.dispatch(conv, { type: 'turn_completed' });
-  }
-  await engine.dispatch(conv, { type: 'close_requested', reason: 'done' });
-  await engine.dispatch(conv, { type: 'cleanup_complete' });
-}
-
 describe('archiving to an S3-compatible server (s3rver on 127.0.0.1), and reading it back through a client', () => {
   it('POST /archive/:target archives the conversation to the bucket; a WebSocket subscription and the SSE feed replay its pruned runes from there', async () => {
     const store = memoryStore();
@@ -37,7 +23,7 @@ describe('archiving to an S3-compatible server (s3rver on 127.0.0.1), and readin
     const engine = createEngine({ store, archive: cold, epics: [archivalEpic({ store, cold })] });
     const { server, connect, stop } = await startServer({ engine, routes: archivalRoutes({ engine, store, cold }) });
     try {
-      await closedConversation(engine, 'c1', 20);
+      await conversationWithTurns(engine, 'c1', 20);
       const hot = await store.read('conv/c1');
       const notFound = await fetch(`${server.httpUrl}/archive/${encodeURIComponent('conv/none')}`, { method: 'POST' });
       expect([notFound.status, await notFound.json()]).toEqual([404, { ok: false, code: 'unknown_stream', message: 'unknown stream "conv/none"' }]);

@@ -10,6 +10,7 @@ import type { ColdStore } from '../../../src/streams/archive/cold-store.js';
 import { fsColdStore } from '../../../src/streams/archive/fs-cold-store.js';
 import { readManifest } from '../../../src/streams/archive/read-archive.js';
 import { sqliteStore } from '../../../src/streams/sqlite-store.js';
+import { conversationWithTurns } from '../../support/archival-conversation.js';
 import { flakyColdStore } from '../../support/flaky-cold-store.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'runestream-archival-'));
@@ -19,21 +20,8 @@ const coldFolder = (): string => join(dir, `cold-${++folders}`);
 
 const TURNS = 30;
 
-/** A conversation with an agent and some turns, closed (sealed) unless `close` is false. */
-async function conversationIn(engine: Engine, id: string, close = true): Promise<void> {
-  const conv = `conv/${id}`;
-  expect(await engine.spawn(conv, 'conversation', { conversationId: id })).toMatchObject({ accepted: true });
-  await engine.spawn(`${conv}/agent/a1`, 'agent-lifecycle', { agentId: 'a1', role: 'coder' });
-  await engine.dispatch(`${conv}/agent/a1`, { type: 'init_complete' });
-  await engine.dispatch(conv, { type: 'first_message' });
-  for (let i = 0; i < TURNS; i++) {
-    await engine.dispatch(conv, { type: 'new_turn' });
-    await engine.dispatch(conv, { type: 'turn_completed' });
-  }
-  if (!close) return;
-  await engine.dispatch(conv, { type: 'close_requested', reason: 'done' });
-  await engine.dispatch(conv, { type: 'cleanup_complete' });
-}
+/** A conversation with an agent and {@link TURNS} turns, closed (sealed) unless `close` is false. */
+const conversationIn = (engine: Engine, id: string, close = true): Promise<void> => conversationWithTurns(engine, id, TURNS, close);
 
 /** The first `n` runes of a `runes$`: it replays, then goes live, so it never completes on its own. */
 const firstRunes = (runes$: Observable<Rune>, n: number): Promise<Rune[]> => firstValueFrom(runes$.pipe(take(n), toArray()));

@@ -1,4 +1,5 @@
 import { benchAgentDeltas } from './agent-deltas.js';
+import { benchArchival } from './archival.js';
 import { benchAutonomy } from './autonomy.js';
 import { benchCliLines } from './cli-lines.js';
 import { benchChatActorTransition } from './chat-actor-transition.js';
@@ -23,6 +24,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   conversations: benchConversations,
   autonomy: benchAutonomy,
   'import-cost': benchImportCost,
+  archival: benchArchival,
 };
 
 /**

@@ -113,6 +113,18 @@ export {
   type TailListener,
 } from './streams/store.js';
 
+// Cold storage (archives of streams, metrics snapshots): the interface, the folder store, the format.
+export { ArchiveError, type ArchiveErrorCode, type ArchiveManifest, type ArchiveSegment, type ColdStore } from './streams/archive/cold-store.js';
+export { ColdKeyError, MAX_COLD_KEY_LENGTH, MAX_COLD_KEY_PART_LENGTH, checkColdKey, checkColdPrefix, streamKeyPart } from './streams/archive/cold-key.js';
+export { fsColdStore } from './streams/archive/fs-cold-store.js';
+export { archivePrefix, manifestKey, segmentKey } from './streams/archive/archive-format.js';
+export { writeArchive, type WriteArchiveOptions } from './streams/archive/write-archive.js';
+export { readArchivedRunes, readManifest, type ReadArchivedRunesOptions } from './streams/archive/read-archive.js';
+export { verifyArchive, type ArchiveVerification } from './streams/archive/verify-archive.js';
+export { restoreRunes, type RestoreRunesOptions } from './streams/archive/restore-runes.js';
+export { storeRunePages, type StoreRunePagesOptions } from './streams/archive/store-rune-pages.js';
+export { metricsSnapshotKey, readMetricsSnapshot, writeMetricsSnapshot } from './streams/archive/metrics-snapshot.js';
+
 // Epics: their types, and the light ones (no LLM, no tools runtime).
 export { isSpawnCommand, type DispatchCommand, type Epic, type EpicCommand, type EpicContext, type EpicReport, type SpawnCommand } from './streams/epic.js';
 export { stateEffects, type EffectOwnership } from './streams/effect-host.js';

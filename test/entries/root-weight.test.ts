@@ -34,6 +34,10 @@ describe('entry weight', () => {
     60_000,
   );
 
+  it('src/s3.ts loads the S3 SDK only when its store is first used, not on import', async () => {
+    expect((await packagesLoadedBy('src/s3.ts')).filter((name) => name.startsWith('@aws-sdk/'))).toEqual([]);
+  }, 60_000);
+
   // The probe itself: where those packages are loaded, it sees them.
   it.each([
     ['src/server/index.ts', ['ws']],

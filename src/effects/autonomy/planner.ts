@@ -1,7 +1,6 @@
-import { EMPTY, Observable, defer, map, mergeMap, of } from 'rxjs';
-import { conversation } from '../../reducers/conversation/machine.js';
-import { stateOf } from '../agent/state-of.js';
+import { EMPTY, Observable, defer, map, mergeMap, of, take } from 'rxjs';
 import { z } from 'zod';
+import { conversation } from '../../reducers/conversation/machine.js';
 import { autonomyLoop } from '../../reducers/autonomy-loop/machine.js';
 import { PlanTasks, type AutonomyLoopEvent, type AutonomyLoopState, type PlanTask } from '../../reducers/autonomy-loop/schema.js';
 import { planProblem } from '../../reducers/autonomy-loop/tasks.js';
@@ -37,14 +36,16 @@ const planIdOf = (stream: string, plan: AutonomyLoopState): string => {
 
 /**
  * The plan's conversation, created (active) if it is not there: the agents the scheduler spawns
- * later, several at once, then find it rather than each creating it.
+ * later, several at once, then find it rather than each creating it. An Observable all the way, so
+ * a context that answers at once (a test's) answers in the same virtual frame.
  */
 const conversation$ = (stream: string, context: EpicContext): Observable<EpicCommand> => {
   const parts = parseStreamId(stream);
   if (parts?.kind !== 'plan') return EMPTY;
-  return defer(() => stateOf(context, parts.root, conversation)).pipe(
+  return defer(() => context.snapshot(parts.root, conversation)).pipe(
+    take(1),
     mergeMap((talk): EpicCommand[] =>
-      talk !== undefined
+      talk?.state !== undefined
         ? []
         : [
             { stream: parts.root, spawn: conversation.id, input: { conversationId: parts.id } },

@@ -76,7 +76,7 @@ const cancelled = (seq: number, from: string): Rune => ({
 });
 
 describe('autonomyPlanner under virtual time', () => {
-  it("a goal: the conversation is created and the planner asked at once; its answer, when the call ends, is decompose_goal (plan.created)", () =>
+  it('a goal: the conversation is created and the planner asked at once; its answer, when the call ends, is decompose_goal (plan.created)', () =>
     marbleTest((m) => {
       const w = goalWorld(m);
       const answer = m.cold<ChainOutput>('--a-b-(f|)', { a: text('{"tasks":[{"id":"a","description":"do a",'), b: text('"ownerRole":"dev"}]}'), f: finish });

@@ -10,7 +10,7 @@ import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { resolveAutonomyOptions, type AutonomyOptions, type ResolvedAutonomyOptions } from './autonomy-options.js';
 import { plannerRequest } from './prompts.js';
-import { schemaCheck, structuredAnswer$, type AnswerCheck } from './structured-answer.js';
+import { earlierAttempts, refusedEvent, schemaCheck, structuredAnswer$, type AnswerCheck } from './structured-answer.js';
 
 /** The planner's structured answer: the plan's tasks (their schema is the machine's own). */
 export const PlanAnswer = z.strictObject({ tasks: PlanTasks });
@@ -75,11 +75,14 @@ const conversation$ = (stream: string, context: EpicContext): Observable<EpicCom
 export function autonomyPlanner(autonomyOptions: AutonomyOptions): Epic {
   const options = resolveAutonomyOptions(autonomyOptions);
   const check = planCheck(options.roles);
-  const ask = (stream: string, plan: AutonomyLoopState, context: EpicContext, answer: (tasks: PlanTask[]) => AutonomyLoopEvent) =>
-    structuredAnswer$(options.plan, plannerRequest(plan, options.roles), check, options.maxPlannerAttempts, context).pipe(
-      map((out): AutonomyLoopEvent | EpicCommand =>
-        out.type === 'command' ? out.command : out.type === 'answer' ? answer(out.value.tasks) : { type: 'planner_failed', reason: `planner: ${out.reason}` },
-      ),
+  /** The planner asked `question` (`plan@<revisions>`, `replan@<replans>`), its refusals recorded, going on from those the plan has. */
+  const ask = (plan: AutonomyLoopState, question: string, context: EpicContext, answer: (tasks: PlanTask[]) => AutonomyLoopEvent) =>
+    structuredAnswer$(options.plan, plannerRequest(plan, options.roles), check, options.maxPlannerAttempts, context, earlierAttempts(plan, question)).pipe(
+      map((out): AutonomyLoopEvent | EpicCommand => {
+        if (out.type === 'command') return out.command;
+        if (out.type === 'refused') return refusedEvent(question, out.error);
+        return out.type === 'answer' ? answer(out.value.tasks) : { type: 'planner_failed', reason: `planner: ${out.reason}` };
+      }),
     );
   return stateEffects({
     name: 'autonomyPlanner',
@@ -89,12 +92,16 @@ export function autonomyPlanner(autonomyOptions: AutonomyOptions): Epic {
     effects: (view, context): EffectsByKey<typeof autonomyLoop> => {
       const plan = view.state!;
       if (plan.value === 'goal_received') {
+        const question = `plan@${plan.revisions}`;
         return {
           conversation: conversation$(view.stream, context),
-          [`plan@${plan.revisions}`]: ask(view.stream, plan, context, (tasks) => ({ type: 'decompose_goal', planId: planIdOf(view.stream, plan), tasks })),
+          [question]: ask(plan, question, context, (tasks) => ({ type: 'decompose_goal', planId: planIdOf(view.stream, plan), tasks })),
         };
       }
-      if (plan.replanning === true) return { [`replan@${plan.replans}`]: ask(view.stream, plan, context, (tasks) => ({ type: 'plan_revised', tasks })) };
+      if (plan.replanning === true) {
+        const question = `replan@${plan.replans}`;
+        return { [question]: ask(plan, question, context, (tasks) => ({ type: 'plan_revised', tasks })) };
+      }
       return options.autoStart ? { autoStart: of({ type: 'auto_start' as const }) } : {};
     },
   });

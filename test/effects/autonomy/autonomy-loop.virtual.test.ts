@@ -1,6 +1,6 @@
 import { from, merge, mergeMap, throwError, timer, type Observable, type SchedulerLike } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { autonomyBudget, autonomyEpics, autonomyScheduler, type AutonomyOptions, type StructuredCaller } from '../../../src/agents.js';
+import { autonomyEpics, type AutonomyOptions, type StructuredCaller } from '../../../src/agents.js';
 import { agentModel } from '../../../src/effects/agent/agent-model.js';
 import { agentTurns } from '../../../src/effects/agent/agent-turns.js';
 import type { ChainOutput, ModelRequest } from '../../../src/effects/llm/model-types.js';
@@ -19,7 +19,6 @@ const PLAN = planStream('c1', 'p1');
 const ROOT = 'conv/c1';
 const SECOND = 1000;
 const task = (id: string, dependsOn: string[] = []): PlanTaskInput => ({ id, description: `do ${id}`, dependsOn, priority: 0, ownerRole: 'dev' });
-const withDefaults = (t: PlanTaskInput) => ({ dependsOn: [], priority: 0, ...t });
 
 const text = (t: string): ChainOutput => ({ type: 'part', part: { type: 'text-delta', text: t } });
 const finish = (usage?: Record<string, number>): ChainOutput => ({ type: 'part', part: { type: 'finish', finishReason: 'stop', ...(usage === undefined ? {} : { usage }) } });
@@ -41,6 +40,9 @@ const taskOf = (request: ModelRequest): string => {
   const prompt = request.messages.filter((message) => message.role === 'user').at(-1)?.content;
   return /Task "([^"]+)"/.exec(typeof prompt === 'string' ? prompt : '')?.[1] ?? '?';
 };
+
+/** The plan's runes as `kind@second` while the planner answers (0-1 s) and the first task's turn runs (1-3 s). */
+const FIRST_TASK_RAN = ['plan.goal_received@0', 'plan.created@1', 'auto_start@1', 'plan.task_assigned@1', 'plan.task_started@1', 'plan.task_completed@3'];
 
 const ended = (value: string | undefined): boolean => value === 'goal_met' || value === 'stopped';
 
@@ -101,19 +103,7 @@ describe('the autonomy loop under virtual time', () => {
     await loop.drive();
     expect(loop.state().value).toBe('goal_met');
     // Planner at 0-1 s, a's turn 1-3 s, b's 3-5 s, the critic 5-6 s.
-    expect(loop.plan()).toEqual([
-      'plan.goal_received@0',
-      'plan.created@1',
-      'auto_start@1',
-      'plan.task_assigned@1',
-      'plan.task_started@1',
-      'plan.task_completed@3',
-      'plan.task_assigned@3',
-      'plan.task_started@3',
-      'plan.task_completed@5',
-      'all_tasks_terminal@5',
-      'plan.goal_met@6',
-    ]);
+    expect(loop.plan()).toEqual([...FIRST_TASK_RAN, 'plan.task_assigned@3', 'plan.task_started@3', 'plan.task_completed@5', 'all_tasks_terminal@5', 'plan.goal_met@6']);
     expect(loop.state().tasks.map((t) => [t.id, t.status, t.agentId, t.result])).toEqual([
       ['a', 'done', 'dev-1', 'done a'],
       ['b', 'done', 'dev-1', 'done b'],
@@ -157,16 +147,7 @@ describe('the scheduler under virtual time', () => {
     const worker = modelAfter(w.scheduler, 2 * SECOND, () => new Error('HTTP 500: a broke'));
     const loop = loopWorld(w, { planner: planner.call, worker: worker.call, blockedTimeoutMs: 60 * SECOND });
     await loop.drive();
-    expect(loop.plan()).toEqual([
-      'plan.goal_received@0',
-      'plan.created@1',
-      'auto_start@1',
-      'plan.task_assigned@1',
-      'plan.task_started@1',
-      'plan.task_completed@3',
-      'all_runnable_blocked@3',
-      'plan.stopped@63',
-    ]);
+    expect(loop.plan()).toEqual([...FIRST_TASK_RAN, 'all_runnable_blocked@3', 'plan.stopped@63']);
     expect(loop.state().reason).toBe('blocked: "b" (on a) wait on failed tasks; no retry_task within 60000 ms (blockedTimeoutMs)');
     expect(worker.requests).toHaveLength(1);
   });
@@ -208,8 +189,8 @@ describe('review under virtual time', () => {
     const worker = modelAfter(w.scheduler, 2 * SECOND, (request, n) => (n === 1 ? new Error('HTTP 500: a broke') : `done ${taskOf(request)}`));
     const loop = loopWorld(w, { planner: planner.call, critic: critic.call, worker: worker.call });
     await loop.drive();
-    expect(loop.plan().slice(5)).toEqual([
-      'plan.task_completed@3',
+    expect(loop.plan()).toEqual([
+      ...FIRST_TASK_RAN,
       'all_tasks_terminal@3',
       'plan.critique@4',
       'plan.task_assigned@4',
@@ -256,8 +237,33 @@ describe('the plan budget under virtual time', () => {
     const w = machineWorld();
     const { loop, worker } = budgetRun(w);
     await loop.drive();
-    expect(loop.plan().slice(5)).toEqual(['plan.task_completed@3', 'plan.task_assigned@3', 'plan.task_started@3', 'plan.task_completed@5', 'plan.stopped@5']);
+    expect(loop.plan()).toEqual([
+      'plan.goal_received@0',
+      'plan.created@1',
+      'auto_start@1',
+      'plan.task_assigned@1',
+      'plan.budget_started@1',
+      'plan.task_started@1',
+      'plan.task_completed@3',
+      'plan.task_assigned@3',
+      'plan.task_started@3',
+      'plan.task_completed@5',
+      'plan.stopped@5',
+    ]);
     expect(loop.state().reason).toBe('budget: outputTokens 20 of 20');
+    expect(worker.requests.map(taskOf)).toEqual(['a', 'b']);
+  });
+
+  it("usage of the conversation from before the plan does not count: the budget's zero is recorded as the plan starts (plan.budget_started)", async () => {
+    const w = machineWorld();
+    w.spawn(ROOT, 'conversation', { conversationId: 'c1' });
+    w.dispatch(ROOT, { type: 'agent_ready' });
+    const before = { inputTokens: 50, outputTokens: 100, modelCalls: 3, toolCalls: 0, wallClockMs: 0 };
+    w.dispatch(ROOT, { type: 'turn_completed', usage: before });
+    const { loop, worker } = budgetRun(w);
+    await loop.drive();
+    expect(loop.runes.find((rune) => rune.kind === 'plan.budget_started')?.payload).toEqual({ usage: before });
+    expect(loop.state()).toMatchObject({ value: 'stopped', reason: 'budget: outputTokens 20 of 20', usageAtStart: before });
     expect(worker.requests.map(taskOf)).toEqual(['a', 'b']);
   });
 });

@@ -94,7 +94,7 @@ describe('autonomyPlanner under virtual time', () => {
       };
     }));
 
-  it('an answer that is not JSON (a refusal) is asked again with the error; a cycle refused too; then planner_failed names the last problem', () =>
+  it('an answer that is not JSON (a refusal) is refused (plan.answer_refused) and asked again with the error; a cycle too; then planner_failed names the last problem', () =>
     marbleTest((m) => {
       const w = goalWorld(m);
       w.spawn(ROOT, 'conversation', { conversationId: 'c1' }); // there already: not created again
@@ -102,7 +102,8 @@ describe('autonomyPlanner under virtual time', () => {
       const cycle = m.cold<ChainOutput>('--(a|)', { a: text(JSON.stringify({ tasks: [task('a', ['b']), task('b', ['a'])] })) });
       const { call, requests } = caller([refusal, cycle]);
       const runes = m.hot<Rune>('-');
-      m.expectObservable(autonomyPlanner({ planner: call, maxPlannerAttempts: 2 })(runes, w.context(), undefined)).toBe('---f', {
+      m.expectObservable(autonomyPlanner({ planner: call, maxPlannerAttempts: 2 })(runes, w.context(), undefined)).toBe('-r-f', {
+        r: toPlan({ type: 'answer_refused', question: 'plan@0', error: expect.stringMatching(/^not JSON: /) as unknown as string }),
         f: toPlan({ type: 'planner_failed', reason: 'planner: no valid answer in 2 attempts: the plan has a dependency cycle: a -> b -> a' }),
       });
       m.expectSubscriptions(refusal.subscriptions).toBe('^!');
@@ -111,6 +112,27 @@ describe('autonomyPlanner under virtual time', () => {
         expect(requests).toHaveLength(2);
         expect(followUps(requests[1])).toContain('I cannot help with that.');
         expect(followUps(requests[1])).toContain('That answer was refused: not JSON');
+      };
+    }));
+
+  it('refusals the log holds (a process died asking) count: the planner goes on from the next attempt, and with none left fails at once', () =>
+    marbleTest((m) => {
+      const w = goalWorld(m);
+      w.spawn(ROOT, 'conversation', { conversationId: 'c1' });
+      w.dispatch(PLAN, { type: 'answer_refused', question: 'plan@0', error: 'not JSON: Unexpected token' });
+      const cycle = m.cold<ChainOutput>('-(a|)', { a: text(JSON.stringify({ tasks: [task('a', ['a'])] })) });
+      const one = caller([cycle]);
+      m.expectObservable(autonomyPlanner({ planner: one.call, maxPlannerAttempts: 2 })(m.hot<Rune>('-'), w.context(), undefined)).toBe('-f', {
+        f: toPlan({ type: 'planner_failed', reason: 'planner: no valid answer in 2 attempts: the plan has a dependency cycle: a -> a' }),
+      });
+      m.expectSubscriptions(cycle.subscriptions).toBe('^!');
+      const none = caller([]);
+      m.expectObservable(autonomyPlanner({ planner: none.call, maxPlannerAttempts: 1 })(m.hot<Rune>('-'), w.context(), undefined)).toBe('f', {
+        f: toPlan({ type: 'planner_failed', reason: 'planner: no valid answer in 1 attempt: not JSON: Unexpected token' }),
+      });
+      return () => {
+        expect(one.requests).toHaveLength(1);
+        expect(none.requests).toEqual([]);
       };
     }));
 
@@ -188,7 +210,8 @@ describe('autonomyCritic under virtual time', () => {
       const unknown = m.cold<ChainOutput>('-(a|)', { a: text('{"verdict":"retry","findings":"z broke","tasks":["z"]}') });
       const retry = m.cold<ChainOutput>('-(a|)', { a: text('{"verdict":"retry","findings":"b broke","tasks":["b"]}') });
       const { call, requests } = caller([unknown, retry]);
-      m.expectObservable(autonomyCritic({ planner: call })(m.hot<Rune>('-'), w.context(), undefined)).toBe('--r', {
+      m.expectObservable(autonomyCritic({ planner: call })(m.hot<Rune>('-'), w.context(), undefined)).toBe('-xr', {
+        x: toPlan({ type: 'answer_refused', question: 'review@0.2', error: 'task "z" is not a task of the plan; its tasks are a, b' }),
         r: toPlan({ type: 'critique_found_issues', findings: 'b broke', retry: ['b'] }),
       });
       m.expectSubscriptions(unknown.subscriptions).toBe('^!');
@@ -201,7 +224,9 @@ describe('autonomyCritic under virtual time', () => {
       const w = reviewWorld(m, 2);
       const retry = m.cold<ChainOutput>('-(a|)', { a: text('{"verdict":"retry","findings":"b broke again","tasks":["b"]}') });
       const { call } = caller([retry]);
-      m.expectObservable(autonomyCritic({ planner: call, maxTaskAttempts: 2 })(m.hot<Rune>('-'), w.context(), undefined)).toBe('-u', {
+      // A refusal of an earlier review (one task completion ago) is not this review's.
+      w.dispatch(PLAN, { type: 'answer_refused', question: 'review@0.2', error: 'not JSON' });
+      m.expectObservable(autonomyCritic({ planner: call, maxTaskAttempts: 2, maxPlannerAttempts: 1 })(m.hot<Rune>('-'), w.context(), undefined)).toBe('-u', {
         u: toPlan({ type: 'unresolvable', reason: 'critic: b broke again; "b" ran 2 times (maxTaskAttempts)' }),
       });
     }));

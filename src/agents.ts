@@ -73,9 +73,9 @@ export { NDJSON_RESUME_TEXT, ndjsonCliAdapter } from './effects/cli/ndjson-adapt
 
 // The autonomy loop (seed 003): a goal planned, run by the conversation's agents, reviewed.
 export { autonomyEpics } from './effects/autonomy/autonomy-epics.js';
-export type { AutonomyOptions } from './effects/autonomy/autonomy-options.js';
+export type { AutonomyModel, AutonomyOptions } from './effects/autonomy/autonomy-options.js';
 export { autonomyPlanner, PlanAnswer, planCheck } from './effects/autonomy/planner.js';
 export { autonomyScheduler } from './effects/autonomy/scheduler.js';
 export { autonomyCritic, CriticVerdict } from './effects/autonomy/critic.js';
 export { autonomyBudget } from './effects/autonomy/plan-budget.js';
-export { jsonOfText, structuredAnswer$, schemaCheck, type AnswerCheck, type StructuredOutput } from './effects/autonomy/structured-answer.js';
+export { jsonOfText, structuredAnswer$, schemaCheck, type AnswerCheck, type StructuredCaller, type StructuredOutput } from './effects/autonomy/structured-answer.js';

@@ -58,6 +58,20 @@ export function addUsage(a: Usage, b: Partial<Usage>): Usage {
   return sum;
 }
 
+/** What was used since `before`: `now` less `before`, dimension by dimension (never below 0); `cost` when `now` has it. */
+export function usageSince(now: Usage, before: Usage): Usage {
+  const since = (a: number, b: number): number => Math.max(0, a - b);
+  const used: Usage = {
+    inputTokens: since(now.inputTokens, before.inputTokens),
+    outputTokens: since(now.outputTokens, before.outputTokens),
+    modelCalls: since(now.modelCalls, before.modelCalls),
+    toolCalls: since(now.toolCalls, before.toolCalls),
+    wallClockMs: since(now.wallClockMs, before.wallClockMs),
+  };
+  if (now.cost !== undefined) used.cost = since(now.cost, before.cost ?? 0);
+  return used;
+}
+
 const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.floor(value) : 0);
 
 /**

@@ -3,6 +3,8 @@ import type { Subscription } from 'rxjs';
 import type { Rune } from '../reducers/rune.js';
 import type { Engine } from '../streams/engine.js';
 import { streamNotices, type StreamNotice } from '../streams/notices.js';
+import type { Snapshot } from '../streams/store.js';
+import { DerivedView, derivingMachine } from './derived-view.js';
 import { sseEventsOf } from './notices.js';
 import type { PartialResponse } from './options.js';
 
@@ -18,6 +20,9 @@ import type { PartialResponse } from './options.js';
  * 3. Where the runes after the seq were pruned by retention, it goes on from the current state.
  * 4. A `stopped` event waits for its `partial_response` (`partialResponse`, when the server has
  *    one): the feed holds, subscribed to nothing, until the text is known, then goes on.
+ * 5. A stream whose machine has a `derive` (an agent session's UI flags) gets a `derived` event:
+ *    first the current view (no `id`, so a resuming client's `Last-Event-ID` stays where it was),
+ *    then after each later rune that changes it (with that rune's seq).
  */
 export class SseFeed {
   private subscription: Subscription | undefined;
@@ -29,19 +34,22 @@ export class SseFeed {
   private paused = false;
   /** Already jumped over runes pruned by retention: a second failure ends the response. */
   private jumped = false;
+  /** The stream's derived view, when its machine has a `derive`. */
+  private view: DerivedView | undefined;
 
   constructor(
     private readonly res: ServerResponse,
     private readonly engine: Engine,
     private readonly stream: string,
     afterSeq: number,
-    storedSeq: number,
+    head: Snapshot,
     private readonly maxBufferedBytes: number,
     private readonly partialResponse: PartialResponse | undefined,
   ) {
     this.lastSeq = afterSeq;
-    this.replayUntil = storedSeq;
+    this.replayUntil = head.seq;
     res.once('close', () => this.subscription?.unsubscribe());
+    this.deriveFrom(head);
     this.follow();
   }
 
@@ -59,18 +67,35 @@ export class SseFeed {
         const notices = streamNotices(rune, engine.machines);
         if (this.partialResponse !== undefined && notices.some((notice) => notice.type === 'stopped')) return this.holdForPartial(rune, notices, this.partialResponse);
         this.lastSeq = rune.seq;
-        this.write(rune, sseEventsOf(rune, notices));
+        this.write(rune, this.eventsOf(rune, notices));
       },
       error: () => {
         if (this.jumped || res.destroyed) return void res.end();
         this.jumped = true;
         // The runes after lastSeq are gone (retention): go on from the current state.
-        this.resubscribe((now) => (this.lastSeq = now));
+        this.resubscribe((now) => {
+          this.lastSeq = now.seq;
+          this.deriveFrom(now);
+        });
       },
       complete: () => res.end(), // the engine closed
     });
     this.subscription = subscription;
     if (this.paused) subscription.unsubscribe(); // it filled the socket before subscribe returned
+  }
+
+  /** Starts the derived view over from a state the server read, and sends it. */
+  private deriveFrom(snapshot: Snapshot): void {
+    const machine = derivingMachine(this.engine, this.stream);
+    if (machine === undefined) return;
+    this.view = new DerivedView(machine, snapshot.seq, snapshot.state);
+    this.writeLive(`event: derived\ndata: ${this.view.json}\n\n`);
+  }
+
+  /** The rune's events: its notices, then its derived view if the rune changed it. */
+  private eventsOf(rune: Rune, notices: readonly StreamNotice[]): string {
+    const derived = this.view?.after(rune);
+    return sseEventsOf(rune, notices) + (derived === undefined ? '' : `id: ${rune.seq}\nevent: derived\ndata: ${derived}\n\n`);
   }
 
   /** Writes a rune's text: live, or replayed (paced by the socket). */
@@ -89,7 +114,7 @@ export class SseFeed {
       const filled = notices.map((notice) => (notice.type === 'stopped' ? { ...notice, data: { ...notice.data, partial_response: partial } } : notice));
       this.lastSeq = rune.seq;
       this.paused = false;
-      this.write(rune, sseEventsOf(rune, filled));
+      this.write(rune, this.eventsOf(rune, filled));
       if (!this.paused) this.resubscribe();
     };
     // A resolver that fails leaves the text empty rather than the client without its event.
@@ -103,11 +128,11 @@ export class SseFeed {
   }
 
   /** Subscribes again after `lastSeq`; whatever is stored by now is replay too. */
-  private resubscribe(from?: (storedSeq: number) => void): void {
+  private resubscribe(from?: (now: Snapshot) => void): void {
     this.engine.snapshot(this.stream).then(
       (now) => {
         if (now === undefined || this.res.destroyed) return void this.res.end();
-        from?.(now.seq);
+        from?.(now);
         this.replayUntil = Math.max(this.replayUntil, now.seq);
         this.paused = false;
         this.follow();

@@ -24,7 +24,8 @@ function lastEventIdOf(req: IncomingMessage, url: URL): number | undefined | 'in
  *    The replay of stored runes is paced by the socket, never cut, however far back it starts.
  * 3. A client that lets more than `maxBufferedBytes` of live events pile up is disconnected: it
  *    resumes from its `Last-Event-ID` when it reconnects, so it loses nothing.
- * 4. `reauthorize` ends each response whose credential or access to its stream was revoked.
+ * 4. A stream whose machine has a `derive` also gets `derived` events: its view now, then each change.
+ * 5. `reauthorize` ends each response whose credential or access to its stream was revoked.
  */
 export class SseEndpoint {
   /** Each open response, with who asked for which stream, and its feed of events. */
@@ -62,7 +63,7 @@ export class SseEndpoint {
       'x-accel-buffering': 'no', // proxies must not hold events back
     });
     res.write(`: runestream ${JSON.stringify(stream)}\n\n`);
-    const feed = new SseFeed(res, engine, stream, lastEventId ?? head.seq, head.seq, this.options.maxBufferedBytes, this.options.partialResponse);
+    const feed = new SseFeed(res, engine, stream, lastEventId ?? head.seq, head, this.options.maxBufferedBytes, this.options.partialResponse);
     this.open.set(res, { access, stream, feed });
     res.once('close', () => this.open.delete(res));
   }

@@ -1,6 +1,7 @@
 import { takeWhile, type Subscription } from 'rxjs';
 import type { Engine } from '../streams/engine.js';
 import type { Fanout, FeedListener, StreamFeed } from './fanout.js';
+import { derivingMachine } from './derived-view.js';
 import { encodeMessage, errorMessage } from './frames.js';
 import type { ErrorMessage, ProtocolErrorCode } from './protocol.js';
 import { errorText } from '../reducers/error-text.js';
@@ -128,9 +129,7 @@ export class StreamSubscription implements FeedListener {
       return false;
     }
     this.sentSeq = snapshot.seq;
-    const machine = this.engine.machineOf(this.stream);
-    const derive = machine !== undefined && Object.hasOwn(this.engine.machines, machine) ? this.engine.machines[machine]!.derive : undefined;
-    const derived = derive === undefined ? undefined : derive(snapshot.state);
+    const derived = derivingMachine(this.engine, this.stream)?.derive(snapshot.state);
     this.output.send(encodeMessage({ op: 'snapshot', stream: this.stream, seq: snapshot.seq, state: snapshot.state, ...(derived === undefined ? {} : { derived }) }));
     return generation === this.generation; // the send may have put the connection over its mark
   }

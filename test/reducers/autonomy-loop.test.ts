@@ -52,6 +52,8 @@ const samples: AutonomyLoopEvent[] = [
   { type: 'needs_replan', findings: ['wrong approach'] },
   { type: 'dependency_resolved' },
   { type: 'unresolvable', reason: 'API gone' },
+  { type: 'budget_started', usage: { inputTokens: 1, outputTokens: 2, modelCalls: 1, toolCalls: 0, wallClockMs: 0 } },
+  { type: 'answer_refused', question: 'plan@0', error: 'not JSON' },
 ];
 
 describe('autonomyLoop: seed 003 diagram, edge by edge', () => {
@@ -251,9 +253,34 @@ describe('autonomyLoop: extension', () => {
   });
 
   it('marks every row the seed does not draw as an extension with a note', () => {
-    for (const on of ['plan_revised', 'planner_failed', 'retry_task'] as const) {
+    for (const on of ['plan_revised', 'planner_failed', 'retry_task', 'budget_started', 'answer_refused'] as const) {
       for (const edge of edgesOf(autonomyLoop).filter((e) => e.on === on)) expect(edge).toMatchObject({ source: 'extension', note: expect.any(String) });
     }
+  });
+});
+
+describe('autonomyLoop: durable counters', () => {
+  const usage = { inputTokens: 5, outputTokens: 10, modelCalls: 1, toolCalls: 0, wallClockMs: 0 };
+
+  it("budget_started records the conversation's usage once, in executing (plan.budget_started); a second is refused", () => {
+    const step = autonomyLoop.step(at('executing'), { type: 'budget_started', usage });
+    expect(step).toMatchObject({ accepted: true, kind: 'plan.budget_started', payload: { usage }, state: { value: 'executing', usageAtStart: usage } });
+    expect(autonomyLoop.step(step.state, { type: 'budget_started', usage: { ...usage, outputTokens: 99 } })).toMatchObject({
+      accepted: false,
+      reason: expect.stringContaining('none recorded yet'),
+    });
+    expect(autonomyLoop.step(at('planning'), { type: 'budget_started', usage }).accepted).toBe(false);
+  });
+
+  it('answer_refused counts the refusals of one question (plan.answer_refused); another question counts from 1', () => {
+    let s = at('goal_received');
+    const first = autonomyLoop.step(s, { type: 'answer_refused', question: 'plan@0', error: 'not JSON' });
+    expect(first).toMatchObject({ accepted: true, kind: 'plan.answer_refused', payload: { question: 'plan@0', attempt: 1, error: 'not JSON' } });
+    s = autonomyLoop.transition(first.state, { type: 'answer_refused', question: 'plan@0', error: 'a cycle' });
+    expect(s).toMatchObject({ value: 'goal_received', refused: { question: 'plan@0', attempts: 2, error: 'a cycle' } });
+    expect(autonomyLoop.transition(s, { type: 'answer_refused', question: 'plan@1', error: 'x' }).refused).toEqual({ question: 'plan@1', attempts: 1, error: 'x' });
+    for (const value of ['planning', 'reviewing'] as const) expect(autonomyLoop.step(at(value), { type: 'answer_refused', question: 'q', error: 'e' }).accepted).toBe(true);
+    expect(autonomyLoop.step(at('executing'), { type: 'answer_refused', question: 'q', error: 'e' }).accepted).toBe(false);
   });
 });
 
@@ -337,6 +364,8 @@ describe('autonomyLoop: properties', () => {
     fc.record({ type: fc.constant('retry_task' as const), taskId: id }),
     fc.constant({ type: 'dependency_resolved' as const }),
     fc.record({ type: fc.constant('unresolvable' as const), reason: text }, { requiredKeys: ['type'] }),
+    fc.constant({ type: 'budget_started' as const, usage: { inputTokens: 1, outputTokens: 1, modelCalls: 1, toolCalls: 0, wallClockMs: 0 } }),
+    fc.record({ type: fc.constant('answer_refused' as const), question: fc.constantFrom('plan@0', 'review@0.1'), error: text }),
   );
 
   it('random event sequences keep every machine property; a task with an agent is never complete twice; a stop says why', () => {

@@ -84,6 +84,32 @@ describe('server: SSE', () => {
     ]);
   });
 
+  it("sends an agent session's UI flags as `derived` events: the current ones first, then each change", async () => {
+    const h = await server();
+    await h.engine.spawn('session', 'agent-manager-session', { autoApprove: true });
+    const sse = await h.open('session');
+    await sse.next((b) => isEvent(b) && b.event === 'derived');
+    await h.engine.dispatch('session', { type: 'start_session', prompt: 'fix the build' });
+    await h.engine.dispatch('session', { type: 'process_error', error: 'spawn_failed: ENOENT' });
+    await sse.next((b) => isEvent(b) && b.event === 'derived' && b.id === '3');
+    const idle = { showSpinner: false, showCancelButton: false, showResumeButton: false, showAutoModeWarning: false, inputEnabled: false, isActive: false };
+    const creating = { showSpinner: true, showCancelButton: true, showResumeButton: false, showAutoModeWarning: true, inputEnabled: false, isActive: true };
+    expect(sse.events.map(({ id, event, data }) => ({ id, event, data }))).toEqual([
+      { id: undefined, event: 'derived', data: idle },
+      { id: '2', event: 'state_changed', data: { from_state: 'idle', to_state: 'creating', reason: 'start_session' } },
+      { id: '2', event: 'derived', data: creating },
+      { id: '3', event: 'state_changed', data: { from_state: 'creating', to_state: 'error', reason: 'process_error' } },
+      { id: '3', event: 'derived', data: idle },
+    ]);
+
+    // Resuming from the start: the flags now, then the past without flags of its own.
+    const resumed = await h.open('session', '?lastEventId=0');
+    await resumed.next((b) => isEvent(b) && b.id === '3');
+    await h.engine.dispatch('session', { type: 'resume_session' });
+    await resumed.next((b) => isEvent(b) && b.event === 'derived' && b.id === '4');
+    expect(resumed.events.map(({ id, event }) => `${id ?? '-'} ${event}`)).toEqual(['- derived', '2 state_changed', '3 state_changed', '4 state_changed', '4 derived']);
+  });
+
   it('resumes from Last-Event-ID with no gap and no duplicate', async () => {
     const h = await server();
     await h.engine.spawn('chat', 'chat-actor');

@@ -345,6 +345,7 @@ const scenarios: readonly Scenario[] = [
     machine: autonomyLoop,
     input: { goal: 'unblock' },
     events: [
+      { type: 'answer_refused', question: 'plan@0', error: 'not JSON' },
       {
         type: 'decompose_goal',
         planId: 'p3',
@@ -354,6 +355,7 @@ const scenarios: readonly Scenario[] = [
         ],
       },
       { type: 'auto_start' },
+      { type: 'budget_started', usage: { inputTokens: 3, outputTokens: 4, modelCalls: 1, toolCalls: 0, wallClockMs: 0 } },
       { type: 'task_assigned', taskId: 'build', agentId: 'a1' },
       { type: 'task_completed', taskId: 'build', outcome: 'failure', result: 'broken' },
       { type: 'all_runnable_blocked' },
@@ -362,6 +364,7 @@ const scenarios: readonly Scenario[] = [
     ],
     runes: [
       ['plan.goal_received', { goalDescription: 'unblock' }],
+      ['plan.answer_refused', { question: 'plan@0', attempt: 1, error: 'not JSON' }],
       [
         'plan.created',
         {
@@ -373,6 +376,7 @@ const scenarios: readonly Scenario[] = [
         },
       ],
       ['auto_start', undefined],
+      ['plan.budget_started', { usage: { inputTokens: 3, outputTokens: 4, modelCalls: 1, toolCalls: 0, wallClockMs: 0 } }],
       ['plan.task_assigned', { taskId: 'build', agentId: 'a1' }],
       ['plan.task_completed', { taskId: 'build', outcome: 'failure', result: 'broken' }],
       ['all_runnable_blocked', undefined],

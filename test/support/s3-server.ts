@@ -26,7 +26,7 @@ const main = fileURLToPath(new URL('./s3rver-main.mjs', import.meta.url));
  */
 export async function startLocalS3(bucket = 'cold'): Promise<LocalS3> {
   const directory = mkdtempSync(join(tmpdir(), 'runestream-s3rver-'));
-  const child: ChildProcess = spawn(process.execPath, ['--openssl-legacy-provider', main, directory, bucket], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child: ChildProcess = spawn(process.execPath, ['--openssl-legacy-provider', main, directory, bucket], { stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const first = await Promise.race([lines.next(), exited.then(([code]) => ({ value: undefined, done: true, code }))]);

@@ -4,12 +4,19 @@ import { chainOf } from '../agent/agent-roles.js';
 import { chainCall$, type ProviderChain } from '../llm/provider-chain.js';
 import type { StructuredCaller } from './structured-answer.js';
 
+/**
+ * A model of the loop: one model or a provider chain with fallback (called through `chainCall$`),
+ * or a {@link StructuredCaller} of your own, called as it is: an Observable of the model's parts
+ * (a test's scripted one runs under virtual time, with no runtime behind it).
+ */
+export type AutonomyModel = LanguageModel | ProviderChain | StructuredCaller;
+
 /** Options of `autonomyEpics`, with their defaults. */
 export interface AutonomyOptions {
-  /** The planner's model (one model, or a provider chain with fallback): it answers a plan as JSON. */
-  readonly planner: LanguageModel | ProviderChain;
+  /** The planner's model (see {@link AutonomyModel}): it answers a plan as JSON. */
+  readonly planner: AutonomyModel;
   /** The critic's model, which reviews the results. Default: the planner's. */
-  readonly critic?: LanguageModel | ProviderChain;
+  readonly critic?: AutonomyModel;
   /**
    * The roles a task may name as its `ownerRole`, with what each does (shown to the planner). A
    * plan naming another role is refused. Default: none listed, any role accepted (the agents' own
@@ -57,7 +64,8 @@ export function resolveAutonomyOptions(options: AutonomyOptions): ResolvedAutono
   const { planner, critic = planner, roles, parallelism = 4, autoStart = false, maxPlannerAttempts = 3, maxTaskAttempts = 3, maxReplans = 2 } = options;
   const { blockedTimeoutMs = 600_000, budget } = options;
   if (planner === undefined) throw new TypeError('autonomyEpics: "planner" (a model or a provider chain) is required');
-  const caller = (model: LanguageModel | ProviderChain): StructuredCaller => {
+  const caller = (model: AutonomyModel): StructuredCaller => {
+    if (typeof model === 'function') return model;
     const chain = chainOf(model);
     return (request, context) => chainCall$(chain, request, context);
   };

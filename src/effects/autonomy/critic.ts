@@ -7,8 +7,7 @@ import type { Epic, EpicCommand } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { resolveAutonomyOptions, type AutonomyOptions, type ResolvedAutonomyOptions } from './autonomy-options.js';
 import { criticRequest } from './prompts.js';
-import { schemaCheck } from './structured-answer.js';
-import { structuredAnswer$ } from './structured-answer.js';
+import { earlierAttempts, refusedEvent, schemaCheck, structuredAnswer$ } from './structured-answer.js';
 
 const Findings = z.string().min(1).max(16_000);
 
@@ -65,11 +64,15 @@ export function autonomyCritic(autonomyOptions: AutonomyOptions): Epic {
         const unknown = verdict.verdict === 'retry' ? verdict.tasks.find((id) => !ids.has(id)) : undefined;
         return unknown === undefined ? undefined : `task "${unknown}" is not a task of the plan; its tasks are ${[...ids].join(', ')}`;
       });
+      // Each review of a plan follows a replan or a task completed since the last one.
+      const question = `review@${plan.replans}.${plan.tasksCompleted}`;
       return {
-        critique: structuredAnswer$(options.review, criticRequest(plan), check, options.maxPlannerAttempts, context).pipe(
-          map((out): AutonomyLoopEvent | EpicCommand =>
-            out.type === 'command' ? out.command : out.type === 'answer' ? verdictEvent(plan, out.value, options) : { type: 'unresolvable', reason: `critic: ${out.reason}` },
-          ),
+        critique: structuredAnswer$(options.review, criticRequest(plan), check, options.maxPlannerAttempts, context, earlierAttempts(plan, question)).pipe(
+          map((out): AutonomyLoopEvent | EpicCommand => {
+            if (out.type === 'command') return out.command;
+            if (out.type === 'refused') return refusedEvent(question, out.error);
+            return out.type === 'answer' ? verdictEvent(plan, out.value, options) : { type: 'unresolvable', reason: `critic: ${out.reason}` };
+          }),
         ),
       };
     },

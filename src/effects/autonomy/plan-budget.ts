@@ -1,7 +1,8 @@
-import { concatMap, filter, first, from, map, merge, mergeMap, of } from 'rxjs';
+import { concat, concatMap, defer, filter, first, from, map, merge, mergeMap, of, type Observable } from 'rxjs';
 import { autonomyLoop } from '../../reducers/autonomy-loop/machine.js';
+import type { AutonomyLoopEvent } from '../../reducers/autonomy-loop/schema.js';
 import { isTaskActive } from '../../reducers/autonomy-loop/tasks.js';
-import { budgetOverrun, describeOverrun } from '../../reducers/budget.js';
+import { NO_USAGE, budgetOverrun, describeOverrun, usageSince, type Usage } from '../../reducers/budget.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
@@ -16,9 +17,11 @@ const IN_FLIGHT = new Set(['streaming', 'tool_executing']);
 
 /**
  * The plan's limits (seed 003): while it executes, the conversation's usage (all its agents'
- * turns, as its `conversation` stream sums them) is checked against `budget` at the start and
- * after every turn; a dimension reached -> `budget_exhausted` (reason: `budget: outputTokens 40 of 40`)
- * -> `stopped`. A plan that stops live (a budget, a user's `user_cancel`, any stop) interrupts
+ * turns, as its `conversation` stream sums them) since the plan started is checked against
+ * `budget` at the start and after every turn; a dimension reached -> `budget_exhausted` (reason:
+ * `budget: outputTokens 40 of 40`) -> `stopped`. The plan's zero is the conversation's usage
+ * when it first executes, recorded in the plan (`budget_started`, rune `plan.budget_started`), so
+ * what the conversation used before the plan does not count, and a restart counts from the same zero. A plan that stops live (a budget, a user's `user_cancel`, any stop) interrupts
  * the turns of its running tasks, reason `plan stopped: <why>`.
  */
 export function autonomyBudget(autonomyOptions: AutonomyOptions): Epic {
@@ -29,18 +32,30 @@ export function autonomyBudget(autonomyOptions: AutonomyOptions): Epic {
       name: 'autonomyBudget',
       machine: autonomyLoop,
       states: budget === undefined ? [] : ['executing'],
+      withState: true,
       effects: (view): EffectsByKey<typeof autonomyLoop> => {
         const parts = parseStreamId(view.stream);
         if (parts?.kind !== 'plan') return {};
         const root = parts.root;
-        return {
-          budget: merge(of(undefined), runes$.pipe(filter((rune) => rune.stream === root))).pipe(
+        const recorded = view.state!.usageAtStart;
+        const check$ = (start: Usage): Observable<AutonomyLoopEvent> =>
+          merge(of(undefined), runes$.pipe(filter((rune) => rune.stream === root))).pipe(
             concatMap(() => stateOf(context, root, conversation)),
-            map((talk) => (talk === undefined ? undefined : budgetOverrun(talk.usage, budget))),
+            map((talk) => (talk === undefined ? undefined : budgetOverrun(usageSince(talk.usage, start), budget))),
             filter((overrun) => overrun !== undefined),
             first(),
             map((overrun) => ({ type: 'budget_exhausted' as const, reason: `budget: ${describeOverrun(overrun)}` })),
-          ),
+          );
+        return {
+          budget:
+            recorded !== undefined
+              ? check$(recorded)
+              : defer(() => stateOf(context, root, conversation)).pipe(
+                  mergeMap((talk) => {
+                    const start = talk?.usage ?? NO_USAGE;
+                    return concat(of<AutonomyLoopEvent>({ type: 'budget_started', usage: start }), check$(start));
+                  }),
+                ),
         };
       },
     });

@@ -1,7 +1,6 @@
-import { EMPTY, Observable, defer, map, mergeMap, of } from 'rxjs';
-import { conversation } from '../../reducers/conversation/machine.js';
-import { stateOf } from '../agent/state-of.js';
+import { EMPTY, Observable, defer, map, mergeMap, of, take } from 'rxjs';
 import { z } from 'zod';
+import { conversation } from '../../reducers/conversation/machine.js';
 import { autonomyLoop } from '../../reducers/autonomy-loop/machine.js';
 import { PlanTasks, type AutonomyLoopEvent, type AutonomyLoopState, type PlanTask } from '../../reducers/autonomy-loop/schema.js';
 import { planProblem } from '../../reducers/autonomy-loop/tasks.js';
@@ -11,7 +10,7 @@ import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { resolveAutonomyOptions, type AutonomyOptions, type ResolvedAutonomyOptions } from './autonomy-options.js';
 import { plannerRequest } from './prompts.js';
-import { schemaCheck, structuredAnswer$, type AnswerCheck } from './structured-answer.js';
+import { earlierAttempts, refusedEvent, schemaCheck, structuredAnswer$, type AnswerCheck } from './structured-answer.js';
 
 /** The planner's structured answer: the plan's tasks (their schema is the machine's own). */
 export const PlanAnswer = z.strictObject({ tasks: PlanTasks });
@@ -37,14 +36,16 @@ const planIdOf = (stream: string, plan: AutonomyLoopState): string => {
 
 /**
  * The plan's conversation, created (active) if it is not there: the agents the scheduler spawns
- * later, several at once, then find it rather than each creating it.
+ * later, several at once, then find it rather than each creating it. An Observable all the way, so
+ * a context that answers at once (a test's) answers in the same virtual frame.
  */
 const conversation$ = (stream: string, context: EpicContext): Observable<EpicCommand> => {
   const parts = parseStreamId(stream);
   if (parts?.kind !== 'plan') return EMPTY;
-  return defer(() => stateOf(context, parts.root, conversation)).pipe(
+  return defer(() => context.snapshot(parts.root, conversation)).pipe(
+    take(1),
     mergeMap((talk): EpicCommand[] =>
-      talk !== undefined
+      talk?.state !== undefined
         ? []
         : [
             { stream: parts.root, spawn: conversation.id, input: { conversationId: parts.id } },
@@ -74,11 +75,14 @@ const conversation$ = (stream: string, context: EpicContext): Observable<EpicCom
 export function autonomyPlanner(autonomyOptions: AutonomyOptions): Epic {
   const options = resolveAutonomyOptions(autonomyOptions);
   const check = planCheck(options.roles);
-  const ask = (stream: string, plan: AutonomyLoopState, context: EpicContext, answer: (tasks: PlanTask[]) => AutonomyLoopEvent) =>
-    structuredAnswer$(options.plan, plannerRequest(plan, options.roles), check, options.maxPlannerAttempts, context).pipe(
-      map((out): AutonomyLoopEvent | EpicCommand =>
-        out.type === 'command' ? out.command : out.type === 'answer' ? answer(out.value.tasks) : { type: 'planner_failed', reason: `planner: ${out.reason}` },
-      ),
+  /** The planner asked `question` (`plan@<revisions>`, `replan@<replans>`), its refusals recorded, going on from those the plan has. */
+  const ask = (plan: AutonomyLoopState, question: string, context: EpicContext, answer: (tasks: PlanTask[]) => AutonomyLoopEvent) =>
+    structuredAnswer$(options.plan, plannerRequest(plan, options.roles), check, options.maxPlannerAttempts, context, earlierAttempts(plan, question)).pipe(
+      map((out): AutonomyLoopEvent | EpicCommand => {
+        if (out.type === 'command') return out.command;
+        if (out.type === 'refused') return refusedEvent(question, out.error);
+        return out.type === 'answer' ? answer(out.value.tasks) : { type: 'planner_failed', reason: `planner: ${out.reason}` };
+      }),
     );
   return stateEffects({
     name: 'autonomyPlanner',
@@ -88,12 +92,16 @@ export function autonomyPlanner(autonomyOptions: AutonomyOptions): Epic {
     effects: (view, context): EffectsByKey<typeof autonomyLoop> => {
       const plan = view.state!;
       if (plan.value === 'goal_received') {
+        const question = `plan@${plan.revisions}`;
         return {
           conversation: conversation$(view.stream, context),
-          [`plan@${plan.revisions}`]: ask(view.stream, plan, context, (tasks) => ({ type: 'decompose_goal', planId: planIdOf(view.stream, plan), tasks })),
+          [question]: ask(plan, question, context, (tasks) => ({ type: 'decompose_goal', planId: planIdOf(view.stream, plan), tasks })),
         };
       }
-      if (plan.replanning === true) return { [`replan@${plan.replans}`]: ask(view.stream, plan, context, (tasks) => ({ type: 'plan_revised', tasks })) };
+      if (plan.replanning === true) {
+        const question = `replan@${plan.replans}`;
+        return { [question]: ask(plan, question, context, (tasks) => ({ type: 'plan_revised', tasks })) };
+      }
       return options.autoStart ? { autoStart: of({ type: 'auto_start' as const }) } : {};
     },
   });

@@ -1,6 +1,7 @@
 import type { ModelMessage } from 'ai';
 import { EMPTY, Observable, catchError, concat, defer, of } from 'rxjs';
 import type { z } from 'zod';
+import { MAX_TASK_TEXT, type AutonomyLoopEvent, type AutonomyLoopState } from '../../reducers/autonomy-loop/schema.js';
 import { errorText } from '../../reducers/error-text.js';
 import { describeIssues } from '../../reducers/validate.js';
 import type { EpicCommand } from '../../streams/epic.js';
@@ -13,11 +14,21 @@ export type StructuredCaller = (request: ModelRequest, context: ChainContext) =>
 /** How an answer's text is checked: its value, or why it is refused (told to the model when it is asked again). */
 export type AnswerCheck<T> = (text: string) => { readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: string };
 
-/** What {@link structuredAnswer$} emits: the calls' breaker commands, then the answer or why there is none. */
+/**
+ * What {@link structuredAnswer$} emits: the calls' breaker commands, each refused answer that is
+ * asked again (`attempt` counts from the first call, earlier ones included), then the answer or why there is none.
+ */
 export type StructuredOutput<T> =
   | { readonly type: 'command'; readonly command: EpicCommand }
+  | { readonly type: 'refused'; readonly attempt: number; readonly error: string }
   | { readonly type: 'answer'; readonly value: T }
   | { readonly type: 'failed'; readonly reason: string };
+
+/** Attempts made before (by a process that died): how many, and the last one's error. */
+export interface EarlierAttempts {
+  readonly attempts: number;
+  readonly error: string;
+}
 
 /** The longest answer text read: a longer one is refused. */
 export const MAX_ANSWER_CHARS = 1_000_000;
@@ -60,9 +71,10 @@ export function schemaCheck<S extends z.ZodType>(schema: S, refine: (value: z.in
 
 /**
  * Asks a model for a structured (JSON) answer and checks it: an answer that fails `check` (or a
- * call that fails) is asked again, with the model's answer and the error in the conversation, up to
- * `maxAttempts` calls in all; then `failed` with the last error. The calls' breaker commands are
- * emitted as they come, for the caller to dispatch.
+ * call that fails) is `refused` and asked again, with the model's answer and the error in the
+ * conversation, up to `maxAttempts` calls in all; then `failed` with the last error. The calls'
+ * breaker commands are emitted as they come, for the caller to dispatch. `earlier` attempts (the
+ * caller recorded their `refused`, and its process died) count toward `maxAttempts`.
  */
 export function structuredAnswer$<T>(
   call: StructuredCaller,
@@ -70,7 +82,9 @@ export function structuredAnswer$<T>(
   check: AnswerCheck<T>,
   maxAttempts: number,
   context: ChainContext,
+  earlier?: EarlierAttempts,
 ): Observable<StructuredOutput<T>> {
+  const failed = (error: string): StructuredOutput<T> => ({ type: 'failed', reason: `no valid answer in ${maxAttempts} attempt${maxAttempts === 1 ? '' : 's'}: ${error}` });
   const attempt = (n: number, messages: readonly ModelMessage[]): Observable<StructuredOutput<T>> =>
     defer(() => {
       let text = '';
@@ -93,8 +107,7 @@ export function structuredAnswer$<T>(
       const next$ = defer(() => {
         const checked = failure === undefined ? check(text) : ({ ok: false, error: failure } as const);
         if (checked.ok) return of<StructuredOutput<T>>({ type: 'answer', value: checked.value });
-        if (n >= maxAttempts)
-          return of<StructuredOutput<T>>({ type: 'failed', reason: `no valid answer in ${maxAttempts} attempt${maxAttempts === 1 ? '' : 's'}: ${checked.error}` });
+        if (n >= maxAttempts) return of(failed(checked.error));
         const retry: ModelMessage[] =
           failure === undefined
             ? [
@@ -102,9 +115,21 @@ export function structuredAnswer$<T>(
                 { role: 'user', content: `That answer was refused: ${checked.error}. Answer again with the JSON only.` },
               ]
             : [];
-        return attempt(n + 1, [...messages, ...retry]);
+        return concat(of<StructuredOutput<T>>({ type: 'refused', attempt: n, error: checked.error }), attempt(n + 1, [...messages, ...retry]));
       });
       return concat(calling$, next$);
     });
-  return attempt(1, request.messages);
+  const made = earlier?.attempts ?? 0;
+  return made >= maxAttempts ? of(failed(earlier!.error)) : attempt(made + 1, request.messages);
 }
+
+/** The attempts the plan's log holds for `question`, if its refusals are for it (a process died asking it). */
+export const earlierAttempts = (plan: AutonomyLoopState, question: string): EarlierAttempts | undefined =>
+  plan.refused?.question === question ? { attempts: plan.refused.attempts, error: plan.refused.error } : undefined;
+
+/** A refused answer as the plan's event (`plan.answer_refused`): the count survives a restart. */
+export const refusedEvent = (question: string, error: string): AutonomyLoopEvent => ({
+  type: 'answer_refused',
+  question,
+  error: error.length > MAX_TASK_TEXT ? `${error.slice(0, MAX_TASK_TEXT - 1)}…` : error,
+});

@@ -112,21 +112,22 @@ function acpDriver(io: CliProcessIo, run: CliRun, subscriber: Subscriber<CliOutp
     turn = { texts: [], text: '' };
     event({ type: 'api_req_started' });
     const params: PromptRequest = { sessionId, prompt: [{ type: 'text', text }] };
-    request(
-      'session/prompt',
-      params,
-      read('session/prompt', AcpPromptResult, ({ stopReason }) => endTurn(stopReason)),
-    );
+    request('session/prompt', params, {
+      onResult: read('session/prompt', AcpPromptResult, ({ stopReason }) => endTurn(stopReason)),
+      // The agent is still there (a model server failed it): the session's error is the turn's, retryable.
+      onError: ({ code, message }) => endTurn('error', `The agent failed the prompt (JSON-RPC error ${code}: ${message})`),
+    });
   };
 
-  const endTurn = (stopReason: string) => {
+  /** The turn ends: its result as the seed's ask, then the next queued prompt. `failure` says why a turn that failed did. */
+  const endTurn = (stopReason: string, failure = `The turn ended early (stopReason "${stopReason}")`) => {
     endMessage();
     const text = turn?.texts.join('\n\n') || undefined;
     turn = undefined;
     tools.clear();
     if (stopReason === 'end_turn') event({ type: 'ask:completion_result', partial: false, ...(text === undefined ? {} : { text }) });
     else if (stopReason === 'cancelled') event({ type: 'ask:resume_task', partial: false, text: 'The agent cancelled the turn (stopReason "cancelled"): resume to go on.' });
-    else event({ type: 'ask:api_req_failed', partial: false, text: `The turn ended early (stopReason "${stopReason}")${text === undefined ? '' : `: ${text}`}` });
+    else event({ type: 'ask:api_req_failed', partial: false, text: `${failure}${text === undefined ? '' : `: ${text}`}` });
     const next = queued.shift();
     if (next !== undefined) prompt(next);
   };

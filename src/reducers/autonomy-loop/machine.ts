@@ -17,6 +17,8 @@ const critique = (s: S, e: Extract<E, { type: 'critique_found_issues' | 'needs_r
   findings: e.findings,
   ...('retry' in e ? { retry: e.retry } : {}),
 });
+/** The number of a refused answer: one more than those refused for the same question before. */
+const refusedAttempts = (s: S, e: { question: string }): number => (s.refused?.question === e.question ? s.refused.attempts : 0) + 1;
 const stop = { to: 'stopped', kind: 'plan.stopped', assign: stopReason, payload: stopReason } as const;
 
 const PLAN_GUARD = 'an acyclic plan of unique, known task ids';
@@ -179,6 +181,26 @@ const table: readonly Row<S, E, P>[] = [
     payload: (_, e) => ({ taskId: e.taskId }),
     source: 'extension',
     note: "an operator's retry of a failed task: what resolves a blocked plan (dependency_resolved follows)",
+  },
+  {
+    from: 'executing',
+    on: 'budget_started',
+    when: (s) => s.usageAtStart === undefined,
+    label: 'none recorded yet',
+    kind: 'plan.budget_started',
+    assign: (_, e) => ({ usageAtStart: e.usage }),
+    payload: (_, e) => ({ usage: e.usage }),
+    source: 'extension',
+    note: "the conversation's usage when the plan first executes, recorded once (a restart or a retry keeps it): the plan's budget counts only what was used after it",
+  },
+  {
+    from: ['goal_received', 'planning', 'reviewing'],
+    on: 'answer_refused',
+    kind: 'plan.answer_refused',
+    assign: (s, e) => ({ refused: { question: e.question, attempts: refusedAttempts(s, e), error: e.error } }),
+    payload: (s, e) => ({ question: e.question, attempt: refusedAttempts(s, e), error: e.error }),
+    source: 'extension',
+    note: "a planner's or critic's answer refused, the model asked again: counted in the log, so a restart goes on from the same attempt (maxPlannerAttempts holds across crashes)",
   },
   {
     from: 'reviewing',

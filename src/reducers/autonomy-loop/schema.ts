@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Usage } from '../budget.js';
 
 /** Seed 003 "Autonomy Loop State Machine"; `goal_met` and `stopped` are terminal. */
 export const AutonomyLoopStateName = z.enum(['goal_received', 'planning', 'executing', 'reviewing', 'blocked', 'goal_met', 'stopped']);
@@ -88,6 +89,13 @@ export const AutonomyLoopState = AutonomyLoopInput.extend({
   summary: z.string().optional(),
   /** Why the loop stopped: the event's reason, else the event type. */
   reason: z.string().optional(),
+  /**
+   * The model answers refused for the question the planner or critic is asked now (`question`):
+   * how many, and the last one's error. Durable, so a restart goes on counting toward `maxPlannerAttempts`.
+   */
+  refused: z.object({ question: z.string(), attempts: z.number().int().positive(), error: z.string() }).optional(),
+  /** The conversation's usage when the plan first executed (with a `budget`): the plan's budget counts only what was used since. */
+  usageAtStart: Usage.optional(),
 });
 export type AutonomyLoopState = z.infer<typeof AutonomyLoopState>;
 
@@ -129,6 +137,13 @@ export const AutonomyLoopEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('retry_task'), taskId: z.string().min(1) }),
   z.object({ type: z.literal('dependency_resolved') }),
   z.object({ type: z.literal('unresolvable'), reason: Reason.optional() }),
+  /** The conversation's usage as the plan starts executing: its budget counts from there. */
+  z.object({ type: z.literal('budget_started'), usage: Usage }),
+  /**
+   * A planner's or critic's answer refused (its schema, a cycle, a call that failed), the model to
+   * be asked again: `question` names what it was asked (`plan@0`, `replan@1`, `review@0.3`).
+   */
+  z.object({ type: z.literal('answer_refused'), question: z.string().min(1).max(128), error: Reason }),
 ]);
 export type AutonomyLoopEvent = z.infer<typeof AutonomyLoopEvent>;
 
@@ -153,4 +168,8 @@ export const AutonomyLoopPayloads = {
   'plan.stopped': z.object({ reason: z.string() }),
   /** An operator asked to run a failed task again. */
   'plan.task_retried': z.object({ taskId: z.string() }),
+  /** The conversation's usage as the plan started executing: its budget's zero. */
+  'plan.budget_started': z.object({ usage: Usage }),
+  /** A planner's or critic's answer refused: which question, which attempt, why. */
+  'plan.answer_refused': z.object({ question: z.string(), attempt: z.number(), error: z.string() }),
 } as const;

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { filter, firstValueFrom } from 'rxjs';
+import { NEVER, filter, firstValueFrom, of } from 'rxjs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { agentEpics, autonomyEpics, scriptedModel } from '../../../src/agents.js';
+import { agentEpics, autonomyEpics, scriptedModel, type StructuredCaller } from '../../../src/agents.js';
 import { checkInvariants, createEngine, planStream, type AutonomyLoopState, type EngineError } from '../../../src/index.js';
 import { sqliteStore } from '../../../src/sqlite.js';
 import { runAndKill } from '../../support/kill-worker.js';
@@ -64,6 +64,40 @@ describe('autonomy crash: the process dies with SIGKILL mid-plan', () => {
       expect(errors).toEqual([]);
     } finally {
       await engine.close();
+    }
+  });
+});
+
+describe('autonomy restart: refused planner answers are in the log', () => {
+  it("a restart goes on counting the planner's attempts (maxPlannerAttempts holds across restarts)", async () => {
+    const path = join(dir, 'refused.db');
+    const text = (t: string) => of({ type: 'part' as const, part: { type: 'text-delta' as const, text: t } });
+    let calls = 0;
+    // First process: the first answer is refused, the second call never answers (the process goes first).
+    const first: StructuredCaller = () => (++calls === 1 ? text('I cannot plan that.') : NEVER);
+    const a = createEngine({ store: sqliteStore(path), epics: autonomyEpics({ planner: first, maxPlannerAttempts: 2 }) });
+    await a.spawn(PLAN, 'autonomy-loop', { goal: 'ship it' });
+    await firstValueFrom(a.state$<AutonomyLoopState>(PLAN).pipe(filter((s) => s.refused !== undefined)));
+    expect(calls).toBe(2);
+    await a.close();
+
+    // Second process: one attempt is left, and it is refused too.
+    const asked: string[] = [];
+    const second: StructuredCaller = () => {
+      asked.push('plan');
+      return text('Still no.');
+    };
+    const store = sqliteStore(path);
+    const b = createEngine({ store, epics: autonomyEpics({ planner: second, maxPlannerAttempts: 2 }) });
+    try {
+      const done = await firstValueFrom(b.state$<AutonomyLoopState>(PLAN).pipe(filter((s) => s.value === 'stopped')));
+      expect(done.reason).toMatch(/^planner: no valid answer in 2 attempts: not JSON: /);
+      expect(asked).toEqual(['plan']);
+      const log = await storeLog(store);
+      expect(log.filter((r) => r.stream === PLAN).map((r) => r.kind)).toEqual(['plan.goal_received', 'plan.answer_refused', 'plan.stopped']);
+      expect(log.find((r) => r.kind === 'plan.answer_refused')?.payload).toMatchObject({ question: 'plan@0', attempt: 1 });
+    } finally {
+      await b.close();
     }
   });
 });

@@ -2,17 +2,13 @@ import { z } from 'zod';
 import { Budget, PriceTable } from '../../reducers/budget.js';
 import { CircuitBreakerInput } from '../../reducers/circuit-breaker/schema.js';
 import { BUILTIN_TOOL_NAMES } from '../../effects/tools/builtin-tools.js';
+import { AgentConfig, ConfigName, EnvName, McpServerConfig } from '../../reducers/agent-registration/definition.js';
 
 /** The largest configuration file {@link parseServerConfig} reads: 1 MiB. */
 export const MAX_CONFIG_BYTES = 1 << 20;
 
-/**
- * A name in the file (a model, a chain, a role, an MCP server): it becomes part of a stream id
- * (`provider/<model>`) and of tool names (`<server>__<tool>`), so letters, digits, `_`, `-`, `.`.
- */
-const Name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'must be 1 to 64 letters, digits, "_", "-" or "." (starting with a letter or digit)');
-/** The name of an environment variable. */
-const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name such as OPENAI_API_KEY');
+/** A name in the file: see {@link ConfigName}. */
+const Name = ConfigName;
 const Text = (max: number) => z.string().max(max);
 
 /** An OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, ...). */
@@ -61,33 +57,8 @@ export const ChainConfig = z.strictObject({
 });
 export type ChainConfig = z.infer<typeof ChainConfig>;
 
-/** An MCP server the agent's tools come from, started over stdio. */
-export const McpServerConfig = z.strictObject({
-  command: z.string().min(1).max(4096),
-  args: z.array(Text(4096)).max(256).default([]),
-  /** Extra environment variables of the server (it gets only a safe few of this process's besides). */
-  env: z.record(EnvName, Text(32_768)).default({}),
-  cwd: z.string().min(1).max(4096).optional(),
-  /** Refused: the MCP SDK's HTTP transports are not wired in; run the server as a stdio command. */
-  url: z.never({ error: 'an MCP server over a URL (HTTP or SSE) is not supported: give its stdio "command" (with "args" and "env") instead' }).optional(),
-});
-export type McpServerConfig = z.infer<typeof McpServerConfig>;
-
-/** How the agents of one role run: what a conversation instantiates when it spawns that role. */
-export const AgentConfig = z.strictObject({
-  /** Shown to a model that may delegate to this role. */
-  description: Text(2000).optional(),
-  /** A chain's name, or a model's (a chain of that one model). */
-  model: Name,
-  /** Built-in tool names (`clock`, `add`, `save_note`) and names of this agent's `mcpServers` (all of that server's tools). */
-  tools: z.array(Name).max(128).default([]),
-  /** MCP servers by name; a server's tools are named `<name>__<tool>`. Only the servers `tools` names are started. */
-  mcpServers: z.record(Name, McpServerConfig).default({}),
-  system: Text(100_000).optional(),
-  /** Limits on each agent of this role. */
-  budget: Budget.optional(),
-});
-export type AgentConfig = z.infer<typeof AgentConfig>;
+// An MCP server's and a role's schemas are the agent registry's definitions' (one source).
+export { AgentConfig, McpServerConfig };
 
 /** The largest {@link CliConfig.idleTimeoutMs}: a day. */
 const MAX_CLI_IDLE_TIMEOUT_MS = 86_400_000;

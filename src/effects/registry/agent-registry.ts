@@ -81,6 +81,7 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
         map((openness): Output => (whenAllOpen ? { type: 'pause', reason: openness.rateLimited ? 'rate_limited' : 'providers_open' } : { type: 'resume' })),
       );
     };
+    // Each state's effects have keys of their own: a key kept from one state to the next is not started again.
     const effects = (view: StreamView<Registration>, ctx: EpicContext): EffectsByKey<Registration> => {
       const state = view.state;
       if (state?.definition === undefined) return {}; // spawned without a definition: nothing to check
@@ -88,17 +89,17 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
         case 'REGISTERED':
           return { register: new Observable<Output>((subscriber) => subscriber.next({ type: 'register' })) };
         case 'ACTIVATING':
-          return { check: checks$(state, false) };
+          return { activation: checks$(state, false) };
         case 'RETRYING':
-          return { check: checks$(state, true) };
+          return { retryChecks: checks$(state, true) };
         case 'ERROR':
           return {
             retry: durableDeadline(view.at + registryRetryDelay((state.attempts ?? 0) + 1, retryBaseMs, retryMaxMs), { type: 'retry_init' as const }, { scheduler: ctx.scheduler }),
           };
         case 'ACTIVE':
-          return { providers: watch$(state, ctx, true) };
+          return { pauseWhileOpen: watch$(state, ctx, true) };
         case 'PAUSED':
-          return isAutoPause(state.reason) ? { providers: watch$(state, ctx, false) } : {};
+          return isAutoPause(state.reason) ? { resumeWhenOpen: watch$(state, ctx, false) } : {};
         default:
           return {};
       }

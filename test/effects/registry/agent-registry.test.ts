@@ -1,8 +1,10 @@
 import { filter, firstValueFrom, take, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { agentDefinitionStream, createEngine, type AgentDefinition, type AgentRegistrationState, type Engine } from '../../../src/index.js';
-import { agentRegistry, scriptedModel, type ProviderChain } from '../../../src/agents.js';
-import { ManualClock, settle } from '../llm/support.js';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { agentRegistry, providerBreakers, scriptedModel, type ProviderChain } from '../../../src/agents.js';
+import { startChatCompletionsServer, type ChatCompletionsServer, type ScriptedReply } from '../../support/chat-completions-server.js';
+import { ManualClock, runChain, settle } from '../llm/support.js';
 
 const START = Date.parse('2026-11-24T10:00:00Z');
 /** A chain whose model answers every call. */
@@ -26,11 +28,23 @@ async function path(engine: Engine, stream: string): Promise<string[]> {
   return runes.map((rune) => `${rune.kind}->${rune.to}`);
 }
 
+/** A chain of one provider, `local`, at a scripted OpenAI-compatible server on 127.0.0.1. */
+const localChain = (server: ChatCompletionsServer): ProviderChain => ({
+  providers: [{ name: 'local', model: createOpenAICompatible({ name: 'local', baseURL: server.baseURL })('m') }],
+  breaker: { openTimeoutMs: 60_000 },
+});
+
 let engine: Engine | undefined;
+let server: ChatCompletionsServer | undefined;
 afterEach(async () => {
   await engine?.close();
+  await server?.close();
   engine = undefined;
+  server = undefined;
 });
+
+/** The scripted server answering request n with `replies[n]` (the last one after that). */
+const serve = async (...replies: ScriptedReply[]): Promise<ChatCompletionsServer> => (server = await startChatCompletionsServer((_, n) => replies[Math.min(n, replies.length - 1)]!));
 
 describe('agentRegistry', () => {
   it('an agent whose MCP server cannot start goes ERROR -> RETRYING -> ... -> DECOMMISSIONED, each retry after its backoff (virtual time)', async () => {
@@ -60,5 +74,49 @@ describe('agentRegistry', () => {
       'retry_init->RETRYING',
       'retry_failed->DECOMMISSIONED',
     ]);
+  });
+
+  it('an agent whose model answers (a real HTTP server in the OpenAI wire format) goes ACTIVE; an operator pauses and resumes it', async () => {
+    const local = await serve({ text: 'OK' });
+    const clock = new ManualClock(START);
+    engine = createEngine({ scheduler: clock, epics: [agentRegistry({ chains: { main: localChain(local) } })] });
+    const stream = agentDefinitionStream('writer');
+    await engine.spawn(stream, 'agent-registration', definition('writer', { model: 'main', tools: ['clock'], system: 'You write.' }));
+    expect(await reached(engine, stream, 'ACTIVE')).toMatchObject({ value: 'ACTIVE' });
+    expect(local.requests).toHaveLength(1);
+    expect(local.requests[0]?.messages).toEqual([
+      { role: 'system', content: 'You write.' },
+      { role: 'user', content: 'Reply with the word OK.' },
+    ]);
+    expect((await engine.snapshot(`provider/local`))?.state).toMatchObject({ value: 'CLOSED' });
+
+    expect(await engine.dispatch(stream, { type: 'pause', reason: 'maintenance' })).toMatchObject({ accepted: true });
+    expect(await reached(engine, stream, 'PAUSED')).toMatchObject({ reason: 'maintenance' });
+    expect(await engine.dispatch(stream, { type: 'resume' })).toMatchObject({ accepted: true });
+    expect(await reached(engine, stream, 'ACTIVE')).toEqual(expect.not.objectContaining({ reason: expect.anything() }));
+    expect(await engine.dispatch(stream, { type: 'remove' })).toMatchObject({ accepted: true });
+    expect(await engine.dispatch(stream, { type: 'resume' })).toMatchObject({ accepted: false, reason: expect.stringContaining('terminal state') });
+  });
+
+  it('pauses an ACTIVE agent while every provider of its chain is OPEN (a 429 with Retry-After), and resumes it when one half-opens', async () => {
+    const local = await serve({ text: 'OK' }, { status: 429, headers: { 'retry-after': '7' } });
+    const clock = new ManualClock(START);
+    const chain = localChain(local);
+    engine = createEngine({ scheduler: clock, epics: [agentRegistry({ chains: { main: chain } }), providerBreakers(chain)] });
+    const stream = agentDefinitionStream('writer');
+    await engine.spawn(stream, 'agent-registration', definition('writer', { model: 'main' }));
+    await reached(engine, stream, 'ACTIVE');
+
+    const run = await runChain(engine, chain, clock); // a conversation's call: rate limited
+    expect(run.error).toBeDefined();
+    expect((await engine.snapshot('provider/local'))?.state).toMatchObject({ value: 'OPEN', openForMs: 7000 });
+    expect(await reached(engine, stream, 'PAUSED')).toMatchObject({ reason: 'rate_limited' });
+    // It does not resume on its own before the breaker lets a call through.
+    clock.advanceTo(START + 6999);
+    await settle();
+    expect((await engine.snapshot<AgentRegistrationState>(stream))?.state.value).toBe('PAUSED');
+    clock.advanceTo(START + 7000); // the Retry-After: the breaker half-opens, the agent resumes
+    expect(await reached(engine, stream, 'ACTIVE')).toMatchObject({ value: 'ACTIVE' });
+    expect((await engine.snapshot('provider/local'))?.state).toMatchObject({ value: 'HALF_OPEN' });
   });
 });

@@ -80,6 +80,6 @@ export const agentRegistration = defineMachine<S, E, AgentRegistrationInput>({
     const name = agentNameOf(stream);
     return name === undefined
       ? `stream "${stream}" already exists`
-      : `agent name "${name}" is taken: "${stream}" is registered already (remove it, or register under another name)`;
+      : `agent name "${name}" is taken: "${stream}" is registered already (names are not reused, even once removed)`;
   },
 });

@@ -1,10 +1,14 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { filter, firstValueFrom, take, toArray } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { agentDefinitionStream, createEngine, type AgentDefinition, type AgentRegistrationState, type Engine } from '../../../src/index.js';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { agentRegistry, providerBreakers, scriptedModel, type ProviderChain } from '../../../src/agents.js';
 import { startChatCompletionsServer, type ChatCompletionsServer, type ScriptedReply } from '../../support/chat-completions-server.js';
 import { ManualClock, runChain, settle } from '../llm/support.js';
+import { sqliteStore } from '../../../src/streams/sqlite-store.js';
 
 const START = Date.parse('2026-11-24T10:00:00Z');
 /** A chain whose model answers every call. */
@@ -118,5 +122,72 @@ describe('agentRegistry', () => {
     clock.advanceTo(START + 7000); // the Retry-After: the breaker half-opens, the agent resumes
     expect(await reached(engine, stream, 'ACTIVE')).toMatchObject({ value: 'ACTIVE' });
     expect((await engine.snapshot('provider/local'))?.state).toMatchObject({ value: 'HALF_OPEN' });
+  });
+
+  it('a retry pending when the process stops is re-armed from the log after a restart, and fires at once if it is due', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'runestream-registry-'));
+    const file = join(dir, 'log.db');
+    const options = { chains: { offline: answering }, maxAttempts: 1, retryBaseMs: 60_000 };
+    const broken = definition('broken', { tools: ['files'], mcpServers: { files: deadServer } });
+    const stream = agentDefinitionStream('broken');
+    try {
+      const clock = new ManualClock(START);
+      engine = createEngine({ store: sqliteStore(file), scheduler: clock, epics: [agentRegistry(options)] });
+      await engine.spawn(stream, 'agent-registration', broken);
+      await reached(engine, stream, 'ERROR');
+      await engine.close();
+
+      // Restarted 30 s later: the retry is still 30 s away.
+      const later = new ManualClock(START + 30_000);
+      engine = createEngine({ store: sqliteStore(file), scheduler: later, epics: [agentRegistry(options)] });
+      await settle();
+      later.advanceTo(START + 59_999);
+      await settle();
+      expect((await engine.snapshot<AgentRegistrationState>(stream))?.state.value).toBe('ERROR');
+      later.advanceTo(START + 60_000);
+      expect(await reached(engine, stream, 'DECOMMISSIONED')).toMatchObject({ attempts: 1 });
+      await engine.close();
+
+      // Restarted long after a retry was due: it fires at once.
+      const again = definition('again', { tools: ['files'], mcpServers: { files: deadServer } });
+      engine = createEngine({ store: sqliteStore(file), scheduler: new ManualClock(START), epics: [agentRegistry(options)] });
+      await engine.spawn(agentDefinitionStream('again'), 'agent-registration', again);
+      await reached(engine, agentDefinitionStream('again'), 'ERROR');
+      await engine.close();
+      const muchLater = new ManualClock(START + 3_600_000);
+      engine = createEngine({ store: sqliteStore(file), scheduler: muchLater, epics: [agentRegistry(options)] });
+      await settle();
+      muchLater.advanceTo(START + 3_600_000);
+      expect(await reached(engine, agentDefinitionStream('again'), 'DECOMMISSIONED')).toMatchObject({ attempts: 1 });
+    } finally {
+      await engine?.close();
+      engine = undefined;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('agent registration: bad input', () => {
+  it('a name that is taken is refused with stream_exists, saying the name is taken; nothing is written', async () => {
+    engine = createEngine();
+    const stream = agentDefinitionStream('writer');
+    expect(await engine.spawn(stream, 'agent-registration', definition('writer'))).toMatchObject({ accepted: true });
+    const again = await engine.spawn(stream, 'agent-registration', definition('writer', { system: 'Another.' }));
+    expect(again).toEqual({
+      accepted: false,
+      code: 'stream_exists',
+      reason: 'agent name "writer" is taken: "agent-def/writer" is registered already (names are not reused, even once removed)',
+    });
+    expect((await engine.snapshot(stream))?.seq).toBe(1);
+  });
+
+  it('a definition that breaks its limits is refused with invalid_input naming the field', async () => {
+    engine = createEngine();
+    const tooLong = await engine.spawn(agentDefinitionStream('writer'), 'agent-registration', definition('writer', { system: 'x'.repeat(100_001) }));
+    expect(tooLong).toMatchObject({ accepted: false, code: 'invalid_input', reason: expect.stringContaining('system') });
+    const badName = await engine.spawn(agentDefinitionStream('bad'), 'agent-registration', definition('bad name!'));
+    expect(badName).toMatchObject({ accepted: false, code: 'invalid_input', reason: expect.stringContaining('name') });
+    const tooMany = definition('many', { mcpServers: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`s${i}`, deadServer])) });
+    expect(await engine.spawn(agentDefinitionStream('many'), 'agent-registration', tooMany)).toMatchObject({ accepted: false, code: 'invalid_input', reason: expect.stringContaining('at most 16 MCP servers') });
   });
 });

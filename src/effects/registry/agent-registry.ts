@@ -14,7 +14,7 @@ export interface AgentRegistryOptions extends AgentChecksOptions {
   readonly maxAttempts?: number;
   /** The delay before the first retry, in ms; each further one doubles it. Default 5,000. */
   readonly retryBaseMs?: number;
-  /** The longest delay between retries, in ms. Default 300,000 (5 minutes). */
+  /** The longest delay between retries, in ms. Default 300,000 (5 minutes), or `retryBaseMs` if that is longer. */
   readonly retryMaxMs?: number;
 }
 
@@ -52,7 +52,8 @@ const isAutoPause = (reason: string | undefined): boolean => (AUTO_PAUSE_REASONS
  * check that was running, a retry that was pending and a breaker watch, from the log.
  */
 export function agentRegistry(options: AgentRegistryOptions): Epic {
-  const { maxAttempts = 3, retryBaseMs = 5000, retryMaxMs = 300_000 } = options;
+  const { maxAttempts = 3, retryBaseMs = 5000 } = options;
+  const { retryMaxMs = Math.max(300_000, retryBaseMs) } = options;
   if (!(Number.isInteger(maxAttempts) && maxAttempts >= 1)) throw new TypeError(`agentRegistry: "maxAttempts" must be an integer >= 1, got ${String(maxAttempts)}`);
   if (!(Number.isFinite(retryBaseMs) && retryBaseMs >= 0)) throw new TypeError(`agentRegistry: "retryBaseMs" must be a finite number >= 0 (ms), got ${String(retryBaseMs)}`);
   if (!(retryMaxMs >= retryBaseMs)) throw new TypeError(`agentRegistry: "retryMaxMs" must be >= "retryBaseMs" (${retryBaseMs}), got ${String(retryMaxMs)}`);

@@ -18,6 +18,12 @@ export interface ConfiguredAgentsOptions {
   readonly source?: string;
   /** What becomes of the MCP servers' stderr. Default `'inherit'`. */
   readonly mcpStderr?: 'inherit' | 'pipe' | 'ignore';
+  /**
+   * What an MCP server that does not start does: `'throw'` rejects (stopping those started), or
+   * `'skip'` leaves its tools out of its role and calls this with why (the agent registry then
+   * holds the role in ERROR). Default `'throw'`.
+   */
+  readonly onMcpFailure?: 'throw' | ((role: string, server: string, error: unknown) => void);
 }
 
 /** A {@link ServerConfig} made live: what the agent epics take. */
@@ -69,7 +75,7 @@ const describeModel = (name: string, model: ModelConfig): string =>
  * ```
  */
 export async function configuredAgents(config: ServerConfig, env: NodeJS.ProcessEnv, options: ConfiguredAgentsOptions = {}): Promise<ConfiguredAgents> {
-  const { source = 'the configuration', mcpStderr = 'inherit' } = options;
+  const { source = 'the configuration', mcpStderr = 'inherit', onMcpFailure = 'throw' } = options;
   const providers = new Map<string, Provider>(
     Object.entries(config.models).map(([name, model]): [string, Provider] => [name, { name, model: languageModelOf(name, model, env, source) }]),
   );
@@ -103,7 +109,14 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
           tools.push(builtin.get(name)!);
           continue;
         }
-        const connection = await connectMcp({ ...server, name, stderr: mcpStderr });
+        let connection: McpConnection;
+        try {
+          connection = await connectMcp({ ...server, name, stderr: mcpStderr });
+        } catch (error) {
+          if (onMcpFailure === 'throw') throw error;
+          onMcpFailure(role, name, error);
+          continue;
+        }
         connections.push(connection);
         tools.push(...connection.tools);
       }

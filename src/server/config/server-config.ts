@@ -116,6 +116,21 @@ export const AutonomyConfig = z.strictObject({
 export type AutonomyConfig = z.infer<typeof AutonomyConfig>;
 
 /**
+ * The agent registry of `runestream serve`: each role of `agents` is registered at start as
+ * `agent-def/<role>` and activated by real checks (its model answers, its MCP servers start, its
+ * tools' schemas compile); only an ACTIVE role's agents start. Retries of a failed activation back off.
+ */
+export const RegistryConfig = z.strictObject({
+  /** Retries of a failed activation before the agent is DECOMMISSIONED. Default 3. */
+  maxAttempts: z.number().int().positive().max(100).optional(),
+  /** The delay before the first retry, in ms, doubling after each. Default 5,000. */
+  retryBaseMs: z.number().int().nonnegative().max(86_400_000).optional(),
+  /** The longest delay between retries, in ms. Default 300,000 (or `retryBaseMs`, if that is longer). */
+  retryMaxMs: z.number().int().nonnegative().max(86_400_000).optional(),
+});
+export type RegistryConfig = z.infer<typeof RegistryConfig>;
+
+/**
  * `runestream serve`'s configuration file (JSON): the models and their fallback chains, the
  * agents by role, prices, and the limits of a conversation. One schema, and the single source of
  * its type. Unknown keys are refused, so a misspelt key is an error, not a silent default.
@@ -161,6 +176,8 @@ export const ServerConfig = z
     defaultCli: Name.optional(),
     /** The autonomy loop: its planner and critic, and its limits. Default: none (a plan stream gets no planner). */
     autonomy: AutonomyConfig.optional(),
+    /** The agent registry: each role becomes a registration checked before its agents start. Default: none (agents start unchecked). */
+    registry: RegistryConfig.optional(),
   })
   .superRefine((config, context) => {
     const issue = (path: PropertyKey[], message: string): void => context.addIssue({ code: 'custom', path, message });
@@ -197,6 +214,8 @@ export const ServerConfig = z
     for (const model of Object.keys(config.prices)) {
       if (!models.has(model)) issue(['prices', model], `unknown model "${model}"; the models are ${list(models)}`);
     }
+    const { retryBaseMs, retryMaxMs } = config.registry ?? {};
+    if (retryBaseMs !== undefined && retryMaxMs !== undefined && retryMaxMs < retryBaseMs) issue(['registry', 'retryMaxMs'], `must be at least retryBaseMs (${retryBaseMs})`);
     if (config.defaultCli !== undefined && !Object.hasOwn(config.clis ?? {}, config.defaultCli)) {
       issue(['defaultCli'], `unknown CLI "${config.defaultCli}"; the CLIs are ${list(Object.keys(config.clis ?? {}))}`);
     }

@@ -35,8 +35,8 @@ export function toolSchemaError(validator: AjvJsonSchemaValidator, tool: string,
  * The real checks of an agent definition's activation (seed 002's "init"), in order, stopping at
  * the first that fails:
  *
- * 1. its `model` names a known chain or model, and each of its `tools` is a built-in tool or one of
- *    its `mcpServers`;
+ * 1. its `model` names a known chain or model, each of its `tools` is a built-in tool or one of
+ *    its `mcpServers`, and its client tools' input schemas compile (AJV, as MCP validates);
  * 2. each MCP server its `tools` name starts (stdio) and lists its tools, and every tool's input
  *    JSON Schema compiles (the built-in tools' too); each server is stopped again after;
  * 3. the model answers one tiny call through its provider chain: the chain's breaker commands are
@@ -64,6 +64,11 @@ export function agentChecks$(definition: AgentDefinition, options: AgentChecksOp
         } else if (!Object.hasOwn(definition.mcpServers, name)) {
           return `unknown tool "${name}": not a built-in tool (${[...builtin.keys()].join(', ')}) nor one of this agent's mcpServers`;
         }
+      }
+      for (const tool of definition.clientTools ?? []) {
+        if (builtin.has(tool.name)) return `client tool "${tool.name}" has a built-in tool's name`;
+        const error = toolSchemaError(validator, tool.name, tool.inputSchema);
+        if (error !== undefined) return error;
       }
       return undefined;
     };

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Budget } from '../budget.js';
+import { errorText } from '../error-text.js';
 
 /**
  * A name in a configuration or a definition (a model, a chain, a role, an MCP server, an agent): it
@@ -26,6 +27,44 @@ export const McpServerConfig = z.strictObject({
 });
 export type McpServerConfig = z.infer<typeof McpServerConfig>;
 
+/** The most client tools one agent has. */
+export const MAX_CLIENT_TOOLS = 32;
+/** The longest input schema of a client tool, as JSON. */
+export const MAX_TOOL_SCHEMA_BYTES = 32_768;
+
+/**
+ * The JSON Schema (draft-07) of a client tool's input: an object schema that compiles (zod's
+ * `z.fromJSONSchema`, which the tool's arguments are then checked with), at most
+ * {@link MAX_TOOL_SCHEMA_BYTES} as JSON. One that does not compile is refused with zod's reason.
+ */
+export const ToolInputSchema = z.record(z.string(), z.unknown()).superRefine((schema, context) => {
+  const bytes = JSON.stringify(schema).length;
+  if (bytes > MAX_TOOL_SCHEMA_BYTES) {
+    context.addIssue({ code: 'custom', message: `is ${bytes} characters as JSON; at most ${MAX_TOOL_SCHEMA_BYTES}` });
+    return;
+  }
+  if (schema.type !== 'object') context.addIssue({ code: 'custom', message: `must be an object schema ("type": "object"), as model APIs require; got ${JSON.stringify(schema.type ?? null)}` });
+  try {
+    z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
+  } catch (error) {
+    context.addIssue({ code: 'custom', message: `does not compile: ${errorText(error)}` });
+  }
+});
+
+/**
+ * A tool the conversation's client runs: the model sees its name, description and input schema;
+ * a call waits in `executing` until the client dispatches its `success{output}` (or
+ * `execution_error{error}`) to the call's stream, or its `timeoutMs` passes.
+ */
+export const ClientTool = z.strictObject({
+  name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1 to 64 letters, digits, "_" or "-" (what model APIs accept)'),
+  description: Text(2000),
+  inputSchema: ToolInputSchema,
+  /** How long a call waits for the client, in ms. Default 600,000 (10 minutes). */
+  timeoutMs: z.number().int().positive().max(86_400_000).optional(),
+});
+export type ClientTool = z.infer<typeof ClientTool>;
+
 /** How the agents of one role run: what a conversation instantiates when it spawns that role. */
 export const AgentConfig = z.strictObject({
   /** Shown to a model that may delegate to this role. */
@@ -39,6 +78,12 @@ export const AgentConfig = z.strictObject({
     .record(ConfigName, McpServerConfig)
     .refine((servers) => Object.keys(servers).length <= MAX_AGENT_MCP_SERVERS, `at most ${MAX_AGENT_MCP_SERVERS} MCP servers`)
     .default({}),
+  /** Tools the conversation's client runs, declared by JSON Schema (see {@link ClientTool}). Default: none. */
+  clientTools: z
+    .array(ClientTool)
+    .max(MAX_CLIENT_TOOLS)
+    .refine((tools) => new Set(tools.map((tool) => tool.name)).size === tools.length, 'two client tools share a name')
+    .optional(),
   system: Text(100_000).optional(),
   /** Limits on each agent of this role. */
   budget: Budget.optional(),

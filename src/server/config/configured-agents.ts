@@ -8,6 +8,7 @@ import type { PriceTable } from '../../reducers/budget.js';
 import type { ProviderChain } from '../../effects/llm/provider-chain.js';
 import { scriptedModel } from '../../effects/llm/scripted-model.js';
 import { builtinTools } from '../../effects/tools/builtin-tools.js';
+import { clientTool } from '../../effects/tools/client-tool.js';
 import { connectMcp, type McpConnection } from '../../effects/tools/connect-mcp.js';
 import type { AnyTool } from '../../effects/tools/tool.js';
 import { ServerConfigError, type ModelConfig, type ServerConfig } from './server-config.js';
@@ -100,6 +101,7 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
     await Promise.all(connections.splice(0).map((connection) => connection.close()));
   };
   const profiles: Record<string, AgentProfile> = {};
+  const clientTools = new Map<string, AnyTool>();
   try {
     for (const [role, agent] of Object.entries(config.agents)) {
       const tools: AnyTool[] = [];
@@ -119,6 +121,13 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
         }
         connections.push(connection);
         tools.push(...connection.tools);
+      }
+      // A client tool several roles declare alike is one tool (the config's check refuses two that differ).
+      for (const spec of agent.clientTools ?? []) {
+        const known = clientTools.get(spec.name);
+        const tool = known ?? clientTool(spec);
+        clientTools.set(spec.name, tool);
+        tools.push(tool);
       }
       profiles[role] = {
         model: chains[agent.model]!,

@@ -204,6 +204,17 @@ export const ServerConfig = z
         } else if (agent.tools.indexOf(tool) !== index) issue(['agents', role, 'tools', index], `tool "${tool}" appears twice`);
       });
     }
+    // A client tool is one tool wherever it is declared: the same name must mean the same declaration.
+    const clientTools = new Map<string, string>();
+    for (const [role, agent] of Object.entries(config.agents)) {
+      (agent.clientTools ?? []).forEach((tool, index) => {
+        if (builtin.has(tool.name)) issue(['agents', role, 'clientTools', index, 'name'], `"${tool.name}" is a built-in tool's name`);
+        const declared = JSON.stringify(tool);
+        const other = clientTools.get(tool.name);
+        if (other !== undefined && other !== declared) issue(['agents', role, 'clientTools', index], `client tool "${tool.name}" is declared differently by another role`);
+        clientTools.set(tool.name, declared);
+      });
+    }
     for (const key of ['planner', 'critic'] as const) {
       const name = config.autonomy?.[key];
       if (name !== undefined && !models.has(name) && !chains.has(name)) {

@@ -190,4 +190,21 @@ describe('agent registration: bad input', () => {
     const tooMany = definition('many', { mcpServers: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`s${i}`, deadServer])) });
     expect(await engine.spawn(agentDefinitionStream('many'), 'agent-registration', tooMany)).toMatchObject({ accepted: false, code: 'invalid_input', reason: expect.stringContaining('at most 16 MCP servers') });
   });
+
+  it('a client tool whose input schema does not compile is refused with the reason, before anything is written', async () => {
+    engine = createEngine();
+    const stream = agentDefinitionStream('coder');
+    const lookup = { name: 'lookup', description: 'Looks up a word.', inputSchema: { type: 'object', properties: { word: { type: 'nope' } } } };
+    const refused = await engine.spawn(stream, 'agent-registration', definition('coder', { clientTools: [lookup] }));
+    expect(refused).toEqual({ accepted: false, code: 'invalid_input', reason: 'invalid input for "agent-registration": clientTools.0.inputSchema: does not compile: Unsupported type: nope' });
+    expect(await engine.snapshot(stream)).toBeUndefined();
+    const notAnObject = await engine.spawn(stream, 'agent-registration', definition('coder', { clientTools: [{ ...lookup, inputSchema: { type: 'string' } }] }));
+    expect(notAnObject).toMatchObject({ accepted: false, code: 'invalid_input', reason: expect.stringContaining('must be an object schema') });
+    const twice = { ...lookup, inputSchema: { type: 'object' } };
+    expect(await engine.spawn(stream, 'agent-registration', definition('coder', { clientTools: [twice, twice] }))).toMatchObject({
+      accepted: false,
+      code: 'invalid_input',
+      reason: expect.stringContaining('two client tools share a name'),
+    });
+  });
 });

@@ -34,14 +34,12 @@ function autonomyOf(autonomy: AutonomyConfig, agents: ConfiguredAgents, config: 
  * it is, a changed one redefined), each outcome logged, and every later change of a registration's state.
  */
 async function registerRoles(engine: Engine, config: ServerConfig, log: Pick<Console, 'log' | 'error'>): Promise<void> {
-  engine
-    .runes$()
-    .subscribe((rune) => {
-      if (!isRuneOf(agentRegistration, rune) || rune.from === rune.to) return;
-      const { reason, error } = rune.event as { reason?: string; error?: string };
-      const why = reason ?? error;
-      log.log(`runestream: agent registry: ${rune.stream} ${rune.from ?? 'spawned'} -> ${rune.to ?? ''}${why === undefined ? '' : ` (${why})`}`);
-    });
+  engine.runes$().subscribe((rune) => {
+    if (!isRuneOf(agentRegistration, rune) || rune.from === rune.to) return;
+    const { reason, error } = rune.event as { reason?: string; error?: string };
+    const why = reason ?? error;
+    log.log(`runestream: agent registry: ${rune.stream} ${rune.from ?? 'spawned'} -> ${rune.to ?? ''}${why === undefined ? '' : ` (${why})`}`);
+  });
   const definitions = Object.entries(config.agents).map(([name, agent]) => ({ name, ...agent }));
   for (const { name, outcome, state, reason } of await registerDefinitions(engine, definitions)) {
     log.log(`runestream: agent registry: "${name}" ${outcome}${state === undefined ? '' : ` (${state})`}${reason === undefined ? '' : `: ${reason}`}`);

@@ -74,7 +74,10 @@ describe('agentRegistration: context and rejections', () => {
     expect(agentRegistration.transition(retrying, { type: 'init_failed', error: 'quota' })).toEqual({ value: 'ERROR', error: 'quota', attempts: 1 });
     const definition = { name: 'coder', model: 'main', tools: ['clock'], mcpServers: {} };
     for (const from of ['REGISTERED', 'ACTIVE', 'PAUSED', 'ERROR'] as const) {
-      expect(agentRegistration.transition(at(from, { error: 'old', attempts: 2, reason: 'admin' }), { type: 'redefine', definition })).toEqual({ value: 'ACTIVATING', definition });
+      expect(agentRegistration.transition(at(from, { error: 'old', attempts: 2, reason: 'admin' }), { type: 'redefine', definition })).toEqual({
+        value: 'ACTIVATING',
+        definition,
+      });
     }
     expect(agentRegistration.step(at('ACTIVATING'), { type: 'redefine', definition }).accepted).toBe(false);
   });

@@ -52,7 +52,16 @@ export function agentChecks$(definition: AgentDefinition, options: AgentChecksOp
   const verdict = (error?: string): AgentCheckOutput => (error === undefined ? { type: 'verdict' } : { type: 'verdict', error });
   return defer(() => {
     const chain = Object.hasOwn(chains, definition.model) ? chains[definition.model] : undefined;
-    if (chain === undefined) return of(verdict(`unknown chain or model "${definition.model}"; the known ones are ${Object.keys(chains).map((name) => `"${name}"`).join(', ') || '(none)'}`));
+    if (chain === undefined)
+      return of(
+        verdict(
+          `unknown chain or model "${definition.model}"; the known ones are ${
+            Object.keys(chains)
+              .map((name) => `"${name}"`)
+              .join(', ') || '(none)'
+          }`,
+        ),
+      );
     const builtin = new Map(builtinTools().map((tool) => [tool.name, tool]));
     const validator = new AjvJsonSchemaValidator();
     const staticError = (): string | undefined => {

@@ -95,7 +95,11 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
           return { retryChecks: checks$(state, true) };
         case 'ERROR':
           return {
-            retry: durableDeadline(view.at + registryRetryDelay((state.attempts ?? 0) + 1, retryBaseMs, retryMaxMs), { type: 'retry_init' as const }, { scheduler: ctx.scheduler }),
+            retry: durableDeadline(
+              view.at + registryRetryDelay((state.attempts ?? 0) + 1, retryBaseMs, retryMaxMs),
+              { type: 'retry_init' as const },
+              { scheduler: ctx.scheduler },
+            ),
           };
         case 'ACTIVE':
           return { pauseWhileOpen: watch$(state, ctx, true) };

@@ -32,10 +32,19 @@ export function chainOpenness$(providers: readonly string[], runes$: Observable<
     const live$ = runes$.pipe(
       filter((rune) => rune.stream === stream),
       ofMachine(circuitBreaker),
-      map((rune): BreakerSeen => ({ seq: rune.seq, open: rune.to === 'OPEN', retryAfter: rune.to === 'OPEN' && (rune.event.type === 'failure' ? rune.event.retryAfterMs !== undefined : false) })),
+      map(
+        (rune): BreakerSeen => ({
+          seq: rune.seq,
+          open: rune.to === 'OPEN',
+          retryAfter: rune.to === 'OPEN' && (rune.event.type === 'failure' ? rune.event.retryAfterMs !== undefined : false),
+        }),
+      ),
     );
     // Live first, so no rune falls between the stored state and the live ones; the later seq wins.
-    return merge(live$, stored$).pipe(scan((latest: BreakerSeen | undefined, seen) => (latest === undefined || seen.seq >= latest.seq ? seen : latest), undefined), filter((seen): seen is BreakerSeen => seen !== undefined));
+    return merge(live$, stored$).pipe(
+      scan((latest: BreakerSeen | undefined, seen) => (latest === undefined || seen.seq >= latest.seq ? seen : latest), undefined),
+      filter((seen): seen is BreakerSeen => seen !== undefined),
+    );
   };
   return combineLatest(providers.map(one)).pipe(
     map((all): ChainOpenness => {

@@ -23,7 +23,9 @@ export interface DefinitionRegistration {
 /** A value as JSON with its object keys sorted: two definitions with the same content have the same text. */
 const canonical = (value: unknown): string =>
   JSON.stringify(value, (_, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) : v,
+    v !== null && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
   );
 
 /**
@@ -33,7 +35,10 @@ const canonical = (value: unknown): string =>
  * other content is sent `redefine` (its checks run again from ACTIVATING) where its state takes
  * it, else kept as it is, saying why. Never throws for one definition: each gets its outcome.
  */
-export async function registerDefinitions(engine: Pick<Engine, 'spawn' | 'dispatch' | 'snapshot'>, definitions: readonly AgentDefinition[]): Promise<DefinitionRegistration[]> {
+export async function registerDefinitions(
+  engine: Pick<Engine, 'spawn' | 'dispatch' | 'snapshot'>,
+  definitions: readonly AgentDefinition[],
+): Promise<DefinitionRegistration[]> {
   const outcomes: DefinitionRegistration[] = [];
   for (const given of definitions) {
     const definition = AgentDefinition.parse(given);

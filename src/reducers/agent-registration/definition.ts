@@ -43,7 +43,8 @@ export const ToolInputSchema = z.record(z.string(), z.unknown()).superRefine((sc
     context.addIssue({ code: 'custom', message: `is ${bytes} characters as JSON; at most ${MAX_TOOL_SCHEMA_BYTES}` });
     return;
   }
-  if (schema.type !== 'object') context.addIssue({ code: 'custom', message: `must be an object schema ("type": "object"), as model APIs require; got ${JSON.stringify(schema.type ?? null)}` });
+  if (schema.type !== 'object')
+    context.addIssue({ code: 'custom', message: `must be an object schema ("type": "object"), as model APIs require; got ${JSON.stringify(schema.type ?? null)}` });
   try {
     z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
   } catch (error) {

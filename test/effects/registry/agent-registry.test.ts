@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { filter, firstValueFrom, take, toArray } from 'rxjs';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { agentDefinitionStream, createEngine, type AgentDefinition, type AgentRegistrationState, type Engine } from '../../../src/index.js';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { agentRegistry, providerBreakers, scriptedModel, type ProviderChain } from '../../../src/agents.js';
@@ -48,7 +48,8 @@ afterEach(async () => {
 });
 
 /** The scripted server answering request n with `replies[n]` (the last one after that). */
-const serve = async (...replies: ScriptedReply[]): Promise<ChatCompletionsServer> => (server = await startChatCompletionsServer((_, n) => replies[Math.min(n, replies.length - 1)]!));
+const serve = async (...replies: ScriptedReply[]): Promise<ChatCompletionsServer> =>
+  (server = await startChatCompletionsServer((_, n) => replies[Math.min(n, replies.length - 1)]!));
 
 describe('agentRegistry', () => {
   it('an agent whose MCP server cannot start goes ERROR -> RETRYING -> ... -> DECOMMISSIONED, each retry after its backoff (virtual time)', async () => {
@@ -188,7 +189,11 @@ describe('agent registration: bad input', () => {
     const badName = await engine.spawn(agentDefinitionStream('bad'), 'agent-registration', definition('bad name!'));
     expect(badName).toMatchObject({ accepted: false, code: 'invalid_input', reason: expect.stringContaining('name') });
     const tooMany = definition('many', { mcpServers: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`s${i}`, deadServer])) });
-    expect(await engine.spawn(agentDefinitionStream('many'), 'agent-registration', tooMany)).toMatchObject({ accepted: false, code: 'invalid_input', reason: expect.stringContaining('at most 16 MCP servers') });
+    expect(await engine.spawn(agentDefinitionStream('many'), 'agent-registration', tooMany)).toMatchObject({
+      accepted: false,
+      code: 'invalid_input',
+      reason: expect.stringContaining('at most 16 MCP servers'),
+    });
   });
 
   it('a client tool whose input schema does not compile is refused with the reason, before anything is written', async () => {
@@ -196,7 +201,11 @@ describe('agent registration: bad input', () => {
     const stream = agentDefinitionStream('coder');
     const lookup = { name: 'lookup', description: 'Looks up a word.', inputSchema: { type: 'object', properties: { word: { type: 'nope' } } } };
     const refused = await engine.spawn(stream, 'agent-registration', definition('coder', { clientTools: [lookup] }));
-    expect(refused).toEqual({ accepted: false, code: 'invalid_input', reason: 'invalid input for "agent-registration": clientTools.0.inputSchema: does not compile: Unsupported type: nope' });
+    expect(refused).toEqual({
+      accepted: false,
+      code: 'invalid_input',
+      reason: 'invalid input for "agent-registration": clientTools.0.inputSchema: does not compile: Unsupported type: nope',
+    });
     expect(await engine.snapshot(stream)).toBeUndefined();
     const notAnObject = await engine.spawn(stream, 'agent-registration', definition('coder', { clientTools: [{ ...lookup, inputSchema: { type: 'string' } }] }));
     expect(notAnObject).toMatchObject({ accepted: false, code: 'invalid_input', reason: expect.stringContaining('must be an object schema') });

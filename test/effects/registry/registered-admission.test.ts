@@ -23,7 +23,10 @@ const whenReaches = <S>(engine: Engine, stream: string, value: string): Promise<
 function start(): Engine {
   return createEngine({
     scheduler: new ManualClock(START),
-    epics: [agentRegistry({ chains: { offline: chain }, retryBaseMs: 60_000 }), ...agentEpics({ model: chain, admission: registeredAgentAdmission({ defaultRole: 'assistant' }) })],
+    epics: [
+      agentRegistry({ chains: { offline: chain }, retryBaseMs: 60_000 }),
+      ...agentEpics({ model: chain, admission: registeredAgentAdmission({ defaultRole: 'assistant' }) }),
+    ],
   });
 }
 
@@ -59,8 +62,6 @@ describe('registeredAgentAdmission: new conversations start only on ACTIVE agent
     await settle();
     const refused = whenReaches<AgentLifecycleState>(engine, 'conv/c2/agent/a1', 'failed');
     await engine.spawn('conv/c2/agent/a1/turn', 'turn-engine');
-    expect((await refused).error).toBe(
-      'agent "assistant" is PAUSED (maintenance): new conversations start only on ACTIVE agents',
-    );
+    expect((await refused).error).toBe('agent "assistant" is PAUSED (maintenance): new conversations start only on ACTIVE agents');
   });
 });

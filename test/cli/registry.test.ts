@@ -5,6 +5,7 @@ import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { AgentRegistrationState, TurnEngineState } from '../../src/index.js';
 import { createClient } from '../../src/server/client/index.js';
+import { ServerConfigError, parseServerConfig } from '../../src/server/index.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 
 afterEach(cleanUpProcesses);
@@ -72,5 +73,29 @@ describe('runestream serve with the agent registry (a real process)', () => {
     await cli.line(/^runestream: agent registry: agent-def\/assistant ACTIVATING -> ACTIVE$/m);
     cli.child.kill('SIGTERM');
     expect(await cli.exited).toBe(0);
+  });
+
+  it('refuses a registry whose longest retry delay is shorter than its first, and client tools that clash, naming the field', () => {
+    const tool = { name: 'lookup', description: 'Looks up.', inputSchema: { type: 'object' } };
+    const text = JSON.stringify({
+      ...config('You help.'),
+      agents: {
+        assistant: { model: 'offline', clientTools: [tool] },
+        other: { model: 'offline', clientTools: [{ ...tool, description: 'Looks elsewhere.' }, { ...tool, name: 'clock' }] },
+      },
+      registry: { retryBaseMs: 10_000, retryMaxMs: 1000 },
+    });
+    let error: unknown;
+    try {
+      parseServerConfig(text, 'runestream.json');
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(ServerConfigError);
+    expect((error as ServerConfigError).issues).toEqual([
+      { path: 'agents.other.clientTools[0]', message: 'client tool "lookup" is declared differently by another role' },
+      { path: 'agents.other.clientTools[1].name', message: '"clock" is a built-in tool\'s name' },
+      { path: 'registry.retryMaxMs', message: 'must be at least retryBaseMs (10000)' },
+    ]);
   });
 });

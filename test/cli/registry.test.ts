@@ -63,6 +63,8 @@ describe('runestream serve with the agent registry (a real process)', () => {
     await cli.line(LISTENING);
     await cli.line(/^runestream: agent registry: "broken" unchanged \(ERROR\)$/m);
     await cli.line(/^runestream: agent registry: "assistant" unchanged \(ACTIVE\)$/m);
+    // Its last line at start: the signal handlers are installed right after it.
+    await cli.line(/^runestream: assistant agent on /m);
     cli.child.kill('SIGTERM');
     expect(await cli.exited).toBe(0);
 
@@ -71,6 +73,7 @@ describe('runestream serve with the agent registry (a real process)', () => {
     cli = runestream(['serve', '--port', '0', '--db', db, '--config', file]);
     await cli.line(/^runestream: agent registry: "assistant" redefined \(ACTIVATING\)$/m);
     await cli.line(/^runestream: agent registry: agent-def\/assistant ACTIVATING -> ACTIVE$/m);
+    await cli.line(/^runestream: assistant agent on /m);
     cli.child.kill('SIGTERM');
     expect(await cli.exited).toBe(0);
   });
@@ -81,7 +84,13 @@ describe('runestream serve with the agent registry (a real process)', () => {
       ...config('You help.'),
       agents: {
         assistant: { model: 'offline', clientTools: [tool] },
-        other: { model: 'offline', clientTools: [{ ...tool, description: 'Looks elsewhere.' }, { ...tool, name: 'clock' }] },
+        other: {
+          model: 'offline',
+          clientTools: [
+            { ...tool, description: 'Looks elsewhere.' },
+            { ...tool, name: 'clock' },
+          ],
+        },
       },
       registry: { retryBaseMs: 10_000, retryMaxMs: 1000 },
     });

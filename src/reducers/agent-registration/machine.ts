@@ -61,7 +61,7 @@ const table: readonly Row<S, E>[] = [
  * @example
  * ```ts
  * import { agentRegistration } from 'runestream';
- * let s = agentRegistration.initial();                                   // { value: 'REGISTERED' }
+ * let s = agentRegistration.initial(undefined);                          // { value: 'REGISTERED' }: no definition
  * s = agentRegistration.transition(s, { type: 'register' });             // ACTIVATING
  * s = agentRegistration.transition(s, { type: 'init_failed', error: 'no API key' });
  * console.log(s);                                                        // Logs: { value: 'ERROR', error: 'no API key' }

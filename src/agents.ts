@@ -18,6 +18,12 @@ export {
   type ProviderFailure,
 } from './effects/llm/provider-chain.js';
 export { providerBreakers, type ProviderBreakersOptions } from './effects/llm/provider-breakers.js';
+export { agentChecks$, type AgentCheckOutput, type AgentChecksOptions } from './effects/registry/agent-checks.js';
+export { agentRegistry, registryRetryDelay, type AgentRegistryOptions } from './effects/registry/agent-registry.js';
+export { registeredAgentAdmission, type RegisteredAgentAdmissionOptions } from './effects/registry/registered-admission.js';
+export { registerDefinitions, type DefinitionRegistration } from './effects/registry/register-definitions.js';
+export { CLIENT_TOOL_TIMEOUT_MS, clientTool } from './effects/tools/client-tool.js';
+export type { AgentAdmission } from './effects/agent/agent-companions.js';
 export { EmptyAnswerError, MAX_ERROR_BODY_LENGTH, MAX_RETRY_AFTER_MS, ProviderFailedError, retryAfterMsOf } from './effects/llm/provider-errors.js';
 export {
   ScriptExhaustedError,

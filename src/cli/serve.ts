@@ -8,6 +8,12 @@ import { chatPartialResponse } from '../effects/chat-partial-response.js';
 import { autonomyEpics } from '../effects/autonomy/autonomy-epics.js';
 import { agentCliSessions } from '../effects/cli/agent-cli-sessions.js';
 import { cliAdapters } from '../effects/cli/cli-adapters.js';
+import { agentRegistry } from '../effects/registry/agent-registry.js';
+import { registeredAgentAdmission } from '../effects/registry/registered-admission.js';
+import { registerDefinitions } from '../effects/registry/register-definitions.js';
+import { agentRegistration } from '../reducers/agent-registration/machine.js';
+import { errorText } from '../reducers/error-text.js';
+import { isRuneOf } from '../reducers/rune.js';
 import { configuredAgents, type ConfiguredAgents } from '../server/config/configured-agents.js';
 import { configuredClis } from '../server/config/configured-clis.js';
 import { archivalEpic } from '../effects/archival/archival-epic.js';
@@ -27,6 +33,23 @@ function autonomyOf(autonomy: AutonomyConfig, agents: ConfiguredAgents, config: 
   return autonomyEpics({ ...limits, planner: agents.chains[planner]!, ...(critic === undefined ? {} : { critic: agents.chains[critic]! }), roles });
 }
 
+/**
+ * The agent registry at start: every role registered (idempotently: an unchanged one is left as
+ * it is, a changed one redefined), each outcome logged, and every later change of a registration's state.
+ */
+async function registerRoles(engine: Engine, config: ServerConfig, log: Pick<Console, 'log' | 'error'>): Promise<void> {
+  engine.runes$().subscribe((rune) => {
+    if (!isRuneOf(agentRegistration, rune) || rune.from === rune.to) return;
+    const { reason, error } = rune.event as { reason?: string; error?: string };
+    const why = reason ?? error;
+    log.log(`runestream: agent registry: ${rune.stream} ${rune.from ?? 'spawned'} -> ${rune.to ?? ''}${why === undefined ? '' : ` (${why})`}`);
+  });
+  const definitions = Object.entries(config.agents).map(([name, agent]) => ({ name, ...agent }));
+  for (const { name, outcome, state, reason } of await registerDefinitions(engine, definitions)) {
+    log.log(`runestream: agent registry: "${name}" ${outcome}${state === undefined ? '' : ` (${state})`}${reason === undefined ? '' : `: ${reason}`}`);
+  }
+}
+
 /** A running `runestream serve`. */
 export interface Serving {
   readonly engine: Engine;
@@ -44,7 +67,10 @@ export interface Serving {
  */
 export async function serve(command: Extract<Command, { command: 'serve' }>, log: Pick<Console, 'log' | 'error'>, env: NodeJS.ProcessEnv = process.env): Promise<Serving> {
   const { port, db, token, host, allowedOrigins } = command;
-  const agents = await configuredAgents(command.config, env, { source: command.configSource });
+  // With the registry, a role whose MCP server does not start is held in ERROR by its checks, not fatal.
+  const onMcpFailure = (role: string, server: string, error: unknown): void =>
+    log.error(`runestream: role "${role}": MCP server "${server}" did not start (${errorText(error)}); its tools are left out until a restart`);
+  const agents = await configuredAgents(command.config, env, { source: command.configSource, ...(command.config.registry === undefined ? {} : { onMcpFailure }) });
   const { defaults } = agents;
   // CLIs come only from a configuration file: their relative `cwd` is the file's folder's.
   const clis = command.config.clis === undefined ? undefined : configuredClis(command.config, cliAdapters, { configDir: dirname(resolve(command.configSource)) });
@@ -53,6 +79,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     command.config.archival === undefined
       ? undefined
       : configuredArchival(command.config.archival, { configDir: dirname(resolve(command.configSource)), source: command.configSource, env });
+  const { registry } = command.config;
   let engine: Engine;
   let store: RuneStore;
   try {
@@ -72,7 +99,10 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
           ...(agents.profiles[agents.defaultRole]?.budget === undefined ? {} : { budget: agents.profiles[agents.defaultRole]!.budget }),
           ...(command.config.conversationBudget === undefined ? {} : { conversationBudget: command.config.conversationBudget }),
           prices: agents.prices,
+          // With the registry, only an ACTIVE role's agents start (a client's root agent is the default role's).
+          ...(registry === undefined ? {} : { admission: registeredAgentAdmission({ defaultRole: agents.defaultRole }) }),
         }),
+        ...(registry === undefined ? [] : [agentRegistry({ ...registry, chains: agents.chains })]),
         // ReAct agents (seed 004) on the same chain and tools; the breakers are agentEpics'.
         ...reactAgentEpics({ ...defaults, breakers: false }),
         ...(command.config.autonomy === undefined ? [] : autonomyOf(command.config.autonomy, agents, command.config)),
@@ -87,6 +117,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     throw error;
   }
   engine.errors$.subscribe((error) => log.error(`runestream: ${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
+  if (registry !== undefined) await registerRoles(engine, command.config, log);
   let server: RunestreamServer;
   try {
     server = await createServer({

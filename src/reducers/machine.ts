@@ -71,6 +71,12 @@ export interface Machine<State, Event extends EventObject, Input = void> {
   readonly derive?: ((state: State) => unknown) | undefined;
   /** The payload of an instance's spawn rune, from its input and initial state; absent: none. */
   readonly spawnPayload?: ((input: Input, state: State) => RunePayload) | undefined;
+  /**
+   * What a second spawn of an existing stream is refused with (code `stream_exists`), when the
+   * stream id names something a client chose (an agent's name: "agent name "x" is taken").
+   * Absent: `stream "<id>" already exists`.
+   */
+  readonly existsReason?: ((stream: string) => string) | undefined;
   /** A Mermaid `stateDiagram-v2` generated from the machine's table. */
   toMermaid(): string;
 }

@@ -81,6 +81,8 @@ export interface TableDefinition<S extends FiniteState, E extends EventObject, I
   readonly payloads?: P;
   /** The spawn rune's payload, from the input and the initial state. */
   readonly spawnPayload?: (input: I, state: S) => z.infer<P[keyof P]>;
+  /** What a second spawn of an existing stream is refused with (see `Machine.existsReason`). */
+  readonly existsReason?: (stream: string) => string;
 }
 
 /** A finite machine built from a table. The table and its payload schemas stay available as data. */
@@ -258,6 +260,7 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
     spawnKind: definition.spawnKind ?? DEFAULT_SPAWN_KIND,
     ...(definition.seals === undefined ? {} : { seals: definition.seals }),
     ...(definition.derive === undefined ? {} : { derive: definition.derive }),
+    ...(definition.existsReason === undefined ? {} : { existsReason: definition.existsReason }),
     spawnPayload: definition.spawnPayload,
     payloads: definition.payloads ?? ({} as P),
     toMermaid: () => mermaidFromTable(machine),

@@ -156,6 +156,8 @@ const valueOf = (state: unknown): string | undefined => {
 };
 
 const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => ({ accepted: false, code, reason });
+/** Why a spawn of an existing stream is refused: the machine's words, when it has them. */
+const existsReason = (machine: AnyMachine, stream: string): string => machine.existsReason?.(stream) ?? `stream "${stream}" already exists`;
 
 /** The refusal of a stream id that is not a non-empty string; checked by spawn and dispatch alike. */
 const notAStreamId = (stream: unknown): DispatchResult | undefined =>
@@ -335,7 +337,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (violation !== undefined) return refusedValue(violation, 'invalid_input');
     const parsed = machine.schemas.input.safeParse(input);
     if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.error.issues)}`);
-    if (instances.get(stream) !== undefined) return rejected('stream_exists', `stream "${stream}" already exists`);
+    if (instances.get(stream) !== undefined) return rejected('stream_exists', existsReason(machine, stream));
 
     // Claim the id at once, while a load in progress (a dispatch or subscription that came first)
     // and the store are asked, so a spawn or dispatch made after this one waits for it; if the
@@ -377,7 +379,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const existing = await claim.catch((error: unknown) => (isUnknownMachine(error) ? null : Promise.reject(error)));
     const sealedBy = existing === undefined ? seals.refusal(stream) : undefined;
     if (sealedBy !== undefined) return rejected('sealed', sealedBy);
-    return spawned ?? rejected('stream_exists', `stream "${stream}" already exists`);
+    return spawned ?? rejected('stream_exists', existsReason(machine, stream));
   };
 
   // --- dispatch ---------------------------------------------------------------------------------

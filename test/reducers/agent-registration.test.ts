@@ -16,6 +16,7 @@ const samples: AgentRegistrationEvent[] = [
   { type: 'retry_init' },
   { type: 'retry_succeeded' },
   { type: 'retry_failed', error: 'still no API key' },
+  { type: 'redefine', definition: { name: 'coder', model: 'main', tools: [], mcpServers: {} } },
 ];
 
 describe('agentRegistration: seed 002 diagram 3, edge by edge', () => {
@@ -61,11 +62,24 @@ describe('agentRegistration: context and rejections', () => {
     const failed = agentRegistration.transition(at('ACTIVATING'), { type: 'init_failed', error: 'no API key' });
     expect(failed).toEqual({ value: 'ERROR', error: 'no API key' });
     const retrying = agentRegistration.transition(failed, { type: 'retry_init' });
-    expect(retrying).toEqual({ value: 'RETRYING', error: 'no API key' });
+    expect(retrying).toEqual({ value: 'RETRYING', error: 'no API key', attempts: 1 });
     expect(agentRegistration.transition(retrying, { type: 'retry_succeeded' })).toEqual({ value: 'ACTIVE' });
-    expect(agentRegistration.transition(retrying, { type: 'retry_failed', error: 'quota' })).toEqual({ value: 'DECOMMISSIONED', error: 'quota' });
+    expect(agentRegistration.transition(retrying, { type: 'retry_failed', error: 'quota' })).toEqual({ value: 'DECOMMISSIONED', error: 'quota', attempts: 1 });
     // A final failure that says nothing keeps the error already known.
-    expect(agentRegistration.transition(retrying, { type: 'retry_failed' })).toEqual({ value: 'DECOMMISSIONED', error: 'no API key' });
+    expect(agentRegistration.transition(retrying, { type: 'retry_failed' })).toEqual({ value: 'DECOMMISSIONED', error: 'no API key', attempts: 1 });
+  });
+
+  it('extension rows: a retry that fails with attempts left goes back to ERROR; a changed definition is checked again from ACTIVATING', () => {
+    const retrying = at('RETRYING', { error: 'no API key', attempts: 1 });
+    expect(agentRegistration.transition(retrying, { type: 'init_failed', error: 'quota' })).toEqual({ value: 'ERROR', error: 'quota', attempts: 1 });
+    const definition = { name: 'coder', model: 'main', tools: ['clock'], mcpServers: {} };
+    for (const from of ['REGISTERED', 'ACTIVE', 'PAUSED', 'ERROR'] as const) {
+      expect(agentRegistration.transition(at(from, { error: 'old', attempts: 2, reason: 'admin' }), { type: 'redefine', definition })).toEqual({
+        value: 'ACTIVATING',
+        definition,
+      });
+    }
+    expect(agentRegistration.step(at('ACTIVATING'), { type: 'redefine', definition }).accepted).toBe(false);
   });
 
   it('DECOMMISSIONED rejects every event with "terminal state"', () => {
@@ -100,7 +114,7 @@ describe('agentRegistration: bad input', () => {
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(agentRegistration, at('ACTIVE'), { type: 'activate' });
     expect(!step.accepted && step.reason).toMatchInlineSnapshot(
-      `"unknown event type "activate" for machine "agent-registration"; expected one of: register, init_succeeded, init_failed, pause, resume, remove, retry_init, retry_succeeded, retry_failed"`,
+      `"unknown event type "activate" for machine "agent-registration"; expected one of: register, init_succeeded, init_failed, pause, resume, remove, retry_init, retry_succeeded, retry_failed, redefine"`,
     );
   });
 });

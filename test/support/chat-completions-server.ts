@@ -9,6 +9,8 @@ export interface ScriptedReply {
   readonly toolCalls?: readonly { readonly name: string; readonly arguments: Record<string, unknown>; readonly id?: string }[];
   /** Answer with this HTTP status and an OpenAI-style error body instead. */
   readonly status?: number;
+  /** Headers of that error answer (`retry-after`). */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** A request the server received: its JSON body. */
@@ -48,7 +50,7 @@ export async function startChatCompletionsServer(answer: (request: ChatRequest, 
       const reply = answer(request, requests.length);
       requests.push(request);
       if (reply.status === undefined) respond(res, request, reply);
-      else fail(res, reply.status);
+      else fail(res, reply.status, reply.headers);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -91,6 +93,6 @@ function respond(res: ServerResponse, request: ChatRequest, reply: ScriptedReply
   res.end('data: [DONE]\n\n');
 }
 
-function fail(res: ServerResponse, status: number): void {
-  res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `scripted failure ${status}`, type: 'server_error' } }));
+function fail(res: ServerResponse, status: number, headers: Readonly<Record<string, string>> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ error: { message: `scripted failure ${status}`, type: 'server_error' } }));
 }

@@ -6,15 +6,28 @@ import type { EpicCommand, EpicContext } from '../../streams/epic.js';
 import { stateOf } from './state-of.js';
 
 /**
+ * Why an agent of `role` (`undefined`: an agent spawned without one) may not start now, or
+ * `undefined` when it may: the agent registry's answer (see `registeredAgentAdmission`).
+ */
+export type AgentAdmission = (role: string | undefined, context: EpicContext) => Promise<string | undefined>;
+
+/**
  * An agent's companion streams, created with the stream that runs it (its turn stream, or its
  * ReAct stream), ready at once: its lifecycle, and its conversation if it is the first agent
  * there (the conversation's root agent). A lifecycle spawned before (with a role, a parent) is
  * kept. `initError` says why an agent cannot start (its role has no profile), from its lifecycle
- * (as spawned, or a fresh one's): it then gets `init_error` instead of `init_complete`.
+ * (as spawned, or a fresh one's): it then gets `init_error` instead of `init_complete`. So does an
+ * agent whose role `admission` refuses (its registration is not ACTIVE).
  */
-export async function agentCompanions(agent: AgentStreams, context: EpicContext, initError?: (lifecycle: AgentLifecycleState) => string | undefined): Promise<EpicCommand[]> {
-  const lifecycle = initError === undefined ? undefined : await stateOf(context, agent.lifecycle, agentLifecycle);
-  const error = initError?.(lifecycle ?? agentLifecycle.initial({ agentId: agent.agentId }));
+export async function agentCompanions(
+  agent: AgentStreams,
+  context: EpicContext,
+  initError?: (lifecycle: AgentLifecycleState) => string | undefined,
+  admission?: AgentAdmission,
+): Promise<EpicCommand[]> {
+  const lifecycle = initError === undefined && admission === undefined ? undefined : await stateOf(context, agent.lifecycle, agentLifecycle);
+  const spawned = lifecycle ?? agentLifecycle.initial({ agentId: agent.agentId });
+  const error = initError?.(spawned) ?? (await admission?.(spawned.role, context));
   const commands: EpicCommand[] = [
     { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId } },
     { stream: agent.lifecycle, event: error === undefined ? { type: 'init_complete' } : { type: 'init_error', error } },

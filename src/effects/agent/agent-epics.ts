@@ -7,6 +7,7 @@ import { toolCallEffects } from '../tools/tool-call-effects.js';
 import type { AnyTool } from '../tools/tool.js';
 import { agentBudgets, type BudgetLimits } from './agent-budgets.js';
 import { agentModel } from './agent-model.js';
+import type { AgentAdmission } from './agent-companions.js';
 import type { AgentProfile } from './agent-profile.js';
 import { agentRoles } from './agent-roles.js';
 import { agentTurns } from './agent-turns.js';
@@ -41,6 +42,12 @@ export interface AgentEpicsOptions {
   readonly conversationBudget?: Budget;
   /** Prices per model id, for the `cost` of each response and the `cost` dimension of budgets. Default: none. */
   readonly prices?: PriceTable;
+  /**
+   * Whether an agent of a role may start now: with the agent registry, `registeredAgentAdmission`
+   * lets only agents whose registration is ACTIVE start; any other gets `init_error` saying why,
+   * and its turns are interrupted. Default: none (every agent starts).
+   */
+  readonly admission?: AgentAdmission;
 }
 
 /**
@@ -69,7 +76,7 @@ export interface AgentEpicsOptions {
  * ```
  */
 export function agentEpics(options: AgentEpicsOptions): Epic[] {
-  const { model, tools = [], system, approvalTimeoutMs, agents, delegation: delegationLimits, budget, conversationBudget, prices } = options;
+  const { model, tools = [], system, approvalTimeoutMs, agents, delegation: delegationLimits, budget, conversationBudget, prices, admission } = options;
   const roles = agentRoles({ model, tools, system, prices, agents });
   const limits: BudgetLimits = {
     ...(budget === undefined ? {} : { budget }),
@@ -78,7 +85,7 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
   };
   return [
     agentModel(roles.any ? roles.chooseModel : roles.defaults),
-    agentTurns({ ...limits, ...(roles.any ? { initError: roles.initError } : {}) }),
+    agentTurns({ ...limits, ...(roles.any ? { initError: roles.initError } : {}), ...(admission === undefined ? {} : { admission }) }),
     agentBudgets(limits),
     toolCallEffects({
       tools: roles.tools,

@@ -13,7 +13,7 @@ import { ofMachine } from '../../streams/of-machine.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
-import { agentCompanions } from './agent-companions.js';
+import { agentCompanions, type AgentAdmission } from './agent-companions.js';
 import { stateOf } from './state-of.js';
 import { agentOfCall, agentOfTurn } from './streams.js';
 import { turnUsageAt } from './turn-usage.js';
@@ -41,6 +41,8 @@ export interface AgentTurnsOptions extends BudgetLimits {
    * Default: every agent starts.
    */
   readonly initError?: (lifecycle: AgentLifecycleState) => string | undefined;
+  /** Why an agent of a role may not start now (the agent registry's say); it then gets `init_error` too. Default: none. */
+  readonly admission?: AgentAdmission;
 }
 
 /**
@@ -60,7 +62,9 @@ async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext
     return interrupt(`the conversation is ${talk.value}${talk.value === 'suspended' && talk.reason !== undefined ? `: ${talk.reason}` : ''}`);
   }
   if (lifecycle !== undefined && agentLifecycle.terminal.includes(lifecycle.value)) {
-    return interrupt(`the agent is ${lifecycle.value}${lifecycle.reason === undefined ? '' : `: ${lifecycle.reason}`}`);
+    // A failed agent says why it failed (its init error: a role with no profile, or not ACTIVE).
+    const why = lifecycle.reason ?? lifecycle.error;
+    return interrupt(`the agent is ${lifecycle.value}${why === undefined ? '' : `: ${why}`}`);
   }
   const refusal = budgetRefusal(lifecycle, talk, limits);
   if (refusal !== undefined) return interrupt(refusal);
@@ -178,7 +182,7 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
       const agent = agentOfTurn(rune.stream);
       if (agent === undefined) return EMPTY;
       const { event } = rune;
-      if (event.type === 'spawn') return defer(() => agentCompanions(agent, context, options.initError)).pipe(mergeMap((commands) => commands));
+      if (event.type === 'spawn') return defer(() => agentCompanions(agent, context, options.initError, options.admission)).pipe(mergeMap((commands) => commands));
       if (event.type === 'start_turn') {
         return defer(() => started(agent, rune, context, options)).pipe(
           tap((commands) => {

@@ -1,12 +1,22 @@
-import { z } from 'zod';
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
-import { AgentRegistrationEvent, AgentRegistrationState, AgentRegistrationStateName } from './schema.js';
+import { agentNameOf } from './definition.js';
+import { AgentRegistrationEvent, AgentRegistrationInput, AgentRegistrationState, AgentRegistrationStateName } from './schema.js';
 
 type S = AgentRegistrationState;
 type E = AgentRegistrationEvent;
 
-/** Seed 002 section 3, edge for edge. */
+/**
+ * The reasons of a pause that the registry made (every provider of the agent's chain has its
+ * breaker OPEN) and undoes itself when one lets calls through again; any other pause is an
+ * operator's, undone only by a `resume`.
+ */
+export const AUTO_PAUSE_REASONS = ['rate_limited', 'providers_open'] as const;
+
+/** A new (or changed) definition: checked again from ACTIVATING, its retries counted afresh. */
+const redefined = (_: S, e: Extract<E, { type: 'redefine' }>): Partial<S> => ({ definition: e.definition, attempts: undefined, error: undefined, reason: undefined });
+
+/** Seed 002 section 3, edge for edge, and what the registry's effects need besides (extension rows). */
 const table: readonly Row<S, E>[] = [
   { from: 'REGISTERED', on: 'register', to: 'ACTIVATING' },
   { from: 'ACTIVATING', on: 'init_succeeded', to: 'ACTIVE' },
@@ -14,8 +24,8 @@ const table: readonly Row<S, E>[] = [
   { from: 'ACTIVE', on: 'pause', to: 'PAUSED', assign: (_, e) => ({ reason: e.reason }) },
   { from: 'PAUSED', on: 'resume', to: 'ACTIVE', assign: () => ({ reason: undefined }) },
   { from: 'ACTIVE', on: 'remove', to: 'DECOMMISSIONED' },
-  { from: 'ERROR', on: 'retry_init', to: 'RETRYING' },
-  { from: 'RETRYING', on: 'retry_succeeded', to: 'ACTIVE', assign: () => ({ error: undefined }) },
+  { from: 'ERROR', on: 'retry_init', to: 'RETRYING', assign: (s) => ({ attempts: (s.attempts ?? 0) + 1 }) },
+  { from: 'RETRYING', on: 'retry_succeeded', to: 'ACTIVE', assign: () => ({ error: undefined, attempts: undefined }) },
   {
     from: 'RETRYING',
     on: 'retry_failed',
@@ -24,28 +34,52 @@ const table: readonly Row<S, E>[] = [
     source: 'design',
     note: 'the seed\'s "repeated failure": the retry effect sends it once it gives up',
   },
+  {
+    from: 'RETRYING',
+    on: 'init_failed',
+    to: 'ERROR',
+    assign: (s, e) => ({ error: e.error ?? s.error }),
+    source: 'extension',
+    note: 'a retry that fails with attempts left: back to ERROR, whose backoff sends the next retry_init',
+  },
+  {
+    from: ['REGISTERED', 'ACTIVE', 'PAUSED', 'ERROR'],
+    on: 'redefine',
+    to: 'ACTIVATING',
+    assign: redefined,
+    source: 'extension',
+    note: "a changed definition (its configuration file's role edited): its checks run again",
+  },
 ];
 
 /**
  * An agent's registration lifecycle (seed 002): registered, activated, paused and resumed,
- * retried after a failed initialisation, and finally decommissioned (terminal).
+ * retried after a failed initialisation, and finally decommissioned (terminal). Spawned with its
+ * {@link AgentDefinition} as input (the agent registry's `agent-def/<name>` streams), or without
+ * one.
  *
  * @example
  * ```ts
  * import { agentRegistration } from 'runestream';
- * let s = agentRegistration.initial();                                   // { value: 'REGISTERED' }
+ * let s = agentRegistration.initial(undefined);                          // { value: 'REGISTERED' }: no definition
  * s = agentRegistration.transition(s, { type: 'register' });             // ACTIVATING
  * s = agentRegistration.transition(s, { type: 'init_failed', error: 'no API key' });
  * console.log(s);                                                        // Logs: { value: 'ERROR', error: 'no API key' }
  * console.log(agentRegistration.step(s, { type: 'resume' }).accepted);   // Logs: false
  * ```
  */
-export const agentRegistration = defineMachine<S, E>({
+export const agentRegistration = defineMachine<S, E, AgentRegistrationInput>({
   id: 'agent-registration',
   states: AgentRegistrationStateName.options,
   terminal: ['DECOMMISSIONED'],
   events: eventTypesOf(AgentRegistrationEvent),
-  schemas: { state: AgentRegistrationState, event: AgentRegistrationEvent, input: z.void() },
-  initial: () => ({ value: 'REGISTERED' }),
+  schemas: { state: AgentRegistrationState, event: AgentRegistrationEvent, input: AgentRegistrationInput },
+  initial: (definition) => (definition === undefined ? { value: 'REGISTERED' } : { value: 'REGISTERED', definition }),
   table,
+  existsReason: (stream) => {
+    const name = agentNameOf(stream);
+    return name === undefined
+      ? `stream "${stream}" already exists`
+      : `agent name "${name}" is taken: "${stream}" is registered already (names are not reused, even once removed)`;
+  },
 });

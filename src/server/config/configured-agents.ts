@@ -8,6 +8,7 @@ import type { PriceTable } from '../../reducers/budget.js';
 import type { ProviderChain } from '../../effects/llm/provider-chain.js';
 import { scriptedModel } from '../../effects/llm/scripted-model.js';
 import { builtinTools } from '../../effects/tools/builtin-tools.js';
+import { clientTool } from '../../effects/tools/client-tool.js';
 import { connectMcp, type McpConnection } from '../../effects/tools/connect-mcp.js';
 import type { AnyTool } from '../../effects/tools/tool.js';
 import { ServerConfigError, type ModelConfig, type ServerConfig } from './server-config.js';
@@ -18,6 +19,12 @@ export interface ConfiguredAgentsOptions {
   readonly source?: string;
   /** What becomes of the MCP servers' stderr. Default `'inherit'`. */
   readonly mcpStderr?: 'inherit' | 'pipe' | 'ignore';
+  /**
+   * What an MCP server that does not start does: `'throw'` rejects (stopping those started), or
+   * `'skip'` leaves its tools out of its role and calls this with why (the agent registry then
+   * holds the role in ERROR). Default `'throw'`.
+   */
+  readonly onMcpFailure?: 'throw' | ((role: string, server: string, error: unknown) => void);
 }
 
 /** A {@link ServerConfig} made live: what the agent epics take. */
@@ -69,7 +76,7 @@ const describeModel = (name: string, model: ModelConfig): string =>
  * ```
  */
 export async function configuredAgents(config: ServerConfig, env: NodeJS.ProcessEnv, options: ConfiguredAgentsOptions = {}): Promise<ConfiguredAgents> {
-  const { source = 'the configuration', mcpStderr = 'inherit' } = options;
+  const { source = 'the configuration', mcpStderr = 'inherit', onMcpFailure = 'throw' } = options;
   const providers = new Map<string, Provider>(
     Object.entries(config.models).map(([name, model]): [string, Provider] => [name, { name, model: languageModelOf(name, model, env, source) }]),
   );
@@ -94,6 +101,7 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
     await Promise.all(connections.splice(0).map((connection) => connection.close()));
   };
   const profiles: Record<string, AgentProfile> = {};
+  const clientTools = new Map<string, AnyTool>();
   try {
     for (const [role, agent] of Object.entries(config.agents)) {
       const tools: AnyTool[] = [];
@@ -103,9 +111,23 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
           tools.push(builtin.get(name)!);
           continue;
         }
-        const connection = await connectMcp({ ...server, name, stderr: mcpStderr });
+        let connection: McpConnection;
+        try {
+          connection = await connectMcp({ ...server, name, stderr: mcpStderr });
+        } catch (error) {
+          if (onMcpFailure === 'throw') throw error;
+          onMcpFailure(role, name, error);
+          continue;
+        }
         connections.push(connection);
         tools.push(...connection.tools);
+      }
+      // A client tool several roles declare alike is one tool (the config's check refuses two that differ).
+      for (const spec of agent.clientTools ?? []) {
+        const known = clientTools.get(spec.name);
+        const tool = known ?? clientTool(spec);
+        clientTools.set(spec.name, tool);
+        tools.push(tool);
       }
       profiles[role] = {
         model: chains[agent.model]!,

@@ -3,17 +3,13 @@ import { Budget, PriceTable } from '../../reducers/budget.js';
 import { CircuitBreakerInput } from '../../reducers/circuit-breaker/schema.js';
 import { BUILTIN_TOOL_NAMES } from '../../effects/tools/builtin-tools.js';
 import { ArchivalConfig } from './archival-config.js';
+import { AgentConfig, ConfigName, EnvName, McpServerConfig } from '../../reducers/agent-registration/definition.js';
 
 /** The largest configuration file {@link parseServerConfig} reads: 1 MiB. */
 export const MAX_CONFIG_BYTES = 1 << 20;
 
-/**
- * A name in the file (a model, a chain, a role, an MCP server): it becomes part of a stream id
- * (`provider/<model>`) and of tool names (`<server>__<tool>`), so letters, digits, `_`, `-`, `.`.
- */
-const Name = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/, 'must be 1 to 64 letters, digits, "_", "-" or "." (starting with a letter or digit)');
-/** The name of an environment variable. */
-const EnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name such as OPENAI_API_KEY');
+/** A name in the file: see {@link ConfigName}. */
+const Name = ConfigName;
 const Text = (max: number) => z.string().max(max);
 
 /** An OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, ...). */
@@ -62,33 +58,8 @@ export const ChainConfig = z.strictObject({
 });
 export type ChainConfig = z.infer<typeof ChainConfig>;
 
-/** An MCP server the agent's tools come from, started over stdio. */
-export const McpServerConfig = z.strictObject({
-  command: z.string().min(1).max(4096),
-  args: z.array(Text(4096)).max(256).default([]),
-  /** Extra environment variables of the server (it gets only a safe few of this process's besides). */
-  env: z.record(EnvName, Text(32_768)).default({}),
-  cwd: z.string().min(1).max(4096).optional(),
-  /** Refused: the MCP SDK's HTTP transports are not wired in; run the server as a stdio command. */
-  url: z.never({ error: 'an MCP server over a URL (HTTP or SSE) is not supported: give its stdio "command" (with "args" and "env") instead' }).optional(),
-});
-export type McpServerConfig = z.infer<typeof McpServerConfig>;
-
-/** How the agents of one role run: what a conversation instantiates when it spawns that role. */
-export const AgentConfig = z.strictObject({
-  /** Shown to a model that may delegate to this role. */
-  description: Text(2000).optional(),
-  /** A chain's name, or a model's (a chain of that one model). */
-  model: Name,
-  /** Built-in tool names (`clock`, `add`, `save_note`) and names of this agent's `mcpServers` (all of that server's tools). */
-  tools: z.array(Name).max(128).default([]),
-  /** MCP servers by name; a server's tools are named `<name>__<tool>`. Only the servers `tools` names are started. */
-  mcpServers: z.record(Name, McpServerConfig).default({}),
-  system: Text(100_000).optional(),
-  /** Limits on each agent of this role. */
-  budget: Budget.optional(),
-});
-export type AgentConfig = z.infer<typeof AgentConfig>;
+// An MCP server's and a role's schemas are the agent registry's definitions' (one source).
+export { AgentConfig, McpServerConfig };
 
 /** The largest {@link CliConfig.idleTimeoutMs}: a day. */
 const MAX_CLI_IDLE_TIMEOUT_MS = 86_400_000;
@@ -146,6 +117,21 @@ export const AutonomyConfig = z.strictObject({
 export type AutonomyConfig = z.infer<typeof AutonomyConfig>;
 
 /**
+ * The agent registry of `runestream serve`: each role of `agents` is registered at start as
+ * `agent-def/<role>` and activated by real checks (its model answers, its MCP servers start, its
+ * tools' schemas compile); only an ACTIVE role's agents start. Retries of a failed activation back off.
+ */
+export const RegistryConfig = z.strictObject({
+  /** Retries of a failed activation before the agent is DECOMMISSIONED. Default 3. */
+  maxAttempts: z.number().int().positive().max(100).optional(),
+  /** The delay before the first retry, in ms, doubling after each. Default 5,000. */
+  retryBaseMs: z.number().int().nonnegative().max(86_400_000).optional(),
+  /** The longest delay between retries, in ms. Default 300,000 (or `retryBaseMs`, if that is longer). */
+  retryMaxMs: z.number().int().nonnegative().max(86_400_000).optional(),
+});
+export type RegistryConfig = z.infer<typeof RegistryConfig>;
+
+/**
  * `runestream serve`'s configuration file (JSON): the models and their fallback chains, the
  * agents by role, prices, and the limits of a conversation. One schema, and the single source of
  * its type. Unknown keys are refused, so a misspelt key is an error, not a silent default.
@@ -193,6 +179,8 @@ export const ServerConfig = z
     autonomy: AutonomyConfig.optional(),
     /** Archival and retention: the cold store (a folder relative to the file, or S3), retention policies. Default: none. */
     archival: ArchivalConfig.optional(),
+    /** The agent registry: each role becomes a registration checked before its agents start. Default: none (agents start unchecked). */
+    registry: RegistryConfig.optional(),
   })
   .superRefine((config, context) => {
     const issue = (path: PropertyKey[], message: string): void => context.addIssue({ code: 'custom', path, message });
@@ -219,6 +207,17 @@ export const ServerConfig = z
         } else if (agent.tools.indexOf(tool) !== index) issue(['agents', role, 'tools', index], `tool "${tool}" appears twice`);
       });
     }
+    // A client tool is one tool wherever it is declared: the same name must mean the same declaration.
+    const clientTools = new Map<string, string>();
+    for (const [role, agent] of Object.entries(config.agents)) {
+      (agent.clientTools ?? []).forEach((tool, index) => {
+        if (builtin.has(tool.name)) issue(['agents', role, 'clientTools', index, 'name'], `"${tool.name}" is a built-in tool's name`);
+        const declared = JSON.stringify(tool);
+        const other = clientTools.get(tool.name);
+        if (other !== undefined && other !== declared) issue(['agents', role, 'clientTools', index], `client tool "${tool.name}" is declared differently by another role`);
+        clientTools.set(tool.name, declared);
+      });
+    }
     for (const key of ['planner', 'critic'] as const) {
       const name = config.autonomy?.[key];
       if (name !== undefined && !models.has(name) && !chains.has(name)) {
@@ -229,6 +228,8 @@ export const ServerConfig = z
     for (const model of Object.keys(config.prices)) {
       if (!models.has(model)) issue(['prices', model], `unknown model "${model}"; the models are ${list(models)}`);
     }
+    const { retryBaseMs, retryMaxMs } = config.registry ?? {};
+    if (retryBaseMs !== undefined && retryMaxMs !== undefined && retryMaxMs < retryBaseMs) issue(['registry', 'retryMaxMs'], `must be at least retryBaseMs (${retryBaseMs})`);
     if (config.defaultCli !== undefined && !Object.hasOwn(config.clis ?? {}, config.defaultCli)) {
       issue(['defaultCli'], `unknown CLI "${config.defaultCli}"; the CLIs are ${list(Object.keys(config.clis ?? {}))}`);
     }

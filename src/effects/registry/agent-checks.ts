@@ -1,0 +1,120 @@
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
+import { Observable, catchError, concat, defer, filter, from, mergeMap, of } from 'rxjs';
+import type { AgentDefinition } from '../../reducers/agent-registration/definition.js';
+import { errorText } from '../../reducers/error-text.js';
+import type { EpicCommand } from '../../streams/epic.js';
+import { chainCall$, type ChainContext, type ProviderChain } from '../llm/provider-chain.js';
+import { builtinTools } from '../tools/builtin-tools.js';
+import { connectMcp } from '../tools/connect-mcp.js';
+
+/** Options of {@link agentChecks$}. */
+export interface AgentChecksOptions {
+  /** The chains (and models, each a chain of one) a definition's `model` may name, by name. */
+  readonly chains: Readonly<Record<string, ProviderChain>>;
+  /** What becomes of a checked MCP server's stderr. Default `'ignore'`. */
+  readonly mcpStderr?: 'inherit' | 'pipe' | 'ignore';
+}
+
+/** What {@link agentChecks$} emits: the breaker commands of its model call, then its verdict. */
+export type AgentCheckOutput = { readonly type: 'command'; readonly command: EpicCommand } | { readonly type: 'verdict'; readonly error?: string };
+
+/** The tiny request that proves a model answers. */
+const PING = { messages: [{ role: 'user' as const, content: 'Reply with the word OK.' }], tools: {} };
+
+/** Compiles a tool's input JSON Schema (AJV, as the MCP SDK validates arguments): why it does not compile, or `undefined`. */
+export function toolSchemaError(validator: AjvJsonSchemaValidator, tool: string, schema: unknown): string | undefined {
+  try {
+    validator.getValidator(schema as Parameters<AjvJsonSchemaValidator['getValidator']>[0]);
+    return undefined;
+  } catch (error) {
+    return `the input schema of tool "${tool}" does not compile: ${errorText(error)}`;
+  }
+}
+
+/**
+ * The real checks of an agent definition's activation (seed 002's "init"), in order, stopping at
+ * the first that fails:
+ *
+ * 1. its `model` names a known chain or model, each of its `tools` is a built-in tool or one of
+ *    its `mcpServers`, and its client tools' input schemas compile (AJV, as MCP validates);
+ * 2. each MCP server its `tools` name starts (stdio) and lists its tools, and every tool's input
+ *    JSON Schema compiles (the built-in tools' too); each server is stopped again after;
+ * 3. the model answers one tiny call through its provider chain: the chain's breaker commands are
+ *    emitted as it goes (the caller dispatches them), so a provider that fails here counts as it
+ *    would in a conversation.
+ *
+ * Then it emits its verdict, `{type: 'verdict'}` or `{type: 'verdict', error}` naming what failed,
+ * and completes. It never errors. Unsubscribing stops the model call; an MCP server being started
+ * is stopped once it has started.
+ */
+export function agentChecks$(definition: AgentDefinition, options: AgentChecksOptions, context: ChainContext): Observable<AgentCheckOutput> {
+  const { chains, mcpStderr = 'ignore' } = options;
+  const verdict = (error?: string): AgentCheckOutput => (error === undefined ? { type: 'verdict' } : { type: 'verdict', error });
+  return defer(() => {
+    const chain = Object.hasOwn(chains, definition.model) ? chains[definition.model] : undefined;
+    if (chain === undefined)
+      return of(
+        verdict(
+          `unknown chain or model "${definition.model}"; the known ones are ${
+            Object.keys(chains)
+              .map((name) => `"${name}"`)
+              .join(', ') || '(none)'
+          }`,
+        ),
+      );
+    const builtin = new Map(builtinTools().map((tool) => [tool.name, tool]));
+    const validator = new AjvJsonSchemaValidator();
+    const staticError = (): string | undefined => {
+      for (const name of definition.tools) {
+        const tool = builtin.get(name);
+        if (tool !== undefined) {
+          const error = toolSchemaError(validator, name, tool.inputSchema);
+          if (error !== undefined) return error;
+        } else if (!Object.hasOwn(definition.mcpServers, name)) {
+          return `unknown tool "${name}": not a built-in tool (${[...builtin.keys()].join(', ')}) nor one of this agent's mcpServers`;
+        }
+      }
+      for (const tool of definition.clientTools ?? []) {
+        if (builtin.has(tool.name)) return `client tool "${tool.name}" has a built-in tool's name`;
+        const error = toolSchemaError(validator, tool.name, tool.inputSchema);
+        if (error !== undefined) return error;
+      }
+      return undefined;
+    };
+    const mcpError = async (): Promise<string | undefined> => {
+      for (const name of definition.tools) {
+        const server = Object.hasOwn(definition.mcpServers, name) ? definition.mcpServers[name] : undefined;
+        if (server === undefined) continue;
+        let connection;
+        try {
+          connection = await connectMcp({ ...server, name, stderr: mcpStderr });
+        } catch (error) {
+          return `MCP server "${name}" did not start: ${errorText(error)}`;
+        }
+        try {
+          for (const tool of connection.tools) {
+            const error = toolSchemaError(validator, tool.name, tool.inputSchema);
+            if (error !== undefined) return `MCP server "${name}": ${error}`;
+          }
+        } finally {
+          await connection.close().catch(() => undefined);
+        }
+      }
+      return undefined;
+    };
+    const modelCall$ = chainCall$(chain, { ...PING, ...(definition.system === undefined ? {} : { system: definition.system }) }, context).pipe(
+      filter((output) => output.type === 'command'),
+    );
+    const known = staticError();
+    if (known !== undefined) return of(verdict(known));
+    return from(mcpError()).pipe(
+      mergeMap((error) => {
+        if (error !== undefined) return of(verdict(error));
+        return concat(modelCall$, of(verdict())).pipe(catchError((cause: unknown) => of(verdict(`the model did not answer: ${errorText(cause)}`))));
+      }),
+    );
+  }).pipe(
+    // A check that threw (it should not) is a failed check, not a failed effect.
+    catchError((error: unknown) => of(verdict(errorText(error)))),
+  );
+}

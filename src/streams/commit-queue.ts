@@ -1,4 +1,5 @@
 import type { Rune } from '../reducers/rune.js';
+import { appendChannel, type StoreAppendReport } from './diagnostics.js';
 import { StoreConflictError, type AppendOptions, type RuneStore } from './store.js';
 import type { DispatchSink } from './submit.js';
 
@@ -118,6 +119,7 @@ export class CommitQueue<I extends Committable> {
       return;
     }
     if (this.#burst++ === 0) onNextTurn(this.#endBurst);
+    const startedAt = appendChannel.hasSubscribers ? performance.now() : undefined;
     try {
       appendSync(rune, this.#appendOptions);
     } catch (error) {
@@ -125,6 +127,7 @@ export class CommitQueue<I extends Committable> {
       sink.error(error, token);
       return;
     }
+    if (startedAt !== undefined) appendChannel.publish({ runes: 1, ms: performance.now() - startedAt } satisfies StoreAppendReport);
     this.publish(instance, rune, state);
     void this.#hooks.committed();
     sink.result({ accepted: true, rune }, token);
@@ -170,6 +173,7 @@ export class CommitQueue<I extends Committable> {
         await nextTurn();
         const batch = this.#pending;
         this.#pending = [];
+        const startedAt = appendChannel.hasSubscribers ? performance.now() : undefined;
         try {
           await this.#store.append(
             batch.map((p) => p.rune),
@@ -179,6 +183,7 @@ export class CommitQueue<I extends Committable> {
           this.#fail(batch, error);
           continue;
         }
+        if (startedAt !== undefined) appendChannel.publish({ runes: batch.length, ms: performance.now() - startedAt } satisfies StoreAppendReport);
         for (const p of batch) this.publish(p.instance, p.rune, p.state);
         for (const p of batch) p.sink.result({ accepted: true, rune: p.rune }, p.token);
         await this.#hooks.committed();

@@ -6,6 +6,7 @@ import { describeIssues, eventRejection } from '../reducers/validate.js';
 import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
 import type { EffectOwnership } from './effect-host.js';
 import { CommitQueue } from './commit-queue.js';
+import { dispatchChannel, reportingSink } from './diagnostics.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
 import { Instances, isUnknownMachine, type Instance } from './instances.js';
 import { KeyedListeners } from './keyed-listeners.js';
@@ -431,6 +432,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
    * batch commits with a store that does I/O). `dispatch` and `dispatchTo` both go through here.
    */
   const submit = <T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T): void => {
+    // Measured only while someone listens (metrics): its outcome is reported with its latency.
+    if (dispatchChannel.hasSubscribers && sink !== reportingSink) return submit(stream, event, reportingSink, { sink, token, startedAt: performance.now() });
     if (closed) return sink.result(rejected('closed', 'the engine is closed'), token);
     const notAnId = notAStreamId(stream);
     if (notAnId !== undefined) return sink.result(notAnId, token);

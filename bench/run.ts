@@ -7,6 +7,7 @@ import { benchEngineDispatch } from './engine-dispatch.js';
 import { benchHydration } from './hydration.js';
 import { benchIdleSessions } from './idle-sessions.js';
 import { benchImportCost } from './import-cost.js';
+import { benchMetrics } from './metrics.js';
 import { benchSqliteAppend } from './sqlite-append.js';
 import { benchWsFanout } from './ws-fanout.js';
 
@@ -23,6 +24,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   conversations: benchConversations,
   autonomy: benchAutonomy,
   'import-cost': benchImportCost,
+  metrics: benchMetrics,
 };
 
 /**

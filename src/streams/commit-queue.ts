@@ -1,5 +1,5 @@
 import type { Rune } from '../reducers/rune.js';
-import { appendChannel, type StoreAppendReport } from './diagnostics.js';
+import { appendChannel, sampler, type StoreAppendReport } from './diagnostics.js';
 import { StoreConflictError, type AppendOptions, type RuneStore } from './store.js';
 import type { DispatchSink } from './submit.js';
 
@@ -82,6 +82,7 @@ export class CommitQueue<I extends Committable> {
   readonly #store: RuneStore;
   readonly #appendSync: ((rune: Rune, options?: AppendOptions) => void) | undefined;
   readonly #appendOptions: AppendOptions | undefined;
+  readonly #sampled = sampler();
   readonly #hooks: CommitHooks<I>;
   readonly #maxBurst: number;
   #pending: PendingRune<I>[] = [];
@@ -119,7 +120,7 @@ export class CommitQueue<I extends Committable> {
       return;
     }
     if (this.#burst++ === 0) onNextTurn(this.#endBurst);
-    const startedAt = appendChannel.hasSubscribers ? performance.now() : undefined;
+    const startedAt = appendChannel.hasSubscribers && this.#sampled() ? performance.now() : undefined;
     try {
       appendSync(rune, this.#appendOptions);
     } catch (error) {

@@ -6,7 +6,7 @@ import { describeIssues, eventRejection } from '../reducers/validate.js';
 import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
 import type { EffectOwnership } from './effect-host.js';
 import { CommitQueue } from './commit-queue.js';
-import { dispatchChannel, reportingSink } from './diagnostics.js';
+import { dispatchChannel, rejectionChannel, reportingSink, runeChannel, sampler, type RejectionReport } from './diagnostics.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
 import { Instances, isUnknownMachine, type Instance } from './instances.js';
 import { KeyedListeners } from './keyed-listeners.js';
@@ -147,7 +147,10 @@ const valueOf = (state: unknown): string | undefined => {
   return typeof value === 'string' ? value : undefined;
 };
 
-const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => ({ accepted: false, code, reason });
+const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => {
+  if (rejectionChannel.hasSubscribers) rejectionChannel.publish({ code } satisfies RejectionReport);
+  return { accepted: false, code, reason };
+};
 
 /** The refusal of a stream id that is not a non-empty string; checked by spawn and dispatch alike. */
 const notAStreamId = (stream: unknown): DispatchResult | undefined =>
@@ -252,6 +255,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const checkValue = noValueLimits(limits) ? undefined : valueCheck(limits);
 
   const errors = new Subject<EngineError>();
+  const sampled = sampler();
   /** Per stream, the instance at each durable rune: its listeners read its durable state and seq. */
   const liveStates = new KeyedListeners<Instance>();
   const liveRunes = new KeyedListeners<Rune>();
@@ -279,6 +283,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         liveStates.next(rune.stream, instance);
         liveRunes.next(rune.stream, rune);
         if (allRunes.observed) allRunes.next(rune);
+        if (runeChannel.hasSubscribers) runeChannel.publish(rune);
         if (instance.machine.seals !== undefined) seals.reached(rune.stream, rune.machine, rune.to);
         // A terminal state accepts no event: keeping the instance would only hold memory. Its state
         // stays in the log, where a later subscriber hydrates it from.
@@ -305,6 +310,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
             seals.reached(rune.stream, rune.machine, rune.to);
             liveRunes.next(rune.stream, rune);
             if (allRunes.observed) allRunes.next(rune);
+            if (runeChannel.hasSubscribers) runeChannel.publish(rune);
           },
         });
 
@@ -432,8 +438,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
    * batch commits with a store that does I/O). `dispatch` and `dispatchTo` both go through here.
    */
   const submit = <T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T): void => {
-    // Measured only while someone listens (metrics): its outcome is reported with its latency.
-    if (dispatchChannel.hasSubscribers && sink !== reportingSink) return submit(stream, event, reportingSink, { sink, token, startedAt: performance.now() });
+    // Timed only while someone listens (metrics), and then one dispatch in a sample.
+    if (dispatchChannel.hasSubscribers && sink !== reportingSink && sampled()) return submit(stream, event, reportingSink, { sink, token, startedAt: performance.now() });
     if (closed) return sink.result(rejected('closed', 'the engine is closed'), token);
     const notAnId = notAStreamId(stream);
     if (notAnId !== undefined) return sink.result(notAnId, token);

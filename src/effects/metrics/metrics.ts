@@ -1,6 +1,6 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Registry } from 'prom-client';
-import { ENGINE_CHANNELS, type DispatchReport, type HydrationReport, type StoreAppendReport } from '../../streams/diagnostics.js';
+import { ENGINE_CHANNELS, type DispatchReport, type HydrationReport, type RejectionReport, type StoreAppendReport } from '../../streams/diagnostics.js';
 import type { Engine } from '../../streams/engine.js';
 import { DEFAULT_MAX_LABEL_VALUES, boundedLabel } from './bounded-labels.js';
 import { engineMetricFamilies, type EngineMetricFamilies } from './metric-families.js';
@@ -25,9 +25,9 @@ export interface RunestreamMetrics {
   /** A label function capped at `maxLabelValues` distinct values, for families added beside these (the server's). */
   boundedLabel(): (value: string) => string;
   /**
-   * Starts counting what `engine` does: its live runes, its errors, and the engine and store
-   * channels (see `ENGINE_CHANNELS`: they are the process's, so one observed engine per process).
-   * Returns the function that stops it. One engine at a time.
+   * Starts counting: the engine and store channels (see `ENGINE_CHANNELS`: they are the
+   * process's, so what every engine of the process does is counted), `engine`'s size and its
+   * epics' failures (`errors$`). Returns the function that stops it. One engine at a time.
    */
   observe(engine: Engine): () => void;
   /** Every family now, as JSON, stamped `at` (ms): what the collector writes to its sink. */
@@ -77,19 +77,18 @@ export function createMetrics(options: MetricsOptions = {}): RunestreamMetrics {
   runes = new RuneMetrics(families, { tool: boundedLabel(maxLabelValues), provider: boundedLabel(maxLabelValues), model: boundedLabel(maxLabelValues) }, maxTracked);
 
   const onDispatch = (message: unknown): void => {
-    const report = message as DispatchReport;
-    if (report.outcome === 'accepted') families.dispatchDuration.observe({ machine: label.machine(report.machine) }, report.ms / 1000);
-    else if (report.outcome === 'rejected') families.dispatchRejections.inc({ code: label.code(report.code) });
-    else families.dispatchFailures.inc();
+    const { machine, ms } = message as DispatchReport;
+    families.dispatchDuration.observe({ machine: label.machine(machine) }, ms / 1000);
+  };
+  const onRejection = (message: unknown): void => {
+    families.dispatchRejections.inc({ code: label.code((message as RejectionReport).code) });
   };
   const onHydration = (message: unknown): void => {
     const { machine, ms } = message as HydrationReport;
     families.hydrationDuration.observe({ machine: label.machine(machine) }, ms / 1000);
   };
   const onAppend = (message: unknown): void => {
-    const { runes: appended, ms } = message as StoreAppendReport;
-    families.appendDuration.observe(ms / 1000);
-    families.appendedToStore.inc(appended);
+    families.appendDuration.observe((message as StoreAppendReport).ms / 1000);
   };
 
   return {
@@ -98,21 +97,23 @@ export function createMetrics(options: MetricsOptions = {}): RunestreamMetrics {
     observe: (observed) => {
       if (engine !== undefined) throw new TypeError('createMetrics: observe() already watches an engine; stop it first');
       engine = observed;
-      const take = runes!.take;
-      const live = observed.runes$().subscribe(take);
+      const take = runes!.take as (message: unknown) => void;
       const errors = observed.errors$.subscribe((error) => {
         if (error.type === 'epic_failed' || error.type === 'effect_failed') families.epicFailures.inc({ epic: label.epic(error.epic), type: error.type });
       });
+      subscribe(ENGINE_CHANNELS.rune, take);
       subscribe(ENGINE_CHANNELS.dispatch, onDispatch);
+      subscribe(ENGINE_CHANNELS.rejection, onRejection);
       subscribe(ENGINE_CHANNELS.hydration, onHydration);
       subscribe(ENGINE_CHANNELS.append, onAppend);
       let stopped = false;
       return () => {
         if (stopped) return;
         stopped = true;
-        live.unsubscribe();
+        unsubscribe(ENGINE_CHANNELS.rune, take);
         errors.unsubscribe();
         unsubscribe(ENGINE_CHANNELS.dispatch, onDispatch);
+        unsubscribe(ENGINE_CHANNELS.rejection, onRejection);
         unsubscribe(ENGINE_CHANNELS.hydration, onHydration);
         unsubscribe(ENGINE_CHANNELS.append, onAppend);
         engine = undefined;

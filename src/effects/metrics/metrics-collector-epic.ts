@@ -111,7 +111,7 @@ export function metricsCollectorEpic(options: MetricsCollectorOptions): Epic {
             exhaustMap(() => write(context)),
             catchError(failed('runtime_error')),
           ),
-          archive:
+          archiveDue:
             archiveSnapshot === undefined || archiveEveryMs === 0
               ? undefined
               : durableDeadline(view.at + archiveEveryMs, { type: 'archive_triggered' } as Event, { scheduler, resolutionMs: 1, retryMs: flushEveryMs }),

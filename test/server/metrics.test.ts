@@ -73,7 +73,10 @@ async function metricsServer(metrics: RunestreamMetrics, options: Parameters<typ
     ],
     { modelId: 'scripted-gpt' },
   );
-  const h = await startServer({ metrics, ...options }, { store: memoryStore(), epics: [...agentEpics({ model: { providers: [{ name: 'primary', model }] }, tools: [deploy] }), brokenEpic] });
+  const h = await startServer(
+    { metrics, ...options },
+    { store: memoryStore(), epics: [...agentEpics({ model: { providers: [{ name: 'primary', model }] }, tools: [deploy] }), brokenEpic] },
+  );
   const stop = metrics.observe(h.engine);
   cleanups.push(h.stop, stop);
   return h;
@@ -216,7 +219,9 @@ describe('GET /metrics', () => {
 async function silentWebSocket(port: number): Promise<Socket> {
   const socket = connect(port, '127.0.0.1');
   await once(socket, 'connect');
-  socket.write(`GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+  socket.write(
+    `GET / HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`,
+  );
   const [head] = (await once(socket, 'data')) as [Buffer];
   expect(head.toString()).toMatch(/^HTTP\/1.1 101/);
   socket.on('error', () => undefined);

@@ -103,7 +103,12 @@ export function metricsCollectorEpic(options: MetricsCollectorOptions): Epic {
     const { scheduler } = context;
     switch (view.value) {
       case 'INITIALIZING':
-        return { init: defer(async () => sink.init?.()).pipe(map((): Event => ({ type: 'initialized' })), catchError(failed('binding_missing'))) };
+        return {
+          init: defer(async () => sink.init?.()).pipe(
+            map((): Event => ({ type: 'initialized' })),
+            catchError(failed('binding_missing')),
+          ),
+        };
       case 'RUNNING':
         return {
           // A tick while a write is in flight is skipped; the first failure ends the flushing.
@@ -119,7 +124,9 @@ export function metricsCollectorEpic(options: MetricsCollectorOptions): Epic {
       case 'ERROR':
         return {
           retry: failuresInARow(view, context).pipe(
-            switchMap((attempt) => durableDeadline(view.at + backoffDelay(attempt, backoff, random), { type: 'retry' } as Event, { scheduler, resolutionMs: 1, retryMs: backoff.maxMs })),
+            switchMap((attempt) =>
+              durableDeadline(view.at + backoffDelay(attempt, backoff, random), { type: 'retry' } as Event, { scheduler, resolutionMs: 1, retryMs: backoff.maxMs }),
+            ),
           ),
         };
       case 'RECOVERING':

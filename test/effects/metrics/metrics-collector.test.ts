@@ -144,7 +144,9 @@ describe('metricsCollectorEpic: the MetricsCollector lifecycle under virtual tim
     engine.errors$.subscribe((error) => errors.push(error));
     await runTo(clock, 600);
     expect(path(runes).slice(0, 4)).toEqual([' -> INITIALIZING @ 0', 'INITIALIZING -> RUNNING @ 0', 'RUNNING -> ARCHIVING @ 500', 'ARCHIVING -> RUNNING @ 500']);
-    expect(errors).toMatchObject([{ type: 'effect_failed', epic: 'metricsCollector', stream: METRICS_COLLECTOR_STREAM, key: 'archive', error: { message: 'cold storage offline' } }]);
+    expect(errors).toMatchObject([
+      { type: 'effect_failed', epic: 'metricsCollector', stream: METRICS_COLLECTOR_STREAM, key: 'archive', error: { message: 'cold storage offline' } },
+    ]);
   });
 
   it('refuses bad options with a TypeError naming the option', () => {

@@ -10,7 +10,10 @@ import { agentCliSessions } from '../effects/cli/agent-cli-sessions.js';
 import { cliAdapters } from '../effects/cli/cli-adapters.js';
 import { configuredAgents, type ConfiguredAgents } from '../server/config/configured-agents.js';
 import { configuredClis } from '../server/config/configured-clis.js';
-import type { AutonomyConfig, ServerConfig } from '../server/config/server-config.js';
+import { createMetrics, type RunestreamMetrics } from '../effects/metrics/metrics.js';
+import { metricsCollectorEpic } from '../effects/metrics/metrics-collector-epic.js';
+import { fileMetricsSink } from '../effects/metrics/metrics-sink.js';
+import type { AutonomyConfig, MetricsConfig, ServerConfig } from '../server/config/server-config.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import { sqliteStore } from '../streams/sqlite-store.js';
@@ -21,6 +24,29 @@ function autonomyOf(autonomy: AutonomyConfig, agents: ConfiguredAgents, config: 
   const { planner, critic, ...limits } = autonomy;
   const roles = Object.fromEntries(Object.entries(config.agents).map(([role, agent]) => [role, agent.description === undefined ? {} : { description: agent.description }]));
   return autonomyEpics({ ...limits, planner: agents.chains[planner]!, ...(critic === undefined ? {} : { critic: agents.chains[critic]! }), roles });
+}
+
+/**
+ * The metrics as configured (none when `enabled` is false): their collector writes a snapshot to
+ * `file`, relative to the configuration file's folder, or by default `runestream-metrics.json`
+ * beside the log.
+ */
+function metricsOf(
+  config: MetricsConfig | undefined,
+  configSource: string,
+  db: string,
+): { metrics: RunestreamMetrics; collector: ReturnType<typeof metricsCollectorEpic>; file: string } | undefined {
+  if (config?.enabled === false) return undefined;
+  const file = config?.file === undefined ? resolve(dirname(resolve(db)), 'runestream-metrics.json') : resolve(dirname(resolve(configSource)), config.file);
+  const metrics = createMetrics();
+  const { flushEveryMs, archiveEveryMs } = config ?? {};
+  const collector = metricsCollectorEpic({
+    metrics,
+    sink: fileMetricsSink(file),
+    ...(flushEveryMs === undefined ? {} : { flushEveryMs }),
+    ...(archiveEveryMs === undefined ? {} : { archiveEveryMs }),
+  });
+  return { metrics, collector, file };
 }
 
 /** A running `runestream serve`. */
@@ -44,6 +70,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   const { defaults } = agents;
   // CLIs come only from a configuration file: their relative `cwd` is the file's folder's.
   const clis = command.config.clis === undefined ? undefined : configuredClis(command.config, cliAdapters, { configDir: dirname(resolve(command.configSource)) });
+  const metrics = metricsOf(command.config.metrics, command.configSource, db);
   let engine: Engine;
   try {
     engine = createEngine({
@@ -66,22 +93,34 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
         ...(command.config.autonomy === undefined ? [] : autonomyOf(command.config.autonomy, agents, command.config)),
         // Agent CLI sessions (seed 001): each `agent-manager-session` stream runs the configured CLI it names.
         ...(clis === undefined ? [] : [agentCliSessions(clis)]),
+        ...(metrics === undefined ? [] : [metrics.collector]),
       ],
     });
   } catch (error) {
     await agents.close();
     throw error;
   }
+  const stopMetrics = metrics?.metrics.observe(engine);
   engine.errors$.subscribe((error) => log.error(`runestream: ${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
   let server: RunestreamServer;
   try {
-    server = await createServer({ engine, port, host, allowedOrigins, partialResponse: chatPartialResponse(engine), ...(token === undefined ? {} : { token }) });
+    server = await createServer({
+      engine,
+      port,
+      host,
+      allowedOrigins,
+      partialResponse: chatPartialResponse(engine),
+      ...(token === undefined ? {} : { token }),
+      ...(metrics === undefined ? {} : { metrics: metrics.metrics }),
+    });
   } catch (error) {
+    stopMetrics?.();
     await engine.close();
     await agents.close();
     throw error;
   }
   log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${db})`);
+  if (metrics !== undefined) log.log(`runestream: metrics at ${server.httpUrl}/metrics; snapshots written to ${metrics.file}`);
   if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
   log.log(`runestream: ${agents.defaultRole} agent on ${agents.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);
   if (clis !== undefined) {
@@ -93,6 +132,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     server,
     stop: async () => {
       await server.close();
+      stopMetrics?.();
       await engine.close();
       await agents.close();
     },

@@ -9,12 +9,6 @@ export const DEFAULT_MAX_LABEL_VALUES = 200;
  * they are, every later one becomes {@link OTHER_LABEL_VALUE}. Tool, provider and model names come
  * from configuration, so they are few; the cap holds however many a misconfiguration or a client
  * invents, so a scrape never grows without bound.
- *
- * ## Example
- * ```ts no-run
- * const tools = boundedLabel(2);
- * console.log(tools('clock'), tools('add'), tools('save_note'), tools('clock')); // Logs: clock add other clock
- * ```
  */
 export function boundedLabel(max: number): (value: string) => string {
   const seen = new Set<string>();

@@ -76,14 +76,15 @@ function failuresInARow(view: View, context: EpicContext): Observable<number> {
  *
  * ## Example
  * ```ts
+ * import { filter, firstValueFrom } from 'rxjs';
  * import { createEngine } from 'runestream';
- * import { createMetrics, memoryMetricsSink, metricsCollectorEpic } from 'runestream/server';
+ * import { createMetrics, memoryMetricsSink, metricsCollectorEpic, METRICS_COLLECTOR_STREAM } from 'runestream/server';
  * const metrics = createMetrics();
  * const sink = memoryMetricsSink();
  * const engine = createEngine({ epics: [metricsCollectorEpic({ metrics, sink, flushEveryMs: 10 })] });
  * metrics.observe(engine);
- * await new Promise((resolve) => setTimeout(resolve, 50));
- * console.log(sink.snapshots.length > 0); // Logs: true
+ * await firstValueFrom(engine.runes$().pipe(filter((rune) => rune.stream === METRICS_COLLECTOR_STREAM && rune.to === 'RUNNING')));
+ * console.log('collecting'); // Logs: collecting
  * await engine.close();
  * ```
  */

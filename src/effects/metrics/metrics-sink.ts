@@ -25,9 +25,16 @@ export interface MetricsSink {
  * beside it, then renamed, so a reader never sees half a file). `init` creates its folder.
  *
  * ## Example
- * ```ts no-run
+ * ```ts
+ * import { mkdtempSync, readFileSync } from 'node:fs';
+ * import { tmpdir } from 'node:os';
+ * import { join } from 'node:path';
  * import { fileMetricsSink } from 'runestream/server';
- * const sink = fileMetricsSink('/var/lib/runestream/metrics.json');
+ * const path = join(mkdtempSync(join(tmpdir(), 'metrics-')), 'stats', 'metrics.json');
+ * const sink = fileMetricsSink(path);
+ * await sink.init?.();
+ * await sink.write({ at: 1000, metrics: [] });
+ * console.log(readFileSync(path, 'utf8')); // Logs: {"at":1000,"metrics":[]}
  * ```
  */
 export function fileMetricsSink(path: string): MetricsSink {

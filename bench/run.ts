@@ -8,6 +8,7 @@ import { benchEngineDispatch } from './engine-dispatch.js';
 import { benchHydration } from './hydration.js';
 import { benchIdleSessions } from './idle-sessions.js';
 import { benchImportCost } from './import-cost.js';
+import { benchMetrics } from './metrics.js';
 import { benchSqliteAppend } from './sqlite-append.js';
 import { benchWsFanout } from './ws-fanout.js';
 
@@ -25,6 +26,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   autonomy: benchAutonomy,
   'import-cost': benchImportCost,
   archival: benchArchival,
+  metrics: benchMetrics,
 };
 
 /**

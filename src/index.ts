@@ -90,6 +90,7 @@ export {
   type RunesOptions,
 } from './streams/engine.js';
 export { dispatchTo } from './streams/dispatch-to.js';
+export { ENGINE_CHANNELS, type DispatchReport, type HydrationReport, type StoreAppendReport } from './streams/diagnostics.js';
 export { ofMachine } from './streams/of-machine.js';
 export { ofKind, type EventOfKind, type RuneOfKind } from './streams/of-kind.js';
 export { notices, type RuneNotice, type StreamNotice } from './streams/notices.js';

@@ -19,7 +19,12 @@ import { configuredClis } from '../server/config/configured-clis.js';
 import { archivalEpic } from '../effects/archival/archival-epic.js';
 import { archivalRoutes } from '../server/archival-routes.js';
 import { configuredArchival } from '../server/config/configured-archival.js';
-import type { AutonomyConfig, ServerConfig } from '../server/config/server-config.js';
+import { createMetrics, type RunestreamMetrics } from '../effects/metrics/metrics.js';
+import { metricsCollectorEpic } from '../effects/metrics/metrics-collector-epic.js';
+import { fileMetricsSink, type MetricsSnapshot } from '../effects/metrics/metrics-sink.js';
+import type { ColdStore } from '../streams/archive/cold-store.js';
+import { writeMetricsSnapshot } from '../streams/archive/metrics-snapshot.js';
+import type { AutonomyConfig, MetricsConfig, ServerConfig } from '../server/config/server-config.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import { sqliteStore } from '../streams/sqlite-store.js';
@@ -48,6 +53,32 @@ async function registerRoles(engine: Engine, config: ServerConfig, log: Pick<Con
   for (const { name, outcome, state, reason } of await registerDefinitions(engine, definitions)) {
     log.log(`runestream: agent registry: "${name}" ${outcome}${state === undefined ? '' : ` (${state})`}${reason === undefined ? '' : `: ${reason}`}`);
   }
+}
+
+/**
+ * The metrics as configured (none when `enabled` is false): their collector writes a snapshot to
+ * `file`, relative to the configuration file's folder, or by default `runestream-metrics.json`
+ * beside the log; with a cold store (archival configured) it archives one there on schedule.
+ */
+function metricsOf(
+  config: MetricsConfig | undefined,
+  configSource: string,
+  db: string,
+  cold: ColdStore | undefined,
+): { metrics: RunestreamMetrics; collector: ReturnType<typeof metricsCollectorEpic>; file: string } | undefined {
+  if (config?.enabled === false) return undefined;
+  const file = config?.file === undefined ? resolve(dirname(resolve(db)), 'runestream-metrics.json') : resolve(dirname(resolve(configSource)), config.file);
+  const metrics = createMetrics();
+  const { flushEveryMs, archiveEveryMs } = config ?? {};
+  const collector = metricsCollectorEpic({
+    metrics,
+    sink: fileMetricsSink(file),
+    ...(flushEveryMs === undefined ? {} : { flushEveryMs }),
+    ...(archiveEveryMs === undefined ? {} : { archiveEveryMs }),
+    // With archival configured, the collector's ARCHIVING hands each snapshot to the cold store.
+    ...(cold === undefined ? {} : { archiveSnapshot: async (snapshot: MetricsSnapshot) => void (await writeMetricsSnapshot(cold, snapshot, snapshot.at)) }),
+  });
+  return { metrics, collector, file };
 }
 
 /** A running `runestream serve`. */
@@ -80,6 +111,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       ? undefined
       : configuredArchival(command.config.archival, { configDir: dirname(resolve(command.configSource)), source: command.configSource, env });
   const { registry } = command.config;
+  const metrics = metricsOf(command.config.metrics, command.configSource, db, archival?.cold);
   let engine: Engine;
   let store: RuneStore;
   try {
@@ -109,6 +141,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
         // Agent CLI sessions (seed 001): each `agent-manager-session` stream runs the configured CLI it names.
         ...(clis === undefined ? [] : [agentCliSessions(clis)]),
         ...(archival === undefined ? [] : [archivalEpic({ store, cold: archival.cold, ...archival.settings })]),
+        ...(metrics === undefined ? [] : [metrics.collector]),
       ],
     });
   } catch (error) {
@@ -116,6 +149,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     await archival?.close();
     throw error;
   }
+  const stopMetrics = metrics?.metrics.observe(engine);
   engine.errors$.subscribe((error) => log.error(`runestream: ${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
   if (registry !== undefined) await registerRoles(engine, command.config, log);
   let server: RunestreamServer;
@@ -128,14 +162,17 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       partialResponse: chatPartialResponse(engine),
       ...(token === undefined ? {} : { token }),
       ...(archival === undefined ? {} : { routes: archivalRoutes({ engine, store, cold: archival.cold }) }),
+      ...(metrics === undefined ? {} : { metrics: metrics.metrics }),
     });
   } catch (error) {
+    stopMetrics?.();
     await engine.close();
     await agents.close();
     await archival?.close();
     throw error;
   }
   log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${db})`);
+  if (metrics !== undefined) log.log(`runestream: metrics at ${server.httpUrl}/metrics; snapshots written to ${metrics.file}`);
   if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
   log.log(`runestream: ${agents.defaultRole} agent on ${agents.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);
   if (archival !== undefined) log.log('runestream: archival on: POST /archive/:target and /restore/:target (runestream archive|restore <stream>)');
@@ -148,6 +185,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     server,
     stop: async () => {
       await server.close();
+      stopMetrics?.();
       await engine.close();
       await agents.close();
       await archival?.close();

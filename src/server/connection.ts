@@ -54,6 +54,11 @@ export class ClientConnection {
   /** Resolves once the socket has closed. */
   readonly closedPromise: Promise<void>;
 
+  /** The streams it is subscribed to now (for metrics). */
+  get subscriptionCount(): number {
+    return this.subscriptions.size;
+  }
+
   constructor(
     readonly id: number,
     private readonly ws: WebSocket,

@@ -4,6 +4,7 @@ import type { Engine } from '../streams/engine.js';
 import { isLoopbackHost, originOf, tokenVerify, type Authorize, type Verify } from './access.js';
 import type { Route } from './routes.js';
 import type { Rune } from '../reducers/rune.js';
+import type { RunestreamMetrics } from '../effects/metrics/metrics.js';
 
 /**
  * The text an agent streamed before a stream stopped, for the `partial_response` of seed 000's
@@ -140,11 +141,19 @@ export interface ServerOptions {
    * (`''`).
    */
   partialResponse?: PartialResponse;
+  /**
+   * The metrics (`createMetrics()`) served at `GET /metrics` in the Prometheus text format, behind
+   * the access checks; the server adds its own families to their registry (WebSocket connections,
+   * subscriptions, slow clients, SSE readers) and removes them when it closes. A scrape while the
+   * server closes is answered 503 `unavailable`. Default: none, and there is no `/metrics` route.
+   */
+  metrics?: RunestreamMetrics;
 }
 
 /** {@link ServerOptions} with every default filled in. */
-export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify' | 'server' | 'partialResponse'>> & {
+export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify' | 'server' | 'partialResponse' | 'metrics'>> & {
   readonly partialResponse: PartialResponse | undefined;
+  readonly metrics: RunestreamMetrics | undefined;
   /** The server to attach to, if any. */
   readonly server: Server | undefined;
   /** `verify`, or the `token` shorthand's; undefined when neither is set (loopback mode). */
@@ -175,6 +184,7 @@ const KNOWN_OPTIONS = [
   'maxBodyBytes',
   'server',
   'partialResponse',
+  'metrics',
 ] as const;
 
 const MIB = 1024 * 1024;
@@ -231,7 +241,11 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     maxBodyBytes = MIB,
     server,
     partialResponse,
+    metrics,
   } = options;
+  if (metrics !== undefined && (typeof metrics !== 'object' || metrics === null || typeof metrics.registry?.metrics !== 'function')) {
+    fail(`"metrics" must be what createMetrics() returns, got ${show(metrics)}`);
+  }
 
   if (typeof engine !== 'object' || engine === null || typeof engine.dispatch !== 'function' || typeof engine.runes$ !== 'function') {
     fail(`"engine" is required: an Engine from createEngine(), got ${show(engine)}`);
@@ -305,5 +319,6 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     maxBodyBytes,
     server,
     partialResponse,
+    metrics,
   };
 }

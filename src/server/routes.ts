@@ -29,7 +29,7 @@ export interface Route {
 }
 
 /** A route's path, compiled: its regular expression and its parameters' names, in order. */
-interface CompiledRoute extends Route {
+export interface CompiledRoute extends Route {
   readonly segments: readonly string[];
   readonly pattern: RegExp;
   readonly names: readonly string[];

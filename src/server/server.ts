@@ -9,6 +9,7 @@ import { Fanout } from './fanout.js';
 import type { HttpRefusal } from './http-reply.js';
 import { InboundBudget, InboundGuard } from './inbound-guard.js';
 import { resolveServerOptions, type ServerOptions } from './options.js';
+import { serverMetrics } from './metrics-route.js';
 import { builtInRoutes, checkUserRoutes, handleRequest, handleRoute, type RouteDeps } from './routes.js';
 import { SseEndpoint } from './sse.js';
 
@@ -101,12 +102,21 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
   const gate = new AccessGate(host, resolved.allowedOrigins, resolved.verify);
   const clients = new Set<ClientConnection>();
   const connections = (): number => clients.size + sse.size;
-  const builtIns = builtInRoutes({ sse, connections });
+  let closing: Promise<void> | undefined;
+  const metrics =
+    resolved.metrics === undefined
+      ? undefined
+      : serverMetrics(resolved.metrics, {
+          webSockets: () => clients.size,
+          subscriptions: () => [...clients].reduce((sum, client) => sum + client.subscriptionCount, 0),
+          sseReaders: () => sse.size,
+          closing: () => closing !== undefined,
+        });
+  const builtIns = [...builtInRoutes({ sse, connections }), ...(metrics === undefined ? [] : [metrics.route])];
   const allRoutes = [...builtIns, ...checkUserRoutes(resolved.routes, builtIns)];
   const routeDeps: RouteDeps = { gate, maxBodyBytes: resolved.maxBodyBytes, connections };
   const fanout = new Fanout(engine);
   let nextId = 1;
-  let closing: Promise<void> | undefined;
 
   const inboundBudget = new InboundBudget(resolved.maxInboundBytes);
   const http =
@@ -166,6 +176,7 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
       await listen(http, port, host);
     } catch (error) {
       heartbeat?.unsubscribe();
+      metrics?.stop();
       http.off('upgrade', onUpgrade);
       throw error;
     }
@@ -175,6 +186,7 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
 
   const shutDown = async (): Promise<void> => {
     heartbeat?.unsubscribe();
+    metrics?.stop();
     // An attached server is the host app's: only runestream's own part of it stops.
     const listenerClosed = attachedTo === undefined ? new Promise<void>((resolve) => http.close(() => resolve())) : undefined;
     sse.closeAll();

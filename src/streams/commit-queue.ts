@@ -1,4 +1,5 @@
 import type { Rune } from '../reducers/rune.js';
+import { appendChannel, sampler, type StoreAppendReport } from './diagnostics.js';
 import { StoreConflictError, type AppendOptions, type RuneStore } from './store.js';
 import type { DispatchSink } from './submit.js';
 
@@ -81,6 +82,7 @@ export class CommitQueue<I extends Committable> {
   readonly #store: RuneStore;
   readonly #appendSync: ((rune: Rune, options?: AppendOptions) => void) | undefined;
   readonly #appendOptions: AppendOptions | undefined;
+  readonly #sampled = sampler();
   readonly #hooks: CommitHooks<I>;
   readonly #maxBurst: number;
   #pending: PendingRune<I>[] = [];
@@ -118,6 +120,7 @@ export class CommitQueue<I extends Committable> {
       return;
     }
     if (this.#burst++ === 0) onNextTurn(this.#endBurst);
+    const startedAt = appendChannel.hasSubscribers && this.#sampled() ? performance.now() : undefined;
     try {
       appendSync(rune, this.#appendOptions);
     } catch (error) {
@@ -125,6 +128,7 @@ export class CommitQueue<I extends Committable> {
       sink.error(error, token);
       return;
     }
+    if (startedAt !== undefined) appendChannel.publish({ runes: 1, ms: performance.now() - startedAt } satisfies StoreAppendReport);
     this.publish(instance, rune, state);
     void this.#hooks.committed();
     sink.result({ accepted: true, rune }, token);
@@ -170,6 +174,7 @@ export class CommitQueue<I extends Committable> {
         await nextTurn();
         const batch = this.#pending;
         this.#pending = [];
+        const startedAt = appendChannel.hasSubscribers ? performance.now() : undefined;
         try {
           await this.#store.append(
             batch.map((p) => p.rune),
@@ -179,6 +184,7 @@ export class CommitQueue<I extends Committable> {
           this.#fail(batch, error);
           continue;
         }
+        if (startedAt !== undefined) appendChannel.publish({ runes: batch.length, ms: performance.now() - startedAt } satisfies StoreAppendReport);
         for (const p of batch) this.publish(p.instance, p.rune, p.state);
         for (const p of batch) p.sink.result({ accepted: true, rune: p.rune }, p.token);
         await this.#hooks.committed();

@@ -6,6 +6,7 @@ import { describeIssues, eventRejection } from '../reducers/validate.js';
 import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
 import type { EffectOwnership } from './effect-host.js';
 import { CommitQueue } from './commit-queue.js';
+import { dispatchChannel, rejectionChannel, reportingSink, runeChannel, sampler, type RejectionReport } from './diagnostics.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
 import { Instances, isUnknownMachine, type Instance } from './instances.js';
 import { KeyedListeners } from './keyed-listeners.js';
@@ -155,9 +156,12 @@ const valueOf = (state: unknown): string | undefined => {
   return typeof value === 'string' ? value : undefined;
 };
 
-const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => ({ accepted: false, code, reason });
 /** Why a spawn of an existing stream is refused: the machine's words, when it has them. */
 const existsReason = (machine: AnyMachine, stream: string): string => machine.existsReason?.(stream) ?? `stream "${stream}" already exists`;
+const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => {
+  if (rejectionChannel.hasSubscribers) rejectionChannel.publish({ code } satisfies RejectionReport);
+  return { accepted: false, code, reason };
+};
 
 /** The refusal of a stream id that is not a non-empty string; checked by spawn and dispatch alike. */
 const notAStreamId = (stream: unknown): DispatchResult | undefined =>
@@ -264,6 +268,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const errors = new Subject<EngineError>();
   const readRunes =
     options.archive === undefined ? (stream: string, afterSeq: number, limit: number) => store.read(stream, afterSeq, limit) : archivedReads(store, options.archive);
+  const sampled = sampler();
   /** Per stream, the instance at each durable rune: its listeners read its durable state and seq. */
   const liveStates = new KeyedListeners<Instance>();
   const liveRunes = new KeyedListeners<Rune>();
@@ -291,6 +296,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         liveStates.next(rune.stream, instance);
         liveRunes.next(rune.stream, rune);
         if (allRunes.observed) allRunes.next(rune);
+        if (runeChannel.hasSubscribers) runeChannel.publish(rune);
         if (instance.machine.seals !== undefined) seals.reached(rune.stream, rune.machine, rune.to);
         // A terminal state accepts no event: keeping the instance would only hold memory. Its state
         // stays in the log, where a later subscriber hydrates it from.
@@ -317,6 +323,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
             seals.reached(rune.stream, rune.machine, rune.to);
             liveRunes.next(rune.stream, rune);
             if (allRunes.observed) allRunes.next(rune);
+            if (runeChannel.hasSubscribers) runeChannel.publish(rune);
           },
         });
 
@@ -444,6 +451,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
    * batch commits with a store that does I/O). `dispatch` and `dispatchTo` both go through here.
    */
   const submit = <T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T): void => {
+    // Timed only while someone listens (metrics), and then one dispatch in a sample.
+    if (dispatchChannel.hasSubscribers && sink !== reportingSink && sampled()) return submit(stream, event, reportingSink, { sink, token, startedAt: performance.now() });
     if (closed) return sink.result(rejected('closed', 'the engine is closed'), token);
     const notAnId = notAStreamId(stream);
     if (notAnId !== undefined) return sink.result(notAnId, token);

@@ -6,6 +6,7 @@ import type { Seals } from './seals.js';
 import type { SnapshotSubject } from './snapshots.js';
 import { StreamReadError } from './stream-read-error.js';
 import type { RuneStore, StreamHead } from './store.js';
+import { hydrationChannel, type HydrationReport } from './diagnostics.js';
 
 /** A machine instance in memory. Kept small: a million of them may be idle at once. */
 export interface Instance extends Committable, SnapshotSubject {
@@ -193,6 +194,7 @@ export class Instances {
   }
 
   async #hydrate(stream: string): Promise<Instance | undefined> {
+    const startedAt = hydrationChannel.hasSubscribers ? performance.now() : undefined;
     const head = await this.#head(stream);
     if (head === undefined) return undefined;
     const machine = Object.hasOwn(this.#machines, head.machine) ? this.#machines[head.machine] : undefined;
@@ -232,6 +234,7 @@ export class Instances {
     this.#memory.set(stream, instance);
     this.#seals?.hydrated(instance);
     this.#entered(instance);
+    if (startedAt !== undefined) hydrationChannel.publish({ machine: machine.id, ms: performance.now() - startedAt } satisfies HydrationReport);
     return instance;
   }
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -213,6 +213,38 @@ describe('runestream serve --config (a real process)', () => {
     const cli = runestream(['serve', '--port', '0', '--db', db, '--config', file]);
     expect(await cli.exited).toBe(2);
     expect(cli.stderr).toContain(`${file}: models.cloud.apiKeyEnv: the environment variable CLOUD_KEY is not set`);
+  });
+
+  it('serves /metrics and writes the collector\'s snapshots to the configured file, relative to the configuration file; "enabled": false turns both off', async () => {
+    const { db, file } = configFile({
+      models: { offline: { type: 'demo' } },
+      agents: { helper: { model: 'offline' } },
+      defaultRole: 'helper',
+      metrics: { flushEveryMs: 50, file: 'stats/metrics.json' },
+    });
+    const cli = runestream(['serve', '--port', '0', '--db', db, '--config', file]);
+    const [, , , httpUrl] = await cli.line(LISTENING);
+    const snapshotFile = join(dirname(file), 'stats', 'metrics.json');
+    await cli.line(new RegExp(`^runestream: metrics at ${httpUrl!.replace(/[.]/g, '\\.')}/metrics; snapshots written to ${snapshotFile.replace(/[.]/g, '\\.')}$`, 'm'));
+    const scrape = await fetch(`${httpUrl}/metrics`);
+    expect(scrape.status).toBe(200);
+    expect(await scrape.text()).toMatch(/^runestream_runes_appended_total\{machine="metrics-collector",kind="spawned"\} 1$/m);
+    // The collector runs in the server: RUNNING, flushing a snapshot every 50 ms.
+    let snapshot: { at: number; metrics: { name: string }[] } | undefined;
+    for (let i = 0; i < 200 && snapshot === undefined; i++) {
+      if (existsSync(snapshotFile)) snapshot = JSON.parse(readFileSync(snapshotFile, 'utf8'));
+      else await new Promise((resolve) => setTimeout(resolve, 25)); // waits for another process's file, not a timing assertion
+    }
+    expect(snapshot?.metrics.map((m) => m.name)).toContain('runestream_ws_connections');
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+
+    const off = configFile({ models: { offline: { type: 'demo' } }, agents: { helper: { model: 'offline' } }, defaultRole: 'helper', metrics: { enabled: false } });
+    const plain = runestream(['serve', '--port', '0', '--db', off.db, '--config', off.file]);
+    const [, , , plainUrl] = await plain.line(LISTENING);
+    expect((await fetchJson(`${plainUrl}/metrics`)).body).toMatchObject({ code: 'not_found' });
+    plain.child.kill('SIGTERM');
+    expect(await plain.exited).toBe(0);
   });
 });
 

@@ -114,6 +114,20 @@ describe('parseServerConfig', () => {
     ]);
   });
 
+  it('reads the metrics key with its defaults, and refuses a misspelt or out-of-range one naming the field', () => {
+    const base = { models: { offline: { type: 'demo' } }, agents: { a: { model: 'offline' } }, defaultRole: 'a' };
+    expect(parseServerConfig(JSON.stringify({ ...base, metrics: {} }), 'runestream.json').metrics).toEqual({ enabled: true });
+    expect(parseServerConfig(JSON.stringify({ ...base, metrics: { flushEveryMs: 5000, file: 'm.json' } }), 'runestream.json').metrics).toEqual({
+      enabled: true,
+      flushEveryMs: 5000,
+      file: 'm.json',
+    });
+    expect(() => parseServerConfig(JSON.stringify({ ...base, metrics: { flushEvery: 5000 } }), 'runestream.json')).toThrow(
+      /^runestream\.json: metrics: Unrecognized key: "flushEvery"/,
+    );
+    expect(() => parseServerConfig(JSON.stringify({ ...base, metrics: { flushEveryMs: 0 } }), 'runestream.json')).toThrow(/^runestream\.json: metrics\.flushEveryMs: /);
+  });
+
   it('refuses an MCP server over a URL with a clear error', () => {
     expect(issuesOf(withAgent({ tools: ['web'], mcpServers: { web: { command: 'x', url: 'http://127.0.0.1:9000/mcp' } } }))).toEqual([
       'agents.assistant.mcpServers.web.url: an MCP server over a URL (HTTP or SSE) is not supported: give its stdio "command" (with "args" and "env") instead',

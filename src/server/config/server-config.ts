@@ -116,6 +116,25 @@ export const AutonomyConfig = z.strictObject({
 });
 export type AutonomyConfig = z.infer<typeof AutonomyConfig>;
 
+/** The largest `metrics.flushEveryMs` and `metrics.archiveEveryMs`: a week. */
+const MAX_METRICS_INTERVAL_MS = 7 * 86_400_000;
+
+/**
+ * The metrics of `runestream serve`: `GET /metrics` and the collector that writes a snapshot to
+ * a file on schedule. Every key has a default; `{}` (or no `metrics` key) is all of them.
+ */
+export const MetricsConfig = z.strictObject({
+  /** Whether `/metrics` is served and the collector runs. Default true. */
+  enabled: z.boolean().default(true),
+  /** A snapshot (JSON) is written to `file` every this many ms. Default 15,000. */
+  flushEveryMs: z.number().int().positive().max(MAX_METRICS_INTERVAL_MS).optional(),
+  /** The collector's ARCHIVING comes this often, once archival is wired in. Default 3,600,000. */
+  archiveEveryMs: z.number().int().nonnegative().max(MAX_METRICS_INTERVAL_MS).optional(),
+  /** The snapshot file, relative to the configuration file's folder. Default `runestream-metrics.json`. */
+  file: z.string().min(1).max(4096).optional(),
+});
+export type MetricsConfig = z.infer<typeof MetricsConfig>;
+
 /**
  * The agent registry of `runestream serve`: each role of `agents` is registered at start as
  * `agent-def/<role>` and activated by real checks (its model answers, its MCP servers start, its
@@ -181,6 +200,8 @@ export const ServerConfig = z
     archival: ArchivalConfig.optional(),
     /** The agent registry: each role becomes a registration checked before its agents start. Default: none (agents start unchecked). */
     registry: RegistryConfig.optional(),
+    /** Metrics: `GET /metrics` and a snapshot file. Default: enabled, with every default of {@link MetricsConfig}. */
+    metrics: MetricsConfig.optional(),
   })
   .superRefine((config, context) => {
     const issue = (path: PropertyKey[], message: string): void => context.addIssue({ code: 'custom', path, message });

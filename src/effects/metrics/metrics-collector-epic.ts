@@ -1,0 +1,155 @@
+import { Observable, catchError, concat, defer, exhaustMap, ignoreElements, interval, map, merge, of, switchMap, toArray } from 'rxjs';
+import { backoffDelay, resolveBackoff, type BackoffOptions } from '../../reducers/backoff.js';
+import { errorText } from '../../reducers/error-text.js';
+import { metricsCollector } from '../../reducers/metrics-collector/machine.js';
+import type { MetricsCollectorEvent } from '../../reducers/metrics-collector/schema.js';
+import { durableDeadline } from '../../streams/durable-deadline.js';
+import { stateEffects } from '../../streams/effect-host.js';
+import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
+import type { EffectsByKey, StreamView } from '../../streams/state-effects.js';
+import type { RunestreamMetrics } from './metrics.js';
+import type { MetricsSink, MetricsSnapshot } from './metrics-sink.js';
+
+/** The collector's stream: one per log. */
+export const METRICS_COLLECTOR_STREAM = 'metrics/collector';
+
+/** Options of {@link metricsCollectorEpic}, each with its default but `metrics` and `sink`. */
+export interface MetricsCollectorOptions {
+  /** The metrics it snapshots. Required. */
+  readonly metrics: RunestreamMetrics;
+  /** Where each snapshot is written. Required (e.g. `fileMetricsSink(path)`). */
+  readonly sink: MetricsSink;
+  /** A snapshot is written every this many ms while RUNNING. Default 15,000. */
+  readonly flushEveryMs?: number;
+  /**
+   * RUNNING goes to ARCHIVING this many ms after it was entered (after the last archive, or a
+   * recovery), when `archiveSnapshot` is given. `0`: never. Default 3,600,000 (an hour).
+   */
+  readonly archiveEveryMs?: number;
+  /**
+   * Hands a snapshot to long-term storage (the archival service) in ARCHIVING; `archive_done`
+   * follows whether it resolves or rejects (a rejection is reported on `errors$` as
+   * `effect_failed`). Default: none, and the collector never archives.
+   */
+  readonly archiveSnapshot?: (snapshot: MetricsSnapshot) => Promise<void>;
+  /** The wait before each `retry` out of ERROR: exponential with full jitter. Default `{ baseMs: 1000, maxMs: 60_000 }`. */
+  readonly backoff?: BackoffOptions;
+  /** The jitter's random numbers in [0, 1). Default `Math.random`. */
+  readonly random?: () => number;
+}
+
+type View = StreamView<typeof metricsCollector>;
+type Event = MetricsCollectorEvent;
+
+const checkMs = (name: string, value: number, zero: boolean): number => {
+  if (!Number.isInteger(value) || value < 0 || (value === 0 && !zero)) {
+    throw new TypeError(`metricsCollectorEpic: "${name}" must be a ${zero ? 'non-negative' : 'positive'} integer (ms), got ${String(value)}`);
+  }
+  return value;
+};
+
+/** How many failures in a row led to this ERROR: the runes into ERROR since the collector last left RECOVERING or INITIALIZING for RUNNING. */
+function failuresInARow(view: View, context: EpicContext): Observable<number> {
+  return context.read(view.stream, Math.max(0, view.seq - 64)).pipe(
+    toArray(),
+    map((runes) => {
+      let failures = 0;
+      for (let i = runes.length - 1; i >= 0 && runes[i]!.to !== 'RUNNING'; i--) if (runes[i]!.seq <= view.seq && runes[i]!.to === 'ERROR') failures++;
+      return Math.max(1, failures);
+    }),
+  );
+}
+
+/**
+ * The metrics collector's lifecycle (seed 002's MetricsCollector), as an epic: it spawns
+ * {@link METRICS_COLLECTOR_STREAM} at start and keeps its effects reconciled with its state.
+ *
+ * 1. INITIALIZING: the sink's `init`, then `initialized` (or `binding_missing` with the error).
+ * 2. RUNNING: a snapshot (`metrics.snapshot`) written to the sink every `flushEveryMs`; a write
+ *    that fails is `runtime_error`. With `archiveSnapshot`, `archive_triggered` is due
+ *    `archiveEveryMs` after RUNNING was entered: a durable deadline, kept across a restart.
+ * 3. ERROR: `retry` after the backoff of the failures in a row (counted from the log); RECOVERING
+ *    writes a snapshot: `recovered` if it is written, else `runtime_error` (back to ERROR, waiting longer).
+ * 4. ARCHIVING: the snapshot handed to `archiveSnapshot`, then `archive_done`.
+ *
+ * Every timer runs on the engine's scheduler, so the lifecycle runs in virtual time in tests.
+ *
+ * ## Example
+ * ```ts
+ * import { filter, firstValueFrom } from 'rxjs';
+ * import { createEngine } from 'runestream';
+ * import { createMetrics, memoryMetricsSink, metricsCollectorEpic, METRICS_COLLECTOR_STREAM } from 'runestream/server';
+ * const metrics = createMetrics();
+ * const sink = memoryMetricsSink();
+ * const engine = createEngine({ epics: [metricsCollectorEpic({ metrics, sink, flushEveryMs: 10 })] });
+ * metrics.observe(engine);
+ * await firstValueFrom(engine.runes$().pipe(filter((rune) => rune.stream === METRICS_COLLECTOR_STREAM && rune.to === 'RUNNING')));
+ * console.log('collecting'); // Logs: collecting
+ * await engine.close();
+ * ```
+ */
+export function metricsCollectorEpic(options: MetricsCollectorOptions): Epic {
+  const { metrics, sink, archiveSnapshot, random = Math.random } = options;
+  if (metrics === undefined || typeof metrics.snapshot !== 'function') throw new TypeError('metricsCollectorEpic: "metrics" must be what createMetrics() returns');
+  if (sink === undefined || typeof sink.write !== 'function') throw new TypeError('metricsCollectorEpic: "sink" must be a MetricsSink ({ write(snapshot), init?() })');
+  const flushEveryMs = checkMs('flushEveryMs', options.flushEveryMs ?? 15_000, false);
+  const archiveEveryMs = checkMs('archiveEveryMs', options.archiveEveryMs ?? 3_600_000, true);
+  const backoff = resolveBackoff(options.backoff ?? { baseMs: 1000, maxMs: 60_000 });
+
+  const write = (context: EpicContext): Observable<never> => defer(async () => sink.write(await metrics.snapshot(context.scheduler.now()))).pipe(ignoreElements());
+  const failed = (type: 'binding_missing' | 'runtime_error') => (error: unknown) => of<Event>({ type, error: errorText(error) });
+
+  const effects = (view: View, context: EpicContext): EffectsByKey<typeof metricsCollector> => {
+    if (view.stream !== METRICS_COLLECTOR_STREAM) return {};
+    const { scheduler } = context;
+    switch (view.value) {
+      case 'INITIALIZING':
+        return {
+          init: defer(async () => sink.init?.()).pipe(
+            map((): Event => ({ type: 'initialized' })),
+            catchError(failed('binding_missing')),
+          ),
+        };
+      case 'RUNNING':
+        return {
+          // A tick while a write is in flight is skipped; the first failure ends the flushing.
+          flush: interval(flushEveryMs, scheduler).pipe(
+            exhaustMap(() => write(context)),
+            catchError(failed('runtime_error')),
+          ),
+          archiveDue:
+            archiveSnapshot === undefined || archiveEveryMs === 0
+              ? undefined
+              : durableDeadline(view.at + archiveEveryMs, { type: 'archive_triggered' } as Event, { scheduler, resolutionMs: 1, retryMs: flushEveryMs }),
+        };
+      case 'ERROR':
+        return {
+          retry: failuresInARow(view, context).pipe(
+            switchMap((attempt) =>
+              durableDeadline(view.at + backoffDelay(attempt, backoff, random), { type: 'retry' } as Event, { scheduler, resolutionMs: 1, retryMs: backoff.maxMs }),
+            ),
+          ),
+        };
+      case 'RECOVERING':
+        return { probe: concat(write(context), of<Event>({ type: 'recovered' })).pipe(catchError(failed('runtime_error'))) };
+      case 'ARCHIVING':
+        return {
+          archive: defer(async () => archiveSnapshot?.(await metrics.snapshot(scheduler.now()))).pipe(
+            catchError((error: unknown) => {
+              context.report?.({ type: 'effect_failed', epic: 'metricsCollector', stream: view.stream, key: 'archive', error });
+              return of(undefined);
+            }),
+            map((): Event => ({ type: 'archive_done' })),
+          ),
+        };
+      default:
+        return {};
+    }
+  };
+
+  const lifecycle = stateEffects({ name: 'metricsCollector', machine: metricsCollector, states: ['INITIALIZING', 'RUNNING', 'ERROR', 'RECOVERING', 'ARCHIVING'], effects });
+  // Spawned at start; a collector already in the log is left as it is and resumed from its state.
+  const epic: Epic = (runes$, context, deps) => merge(of<EpicCommand>({ stream: METRICS_COLLECTOR_STREAM, spawn: metricsCollector.id }), lifecycle(runes$, context, deps));
+  Object.defineProperty(epic, 'name', { value: 'metricsCollector' });
+  return epic;
+}

@@ -1,0 +1,124 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { Registry } from 'prom-client';
+import { ENGINE_CHANNELS, type DispatchReport, type HydrationReport, type RejectionReport, type StoreAppendReport } from '../../streams/diagnostics.js';
+import type { Engine } from '../../streams/engine.js';
+import { DEFAULT_MAX_LABEL_VALUES, boundedLabel } from './bounded-labels.js';
+import { engineMetricFamilies, type EngineMetricFamilies } from './metric-families.js';
+import type { MetricsSnapshot } from './metrics-sink.js';
+import { RuneMetrics } from './rune-metrics.js';
+
+/** Options of {@link createMetrics}, each with its default. */
+export interface MetricsOptions {
+  /**
+   * The distinct values kept per label (machine, kind, code, tool, provider, model, epic,
+   * ...): past it, a new value is counted as `"other"`. Default 200.
+   */
+  maxLabelValues?: number;
+  /** The streams tracked at once for time to first delta, approval wait and a call's tool. Default 100,000. */
+  maxTracked?: number;
+}
+
+/** The engine's metrics on a registry of their own (never prom-client's global one). */
+export interface RunestreamMetrics {
+  /** The prom-client registry every family is on: `registry.metrics()` is the Prometheus text. */
+  readonly registry: Registry;
+  /** A label function capped at `maxLabelValues` distinct values, for families added beside these (the server's). */
+  boundedLabel(): (value: string) => string;
+  /**
+   * Starts counting: the engine and store channels (see `ENGINE_CHANNELS`: they are the
+   * process's, so what every engine of the process does is counted), `engine`'s size and its
+   * epics' failures (`errors$`). Returns the function that stops it. One engine at a time.
+   */
+  observe(engine: Engine): () => void;
+  /** Every family now, as JSON, stamped `at` (ms): what the collector writes to its sink. */
+  snapshot(at: number): Promise<MetricsSnapshot>;
+}
+
+const positiveInteger = (name: string, value: number): number => {
+  if (!Number.isInteger(value) || value <= 0) throw new TypeError(`createMetrics: "${name}" must be a positive integer, got ${String(value)}`);
+  return value;
+};
+
+/**
+ * Creates the engine's metrics: counters, gauges and histograms on their own prom-client
+ * `Registry`, fed by the engine's diagnostics channels and its live runes once {@link
+ * RunestreamMetrics.observe} is called. While nothing observes, the engine measures nothing.
+ *
+ * ## Example
+ * ```ts
+ * import { createEngine } from 'runestream';
+ * import { createMetrics } from 'runestream/server';
+ * const metrics = createMetrics();
+ * const engine = createEngine();
+ * const stop = metrics.observe(engine);
+ * await engine.spawn('chat-1', 'chat-actor');
+ * const text = await metrics.registry.metrics();
+ * console.log(text.includes('runestream_runes_appended_total{machine="chat-actor",kind="spawned"} 1')); // Logs: true
+ * stop();
+ * await engine.close();
+ * ```
+ */
+export function createMetrics(options: MetricsOptions = {}): RunestreamMetrics {
+  const maxLabelValues = positiveInteger('maxLabelValues', options.maxLabelValues ?? DEFAULT_MAX_LABEL_VALUES);
+  const maxTracked = positiveInteger('maxTracked', options.maxTracked ?? 100_000);
+  const registry = new Registry();
+  const label = {
+    machine: boundedLabel(maxLabelValues),
+    runeLabel: boundedLabel(maxLabelValues),
+    code: boundedLabel(maxLabelValues),
+    epic: boundedLabel(maxLabelValues),
+  };
+  let runes: RuneMetrics | undefined;
+  let engine: Engine | undefined;
+  const families: EngineMetricFamilies = engineMetricFamilies(registry, {
+    runesAppended: (counter) => runes?.flushRunes(counter, label.runeLabel),
+    instances: () => engine?.size ?? 0,
+  });
+  runes = new RuneMetrics(families, { tool: boundedLabel(maxLabelValues), provider: boundedLabel(maxLabelValues), model: boundedLabel(maxLabelValues) }, maxTracked);
+
+  const onDispatch = (message: unknown): void => {
+    const { machine, ms } = message as DispatchReport;
+    families.dispatchDuration.observe({ machine: label.machine(machine) }, ms / 1000);
+  };
+  const onRejection = (message: unknown): void => {
+    families.dispatchRejections.inc({ code: label.code((message as RejectionReport).code) });
+  };
+  const onHydration = (message: unknown): void => {
+    const { machine, ms } = message as HydrationReport;
+    families.hydrationDuration.observe({ machine: label.machine(machine) }, ms / 1000);
+  };
+  const onAppend = (message: unknown): void => {
+    families.appendDuration.observe((message as StoreAppendReport).ms / 1000);
+  };
+
+  return {
+    registry,
+    boundedLabel: () => boundedLabel(maxLabelValues),
+    observe: (observed) => {
+      if (engine !== undefined) throw new TypeError('createMetrics: observe() already watches an engine; stop it first');
+      engine = observed;
+      const take = runes!.take as (message: unknown) => void;
+      const errors = observed.errors$.subscribe((error) => {
+        if (error.type === 'epic_failed' || error.type === 'effect_failed') families.epicFailures.inc({ epic: label.epic(error.epic), type: error.type });
+      });
+      subscribe(ENGINE_CHANNELS.rune, take);
+      subscribe(ENGINE_CHANNELS.dispatch, onDispatch);
+      subscribe(ENGINE_CHANNELS.rejection, onRejection);
+      subscribe(ENGINE_CHANNELS.hydration, onHydration);
+      subscribe(ENGINE_CHANNELS.append, onAppend);
+      let stopped = false;
+      return () => {
+        if (stopped) return;
+        stopped = true;
+        unsubscribe(ENGINE_CHANNELS.rune, take);
+        errors.unsubscribe();
+        unsubscribe(ENGINE_CHANNELS.dispatch, onDispatch);
+        unsubscribe(ENGINE_CHANNELS.rejection, onRejection);
+        unsubscribe(ENGINE_CHANNELS.hydration, onHydration);
+        unsubscribe(ENGINE_CHANNELS.append, onAppend);
+        engine = undefined;
+      };
+    },
+    snapshot: async (at) => ({ at, metrics: await registry.getMetricsAsJSON() }),
+  };
+}

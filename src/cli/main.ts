@@ -27,6 +27,15 @@ async function main(): Promise<void> {
     process.exitCode = await archivalCommand(command, console);
     return;
   }
+  // A signal while the server starts (the log open, MCP servers and CLIs starting) is held, not
+  // the default death: once it serves, it stops cleanly; if it fails to start, it exits anyway.
+  let signalled: NodeJS.Signals | undefined;
+  const hold = (signal: NodeJS.Signals): void => {
+    if (signalled !== undefined) process.exit(1); // a second signal: stop waiting
+    signalled = signal;
+  };
+  process.on('SIGINT', hold);
+  process.on('SIGTERM', hold);
   let serving;
   try {
     serving = await serve(command, console);
@@ -51,8 +60,11 @@ async function main(): Promise<void> {
       },
     );
   };
+  process.off('SIGINT', hold);
+  process.off('SIGTERM', hold);
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  if (signalled !== undefined) stop(signalled);
 }
 
 main().catch((error: unknown) => {

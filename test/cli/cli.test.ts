@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseCommand, UsageError } from '../../src/cli/args.js';
@@ -52,6 +53,30 @@ describe('runestream (the command)', () => {
       [2, 'ProcessInteraction', 'running'],
     ]);
     await store.close();
+  });
+
+  it('a SIGTERM while it starts is held: once it serves, it stops cleanly (exit 0, log flushed)', async () => {
+    const db = tempDb();
+    const folder = dirname(db);
+    const [held, go] = [join(folder, 'mcp-started'), join(folder, 'mcp-go')];
+    const config = join(folder, 'runestream.json');
+    const mcp = { command: process.execPath, args: ['--import', 'tsx', 'test/fixtures/mcp/held-server.ts'], env: { HELD_MARKER: held, HELD_GO: go } };
+    writeFileSync(
+      config,
+      JSON.stringify({
+        agents: { assistant: { model: 'demo', tools: ['fixture'], mcpServers: { fixture: mcp } } },
+        models: { demo: { type: 'demo' } },
+        defaultRole: 'assistant',
+      }),
+    );
+    const cli = runestream(['serve', '--port', '0', '--db', db, '--config', config]);
+    while (!existsSync(held)) await sleep(20); // serve is starting its agents' MCP server: it does not listen yet
+    cli.child.kill('SIGTERM');
+    writeFileSync(go, 'go');
+    expect(await cli.exited).toBe(0);
+    expect(cli.stdout).toMatch(LISTENING);
+    expect(cli.stdout).toContain('runestream: SIGTERM: closing');
+    expect(cli.stdout).toContain('runestream: stopped, log flushed');
   });
 
   it('refuses a second server on the same log at start (exit 1, naming the file and what to do); the first carries on', async () => {

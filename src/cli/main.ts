@@ -29,13 +29,16 @@ async function main(): Promise<void> {
   }
   // A signal while the server starts (the log open, MCP servers and CLIs starting) is held, not
   // the default death: once it serves, it stops cleanly; if it fails to start, it exits anyway.
+  // One listener for the whole run, never removed: a signal libuv caught for a listener that is
+  // removed before the event loop hands it over is lost, so the phase changes, not the listener.
   let signalled: NodeJS.Signals | undefined;
-  const hold = (signal: NodeJS.Signals): void => {
+  let onSignal = (signal: NodeJS.Signals): void => {
     if (signalled !== undefined) process.exit(1); // a second signal: stop waiting
     signalled = signal;
   };
-  process.on('SIGINT', hold);
-  process.on('SIGTERM', hold);
+  const listener = (signal: NodeJS.Signals): void => onSignal(signal);
+  process.on('SIGINT', listener);
+  process.on('SIGTERM', listener);
   let serving;
   try {
     serving = await serve(command, console);
@@ -60,10 +63,7 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.off('SIGINT', hold);
-  process.off('SIGTERM', hold);
-  process.on('SIGINT', stop);
-  process.on('SIGTERM', stop);
+  onSignal = stop;
   if (signalled !== undefined) stop(signalled);
 }
 

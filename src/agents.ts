@@ -19,7 +19,7 @@ export {
 } from './effects/llm/provider-chain.js';
 export { providerBreakers, type ProviderBreakersOptions } from './effects/llm/provider-breakers.js';
 export { agentChecks$, type AgentCheckOutput, type AgentChecksOptions } from './effects/registry/agent-checks.js';
-export { agentRegistry, registryRetryDelay, type AgentRegistryOptions } from './effects/registry/agent-registry.js';
+export { agentRegistry, type AgentRegistryOptions } from './effects/registry/agent-registry.js';
 export { registeredAgentAdmission, type RegisteredAgentAdmissionOptions } from './effects/registry/registered-admission.js';
 export { registerDefinitions, type DefinitionRegistration } from './effects/registry/register-definitions.js';
 export { CLIENT_TOOL_TIMEOUT_MS, clientTool } from './effects/tools/client-tool.js';

@@ -32,6 +32,7 @@ export { stepUnknown, validateEvent, type EventCheck } from './reducers/validate
 export { machines, type MachineId } from './reducers/machines.js';
 export { DEFAULT_VALUE_LIMITS, type ValueLimitCode, type ValueLimits } from './reducers/value-limits.js';
 export { ERROR_TEXT_MAX_LENGTH, errorText } from './reducers/error-text.js';
+export { exponentialDelay } from './reducers/backoff.js';
 
 // Runes and the seed-003 invariants over a log of them.
 export { runeEventSchemas, runePayloadSchemas } from './reducers/rune-payloads.js';

@@ -9,6 +9,21 @@ export interface BackoffOptions {
 export const DEFAULT_BACKOFF = { baseMs: 500, maxMs: 30_000 } as const;
 
 /**
+ * The delay before retry `attempt` (1 for the first): `baseMs` doubling per attempt, at most
+ * `maxMs`. Every retry in runestream waits this long (effects, archival runs, registrations),
+ * or a random part of it ({@link backoffDelay}, the client's reconnects).
+ *
+ * ## Example
+ * ```ts
+ * import { exponentialDelay } from 'runestream';
+ * console.log([1, 2, 3, 10].map((attempt) => exponentialDelay(attempt, 1000, 5000))); // Logs: [ 1000, 2000, 4000, 5000 ]
+ * ```
+ */
+export function exponentialDelay(attempt: number, baseMs: number, maxMs: number): number {
+  return Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
+}
+
+/**
  * The delay before reconnect attempt `attempt` (1 for the first): exponential backoff with full
  * jitter, `random() * min(maxMs, baseMs * 2 ** (attempt - 1))`. Full jitter spreads the clients a
  * server restart dropped over the whole window instead of bunching them at its edge.
@@ -23,8 +38,7 @@ export const DEFAULT_BACKOFF = { baseMs: 500, maxMs: 30_000 } as const;
  * ```
  */
 export function backoffDelay(attempt: number, backoff: Required<BackoffOptions>, random: () => number): number {
-  const cap = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.max(0, attempt - 1));
-  return random() * cap;
+  return random() * exponentialDelay(attempt, backoff.baseMs, backoff.maxMs);
 }
 
 /** The backoff options with their defaults, checked: a bad value throws a RangeError naming it. */

@@ -1,4 +1,5 @@
 import { Observable, defer, retry, timer, type SchedulerLike, type Subscription } from 'rxjs';
+import { exponentialDelay } from '../reducers/backoff.js';
 import type { EffectOwnership } from './effect-host.js';
 import type { HeadsQuery, Snapshot, StreamHead } from './store.js';
 import type { AnyMachine, EventObject, StateOf } from '../reducers/machine.js';
@@ -117,7 +118,7 @@ export function runEpics<Deps>(options: RunEpicsOptions<Deps>): Subscription {
       const commands$ = defer(() => epic(runes$, context, deps)).pipe(
         retry({
           delay: (error: unknown, attempt: number) => {
-            const retryInMs = Math.min(retryMaxMs, retryBaseMs * 2 ** (attempt - 1));
+            const retryInMs = exponentialDelay(attempt, retryBaseMs, retryMaxMs);
             report({ type: 'epic_failed', epic: name, error, retryInMs });
             return timer(retryInMs, context.scheduler);
           },

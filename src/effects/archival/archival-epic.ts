@@ -1,5 +1,6 @@
 import { EMPTY, Observable, catchError, defer, exhaustMap, firstValueFrom, from, interval, merge, mergeMap, of, retry, timer } from 'rxjs';
 import { archival } from '../../reducers/archival/machine.js';
+import { exponentialDelay } from '../../reducers/backoff.js';
 import type { ArchivalEvent } from '../../reducers/archival/schema.js';
 import { errorText } from '../../reducers/error-text.js';
 import type { AnyMachine } from '../../reducers/machine.js';
@@ -112,7 +113,7 @@ export function archivalEpic(options: ArchivalOptions): Epic {
       return out;
     }).pipe(
       // The archive is safe: a prune that failed (the store) is tried again until it is done.
-      retry({ delay: (_error, attempt) => timer(Math.min(retryMaxMs, retryBaseMs * 2 ** (attempt - 1)), context.scheduler) }),
+      retry({ delay: (_error, attempt) => timer(exponentialDelay(attempt, retryBaseMs, retryMaxMs), context.scheduler) }),
       mergeMap((out) => from(out)),
     );
 
@@ -131,7 +132,7 @@ export function archivalEpic(options: ArchivalOptions): Epic {
         case 'WRITING_TO_R2':
           return { [`write#${attempts}`]: write$(target, context) };
         case 'ERROR': {
-          const delay = Math.min(retryMaxMs, retryBaseMs * 2 ** Math.max(0, attempts - 1));
+          const delay = exponentialDelay(attempts, retryBaseMs, retryMaxMs);
           return {
             [`retry#${attempts}`]: durableDeadline(view.at + delay, { type: 'retry' as const }, { scheduler: context.scheduler, resolutionMs: Math.min(1000, retryBaseMs) }),
           };

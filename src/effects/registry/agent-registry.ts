@@ -1,5 +1,6 @@
 import { EMPTY, Observable, filter, map, take } from 'rxjs';
 import { AUTO_PAUSE_REASONS, agentRegistration } from '../../reducers/agent-registration/machine.js';
+import { exponentialDelay } from '../../reducers/backoff.js';
 import type { AgentRegistrationEvent, AgentRegistrationState } from '../../reducers/agent-registration/schema.js';
 import { durableDeadline } from '../../streams/durable-deadline.js';
 import { stateEffects } from '../../streams/effect-host.js';
@@ -20,12 +21,6 @@ export interface AgentRegistryOptions extends AgentChecksOptions {
 
 type Registration = typeof agentRegistration;
 type Output = AgentRegistrationEvent | EpicCommand;
-
-/**
- * The delay before retry `attempt` (1 for the first): `retryBaseMs` doubling, at most `retryMaxMs`.
- * No jitter: the deadline is computed again from the log after a restart and must land where it was.
- */
-export const registryRetryDelay = (attempt: number, baseMs: number, maxMs: number): number => Math.min(maxMs, baseMs * 2 ** Math.max(0, attempt - 1));
 
 const isAutoPause = (reason: string | undefined): boolean => (AUTO_PAUSE_REASONS as readonly (string | undefined)[]).includes(reason);
 
@@ -96,7 +91,8 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
         case 'ERROR':
           return {
             retry: durableDeadline(
-              view.at + registryRetryDelay((state.attempts ?? 0) + 1, retryBaseMs, retryMaxMs),
+              // No jitter: the deadline is computed again from the log after a restart and must land where it was.
+              view.at + exponentialDelay((state.attempts ?? 0) + 1, retryBaseMs, retryMaxMs),
               { type: 'retry_init' as const },
               { scheduler: ctx.scheduler },
             ),

@@ -261,7 +261,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   }
   const writer = followStore ? newWriterId() : undefined;
   /** Decided once: with neither option, appends say nothing about their writer. */
-  const appendOptions: AppendOptions | undefined = writer === undefined && fence === undefined ? undefined : { writer, fence };
+  const appendOptions: AppendOptions | undefined = writer === undefined && fence === undefined ? undefined : { writer, ...(fence === undefined ? {} : { fences: [fence] }) };
   /** Decided once: with every limit off, the hot path does not even call a check. */
   const checkValue = noValueLimits(limits) ? undefined : valueCheck(limits);
 

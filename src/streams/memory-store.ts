@@ -152,10 +152,12 @@ export function memoryStore(): RuneStore {
   let delivering = false;
   const undelivered: Undelivered[] = [];
 
-  /** Refuses an append whose fence is older than its lease's newest epoch. */
-  const checkFence = (fence: Fence): void => {
-    const newest = epochs.get(fence.lease);
-    if (newest !== undefined && fence.epoch < newest) throw new StoreFencedError(fence, newest);
+  /** Refuses an append with a fence older than its lease's newest epoch. */
+  const checkFences = (fences: readonly Fence[]): void => {
+    for (const fence of fences) {
+      const newest = epochs.get(fence.lease);
+      if (newest !== undefined && fence.epoch < newest) throw new StoreFencedError(fence, newest);
+    }
   };
   const raise = (fence: Fence): void => {
     if ((epochs.get(fence.lease) ?? -Infinity) < fence.epoch) epochs.set(fence.lease, fence.epoch);
@@ -210,23 +212,23 @@ export function memoryStore(): RuneStore {
   return {
     async append(runes, options?: AppendOptions) {
       open();
-      const fence = options?.fence;
-      if (fence !== undefined) checkFence(fence);
+      const fences = options?.fences;
+      if (fences !== undefined) checkFences(fences);
       checkBatch(runes, (stream) => streams.get(stream)?.seq ?? 0);
       for (const rune of runes) push(streams.get(rune.stream), rune);
-      if (fence !== undefined) raise(fence);
+      if (fences !== undefined) fences.forEach(raise);
       for (const rune of runes) committed(rune, options?.writer);
       deliverCommitted();
     },
     appendSync(rune, options?: AppendOptions) {
       open();
-      const fence = options?.fence;
-      if (fence !== undefined) checkFence(fence);
+      const fences = options?.fences;
+      if (fences !== undefined) checkFences(fences);
       const s = streams.get(rune.stream);
       const seq = s?.seq ?? 0;
       if (rune.seq !== seq + 1) throw new StoreConflictError(rune.stream, seq + 1, rune.seq);
       push(s, rune);
-      if (fence !== undefined) raise(fence);
+      if (fences !== undefined) fences.forEach(raise);
       // The hot path: with no listener, only the position moves.
       if (listeners.length === 0) position++;
       else {

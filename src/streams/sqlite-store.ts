@@ -193,7 +193,7 @@ type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: 
  *    other SQLite connection reading or writing it meanwhile. The operating system drops the lock
  *    when the process dies, kill -9 included: a crash leaves no stale lock. Several processes
  *    sharing one log is the PostgreSQL store's job. So it has no `tail` (no other writer's runes
- *    to hear) and no `raiseFence`: the lock is its fence, and the `fence` and `writer` of an
+ *    to hear) and no `raiseFence`: the lock is its fence, and the `fences` and `writer` of an
  *    append's options are ignored.
  * 6. `close()` checkpoints the WAL into the file and closes it; every call after it rejects with
  *    code `'closed'`.

@@ -406,9 +406,9 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       it('fences: after raiseFence, an append with an older epoch of the lease is refused whole; newer and equal epochs pass', async () => {
         const store = await makeStore();
         const old = { lease: 'log', epoch: 1 };
-        await store.append(runesOf('a', 1, 2), { fence: old });
+        await store.append(runesOf('a', 1, 2), { fences: [old] });
         await store.raiseFence!({ lease: 'log', epoch: 2 }); // a new owner took the lease
-        const refused = await store.append([runeOf('a', 3), runeOf('b', 1)], { fence: old }).then(
+        const refused = await store.append([runeOf('a', 3), runeOf('b', 1)], { fences: [old] }).then(
           () => undefined,
           (e: unknown) => e,
         );
@@ -421,32 +421,40 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
           newestEpoch: 2,
           message: 'lease "log": epoch 1 is fenced off by epoch 2; nothing of the batch was written',
         });
-        if (store.appendSync !== undefined) expect(() => store.appendSync!(runeOf('a', 3), { fence: old })).toThrow(StoreFencedError);
+        if (store.appendSync !== undefined) expect(() => store.appendSync!(runeOf('a', 3), { fences: [old] })).toThrow(StoreFencedError);
         expect(await store.read('a')).toEqual(runesOf('a', 1, 2));
         expect(await store.head('b')).toBeUndefined();
 
-        await store.append([runeOf('a', 3)], { fence: { lease: 'log', epoch: 2 } });
-        await store.append([runeOf('a', 4)], { fence: { lease: 'log', epoch: 3 } }); // a newer one raises it
-        await expect(store.append([runeOf('a', 5)], { fence: { lease: 'log', epoch: 2 } })).rejects.toMatchObject({ code: 'fenced', newestEpoch: 3 });
+        await store.append([runeOf('a', 3)], { fences: [{ lease: 'log', epoch: 2 }] });
+        await store.append([runeOf('a', 4)], { fences: [{ lease: 'log', epoch: 3 }] }); // a newer one raises it
+        await expect(store.append([runeOf('a', 5)], { fences: [{ lease: 'log', epoch: 2 }] })).rejects.toMatchObject({ code: 'fenced', newestEpoch: 3 });
         await store.raiseFence!({ lease: 'log', epoch: 1 }); // lower: ignored
-        await expect(store.append([runeOf('a', 5)], { fence: { lease: 'log', epoch: 2 } })).rejects.toMatchObject({ code: 'fenced', newestEpoch: 3 });
+        await expect(store.append([runeOf('a', 5)], { fences: [{ lease: 'log', epoch: 2 }] })).rejects.toMatchObject({ code: 'fenced', newestEpoch: 3 });
         await store.close();
       });
 
       it('fences each lease on its own, and leaves an append without a fence unchecked', async () => {
         const store = await makeStore();
         await store.raiseFence!({ lease: 'shard-1', epoch: 5 });
-        await store.append(runesOf('a', 1, 1), { fence: { lease: 'shard-2', epoch: 1 } });
+        await store.append(runesOf('a', 1, 1), { fences: [{ lease: 'shard-2', epoch: 1 }] });
         await store.append(runesOf('a', 2, 1));
-        await expect(store.append(runesOf('a', 3, 1), { fence: { lease: 'shard-1', epoch: 4 } })).rejects.toMatchObject({ code: 'fenced' });
-        expect((await store.head('a'))?.seq).toBe(2);
+        await expect(store.append(runesOf('a', 3, 1), { fences: [{ lease: 'shard-1', epoch: 4 }] })).rejects.toMatchObject({ code: 'fenced' });
+        // A batch under two leases: one stale fence refuses all of it.
+        await expect(store.append([runeOf('a', 3), runeOf('b', 1)], { fences: [{ lease: 'shard-2', epoch: 1 }, { lease: 'shard-1', epoch: 4 }] })).rejects.toMatchObject({
+          code: 'fenced',
+          fence: { lease: 'shard-1', epoch: 4 },
+          newestEpoch: 5,
+        });
+        expect(await store.head('b')).toBeUndefined();
+        await store.append([runeOf('a', 3), runeOf('b', 1)], { fences: [{ lease: 'shard-2', epoch: 1 }, { lease: 'shard-1', epoch: 5 }] });
+        expect((await store.head('a'))?.seq).toBe(3);
         await store.close();
       });
     } else {
       it('has one writer by construction: an append with any fence is taken (its lock is the fence)', async () => {
         const store = await makeStore();
-        await store.append(runesOf('a', 1, 2), { writer: 'w', fence: { lease: 'log', epoch: 7 } });
-        await store.append([runeOf('a', 3)], { writer: 'w', fence: { lease: 'log', epoch: 1 } });
+        await store.append(runesOf('a', 1, 2), { writer: 'w', fences: [{ lease: 'log', epoch: 7 }] });
+        await store.append([runeOf('a', 3)], { writer: 'w', fences: [{ lease: 'log', epoch: 1 }] });
         expect((await store.head('a'))?.seq).toBe(3);
         await store.close();
       });

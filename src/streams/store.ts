@@ -49,8 +49,12 @@ export interface AppendOptions {
    * follows the store can tell its own runes from the others'. Stores that do not tail ignore it.
    */
   readonly writer?: string;
-  /** The writer's lease, checked by a store that fences (see {@link RuneStore.raiseFence}). */
-  readonly fence?: Fence;
+  /**
+   * The writer's leases the batch is written under (one per share of the streams it writes that
+   * the writer owns), each checked by a store that fences (see {@link RuneStore.raiseFence}): one
+   * older than its lease's newest epoch refuses the whole batch.
+   */
+  readonly fences?: readonly Fence[];
 }
 
 /**
@@ -87,10 +91,11 @@ export type TailListener = (rune: Rune, position: number, writer: string | undef
  *    positions durably (PostgreSQL) may also let a listener resume after a position it saw (an
  *    `afterPosition` option); the memory store keeps no history, and an engine never needs one:
  *    what it missed, it hydrates from the store.
- * 3. **Fencing.** An append may carry its writer's {@link Fence}. A store that fences has
+ * 3. **Fencing.** An append may carry its writer's {@link Fence}s. A store that fences has
  *    {@link raiseFence}, which a new owner calls when it takes the lease, before it writes; from
- *    then on every append with an older epoch of that lease is refused, whole, with a
- *    {@link StoreFencedError} (an append with a newer epoch raises it too). A store without
+ *    then on every append with an older epoch of that lease among its fences is refused, whole, with
+ *    a {@link StoreFencedError} naming the first such fence (an append with a newer epoch raises it
+ *    too). A store without
  *    `raiseFence` has one writer by construction (the SQLite file lock) and ignores fences.
  */
 export interface RuneStore {

@@ -440,13 +440,25 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
         await store.append(runesOf('a', 2, 1));
         await expect(store.append(runesOf('a', 3, 1), { fences: [{ lease: 'shard-1', epoch: 4 }] })).rejects.toMatchObject({ code: 'fenced' });
         // A batch under two leases: one stale fence refuses all of it.
-        await expect(store.append([runeOf('a', 3), runeOf('b', 1)], { fences: [{ lease: 'shard-2', epoch: 1 }, { lease: 'shard-1', epoch: 4 }] })).rejects.toMatchObject({
+        await expect(
+          store.append([runeOf('a', 3), runeOf('b', 1)], {
+            fences: [
+              { lease: 'shard-2', epoch: 1 },
+              { lease: 'shard-1', epoch: 4 },
+            ],
+          }),
+        ).rejects.toMatchObject({
           code: 'fenced',
           fence: { lease: 'shard-1', epoch: 4 },
           newestEpoch: 5,
         });
         expect(await store.head('b')).toBeUndefined();
-        await store.append([runeOf('a', 3), runeOf('b', 1)], { fences: [{ lease: 'shard-2', epoch: 1 }, { lease: 'shard-1', epoch: 5 }] });
+        await store.append([runeOf('a', 3), runeOf('b', 1)], {
+          fences: [
+            { lease: 'shard-2', epoch: 1 },
+            { lease: 'shard-1', epoch: 5 },
+          ],
+        });
         expect((await store.head('a'))?.seq).toBe(3);
         await store.close();
       });

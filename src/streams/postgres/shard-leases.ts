@@ -140,6 +140,8 @@ export async function shardLeases(options: ShardLeasesOptions): Promise<ShardLea
   const changes$ = new Subject<readonly number[]>();
   const owned = (): readonly number[] => (scheduler.now() < deadline ? [...held.keys()].sort((a, b) => a - b) : []);
   const ownedEpoch = (stream: string): number | undefined => (scheduler.now() < deadline ? held.get(shardOf(stream, shards)) : undefined);
+  /** What `changes$` reports a change of: the owned shards and their epochs. */
+  const ownership = (): string => (scheduler.now() < deadline ? [...held].join() : '');
   const drop = (shardsDropped: Iterable<number>): void => {
     let changed = false;
     for (const shard of shardsDropped) changed = held.delete(shard) || changed;
@@ -237,7 +239,7 @@ export async function shardLeases(options: ShardLeasesOptions): Promise<ShardLea
   /** A round: what it found, and when it began (the database's expiry of each lease it holds is later than that plus `leaseMs`). */
   const round$ = defer(() => {
     const startedAt = scheduler.now();
-    const mine = new Map(held);
+    const mine = new Map(scheduler.now() < deadline ? held : []); // past its deadline, a lease is taken anew
     return onClient(pool, (client) => roundQueries(client, mine)).pipe(map((leasesHeld): Round => ({ startedAt, held: leasesHeld })));
   });
 
@@ -245,16 +247,13 @@ export async function shardLeases(options: ShardLeasesOptions): Promise<ShardLea
   const apply = ({ startedAt, held: leasesHeld }: Round): void => {
     const until = startedAt + leaseMs - margin;
     if (closed || scheduler.now() >= until) return; // too late: the database may have let them go already
-    const before = owned().join();
+    const before = ownership();
     held.clear();
     for (const [shard, epoch] of leasesHeld) held.set(shard, epoch);
     deadline = until;
     deadlineTimer.unsubscribe();
-    deadlineTimer = scheduler.schedule(() => {
-      held.clear();
-      changes$.next(owned());
-    }, until - scheduler.now());
-    if (owned().join() !== before) changes$.next(owned());
+    deadlineTimer = scheduler.schedule(() => drop([...held.keys()]), until - scheduler.now());
+    if (ownership() !== before) changes$.next(owned());
   };
 
   try {

@@ -163,7 +163,10 @@ export function agentBudgets(limits: BudgetLimits): Epic {
   const budgets: Array<[string, unknown]> = [
     ['budget', limits.budget],
     ['conversationBudget', limits.conversationBudget],
-    ...Object.entries(typeof limits.budgetsByRole === 'function' ? {} : (limits.budgetsByRole ?? {})).map(([role, budget]): [string, unknown] => [`budgetsByRole.${role}`, budget]),
+    ...Object.entries(typeof limits.budgetsByRole === 'function' ? {} : (limits.budgetsByRole ?? {})).map(([role, budget]): [string, unknown] => [
+      `budgetsByRole.${role}`,
+      budget,
+    ]),
   ];
   for (const [option, budget] of budgets) {
     const parsed = Budget.optional().safeParse(budget);

@@ -75,8 +75,7 @@ export function agentProfiles(options: AgentProfilesOptions = {}): AgentProfiles
     const why = tools.clash(profile.tools ?? []);
     return why === undefined ? undefined : `agent "${role}": ${why}`;
   };
-  const clash = (role: string, profile: AgentProfile): string | undefined =>
-    get(role) === undefined ? toolClash(role, profile) : `role "${role}" has a profile already`;
+  const clash = (role: string, profile: AgentProfile): string | undefined => (get(role) === undefined ? toolClash(role, profile) : `role "${role}" has a profile already`);
   return {
     fixed,
     toolkit,

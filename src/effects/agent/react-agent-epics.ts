@@ -129,30 +129,31 @@ export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
   checkNoInternalNames('reactAgentEpics', tools);
   const registry = toolRegistry('reactAgentEpics', tools);
   const specs = toolSpecs(tools);
-  const loop = (runes$: Observable<Rune> | undefined): Epic => stateEffects({
-    name: 'reactAgentLoop',
-    machine: reactAgent,
-    states: 'any',
-    withState: true,
-    effects: (view, context): EffectsByKey<typeof reactAgent> => {
-      const { state } = view;
-      if (state === undefined || parseStreamId(view.stream)?.kind !== 'react') return {};
-      const deps: ReactAgentEffectDeps = {
-        call: (request) => call(request, context),
-        registry,
-        specs,
-        ...(system === undefined ? {} : { system }),
-        scheduler: context.scheduler,
-        apply: (input, at) => applyAgentInput(input, at),
-      };
-      return Object.fromEntries(
-        Object.entries(reactAgentEffectsAt(state)).map(([key, effect]) => {
-          const run = runReactAgentEffect(effect, state, deps, view.origin);
-          return [key, runes$ === undefined ? run : started$(view.stream, runes$, context).pipe(switchMap((started) => (started ? run : EMPTY)))];
-        }),
-      );
-    },
-  });
+  const loop = (runes$: Observable<Rune> | undefined): Epic =>
+    stateEffects({
+      name: 'reactAgentLoop',
+      machine: reactAgent,
+      states: 'any',
+      withState: true,
+      effects: (view, context): EffectsByKey<typeof reactAgent> => {
+        const { state } = view;
+        if (state === undefined || parseStreamId(view.stream)?.kind !== 'react') return {};
+        const deps: ReactAgentEffectDeps = {
+          call: (request) => call(request, context),
+          registry,
+          specs,
+          ...(system === undefined ? {} : { system }),
+          scheduler: context.scheduler,
+          apply: (input, at) => applyAgentInput(input, at),
+        };
+        return Object.fromEntries(
+          Object.entries(reactAgentEffectsAt(state)).map(([key, effect]) => {
+            const run = runReactAgentEffect(effect, state, deps, view.origin);
+            return [key, runes$ === undefined ? run : started$(view.stream, runes$, context).pipe(switchMap((started) => (started ? run : EMPTY)))];
+          }),
+        );
+      },
+    });
   if (!gated) return loop(undefined);
   return function reactAgentLoop(runes$, context, deps) {
     return loop(runes$)(runes$, context, deps);

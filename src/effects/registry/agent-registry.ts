@@ -92,7 +92,8 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
   if (!(Number.isInteger(maxAttempts) && maxAttempts >= 1)) throw new TypeError(`agentRegistry: "maxAttempts" must be an integer >= 1, got ${String(maxAttempts)}`);
   if (!(Number.isFinite(retryBaseMs) && retryBaseMs >= 0)) throw new TypeError(`agentRegistry: "retryBaseMs" must be a finite number >= 0 (ms), got ${String(retryBaseMs)}`);
   const { profiles } = options;
-  if (profiles !== undefined && profiles.toolkit === undefined) throw new TypeError('agentRegistry: "profiles" must have a toolkit (agentProfiles({ toolkit })) to build profiles from');
+  if (profiles !== undefined && profiles.toolkit === undefined)
+    throw new TypeError('agentRegistry: "profiles" must have a toolkit (agentProfiles({ toolkit })) to build profiles from');
   if (!(retryMaxMs >= retryBaseMs)) throw new TypeError(`agentRegistry: "retryMaxMs" must be >= "retryBaseMs" (${retryBaseMs}), got ${String(retryMaxMs)}`);
 
   return function agentRegistry(runes$, context, deps) {

@@ -19,7 +19,7 @@ export {
 } from './effects/llm/provider-chain.js';
 export { providerBreakers, type ProviderBreakersOptions } from './effects/llm/provider-breakers.js';
 export { agentChecks$, type AgentCheckOutput, type AgentChecksOptions } from './effects/registry/agent-checks.js';
-export { agentRegistry, type AgentRegistryOptions } from './effects/registry/agent-registry.js';
+export { PROFILE_UNAVAILABLE, agentRegistry, type AgentRegistryOptions } from './effects/registry/agent-registry.js';
 export { registeredAgentAdmission, type RegisteredAgentAdmissionOptions } from './effects/registry/registered-admission.js';
 export { registerDefinitions, type DefinitionRegistration } from './effects/registry/register-definitions.js';
 export { CLIENT_TOOL_TIMEOUT_MS, clientTool } from './effects/tools/client-tool.js';
@@ -43,11 +43,14 @@ export { ToolAbortError, ToolTimeoutError, runTool } from './effects/tools/run-t
 export { NonJsonOutputError, type JsonValue } from './effects/tools/json-output.js';
 export { toolCallEffects, type ToolCallEffectsOptions } from './effects/tools/tool-call-effects.js';
 export type { ToolScope } from './effects/tools/tool-scope.js';
+export { ToolNameClashError, toolRegistry, type ResolvedCall, type ToolRegistry } from './effects/tools/tool-registry.js';
 export { connectMcp, type ConnectMcpOptions, type McpArguments, type McpConnection, type McpToolInfo } from './effects/tools/connect-mcp.js';
 
 // Agents: the turn-based agent's epics and streams (seed 003), the ReAct runtime (seed 004).
 export { agentEpics, type AgentEpicsOptions } from './effects/agent/agent-epics.js';
 export type { AgentProfile } from './effects/agent/agent-profile.js';
+export { agentProfiles, type AgentProfiles, type AgentProfilesOptions } from './effects/agent/agent-profiles.js';
+export { buildAgentProfile, profileToolkit, type BuiltProfile, type ProfileToolkit } from './effects/agent/agent-profile-builder.js';
 export { conversationClose, CONVERSATION_CLOSING } from './effects/agent/conversation-close.js';
 export { DELEGATE_TOOL, DelegateInput, subAgentId, type DelegationLimits } from './effects/agent/delegation.js';
 export { transcriptOf } from './effects/agent/transcript.js';

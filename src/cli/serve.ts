@@ -1,6 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { inspect } from 'node:util';
 import { agentEpics } from '../effects/agent/agent-epics.js';
+import { agentProfiles } from '../effects/agent/agent-profiles.js';
 import { reactAgentEpics } from '../effects/agent/react-agent-epics.js';
 import { chatActorLifecycle } from '../effects/chat-actor-lifecycle.js';
 import { chatTalk } from '../effects/chat-talk.js';
@@ -112,6 +113,11 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       : configuredArchival(command.config.archival, { configDir: dirname(resolve(command.configSource)), source: command.configSource, env });
   const { registry } = command.config;
   const metrics = metricsOf(command.config.metrics, command.configSource, db, archival?.cold);
+  // Every role's profile, the configured ones and those the registry adds at runtime; with more
+  // than one configured role, agents delegate to them (the `delegate` tool).
+  const profiles = agentProfiles({ fixed: agents.profiles, toolkit: agents.toolkit, delegation: Object.keys(agents.profiles).length > 1 });
+  // With the registry, only an ACTIVE role's agents start (a client's root agent is the default role's).
+  const admission = registry === undefined ? undefined : registeredAgentAdmission({ defaultRole: agents.defaultRole, profiles });
   let engine: Engine;
   let store: RuneStore;
   try {
@@ -122,21 +128,20 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       epics: [
         chatActorLifecycle(),
         chatTalk(),
-        // With roles besides the default one, agents delegate to them (the `delegate` tool).
         ...agentEpics({
           ...defaults,
-          ...(Object.keys(agents.profiles).length > 1 ? { agents: agents.profiles } : {}),
+          agents: profiles,
           ...(command.config.delegation === undefined ? {} : { delegation: command.config.delegation }),
           // The default role's budget is every agent's without a role (a root spawned by a client).
           ...(agents.profiles[agents.defaultRole]?.budget === undefined ? {} : { budget: agents.profiles[agents.defaultRole]!.budget }),
           ...(command.config.conversationBudget === undefined ? {} : { conversationBudget: command.config.conversationBudget }),
           prices: agents.prices,
-          // With the registry, only an ACTIVE role's agents start (a client's root agent is the default role's).
-          ...(registry === undefined ? {} : { admission: registeredAgentAdmission({ defaultRole: agents.defaultRole }) }),
+          ...(admission === undefined ? {} : { admission }),
         }),
-        ...(registry === undefined ? [] : [agentRegistry({ ...registry, chains: agents.chains })]),
-        // ReAct agents (seed 004) on the same chain and tools; the breakers are agentEpics'.
-        ...reactAgentEpics({ ...defaults, breakers: false }),
+        // Definitions registered at runtime become live roles of `profiles` while ACTIVE.
+        ...(registry === undefined ? [] : [agentRegistry({ ...registry, chains: agents.chains, profiles })]),
+        // ReAct agents (seed 004) on the same chain and tools, gated alike; the breakers are agentEpics'.
+        ...reactAgentEpics({ ...defaults, breakers: false, ...(admission === undefined ? {} : { admission }) }),
         ...(command.config.autonomy === undefined ? [] : autonomyOf(command.config.autonomy, agents, command.config)),
         // Agent CLI sessions (seed 001): each `agent-manager-session` stream runs the configured CLI it names.
         ...(clis === undefined ? [] : [agentCliSessions(clis)]),
@@ -167,6 +172,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   } catch (error) {
     stopMetrics?.();
     await engine.close();
+    await profiles.idle();
     await agents.close();
     await archival?.close();
     throw error;
@@ -187,6 +193,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       await server.close();
       stopMetrics?.();
       await engine.close();
+      await profiles.idle(); // the registered definitions' MCP servers
       await agents.close();
       await archival?.close();
     },

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { filter, firstValueFrom } from 'rxjs';
 import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { AgentRegistrationState, TurnEngineState } from '../../src/index.js';
+import type { AgentLifecycleState, AgentRegistrationState, TurnEngineState } from '../../src/index.js';
 import { createClient } from '../../src/server/client/index.js';
 import { ServerConfigError, parseServerConfig } from '../../src/server/index.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
@@ -74,6 +74,46 @@ describe('runestream serve with the agent registry (a real process)', () => {
     await cli.line(/^runestream: agent registry: "assistant" redefined \(ACTIVATING\)$/m);
     await cli.line(/^runestream: agent registry: agent-def\/assistant ACTIVATING -> ACTIVE$/m);
     await cli.line(/^runestream: assistant agent on /m);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+  });
+
+  it('runs the agents of a definition registered over the protocol (its model, its built-in tool) while ACTIVE; retired, a new one is refused', async () => {
+    const db = tempDb();
+    const file = join(dirname(db), 'runestream.json');
+    writeFileSync(
+      file,
+      JSON.stringify({
+        models: {
+          offline: { type: 'scripted', answers: [{ text: 'OK' }] },
+          // The registry's check, then a turn: a call of `add`, then the answer.
+          counting: { type: 'scripted', answers: [{ text: 'OK' }, { toolCalls: [{ toolName: 'add', input: { a: 2, b: 3 } }] }, { text: 'It is 5.' }] },
+        },
+        agents: { assistant: { model: 'offline' } },
+        defaultRole: 'assistant',
+        registry: {},
+      }),
+    );
+    const cli = runestream(['serve', '--port', '0', '--db', db, '--config', file]);
+    const [, url] = await cli.line(LISTENING);
+    const client = createClient({ url: url!, WebSocket });
+    await client.spawn('agent-def/calc', 'agent-registration', { name: 'calc', model: 'counting', tools: ['add'] });
+    await firstValueFrom(client.state$<AgentRegistrationState>('agent-def/calc').pipe(filter((s) => s.value === 'ACTIVE')));
+
+    await client.spawn('conv/c/agent/a', 'agent-lifecycle', { agentId: 'a', role: 'calc' });
+    await client.spawn('conv/c/agent/a/turn', 'turn-engine');
+    await firstValueFrom(client.state$<AgentLifecycleState>('conv/c/agent/a').pipe(filter((s) => s.value === 'idle')));
+    const answered = firstValueFrom(client.state$<TurnEngineState>('conv/c/agent/a/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
+    await client.dispatch('conv/c/agent/a/turn', { type: 'start_turn', input: 'What is 2 + 3?' });
+    expect((await answered).output).toBe('It is 5.');
+
+    await client.dispatch('agent-def/calc', { type: 'remove' });
+    await cli.line(/^runestream: agent registry: agent-def\/calc ACTIVE -> DECOMMISSIONED$/m);
+    await client.spawn('conv/d/agent/a', 'agent-lifecycle', { agentId: 'a', role: 'calc' });
+    await client.spawn('conv/d/agent/a/turn', 'turn-engine');
+    const refused = await firstValueFrom(client.state$<AgentLifecycleState>('conv/d/agent/a').pipe(filter((s) => s.value === 'failed')));
+    expect(refused.error).toBe('agent "calc" is DECOMMISSIONED: new conversations start only on ACTIVE agents');
+    await client.close();
     cli.child.kill('SIGTERM');
     expect(await cli.exited).toBe(0);
   });

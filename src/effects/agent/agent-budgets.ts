@@ -21,9 +21,10 @@ export interface BudgetLimits {
   readonly budget?: Budget;
   /**
    * Limits on each agent of a role (the `role` of its `agent.spawning`), in place of `budget`:
-   * an `AgentProfile`'s budget. Default: none.
+   * an `AgentProfile`'s budget. Or a function of the role, for roles that come and go (the agent
+   * registry's). Default: none.
    */
-  readonly budgetsByRole?: Readonly<Record<string, Budget | undefined>>;
+  readonly budgetsByRole?: Readonly<Record<string, Budget | undefined>> | ((role: string) => Budget | undefined);
   /**
    * Limits on each conversation: what the turns of all its agents used, summed. A
    * `budget_replenished` that carries a `budget` replaces them for that conversation. Default: none.
@@ -33,7 +34,11 @@ export interface BudgetLimits {
 
 /** The limits on an agent: its role's, else the default. */
 const agentLimits = (lifecycle: AgentLifecycleState, limits: BudgetLimits): Budget | undefined =>
-  (lifecycle.role === undefined ? undefined : limits.budgetsByRole?.[lifecycle.role]) ?? limits.budget;
+  (lifecycle.role === undefined ? undefined : roleBudget(limits, lifecycle.role)) ?? limits.budget;
+
+/** A role's own limits, if it has any. */
+const roleBudget = ({ budgetsByRole }: BudgetLimits, role: string): Budget | undefined =>
+  typeof budgetsByRole === 'function' ? budgetsByRole(role) : Object.hasOwn(budgetsByRole ?? {}, role) ? budgetsByRole![role] : undefined;
 
 /** The limits a conversation has now: those its last replenish set, else the configured ones. */
 const conversationLimits = (talk: ConversationState | undefined, limits: BudgetLimits): Budget | undefined => talk?.budget ?? limits.conversationBudget;
@@ -158,7 +163,10 @@ export function agentBudgets(limits: BudgetLimits): Epic {
   const budgets: Array<[string, unknown]> = [
     ['budget', limits.budget],
     ['conversationBudget', limits.conversationBudget],
-    ...Object.entries(limits.budgetsByRole ?? {}).map(([role, budget]): [string, unknown] => [`budgetsByRole.${role}`, budget]),
+    ...Object.entries(typeof limits.budgetsByRole === 'function' ? {} : (limits.budgetsByRole ?? {})).map(([role, budget]): [string, unknown] => [
+      `budgetsByRole.${role}`,
+      budget,
+    ]),
   ];
   for (const [option, budget] of budgets) {
     const parsed = Budget.optional().safeParse(budget);
@@ -169,7 +177,8 @@ export function agentBudgets(limits: BudgetLimits): Epic {
     machine: agentLifecycle,
     states: ['idle'],
     effects: (view): EffectsByKey<typeof agentLifecycle> => {
-      if (limits.budget === undefined && Object.values(limits.budgetsByRole ?? {}).every((budget) => budget === undefined)) return {};
+      const byRole = limits.budgetsByRole;
+      if (limits.budget === undefined && typeof byRole !== 'function' && Object.values(byRole ?? {}).every((budget) => budget === undefined)) return {};
       const check = defer(async (): Promise<EpicCommand[]> => {
         const lifecycle = await firstValueFrom(view.state$);
         const overrun = lifecycle === undefined ? undefined : budgetOverrun(lifecycle.usage, agentLimits(lifecycle, limits));

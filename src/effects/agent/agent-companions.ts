@@ -27,7 +27,8 @@ export async function agentCompanions(
 ): Promise<EpicCommand[]> {
   const lifecycle = initError === undefined && admission === undefined ? undefined : await stateOf(context, agent.lifecycle, agentLifecycle);
   const spawned = lifecycle ?? agentLifecycle.initial({ agentId: agent.agentId });
-  const error = initError?.(spawned) ?? (await admission?.(spawned.role, context));
+  // Admission first: it waits (bounded) for the profile of a registration that is ACTIVE.
+  const error = (await admission?.(spawned.role, context)) ?? initError?.(spawned);
   const commands: EpicCommand[] = [
     { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId } },
     { stream: agent.lifecycle, event: error === undefined ? { type: 'init_complete' } : { type: 'init_error', error } },

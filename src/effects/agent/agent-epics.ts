@@ -9,6 +9,7 @@ import { agentBudgets, type BudgetLimits } from './agent-budgets.js';
 import { agentModel } from './agent-model.js';
 import type { AgentAdmission } from './agent-companions.js';
 import type { AgentProfile } from './agent-profile.js';
+import type { AgentProfiles } from './agent-profiles.js';
 import { agentRoles } from './agent-roles.js';
 import { agentTurns } from './agent-turns.js';
 import { conversationClose } from './conversation-close.js';
@@ -32,8 +33,12 @@ export interface AgentEpicsOptions {
    * same conversation, and returns its final output. An agent runs only its role's tools (and
    * `delegate`): a call naming any other tool ends with an error result naming the tool and the
    * role. Default: none (no roles, no delegation).
+   *
+   * Or an {@link AgentProfiles} (`agentProfiles`), whose roles may be added while the engine runs
+   * (the agent registry's definitions): its fixed roles are the delegation's, and the breakers of
+   * every chain of its toolkit run.
    */
-  readonly agents?: Readonly<Record<string, AgentProfile>>;
+  readonly agents?: Readonly<Record<string, AgentProfile>> | AgentProfiles;
   /** Limits on delegation per conversation: `maxDepth` (default 2), `maxAgents` (default 16). */
   readonly delegation?: DelegationLimits;
   /** Limits on each agent's usage (see `agentBudgets`). Default: none. */
@@ -81,7 +86,7 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
   const limits: BudgetLimits = {
     ...(budget === undefined ? {} : { budget }),
     ...(conversationBudget === undefined ? {} : { conversationBudget }),
-    ...(Object.keys(roles.budgetsByRole).length === 0 ? {} : { budgetsByRole: roles.budgetsByRole }),
+    ...(roles.any ? { budgetsByRole: roles.budgetOf } : {}),
   };
   return [
     agentModel(roles.any ? roles.chooseModel : roles.defaults),
@@ -90,10 +95,11 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
     toolCallEffects({
       tools: roles.tools,
       ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),
-      ...(roles.any ? { runElsewhere: [DELEGATE_TOOL], scope: roles.scope } : {}),
+      ...(roles.any ? { scope: roles.scope } : {}),
+      ...(roles.delegation ? { runElsewhere: [DELEGATE_TOOL] } : {}),
     }),
     ...roles.chains.map((each) => providerBreakers(each)),
     conversationClose(),
-    ...(roles.any ? [delegation({ roles: roles.modelNames, ...delegationLimits })] : []),
+    ...(roles.delegation ? [delegation({ roles: roles.modelNames, ...delegationLimits })] : []),
   ];
 }

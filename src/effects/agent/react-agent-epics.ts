@@ -1,10 +1,13 @@
 import type { LanguageModel } from 'ai';
+import { EMPTY, defer, filter, first, map, merge, of, switchMap, type Observable } from 'rxjs';
+import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import type { Rune } from '../../reducers/rune.js';
 import { reactAgentEffectsAt } from '../../reducers/react-agent/effects.js';
 import { reactAgent } from '../../reducers/react-agent/machine.js';
-import { parseStreamId } from '../../reducers/stream-ids.js';
+import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
 import { applyAgentInput } from '../../reducers/react-agent/transition.js';
 import { stateEffects } from '../../streams/effect-host.js';
-import type { Epic } from '../../streams/epic.js';
+import type { Epic, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { providerBreakers } from '../llm/provider-breakers.js';
 import { chainCall$, type ProviderChain } from '../llm/provider-chain.js';
@@ -13,7 +16,9 @@ import { toolRegistry } from '../tools/tool-registry.js';
 import { toolSpecs } from '../tools/tool-specs.js';
 import { chainOf } from './agent-roles.js';
 import type { ModelCaller } from './agent-model.js';
+import type { AgentAdmission } from './agent-companions.js';
 import { reactAgentLifecycle } from './react-agent-lifecycle.js';
+import { stateOf } from './state-of.js';
 import { runReactAgentEffect, type ReactAgentEffectDeps } from './react-agent-effects.js';
 import { checkNoInternalNames } from './react-internal-tools.js';
 
@@ -30,6 +35,12 @@ export interface ReactAgentEpicsOptions {
    * true; pass false beside `agentEpics` on the same providers, which includes it already.
    */
   readonly breakers?: boolean;
+  /**
+   * Whether an agent of a role may start now, as `agentEpics({ admission })` takes it (the agent
+   * registry's `registeredAgentAdmission`): one it refuses gets `init_error` saying why, and its
+   * loop never calls the model or a tool. Default: none (every agent starts).
+   */
+  readonly admission?: AgentAdmission;
 }
 
 /**
@@ -70,10 +81,15 @@ export interface ReactAgentEpicsOptions {
  * ```
  */
 export function reactAgentEpics(options: ReactAgentEpicsOptions): Epic[] {
-  const { model, tools = [], system, breakers = true } = options;
+  const { model, tools = [], system, breakers = true, admission } = options;
   const chain = chainOf(model);
-  const loop = reactAgentLoop({ call: (request, context) => chainCall$(chain, request, context), tools, ...(system === undefined ? {} : { system }) });
-  const lifecycle = reactAgentLifecycle();
+  const loop = reactAgentLoop({
+    call: (request, context) => chainCall$(chain, request, context),
+    tools,
+    ...(system === undefined ? {} : { system }),
+    ...(admission === undefined ? {} : { gated: true }),
+  });
+  const lifecycle = reactAgentLifecycle(admission);
   return breakers ? [loop, lifecycle, providerBreakers(chain)] : [loop, lifecycle];
 }
 
@@ -83,31 +99,63 @@ export interface ReactAgentLoopOptions {
   readonly call: ModelCaller;
   readonly tools: readonly AnyTool[];
   readonly system?: string;
+  /** Whether an agent's effects wait for its lifecycle to start, and never run if it failed (refused by admission) or ended. Default false. */
+  readonly gated?: boolean;
+}
+
+/**
+ * Whether the agent of a ReAct stream has started: its lifecycle's first state past `spawning`
+ * (live runes first, then the stored state), true unless it is terminal (failed to start, or ended).
+ */
+function started$(stream: string, runes$: Observable<Rune>, context: EpicContext): Observable<boolean> {
+  const parts = parseStreamId(stream);
+  if (parts?.kind !== 'react') return of(true);
+  const lifecycle = agentStreams(parts.root, parts.agentId).lifecycle;
+  return merge(
+    runes$.pipe(
+      filter((rune) => rune.stream === lifecycle),
+      map((rune) => rune.to),
+    ),
+    defer(() => stateOf(context, lifecycle, agentLifecycle)).pipe(map((state) => state?.value)),
+  ).pipe(
+    first((value) => value !== undefined && value !== 'spawning'),
+    map((value) => !(agentLifecycle.terminal as readonly (string | undefined)[]).includes(value)),
+  );
 }
 
 /** The effects of every ReAct stream, reconciled by the engine (see {@link reactAgentEpics}). */
 export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
-  const { call, tools, system } = options;
+  const { call, tools, system, gated = false } = options;
   checkNoInternalNames('reactAgentEpics', tools);
   const registry = toolRegistry('reactAgentEpics', tools);
   const specs = toolSpecs(tools);
-  return stateEffects({
-    name: 'reactAgentLoop',
-    machine: reactAgent,
-    states: 'any',
-    withState: true,
-    effects: (view, context): EffectsByKey<typeof reactAgent> => {
-      const { state } = view;
-      if (state === undefined || parseStreamId(view.stream)?.kind !== 'react') return {};
-      const deps: ReactAgentEffectDeps = {
-        call: (request) => call(request, context),
-        registry,
-        specs,
-        ...(system === undefined ? {} : { system }),
-        scheduler: context.scheduler,
-        apply: (input, at) => applyAgentInput(input, at),
-      };
-      return Object.fromEntries(Object.entries(reactAgentEffectsAt(state)).map(([key, effect]) => [key, runReactAgentEffect(effect, state, deps, view.origin)]));
-    },
-  });
+  const loop = (runes$: Observable<Rune> | undefined): Epic =>
+    stateEffects({
+      name: 'reactAgentLoop',
+      machine: reactAgent,
+      states: 'any',
+      withState: true,
+      effects: (view, context): EffectsByKey<typeof reactAgent> => {
+        const { state } = view;
+        if (state === undefined || parseStreamId(view.stream)?.kind !== 'react') return {};
+        const deps: ReactAgentEffectDeps = {
+          call: (request) => call(request, context),
+          registry,
+          specs,
+          ...(system === undefined ? {} : { system }),
+          scheduler: context.scheduler,
+          apply: (input, at) => applyAgentInput(input, at),
+        };
+        return Object.fromEntries(
+          Object.entries(reactAgentEffectsAt(state)).map(([key, effect]) => {
+            const run = runReactAgentEffect(effect, state, deps, view.origin);
+            return [key, runes$ === undefined ? run : started$(view.stream, runes$, context).pipe(switchMap((started) => (started ? run : EMPTY)))];
+          }),
+        );
+      },
+    });
+  if (!gated) return loop(undefined);
+  return function reactAgentLoop(runes$, context, deps) {
+    return loop(runes$)(runes$, context, deps);
+  };
 }

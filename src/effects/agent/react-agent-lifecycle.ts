@@ -5,7 +5,7 @@ import type { AgentState } from '../../reducers/react-agent/state.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../../reducers/rune.js';
 import { agentStreams, parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
-import { agentCompanions } from './agent-companions.js';
+import { agentCompanions, type AgentAdmission } from './agent-companions.js';
 import { stateOf } from './state-of.js';
 
 /** The agent whose ReAct stream (`<root>/agent/<a>/react`) is `stream`, or undefined for any other stream. */
@@ -57,15 +57,16 @@ async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext,
  *    turn (`turn_assigned`) and the conversation counts it (`new_turn`); when the loop comes to
  *    rest the turn completes.
  *
- * Part of `reactAgentEpics`. A terminated agent (its conversation closed) refuses new turns.
+ * Part of `reactAgentEpics`. A terminated agent (its conversation closed) refuses new turns. With
+ * `admission`, an agent whose role it refuses gets `init_error` saying why instead of starting.
  */
-export function reactAgentLifecycle(): Epic {
+export function reactAgentLifecycle(admission?: AgentAdmission): Epic {
   return function reactAgentLifecycle(runes$, context) {
     // Per lifecycle stream, the state its last step sent will put it in, until its rune says so.
     const pending = new Map<string, 'idle' | 'running_turn'>();
     const onRune = (rune: Rune): Observable<EpicCommand> => {
       const agent = agentOfReact(rune.stream)!;
-      const step = rune.event.type === SPAWN_EVENT_TYPE ? () => agentCompanions(agent, context) : () => reconciled(agent, rune, context, pending);
+      const step = rune.event.type === SPAWN_EVENT_TYPE ? () => agentCompanions(agent, context, undefined, admission) : () => reconciled(agent, rune, context, pending);
       return defer(step).pipe(mergeMap((commands) => commands));
     };
     const atRest = (stream: string): boolean => context.state<AgentState>(stream)?.reActContext === null;

@@ -6,6 +6,8 @@ import type { EpicCommand } from '../../streams/epic.js';
 import { chainCall$, type ChainContext, type ProviderChain } from '../llm/provider-chain.js';
 import { builtinTools } from '../tools/builtin-tools.js';
 import { connectMcp } from '../tools/connect-mcp.js';
+import type { AgentProfiles } from '../agent/agent-profiles.js';
+import type { AnyTool } from '../tools/tool.js';
 
 /** Options of {@link agentChecks$}. */
 export interface AgentChecksOptions {
@@ -13,6 +15,12 @@ export interface AgentChecksOptions {
   readonly chains: Readonly<Record<string, ProviderChain>>;
   /** What becomes of a checked MCP server's stderr. Default `'ignore'`. */
   readonly mcpStderr?: 'inherit' | 'pipe' | 'ignore';
+  /**
+   * The live roles (`agentProfiles`, with its toolkit) that an ACTIVE registration's definition
+   * joins: its checks then refuse a tool whose name another role's different tool has. Default:
+   * none (definitions are checked, not made live).
+   */
+  readonly profiles?: AgentProfiles;
 }
 
 /** What {@link agentChecks$} emits: the breaker commands of its model call, then its verdict. */
@@ -36,9 +44,11 @@ export function toolSchemaError(validator: AjvJsonSchemaValidator, tool: string,
  * the first that fails:
  *
  * 1. its `model` names a known chain or model, each of its `tools` is a built-in tool or one of
- *    its `mcpServers`, and its client tools' input schemas compile (AJV, as MCP validates);
+ *    its `mcpServers`, and its client tools' input schemas compile (AJV, as MCP validates); with
+ *    `profiles`, none of its built-in or client tools' names is a different tool's of another role;
  * 2. each MCP server its `tools` name starts (stdio) and lists its tools, and every tool's input
- *    JSON Schema compiles (the built-in tools' too); each server is stopped again after;
+ *    JSON Schema compiles (the built-in tools' too), and (with `profiles`) no tool's name is
+ *    another role's tool's; each server is stopped again after;
  * 3. the model answers one tiny call through its provider chain: the chain's breaker commands are
  *    emitted as it goes (the caller dispatches them), so a provider that fails here counts as it
  *    would in a conversation.
@@ -48,7 +58,13 @@ export function toolSchemaError(validator: AjvJsonSchemaValidator, tool: string,
  * is stopped once it has started.
  */
 export function agentChecks$(definition: AgentDefinition, options: AgentChecksOptions, context: ChainContext): Observable<AgentCheckOutput> {
-  const { chains, mcpStderr = 'ignore' } = options;
+  const { chains, mcpStderr = 'ignore', profiles } = options;
+  // A configured role's profile is fixed (built at start); any other definition's joins the live roles.
+  const joins = profiles?.toolkit !== undefined && !Object.hasOwn(profiles.fixed, definition.name) ? profiles : undefined;
+  const clashOf = (tools: readonly AnyTool[]): string | undefined => {
+    const why = joins?.clash(definition.name, { tools });
+    return why === undefined ? undefined : `tool name clash: ${why}`;
+  };
   const verdict = (error?: string): AgentCheckOutput => (error === undefined ? { type: 'verdict' } : { type: 'verdict', error });
   return defer(() => {
     const chain = Object.hasOwn(chains, definition.model) ? chains[definition.model] : undefined;
@@ -79,7 +95,10 @@ export function agentChecks$(definition: AgentDefinition, options: AgentChecksOp
         const error = toolSchemaError(validator, tool.name, tool.inputSchema);
         if (error !== undefined) return error;
       }
-      return undefined;
+      if (joins === undefined) return undefined;
+      const { toolkit } = joins;
+      const named = definition.tools.flatMap((name) => (Object.hasOwn(definition.mcpServers, name) ? [] : [toolkit!.builtin.get(name)!]));
+      return clashOf([...named, ...(definition.clientTools ?? []).map((spec) => toolkit!.clientTool(spec))]);
     };
     const mcpError = async (): Promise<string | undefined> => {
       for (const name of definition.tools) {
@@ -96,6 +115,9 @@ export function agentChecks$(definition: AgentDefinition, options: AgentChecksOp
             const error = toolSchemaError(validator, tool.name, tool.inputSchema);
             if (error !== undefined) return `MCP server "${name}": ${error}`;
           }
+          // The check's connection's tools are not the ones the profile will have: any name taken clashes.
+          const taken = joins === undefined ? undefined : connection.tools.find((tool) => joins.tools.get(tool.name) !== undefined);
+          if (taken !== undefined) return `tool name clash: MCP server "${name}": a tool is already named "${taken.name}"; tool names must be unique`;
         } finally {
           await connection.close().catch(() => undefined);
         }

@@ -6,6 +6,10 @@ import { durableDeadline } from '../../streams/durable-deadline.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey, StreamView } from '../../streams/state-effects.js';
+import { errorText } from '../../reducers/error-text.js';
+import { agentNameOf } from '../../reducers/agent-registration/definition.js';
+import { buildAgentProfile, type BuiltProfile } from '../agent/agent-profile-builder.js';
+import type { AgentProfiles } from '../agent/agent-profiles.js';
 import { agentChecks$, type AgentChecksOptions } from './agent-checks.js';
 import { chainOpenness$ } from './provider-watch.js';
 
@@ -21,6 +25,38 @@ export interface AgentRegistryOptions extends AgentChecksOptions {
 
 type Registration = typeof agentRegistration;
 type Output = AgentRegistrationEvent | EpicCommand;
+
+/** How the reason of a pause begins when an ACTIVE registration's profile could not be made live: the operator resumes it (which tries again). */
+export const PROFILE_UNAVAILABLE = 'profile unavailable';
+
+/**
+ * An ACTIVE (or PAUSED) registration's definition as a live role of `profiles`: built (its MCP
+ * servers started) and added on subscribe; removed, its MCP servers stopped, on unsubscribe. A
+ * profile that cannot be built or added (an MCP server that does not start, a tool name taken)
+ * pauses the registration, saying why.
+ */
+function liveProfile$(role: string, state: AgentRegistrationState, profiles: AgentProfiles): Observable<Output> {
+  return new Observable<Output>((subscriber) => {
+    let unsubscribed = false;
+    let remove: (() => void) | undefined;
+    const unavailable = (error: unknown): void => {
+      if (!unsubscribed) subscriber.next({ type: 'pause', reason: `${PROFILE_UNAVAILABLE}: ${errorText(error)}`.slice(0, 2000) });
+    };
+    buildAgentProfile(state.definition!, profiles.toolkit!).then((built: BuiltProfile) => {
+      if (unsubscribed) return void built.close().catch(() => undefined);
+      try {
+        remove = profiles.add(role, built.profile, built.close);
+      } catch (error) {
+        void built.close().catch(() => undefined);
+        unavailable(error);
+      }
+    }, unavailable);
+    return () => {
+      unsubscribed = true;
+      remove?.();
+    };
+  });
+}
 
 const isAutoPause = (reason: string | undefined): boolean => (AUTO_PAUSE_REASONS as readonly (string | undefined)[]).includes(reason);
 
@@ -38,7 +74,11 @@ const isAutoPause = (reason: string | undefined): boolean => (AUTO_PAUSE_REASONS
  * 4. RETRYING: the checks again: `retry_succeeded` -> ACTIVE; a failure with attempts left
  *    `init_failed` -> ERROR (and the next backoff); the `maxAttempts`-th failure `retry_failed`
  *    -> DECOMMISSIONED.
- * 5. ACTIVE: while every provider of its chain has its breaker OPEN, it is paused (`pause` with
+ * 5. ACTIVE: with `profiles`, its definition is a live role there (`buildAgentProfile`: model,
+ *    built-in, MCP and client tools, system, budget), kept while ACTIVE or PAUSED, removed (its
+ *    MCP servers stopped) once it leaves them or the engine closes; one that cannot be built
+ *    pauses it (reason `profile unavailable: ...`). A configured role's profile is fixed, not
+ *    built here. While every provider of its chain has its breaker OPEN, it is paused (`pause` with
  *    reason `rate_limited` when each was opened by a `Retry-After`, else `providers_open`); PAUSED
  *    for one of those reasons, it is resumed as soon as one breaker is not OPEN (HALF_OPEN after
  *    its timeout, or CLOSED). An operator's pause (any other reason) is left to the operator.
@@ -51,6 +91,9 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
   const { retryMaxMs = Math.max(300_000, retryBaseMs) } = options;
   if (!(Number.isInteger(maxAttempts) && maxAttempts >= 1)) throw new TypeError(`agentRegistry: "maxAttempts" must be an integer >= 1, got ${String(maxAttempts)}`);
   if (!(Number.isFinite(retryBaseMs) && retryBaseMs >= 0)) throw new TypeError(`agentRegistry: "retryBaseMs" must be a finite number >= 0 (ms), got ${String(retryBaseMs)}`);
+  const { profiles } = options;
+  if (profiles !== undefined && profiles.toolkit === undefined)
+    throw new TypeError('agentRegistry: "profiles" must have a toolkit (agentProfiles({ toolkit })) to build profiles from');
   if (!(retryMaxMs >= retryBaseMs)) throw new TypeError(`agentRegistry: "retryMaxMs" must be >= "retryBaseMs" (${retryBaseMs}), got ${String(retryMaxMs)}`);
 
   return function agentRegistry(runes$, context, deps) {
@@ -77,6 +120,12 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
         map((openness): Output => (whenAllOpen ? { type: 'pause', reason: openness.rateLimited ? 'rate_limited' : 'providers_open' } : { type: 'resume' })),
       );
     };
+    // The same key in ACTIVE and PAUSED: the profile is kept across a pause.
+    const live = (stream: string, state: AgentRegistrationState): EffectsByKey<Registration> => {
+      const role = agentNameOf(stream);
+      if (profiles === undefined || role === undefined || Object.hasOwn(profiles.fixed, role)) return {};
+      return { profile: liveProfile$(role, state, profiles) };
+    };
     // Each state's effects have keys of their own: a key kept from one state to the next is not started again.
     const effects = (view: StreamView<Registration>, ctx: EpicContext): EffectsByKey<Registration> => {
       const state = view.state;
@@ -98,9 +147,12 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
             ),
           };
         case 'ACTIVE':
-          return { pauseWhileOpen: watch$(state, ctx, true) };
+          return { pauseWhileOpen: watch$(state, ctx, true), ...live(view.stream, state) };
         case 'PAUSED':
-          return isAutoPause(state.reason) ? { resumeWhenOpen: watch$(state, ctx, false) } : {};
+          return {
+            ...(isAutoPause(state.reason) ? { resumeWhenOpen: watch$(state, ctx, false) } : {}),
+            ...(state.reason?.startsWith(PROFILE_UNAVAILABLE) ? {} : live(view.stream, state)),
+          };
         default:
           return {};
       }

@@ -8,13 +8,19 @@ import type { AnyTool } from './tool.js';
 import { execution$ } from './tool-call-execution.js';
 import { callOrder, type CallOrder } from './tool-call-order.js';
 import { policy$ } from './tool-call-policy.js';
-import { toolRegistry } from './tool-registry.js';
+import { toolRegistry, type ToolRegistry } from './tool-registry.js';
 import type { ToolScope } from './tool-scope.js';
+
+const isToolRegistry = (tools: unknown): tools is ToolRegistry => typeof (tools as ToolRegistry | undefined)?.resolve === 'function' && !Array.isArray(tools);
 
 /** Options of {@link toolCallEffects}, with their defaults. */
 export interface ToolCallEffectsOptions {
-  /** The tools calls may name (`defineTool`, `connectMcp`); names must be unique. */
-  tools: readonly AnyTool[];
+  /**
+   * The tools calls may name (`defineTool`, `connectMcp`); names must be unique. Or a
+   * `ToolRegistry` that tools are added to while calls run (`agentEpics` does so for the agent
+   * definitions the registry makes live).
+   */
+  tools: readonly AnyTool[] | ToolRegistry;
   /** How long a call may wait for approval before it ends with `approval_timeout`, in scheduler ms. Default 600,000 (10 minutes). */
   approvalTimeoutMs?: number;
   /** How late an approval timeout may fire: the timer wheel's bucket size, in ms. Default 1,000. */
@@ -86,7 +92,7 @@ export interface ToolCallEffectsOptions {
  */
 export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
   const { tools, approvalTimeoutMs = 600_000, resolutionMs = 1000, runElsewhere = [], scope } = options ?? ({} as ToolCallEffectsOptions);
-  const registry = toolRegistry('toolCallEffects', tools);
+  const registry = isToolRegistry(tools) ? tools : toolRegistry('toolCallEffects', tools);
   if (!(approvalTimeoutMs > 0)) throw new TypeError(`toolCallEffects: "approvalTimeoutMs" must be positive, got ${String(approvalTimeoutMs)}`);
   if (!(resolutionMs > 0)) throw new TypeError(`toolCallEffects: "resolutionMs" must be positive, got ${String(resolutionMs)}`);
   // A timeout whose rune did not come back (its dispatch failed) is sent again this much later.

@@ -1,16 +1,13 @@
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { AgentEpicsOptions } from '../../effects/agent/agent-epics.js';
 import type { AgentProfile } from '../../effects/agent/agent-profile.js';
+import { buildAgentProfile, profileToolkit, type BuiltProfile, type ProfileToolkit } from '../../effects/agent/agent-profile-builder.js';
 import { demoScriptedModel } from '../../effects/llm/demo-model.js';
 import { modelIdOf } from '../../effects/llm/model-call.js';
 import type { Provider } from '../../effects/llm/model-types.js';
 import type { PriceTable } from '../../reducers/budget.js';
 import type { ProviderChain } from '../../effects/llm/provider-chain.js';
 import { scriptedModel } from '../../effects/llm/scripted-model.js';
-import { builtinTools } from '../../effects/tools/builtin-tools.js';
-import { clientTool } from '../../effects/tools/client-tool.js';
-import { connectMcp, type McpConnection } from '../../effects/tools/connect-mcp.js';
-import type { AnyTool } from '../../effects/tools/tool.js';
 import { ServerConfigError, type ModelConfig, type ServerConfig } from './server-config.js';
 
 /** Options of {@link configuredAgents}, with their defaults. */
@@ -33,6 +30,8 @@ export interface ConfiguredAgents {
   readonly chains: Readonly<Record<string, ProviderChain>>;
   /** How each role's agents run, by role. */
   readonly profiles: Readonly<Record<string, AgentProfile>>;
+  /** What the profiles were built from: the agent registry builds those of definitions registered at runtime from it too. */
+  readonly toolkit: ProfileToolkit;
   readonly defaultRole: string;
   /** The default role's model, tools and system prompt: what `runestream serve` passes to `agentEpics` (and `reactAgentEpics`). */
   readonly defaults: Pick<AgentEpicsOptions, 'model' | 'tools' | 'system'> & { readonly model: ProviderChain };
@@ -95,47 +94,17 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
     descriptions[name] = `chain "${name}": ${chain.models.map((model) => `${model} (${descriptions[model]})`).join(', then ')}`;
   }
 
-  const builtin = new Map(builtinTools().map((tool) => [tool.name, tool]));
-  const connections: McpConnection[] = [];
+  const toolkit = profileToolkit(chains, { mcpStderr });
+  const built: BuiltProfile[] = [];
   const close = async (): Promise<void> => {
-    await Promise.all(connections.splice(0).map((connection) => connection.close()));
+    await Promise.all(built.splice(0).map((profile) => profile.close()));
   };
   const profiles: Record<string, AgentProfile> = {};
-  const clientTools = new Map<string, AnyTool>();
   try {
     for (const [role, agent] of Object.entries(config.agents)) {
-      const tools: AnyTool[] = [];
-      for (const name of agent.tools) {
-        const server = agent.mcpServers[name];
-        if (server === undefined) {
-          tools.push(builtin.get(name)!);
-          continue;
-        }
-        let connection: McpConnection;
-        try {
-          connection = await connectMcp({ ...server, name, stderr: mcpStderr });
-        } catch (error) {
-          if (onMcpFailure === 'throw') throw error;
-          onMcpFailure(role, name, error);
-          continue;
-        }
-        connections.push(connection);
-        tools.push(...connection.tools);
-      }
-      // A client tool several roles declare alike is one tool (the config's check refuses two that differ).
-      for (const spec of agent.clientTools ?? []) {
-        const known = clientTools.get(spec.name);
-        const tool = known ?? clientTool(spec);
-        clientTools.set(spec.name, tool);
-        tools.push(tool);
-      }
-      profiles[role] = {
-        model: chains[agent.model]!,
-        tools,
-        ...(agent.system === undefined ? {} : { system: agent.system }),
-        ...(agent.budget === undefined ? {} : { budget: agent.budget }),
-        ...(agent.description === undefined ? {} : { description: agent.description }),
-      };
+      const one = await buildAgentProfile(agent, toolkit, onMcpFailure === 'throw' ? undefined : (server, error) => onMcpFailure(role, server, error));
+      built.push(one);
+      profiles[role] = one.profile;
     }
   } catch (error) {
     await close();
@@ -148,6 +117,7 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
   return {
     chains,
     profiles,
+    toolkit,
     defaultRole,
     defaults: { model: chains[defaultAgent.model]!, tools: profile.tools ?? [], ...(profile.system === undefined ? {} : { system: profile.system }) },
     description: descriptions[defaultAgent.model]!,

@@ -489,10 +489,17 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (notAnId !== undefined) return sink.result(notAnId, token);
     const violation = checkValue?.(event, 'event');
     if (violation !== undefined) return sink.result(refusedValue(violation, 'invalid_event'), token);
-    const loaded = instances.load(stream);
     // A rune's `at` is when its event was dispatched, even if the stream had to be hydrated first:
     // a timer that fires at its deadline stamps its rune with the deadline.
-    const dispatchedAt = scheduler.now();
+    enter(stream, event, scheduler.now(), sink, token);
+  };
+
+  /**
+   * Applies a checked event to its stream's instance: at once if it is in memory, else once it is
+   * loaded (or caught up), behind the events already waiting for that.
+   */
+  const enter = <T>(stream: string, event: unknown, dispatchedAt: number, sink: DispatchSink<T>, token: T): void => {
+    const loaded = instances.load(stream);
     if (!(loaded instanceof Promise)) return apply(loaded, event, dispatchedAt, sink, token);
     const queue = waiting.get(loaded);
     if (queue !== undefined) {
@@ -550,20 +557,31 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const lostRace = (stream: string, runes: readonly PendingRune<Instance>[]): void => {
     const { instance } = runes[0]!;
     const retries: WaitingEvent[] = [];
-    for (const { rune, sink, token } of runes) {
-      const retry = raceRetry(sink, token);
-      if (rune.seq === 1) sink.result(rejected('stream_exists', existsReason(instance.machine, stream)), token);
-      else if (retry.losses >= maxRaceLosses) {
-        sink.result(rejected('contention', `stream "${stream}": another writer took its next seq ${retry.losses} times in a row; nothing was appended`), token);
-      } else retries.push({ event: rune.event, dispatchedAt: rune.at, sink: retrySink, token: retry });
+    /** The dispatches answered without another try: told last, once the stream is set to catch up. */
+    const answered: PendingRune<Instance>[] = [];
+    for (const p of runes) {
+      const retry = raceRetry(p.sink, p.token);
+      if (p.rune.seq === 1 || retry.losses >= maxRaceLosses) answered.push(p);
+      else retries.push({ event: p.rune.event, dispatchedAt: p.rune.at, sink: retrySink, token: retry });
     }
     if (instance.durableSeq === 0 || !instances.isCurrent(instance)) {
       // Its spawn lost: there is no durable state to go back to. The retries hydrate the stream.
       if (instances.isCurrent(instance)) instances.forget(stream);
       follower?.settled(stream);
-      for (const w of retries) submit(stream, w.event, w.sink, w.token);
-      return;
+      for (const w of retries) enter(stream, w.event, w.dispatchedAt, w.sink, w.token);
+    } else catchUp(instance, retries);
+    for (const { rune, sink, token } of answered) {
+      if (rune.seq === 1) sink.result(rejected('stream_exists', existsReason(instance.machine, stream)), token);
+      else sink.result(rejected('contention', `stream "${stream}": another writer took its next seq ${maxRaceLosses} times in a row; nothing was appended`), token);
     }
+  };
+
+  /**
+   * Brings `instance`, back at its durable state, up to the store's head (`readUp`), then applies
+   * `retries` to it, and the events dispatched meanwhile after them.
+   */
+  const catchUp = (instance: Instance, retries: WaitingEvent[]): void => {
+    const { stream } = instance;
     instance.state = instance.durableState;
     instance.seq = instance.durableSeq;
     // Started on the next microtask: registered first, so a dispatch made from inside a subscriber
@@ -582,9 +600,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
     };
     ready.then(
       () => {
-        if (instances.isCurrent(instance)) {
-          for (const w of done()) apply(instance, w.event, w.dispatchedAt, w.sink, w.token);
-        } else for (const w of done()) submit(stream, w.event, w.sink, w.token); // it left memory meanwhile: hydrated afresh
+        // Each through `enter`: one that loses again starts another catch-up, which the rest wait for.
+        // One that left memory meanwhile is hydrated afresh.
+        for (const w of done()) {
+          if (closed) w.sink.result(rejected('closed', 'the engine is closed'), w.token);
+          else enter(stream, w.event, w.dispatchedAt, w.sink, w.token);
+        }
       },
       (error: unknown) => {
         instances.forget(stream);

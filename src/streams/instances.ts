@@ -153,6 +153,8 @@ export class Instances {
       const instance = create();
       this.#memory.set(stream, instance);
       admit(instance);
+      // Its spawn, committed at once, lost the race to another writer's: the stream is theirs.
+      if (this.#memory.get(stream) !== instance) return this.#hydrate(stream);
       this.#entered(instance);
       return instance;
     })().finally(() => this.#loaded(stream, claiming));

@@ -72,22 +72,25 @@ describe('two engines on one store (two writers), following it', () => {
     await b.close();
   });
 
-  it("rejects a spawn that loses as stream_exists, and applies the dispatch queued behind it to the winner's stream", async () => {
-    const store = memoryStore();
-    const a = createEngine({ store: shared(store, { batches: true }), followStore: true });
-    const b = createEngine({ store: shared(store), followStore: true });
-    const mine = a.spawn('s', chatActor);
-    const theirs = b.spawn('s', chatActor);
-    const behind = mine.then(() => undefined);
-    expect(await theirs).toMatchObject({ accepted: true, rune: { seq: 1 } });
-    const after = a.dispatch('s', interact); // queued behind a's spawn, which loses
-    expect(await mine).toEqual({ accepted: false, code: 'stream_exists', reason: 'stream "s" already exists' });
-    await behind;
-    expect(await after).toMatchObject({ accepted: true, rune: { seq: 2, from: 'idle', to: 'running' } });
-    expect(await store.head('s')).toMatchObject({ seq: 2 });
-    await a.close();
-    await b.close();
-  });
+  for (const batches of [false, true]) {
+    it(`rejects a spawn that loses as stream_exists, and applies the dispatch queued behind it to the winner's stream (${batches ? 'in batches' : 'at once'})`, async () => {
+      const store = memoryStore();
+      const a = createEngine({ store: shared(store, { batches }), followStore: true });
+      const b = createEngine({ store: shared(store), followStore: true });
+      // Both ask the store whether the stream exists before either spawn is committed; b's is first.
+      const spawns = [b.spawn('s', chatActor), a.spawn('s', chatActor)];
+      const after = a.dispatch('s', interact); // waits for a's spawn
+      const outcomes = await Promise.all(spawns);
+      expect(outcomes.filter((o) => o.accepted)).toMatchObject([{ rune: { seq: 1 } }]);
+      expect(outcomes.filter((o) => !o.accepted)).toEqual([{ accepted: false, code: 'stream_exists', reason: 'stream "s" already exists' }]);
+      expect(await after).toMatchObject({ accepted: true, rune: { seq: 2, from: 'idle', to: 'running' } });
+      expect(a.machineOf('s')).toBe('chat-actor'); // the winner's stream, in a's memory
+      expect((await store.read('s')).map((r) => r.kind)).toEqual(['spawned', 'ProcessInteraction']);
+      for (const engine of [a, b]) expect((await engine.snapshot('s'))?.seq).toBe(2);
+      await a.close();
+      await b.close();
+    });
+  }
 
   it('rejects a dispatch that loses maxRaceLosses times in a row with contention, naming the stream', async () => {
     const store = memoryStore();

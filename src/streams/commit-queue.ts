@@ -101,8 +101,11 @@ export class CommitQueue<I extends Committable> {
   /** With one fence for all (or none), what every append says: decided once. */
   readonly #appendOptions: AppendOptions | undefined;
   readonly #fenceOf: FenceOf | undefined;
-  /** Per fence a `fenceOf` gave, the options of an `appendSync` under it: no object made per rune. */
-  readonly #optionsOf = new WeakMap<Fence, AppendOptions>();
+  /**
+   * Per lease, the options of an `appendSync` under its newest epoch a `fenceOf` gave: no object
+   * kept per rune (a lease manager makes a new fence object per call), one per lease.
+   */
+  readonly #optionsByLease = new Map<string, AppendOptions & { readonly fences: readonly [Fence] }>();
   readonly #sampled = sampler();
   readonly #hooks: CommitHooks<I>;
   readonly #maxBurst: number;
@@ -132,8 +135,10 @@ export class CommitQueue<I extends Committable> {
   #optionsFor(stream: string): AppendOptions | undefined {
     const fence = this.#fenceOf?.(stream);
     if (fence === undefined) return this.#appendOptions;
-    let options = this.#optionsOf.get(fence);
-    if (options === undefined) this.#optionsOf.set(fence, (options = { writer: this.#writer, fences: [fence] }));
+    const cached = this.#optionsByLease.get(fence.lease);
+    if (cached !== undefined && cached.fences[0].epoch === fence.epoch) return cached;
+    const options = { writer: this.#writer, fences: [{ lease: fence.lease, epoch: fence.epoch }] as [Fence] };
+    this.#optionsByLease.set(fence.lease, options);
     return options;
   }
 

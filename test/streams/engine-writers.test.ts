@@ -157,13 +157,15 @@ describe('two engines on one store (two writers), following it', () => {
     await b.close();
   });
 
-  it('refuses followStore on a store without tail, and a malformed fence, the ws way', () => {
+  it('refuses followStore on a store without tail, and a malformed fence, the ws way', async () => {
     const { tail: _tail, ...withoutTail } = memoryStore();
     expect(() => createEngine({ store: withoutTail, followStore: true })).toThrow('createEngine: "followStore" needs a store with tail');
     expect(() => createEngine({ fence: { lease: '', epoch: 1 } })).toThrow(
       'createEngine: "fence" must be { lease: a non-empty string, epoch: a non-negative integer } or a function of the stream',
     );
     expect(() => createEngine({ fence: { lease: 'log', epoch: 1.5 } })).toThrow(TypeError);
+    expect(() => createEngine({ fence: 'log' as never })).toThrow(TypeError);
+    await createEngine({ fence: () => undefined }).close(); // a lease manager's fenceOf: taken as it is
   });
 });
 

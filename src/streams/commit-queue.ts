@@ -1,6 +1,6 @@
 import type { Rune } from '../reducers/rune.js';
 import { appendChannel, sampler, type StoreAppendReport } from './diagnostics.js';
-import { StoreConflictError, type AppendOptions, type RuneStore } from './store.js';
+import { StoreConflictError, StoreFencedError, type AppendOptions, type Fence, type RuneStore } from './store.js';
 import type { DispatchSink } from './submit.js';
 
 /** What the queue reads and writes of an instance (the engine's instances are this). */
@@ -23,6 +23,13 @@ export interface CommitHooks<I extends Committable> {
   /** The store refused `stream`'s runes: memory must drop its instance, so the next use hydrates what the store holds. */
   refused(stream: string): void;
   /**
+   * Another writer took the seq of `stream`'s next rune (a {@link StoreConflictError} naming it):
+   * `runes` are its runes of the refused append and those queued behind them, in seq order. None
+   * is durable and no sink was told: the engine brings the stream up to the store's head and
+   * applies their events again.
+   */
+  lost(stream: string, runes: readonly PendingRune<I>[]): void;
+  /**
    * Called after each commit, for the work that follows one (saving the snapshots that fell due):
    * its promise, if any, is waited for before the next batch is appended. On the hot path: return
    * `undefined` when there is nothing to wait for.
@@ -37,9 +44,18 @@ export interface CommitQueueOptions {
    * rest of the turn's runes wait for the next turn in a batch. Default {@link MAX_BURST}.
    */
   readonly maxBurst?: number;
-  /** What every append says about its writer (its id, its fence). Default: nothing. */
-  readonly appendOptions?: AppendOptions;
+  /** The writer id every append names (see {@link AppendOptions.writer}). Default: none. */
+  readonly writer?: string;
+  /**
+   * The lease the runes of a stream are written under: one for all, or a function of the stream
+   * (a lease manager's, one lease per share of the streams). A batch carries the fences of its
+   * streams, each once. Default: none.
+   */
+  readonly fence?: Fence | FenceOf;
 }
+
+/** The lease a stream's runes are written under, if any: a lease manager's `fenceOf`. */
+export type FenceOf = (stream: string) => Fence | undefined;
 
 /**
  * How many dispatches a store with `appendSync` commits at once in one turn of the event loop by
@@ -48,7 +64,7 @@ export interface CommitQueueOptions {
 export const MAX_BURST = 10_000;
 
 /** A rune waiting for its batch, with the sink and token its outcome is told with. */
-interface PendingRune<I> {
+export interface PendingRune<I> {
   readonly instance: I;
   readonly rune: Rune;
   readonly state: unknown;
@@ -81,7 +97,15 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => onNextTurn(resolv
 export class CommitQueue<I extends Committable> {
   readonly #store: RuneStore;
   readonly #appendSync: ((rune: Rune, options?: AppendOptions) => void) | undefined;
+  readonly #writer: string | undefined;
+  /** With one fence for all (or none), what every append says: decided once. */
   readonly #appendOptions: AppendOptions | undefined;
+  readonly #fenceOf: FenceOf | undefined;
+  /**
+   * Per lease, the options of an `appendSync` under its newest epoch a `fenceOf` gave: no object
+   * kept per rune (a lease manager makes a new fence object per call), one per lease.
+   */
+  readonly #optionsByLease = new Map<string, AppendOptions & { readonly fences: readonly [Fence] }>();
   readonly #sampled = sampler();
   readonly #hooks: CommitHooks<I>;
   readonly #maxBurst: number;
@@ -100,7 +124,38 @@ export class CommitQueue<I extends Committable> {
     this.#appendSync = store.appendSync?.bind(store);
     this.#hooks = hooks;
     this.#maxBurst = options.maxBurst ?? MAX_BURST;
-    this.#appendOptions = options.appendOptions;
+    const { writer, fence } = options;
+    this.#writer = writer;
+    this.#fenceOf = typeof fence === 'function' ? fence : undefined;
+    this.#appendOptions =
+      writer === undefined && (fence === undefined || this.#fenceOf !== undefined) ? undefined : { writer, ...(typeof fence === 'object' ? { fences: [fence] } : {}) };
+  }
+
+  /** What the append of one rune of `stream` says. */
+  #optionsFor(stream: string): AppendOptions | undefined {
+    const fence = this.#fenceOf?.(stream);
+    if (fence === undefined) return this.#appendOptions;
+    const cached = this.#optionsByLease.get(fence.lease);
+    if (cached !== undefined && cached.fences[0].epoch === fence.epoch) return cached;
+    const options = { writer: this.#writer, fences: [{ lease: fence.lease, epoch: fence.epoch }] as [Fence] };
+    this.#optionsByLease.set(fence.lease, options);
+    return options;
+  }
+
+  /** What the append of `batch` says, and the fence each of its streams is written under (with a `fenceOf`). */
+  #batchOptions(batch: readonly PendingRune<I>[]): { options: AppendOptions | undefined; fenceOf: Map<string, Fence | undefined> | undefined } {
+    const fenceOf = this.#fenceOf;
+    if (fenceOf === undefined) return { options: this.#appendOptions, fenceOf: undefined };
+    const fences = new Map<string, Fence | undefined>();
+    const byLease = new Map<string, Fence>();
+    for (const { rune } of batch) {
+      if (fences.has(rune.stream)) continue;
+      const fence = fenceOf(rune.stream);
+      fences.set(rune.stream, fence);
+      if (fence !== undefined) byLease.set(`${fence.epoch} ${fence.lease}`, fence);
+    }
+    const options = byLease.size === 0 ? this.#appendOptions : { writer: this.#writer, fences: [...byLease.values()] };
+    return { options, fenceOf: fences };
   }
 
   /** The batches being appended, if any: resolves once none is pending. */
@@ -122,8 +177,9 @@ export class CommitQueue<I extends Committable> {
     if (this.#burst++ === 0) onNextTurn(this.#endBurst);
     const startedAt = appendChannel.hasSubscribers && this.#sampled() ? performance.now() : undefined;
     try {
-      appendSync(rune, this.#appendOptions);
+      appendSync(rune, this.#fenceOf === undefined ? this.#appendOptions : this.#optionsFor(rune.stream));
     } catch (error) {
+      if (error instanceof StoreConflictError && error.stream === rune.stream) return this.#hooks.lost(rune.stream, [{ instance, rune, state, sink, token }]);
       this.#hooks.refused(instance.stream);
       sink.error(error, token);
       return;
@@ -175,13 +231,14 @@ export class CommitQueue<I extends Committable> {
         const batch = this.#pending;
         this.#pending = [];
         const startedAt = appendChannel.hasSubscribers ? performance.now() : undefined;
+        const { options, fenceOf } = this.#batchOptions(batch);
         try {
           await this.#store.append(
             batch.map((p) => p.rune),
-            this.#appendOptions,
+            options,
           );
         } catch (error) {
-          this.#fail(batch, error);
+          this.#fail(batch, error, fenceOf);
           continue;
         }
         if (startedAt !== undefined) appendChannel.publish({ runes: batch.length, ms: performance.now() - startedAt } satisfies StoreAppendReport);
@@ -196,20 +253,30 @@ export class CommitQueue<I extends Committable> {
 
   /**
    * A batch the store refused: nothing of it is durable. A conflict on one of its streams (another
-   * writer got there first) fails only that stream's runes and the queued ones built on them; the
-   * rest of the batch, refused only for the company it kept, goes back to the head of the queue
-   * and is appended again. Any other error is the store's own (a full disk, I/O), so every rune of
-   * the batch fails with it, and so do the queued ones of its streams. The failed streams are
-   * `refused`: their instances leave memory.
+   * writer got there first) takes only that stream's runes and the queued ones built on them: they
+   * are `lost`, for the engine to apply again on the stream's newer state. A fence refused (the
+   * writer lost a lease) fails the runes of the streams written under that lease (all of them with
+   * one fence for all) and the queued ones of those streams. Either way the rest of the batch,
+   * refused only for the company it kept, goes back to the head of the queue and is appended
+   * again. Any other error is the store's own (a full disk, I/O), so every rune of the batch fails
+   * with it, and so do the queued ones of its streams. The failed streams are `refused`: their
+   * instances leave memory.
    */
-  #fail(batch: readonly PendingRune<I>[], error: unknown): void {
-    const conflict = error instanceof StoreConflictError && batch.some((p) => p.rune.stream === error.stream) ? error.stream : undefined;
-    const streams = new Set(conflict === undefined ? batch.map((p) => p.rune.stream) : [conflict]);
-    const failed: PendingRune<I>[] = conflict === undefined ? [...batch] : [];
-    const queue = conflict === undefined ? this.#pending : [...batch, ...this.#pending];
+  #fail(batch: readonly PendingRune<I>[], error: unknown, fenceOf: Map<string, Fence | undefined> | undefined): void {
+    const inBatch = (stream: string): boolean => batch.some((p) => p.rune.stream === stream);
+    const conflict = error instanceof StoreConflictError && inBatch(error.stream) ? error.stream : undefined;
+    const fenced =
+      error instanceof StoreFencedError && fenceOf !== undefined
+        ? [...fenceOf].flatMap(([stream, fence]) => (fence?.lease === error.fence.lease && fence.epoch === error.fence.epoch ? [stream] : []))
+        : [];
+    const taken = new Set(conflict !== undefined ? [conflict] : fenced.length > 0 ? fenced : batch.map((p) => p.rune.stream));
+    const keepsInnocent = conflict !== undefined || fenced.length > 0;
+    const queue = keepsInnocent ? [...batch, ...this.#pending] : this.#pending;
+    const failed: PendingRune<I>[] = keepsInnocent ? [] : [...batch];
     this.#pending = [];
-    for (const p of queue) (streams.has(p.rune.stream) ? failed : this.#pending).push(p);
-    for (const stream of streams) this.#hooks.refused(stream);
+    for (const p of queue) (taken.has(p.rune.stream) ? failed : this.#pending).push(p);
+    if (conflict !== undefined) return this.#hooks.lost(conflict, failed);
+    for (const stream of taken) this.#hooks.refused(stream);
     for (const p of failed) p.sink.error(error, p.token);
   }
 }

@@ -5,7 +5,7 @@ import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, eventRejection } from '../reducers/validate.js';
 import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
 import type { EffectOwnership } from './effect-host.js';
-import { CommitQueue } from './commit-queue.js';
+import { CommitQueue, type FenceOf, type PendingRune } from './commit-queue.js';
 import { dispatchChannel, rejectionChannel, reportingSink, runeChannel, sampler, type RejectionReport } from './diagnostics.js';
 import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
 import { Instances, isUnknownMachine, type Instance } from './instances.js';
@@ -17,9 +17,9 @@ import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
 import { Seals } from './seals.js';
 import { Snapshots } from './snapshots.js';
-import type { AppendOptions, Fence, RuneStore, Snapshot } from './store.js';
-import { StoreFollower } from './follow-store.js';
-import { PromisedDispatch, promiseSink, registerSubmit, type DispatchSink } from './submit.js';
+import type { Fence, RuneStore, Snapshot } from './store.js';
+import { foldTheirs, StoreFollower } from './follow-store.js';
+import { PromisedDispatch, promiseSink, raceRetry, registerSubmit, retrySink, type DispatchSink } from './submit.js';
 
 /**
  * Why the engine refused a spawn or a dispatch. The machine's own codes, plus:
@@ -33,11 +33,23 @@ import { PromisedDispatch, promiseSink, registerSubmit, type DispatchSink } from
  *   over one of the engine's `limits` (checked before the schema; the reason names the path and limit).
  * - `sealed`: the stream is under one whose machine seals it in its state (a closed or archived
  *   conversation's `conv/<c>/...`); the reason names the sealing stream. Known after a restart.
+ * - `contention`: the dispatch lost the race for its stream's next seq to other writers
+ *   `maxRaceLosses` times in a row (each time applied again to the newer state); nothing was
+ *   appended. The reason names the stream.
  * - `closed`: the engine is closed.
  *
  * An event with a `__proto__` key is refused as `invalid_event`.
  */
-export type EngineRejectionCode = RejectionCode | ValueLimitCode | 'unknown_stream' | 'invalid_stream' | 'stream_exists' | 'unknown_machine' | 'invalid_input' | 'closed';
+export type EngineRejectionCode =
+  | RejectionCode
+  | ValueLimitCode
+  | 'unknown_stream'
+  | 'invalid_stream'
+  | 'stream_exists'
+  | 'unknown_machine'
+  | 'invalid_input'
+  | 'contention'
+  | 'closed';
 
 /** What `spawn` and `dispatch` resolve to: the durable rune, or why nothing was appended. */
 export type DispatchResult = { accepted: true; rune: Rune } | { accepted: false; code: EngineRejectionCode; reason: string };
@@ -78,18 +90,30 @@ export interface EngineOptions {
    * Whether other writers append to this engine's store (other engines on one memory store, other
    * processes on a PostgreSQL store): the engine then follows the store's `tail`, folding their
    * runes into its instances and publishing them, so `state$`, `runes$` and epics carry them
-   * live. Needs a store with `tail`. Default `false`: the engine takes itself for the only writer;
-   * another writer's rune then surfaces as the `StoreConflictError` of the dispatch that collides
-   * with it, after which the stream is hydrated afresh.
+   * live. Needs a store with `tail`. Default `false`: the engine takes itself for the only writer,
+   * and learns of another writer's runes only when a dispatch loses the seq race to them (see
+   * `maxRaceLosses`).
    */
   followStore?: boolean;
   /**
-   * This engine's lease as a fencing token, carried by every append: a store that fences refuses
-   * the appends once a newer epoch of the lease was raised (`RuneStore.raiseFence`), so an owner
-   * that lost its lease cannot write any more (each dispatch then fails with a `StoreFencedError`).
-   * A store with one writer by construction (SQLite) ignores it. Default: none.
+   * A dispatch that loses the race for its stream's next seq to another writer (a
+   * `StoreConflictError` from the store) is applied again to the newer state: the runes it missed
+   * are folded and published first, then its event is accepted with a later seq or rejected with
+   * the machine's reason; a spawn that loses is rejected as `stream_exists`. After this many losses
+   * in a row, it is rejected with `contention`. A positive integer. Default: 10.
    */
-  fence?: Fence;
+  maxRaceLosses?: number;
+  /**
+   * This engine's lease as a fencing token, carried by its appends: a store that fences refuses
+   * them once a newer epoch of the lease was raised (`RuneStore.raiseFence`), so an owner that lost
+   * its lease cannot write any more (each dispatch then fails with a `StoreFencedError`, which
+   * names the lease). Either one fence for every append, or a function giving the fence a stream's
+   * runes are written under (a lease manager's `fenceOf`, one lease per share of the streams;
+   * `undefined`: none): a batch then carries its streams' fences, and a fence refused fails only
+   * the dispatches of the streams under that lease, while the batch's other streams are appended
+   * again. A store with one writer by construction (SQLite) ignores it. Default: none.
+   */
+  fence?: Fence | FenceOf;
   /**
    * Where archived streams live (the archival epic's cold store): `runes$` and an epic's `read`
    * then serve the runes pruned from the hot log from their archive, read-only (an archived
@@ -191,15 +215,20 @@ function valueLimitsOption(given: Partial<ValueLimits> | undefined): ValueLimits
   return limits;
 }
 
-/** The `fence` option, checked: a non-empty lease name and a non-negative integer epoch. */
-function fenceOption(fence: unknown): Fence | undefined {
-  if (fence === undefined) return undefined;
+/** The `fence` option, checked: a function, or a non-empty lease name and a non-negative integer epoch. */
+function fenceOption(fence: unknown): Fence | FenceOf | undefined {
+  if (fence === undefined || typeof fence === 'function') return fence as FenceOf | undefined;
   const { lease, epoch } = (typeof fence === 'object' && fence !== null ? fence : {}) as Partial<Fence>;
   if (typeof lease !== 'string' || lease.length === 0 || !Number.isInteger(epoch) || epoch! < 0) {
-    throw new TypeError(`createEngine: "fence" must be { lease: a non-empty string, epoch: a non-negative integer }, got ${JSON.stringify(fence)}`);
+    throw new TypeError(
+      `createEngine: "fence" must be { lease: a non-empty string, epoch: a non-negative integer } or a function of the stream, got ${JSON.stringify(fence)}`,
+    );
   }
   return { lease, epoch: epoch! };
 }
+
+/** Runes read per page when a stream that lost a seq race is brought up to the store's head. */
+const CATCH_UP_PAGE = 1000;
 
 /** A writer id for this engine's appends, so that it tells its own runes from others' in the store's tail. */
 const newWriterId = (): string => `engine-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
@@ -219,8 +248,9 @@ const newWriterId = (): string => `engine-${Date.now().toString(36)}-${Math.rand
  *    from its newest snapshot, then folding the runes after it. An instance that reaches a
  *    terminal state leaves memory once that rune is durable.
  * 4. With `followStore`, other writers' runes reach the engine from the store's `tail` (see
- *    {@link StoreFollower}); without it, a dispatch that collides with one fails with the store's
- *    `StoreConflictError` and the stream is hydrated afresh on its next use.
+ *    {@link StoreFollower}). A dispatch that loses a seq race to another writer is applied again
+ *    once the stream is brought up to the store's head, its missed runes published in seq order
+ *    (up to `maxRaceLosses` times in a row, then rejected with `contention`).
  * 5. Epics (see {@link runEpics}) hear every live rune, never a replayed one, and what they emit is
  *    dispatched. A rejected command or a failing epic is reported on `errors$`; a failed epic is
  *    resubscribed with backoff. They start on the next microtask.
@@ -254,14 +284,14 @@ export function createEngine(options: EngineOptions = {}): Engine {
   }
   const limits = valueLimitsOption(options.limits);
   const fence = fenceOption(options.fence);
+  const maxRaceLosses = options.maxRaceLosses ?? 10;
+  if (!Number.isInteger(maxRaceLosses) || maxRaceLosses < 1) throw new TypeError(`createEngine: "maxRaceLosses" must be a positive integer, got ${String(maxRaceLosses)}`);
   const followStore = options.followStore ?? false;
   if (typeof followStore !== 'boolean') throw new TypeError(`createEngine: "followStore" must be a boolean, got ${String(followStore)}`);
   if (followStore && typeof store.tail !== 'function') {
     throw new TypeError('createEngine: "followStore" needs a store with tail (one several writers share, like memoryStore); this store has none');
   }
   const writer = followStore ? newWriterId() : undefined;
-  /** Decided once: with neither option, appends say nothing about their writer. */
-  const appendOptions: AppendOptions | undefined = writer === undefined && fence === undefined ? undefined : { writer, ...(fence === undefined ? {} : { fences: [fence] }) };
   /** Decided once: with every limit off, the hot path does not even call a check. */
   const checkValue = noValueLimits(limits) ? undefined : valueCheck(limits);
 
@@ -308,9 +338,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
         instances.forget(stream);
         if (follower?.waiting) follower.settled(stream);
       },
+      lost: (stream, runes) => lostRace(stream, runes),
       committed: () => (snapshots.due ? snapshots.saveSoon() : snapshots.saving),
     },
-    { appendOptions },
+    { ...(writer === undefined ? {} : { writer }), ...(fence === undefined ? {} : { fence }) },
   );
 
   const follower =
@@ -458,10 +489,17 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (notAnId !== undefined) return sink.result(notAnId, token);
     const violation = checkValue?.(event, 'event');
     if (violation !== undefined) return sink.result(refusedValue(violation, 'invalid_event'), token);
-    const loaded = instances.load(stream);
     // A rune's `at` is when its event was dispatched, even if the stream had to be hydrated first:
     // a timer that fires at its deadline stamps its rune with the deadline.
-    const dispatchedAt = scheduler.now();
+    enter(stream, event, scheduler.now(), sink, token);
+  };
+
+  /**
+   * Applies a checked event to its stream's instance: at once if it is in memory, else once it is
+   * loaded (or caught up), behind the events already waiting for that.
+   */
+  const enter = <T>(stream: string, event: unknown, dispatchedAt: number, sink: DispatchSink<T>, token: T): void => {
+    const loaded = instances.load(stream);
     if (!(loaded instanceof Promise)) return apply(loaded, event, dispatchedAt, sink, token);
     const queue = waiting.get(loaded);
     if (queue !== undefined) {
@@ -486,6 +524,94 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const call = new PromisedDispatch();
     submit(stream, event, promiseSink, call);
     return call.promise();
+  };
+
+  // --- a lost seq race: catch up, then try again -------------------------------------------------
+
+  /** The catch-ups in progress (see `lostRace`): closing waits for them. */
+  const catchUps = new Set<Promise<Instance>>();
+
+  /**
+   * Folds the store's runes after `instance`'s last durable one into it, publishing each (a page at
+   * a time, up to the head); those the follower brings meanwhile are folded by it and skipped here.
+   */
+  const readUp = async (instance: Instance): Promise<Instance> => {
+    for (;;) {
+      const page = await store.read(instance.stream, instance.durableSeq, CATCH_UP_PAGE);
+      for (const rune of page) {
+        if (!instances.isCurrent(instance)) return instance;
+        if (rune.seq === instance.durableSeq + 1) foldTheirs(instance, rune, commits);
+      }
+      if (page.length < CATCH_UP_PAGE) return instance;
+    }
+  };
+
+  /**
+   * Another writer took the seq of `stream`'s runes (`runes`, in seq order, none durable). A spawn
+   * among them is refused (the stream exists); every other event is applied again, in order, to
+   * the state the store now has, unless it lost `maxRaceLosses` times in a row (`contention`). The
+   * instance goes back to its durable state, the other writer's runes the follower holds behind
+   * it are folded in, and the rest are read from the store, each published once, in seq order;
+   * events dispatched meanwhile wait behind the ones that lost.
+   */
+  const lostRace = (stream: string, runes: readonly PendingRune<Instance>[]): void => {
+    const { instance } = runes[0]!;
+    const retries: WaitingEvent[] = [];
+    /** The dispatches answered without another try: told last, once the stream is set to catch up. */
+    const answered: PendingRune<Instance>[] = [];
+    for (const p of runes) {
+      const retry = raceRetry(p.sink, p.token);
+      if (p.rune.seq === 1 || retry.losses >= maxRaceLosses) answered.push(p);
+      else retries.push({ event: p.rune.event, dispatchedAt: p.rune.at, sink: retrySink, token: retry });
+    }
+    if (instance.durableSeq === 0 || !instances.isCurrent(instance)) {
+      // Its spawn lost: there is no durable state to go back to. The retries hydrate the stream.
+      if (instances.isCurrent(instance)) instances.forget(stream);
+      follower?.settled(stream);
+      for (const w of retries) enter(stream, w.event, w.dispatchedAt, w.sink, w.token);
+    } else catchUp(instance, retries);
+    for (const { rune, sink, token } of answered) {
+      if (rune.seq === 1) sink.result(rejected('stream_exists', existsReason(instance.machine, stream)), token);
+      else sink.result(rejected('contention', `stream "${stream}": another writer took its next seq ${maxRaceLosses} times in a row; nothing was appended`), token);
+    }
+  };
+
+  /**
+   * Brings `instance`, back at its durable state, up to the store's head (`readUp`), then applies
+   * `retries` to it, and the events dispatched meanwhile after them.
+   */
+  const catchUp = (instance: Instance, retries: WaitingEvent[]): void => {
+    const { stream } = instance;
+    instance.state = instance.durableState;
+    instance.seq = instance.durableSeq;
+    // Started on the next microtask: registered first, so a dispatch made from inside a subscriber
+    // told of the follower's runes below waits behind the retries.
+    const ready = Promise.resolve().then(() => readUp(instance));
+    instances.catchUp(stream, ready);
+    waiting.set(ready, retries);
+    catchUps.add(ready);
+    follower?.settled(stream);
+    const done = (): WaitingEvent[] => {
+      catchUps.delete(ready);
+      instances.caughtUp(stream);
+      const queue = waiting.get(ready) ?? [];
+      waiting.delete(ready);
+      return queue;
+    };
+    ready.then(
+      () => {
+        // Each through `enter`: one that loses again starts another catch-up, which the rest wait for.
+        // One that left memory meanwhile is hydrated afresh.
+        for (const w of done()) {
+          if (closed) w.sink.result(rejected('closed', 'the engine is closed'), w.token);
+          else enter(stream, w.event, w.dispatchedAt, w.sink, w.token);
+        }
+      },
+      (error: unknown) => {
+        instances.forget(stream);
+        for (const w of done()) w.sink.error(error, w.token);
+      },
+    );
   };
 
   // --- reading: state$ and runes$ ---------------------------------------------------------------
@@ -553,7 +679,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     follower?.stop();
     epicsRunning?.unsubscribe();
     await instances.settled();
-    while (commits.flushing !== undefined) await commits.flushing;
+    // A batch that loses a seq race starts a catch-up, whose retries join another batch.
+    while (commits.flushing !== undefined || catchUps.size > 0) await Promise.allSettled([commits.flushing, ...catchUps]);
     await snapshots.saving;
     allRunes.complete();
     errors.complete();

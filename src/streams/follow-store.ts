@@ -15,6 +15,17 @@ export interface FollowerOutlets {
 }
 
 /**
+ * Folds another writer's durable rune, the one right after `instance`'s last (all of whose runes
+ * are durable), into it and publishes it as if committed here: snapshots, subscribers, release.
+ */
+export function foldTheirs(instance: Instance, rune: Rune, commits: CommitQueue<Instance>): void {
+  instance.state = foldRune(instance.machine, instance.state, rune.seq, rune.event);
+  instance.seq = rune.seq;
+  if (rune.at > instance.at) instance.at = rune.at;
+  commits.publish(instance, rune, instance.state);
+}
+
+/**
  * Brings the runes other writers append to the store to an engine, from the store's `tail`, so
  * its instances stay current and its `state$` and `runes$` carry every durable rune in seq order.
  *
@@ -24,8 +35,9 @@ export interface FollowerOutlets {
  *    subscribers, terminal release. A rune that skips ahead (runes missed) drops the instance:
  *    the next use hydrates it.
  * 3. While the engine has runes of the stream on their way to the store, another writer's rune
- *    waits behind them, published once they are (it then follows them) or refused (they took
- *    its seq: the instance leaves memory and the rune is told as in 4).
+ *    waits behind them, published once they are (it then follows them), or once they lost the
+ *    seq race to it (the engine rolled the instance back to its durable state: the rune follows
+ *    that) or were refused otherwise (the instance left memory: the rune is told as in 4).
  * 4. A rune of a stream not in memory goes to the stream's `runes$` subscribers and to epics at
  *    once; a load in progress folds it in. If the stream has `state$` subscribers, it is loaded
  *    and its state told: the states that runes heard during that load passed through are skipped
@@ -97,10 +109,7 @@ export class StoreFollower {
       this.#loose(rune);
       return;
     }
-    instance.state = foldRune(instance.machine, instance.state, rune.seq, rune.event);
-    instance.seq = rune.seq;
-    if (rune.at > instance.at) instance.at = rune.at;
-    this.#commits.publish(instance, rune, instance.state);
+    foldTheirs(instance, rune, this.#commits);
   }
 
   /** A rune of a stream not in memory: told to its runes' subscribers; its state's, through a load. */

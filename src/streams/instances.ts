@@ -50,7 +50,9 @@ export const isUnknownMachine = (error: unknown): error is StreamReadError => er
  *    exists, every load of it waits for the claim; the new instance enters memory in the same
  *    synchronous step as `admit` puts its seq-1 rune in the commit queue, so no load can see the
  *    instance before its spawn rune is queued, and no dispatch can queue a seq 2 ahead of it.
- * 3. An instance leaves memory when it is {@link forget}ten (the store refused its runes) or
+ * 3. An instance whose seq race was lost stays in memory while it is brought up to the store's
+ *    head ({@link catchUp}); a load meanwhile waits for that.
+ * 4. An instance leaves memory when it is {@link forget}ten (the store refused its runes) or
  *    {@link release}d (at once if every rune is durable, else once they are).
  */
 export class Instances {
@@ -59,6 +61,8 @@ export class Instances {
   readonly #memory = new Map<string, Instance>();
   /** Hydrations and spawn claims in progress, so two callers never build the same instance twice. */
   readonly #loading = new Map<string, Promise<Instance | undefined>>();
+  /** Instances in memory being brought up to the store's head after a lost seq race: a load waits for that. */
+  readonly #catchingUp = new Map<string, Promise<Instance>>();
   /** Per load in progress, the runes other writers committed to its stream meanwhile. */
   readonly #arrived = new Map<string, Rune[]>();
   readonly #seals: Seals | undefined;
@@ -119,7 +123,7 @@ export class Instances {
   /** The instance of `stream`, hydrated from the store if it is not in memory; undefined if unknown. */
   load(stream: string): Instance | Promise<Instance | undefined> {
     const instance = this.#memory.get(stream);
-    if (instance !== undefined) return instance;
+    if (instance !== undefined) return this.#catchingUp.size === 0 ? instance : (this.#catchingUp.get(stream) ?? instance);
     let loadingNow = this.#loading.get(stream);
     if (loadingNow === undefined) {
       const hydrating: Promise<Instance | undefined> = this.#hydrate(stream).finally(() => this.#loaded(stream, hydrating));
@@ -149,11 +153,27 @@ export class Instances {
       const instance = create();
       this.#memory.set(stream, instance);
       admit(instance);
+      // Its spawn, committed at once, lost the race to another writer's: the stream is theirs.
+      if (this.#memory.get(stream) !== instance) return this.#hydrate(stream);
       this.#entered(instance);
       return instance;
     })().finally(() => this.#loaded(stream, claiming));
     this.#loading.set(stream, claiming);
     return claiming;
+  }
+
+  /**
+   * The instance of `stream` in memory is being brought up to the store's head (its seq race
+   * lost): until {@link caughtUp}, a {@link load} of it gets `ready`, so what is dispatched
+   * meanwhile waits for the events that lost, which go first.
+   */
+  catchUp(stream: string, ready: Promise<Instance>): void {
+    this.#catchingUp.set(stream, ready);
+  }
+
+  /** The catch-up of `stream` is over: a load gets the instance again. */
+  caughtUp(stream: string): void {
+    this.#catchingUp.delete(stream);
   }
 
   /**

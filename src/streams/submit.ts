@@ -70,3 +70,20 @@ export const promiseSink: DispatchSink<PromisedDispatch> = {
   result: (result, call) => call.settle(result),
   error: (error, call) => call.fail(error),
 };
+
+/** A dispatch that lost a seq race to another writer, on its way to another try: its caller's sink and token, and its losses in a row. */
+export interface RaceRetry {
+  readonly sink: DispatchSink<any>;
+  readonly token: unknown;
+  readonly losses: number;
+}
+
+/** The sink of a dispatch tried again after a lost seq race: hands the outcome to the caller's own sink. */
+export const retrySink: DispatchSink<RaceRetry> = {
+  result: (result, retry) => retry.sink.result(result, retry.token),
+  error: (error, retry) => retry.sink.error(error, retry.token),
+};
+
+/** The next try of a dispatch that lost a seq race as `sink` / `token`: its losses counted, its caller's sink kept. */
+export const raceRetry = (sink: DispatchSink<any>, token: unknown): RaceRetry =>
+  sink === retrySink ? { ...(token as RaceRetry), losses: (token as RaceRetry).losses + 1 } : { sink, token, losses: 1 };

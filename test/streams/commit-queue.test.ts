@@ -28,6 +28,7 @@ function queueOn(store: RuneStore, log: string[], hooks: Partial<CommitHooks<Com
         expect(instance.durableSeq).toBe(rune.seq); // the queue moved it before telling anyone
       },
       refused: (stream) => log.push(`refused ${stream}`),
+      lost: (stream, runes) => log.push(`lost ${stream}: ${runes.map((p) => p.token).join(' ')}`),
       committed: () => undefined,
       ...hooks,
     },
@@ -77,7 +78,8 @@ describe('CommitQueue: publish after commit', () => {
     const recorder = loggingStore(log, { sync: true });
     const { queue, sink, settled } = queueOn(recorder.store, log);
     queue.enqueue(instanceOf('a', 1), runeOf('a', 2), {}, sink, 'a:2'); // the instance says a:1 is durable; the store has no a:1
-    expect(log).toEqual(['appendSync a:2', 'refused a', 'a:2 failed: stream "a": expected seq 1, got 2; nothing of the batch was written']);
+    // A conflict is a lost seq race: handed to the engine with no sink told, to be applied again.
+    expect(log).toEqual(['appendSync a:2', 'lost a: a:2']);
 
     log.length = 0;
     const batched = loggingStore(log, { sync: false });
@@ -179,7 +181,7 @@ describe('CommitQueue: order', () => {
 });
 
 describe('CommitQueue: a batch the store refused', () => {
-  it("on a conflict, fails the conflicting stream's runes and those queued behind them; the rest are appended again", async () => {
+  it("on a conflict, hands the conflicting stream's runes and those queued behind them to `lost`; the rest are appended again", async () => {
     const log: string[] = [];
     const recorder = loggingStore(log, { sync: false });
     await recorder.inner.append([runeOf('a', 1), runeOf('b', 1)]);
@@ -196,13 +198,9 @@ describe('CommitQueue: a batch the store refused', () => {
     queue.enqueue(b, runeOf('b', 3), {}, sink, 'b:3');
     release();
     await settled();
-    const conflict = 'failed: stream "a": expected seq 3, got 2; nothing of the batch was written';
     expect(log).toEqual([
       'append a:2 b:2 a:3',
-      'refused a',
-      `a:2 ${conflict}`,
-      `a:3 ${conflict}`,
-      `a:4 ${conflict}`, // queued behind a's refused runes
+      'lost a: a:2 a:3 a:4', // with the one queued behind a's; no sink told: the engine tries them again
       'append b:2 b:3', // b's runes again, with the one queued behind them
       'published b:2',
       'published b:3',
@@ -237,6 +235,55 @@ describe('CommitQueue: a batch the store refused', () => {
       'published c:1',
       'c:1 accepted',
     ]);
+  });
+});
+
+describe('CommitQueue: fences per stream', () => {
+  const fenceOf = (stream: string) => (stream === 'old' ? { lease: 'shard-1', epoch: 1 } : stream === 'none' ? undefined : { lease: 'shard-2', epoch: 5 });
+
+  it("a batch carries the fences of its streams, each once; at once, a rune carries its stream's", async () => {
+    const log: string[] = [];
+    const seen: unknown[] = [];
+    const store = memoryStore();
+    const spied: RuneStore = {
+      ...store,
+      appendSync: undefined,
+      append: (runes, options) => (seen.push(options), store.append(runes, options)),
+    };
+    const { queue, sink, settled } = queueOn(spied, log, {}, { writer: 'w', fence: fenceOf });
+    for (const stream of ['a', 'old', 'b', 'none']) queue.enqueue(instanceOf(stream), runeOf(stream, 1), {}, sink, `${stream}:1`);
+    await settled();
+    expect(seen).toEqual([
+      {
+        writer: 'w',
+        fences: [
+          { lease: 'shard-2', epoch: 5 },
+          { lease: 'shard-1', epoch: 1 },
+        ],
+      },
+    ]);
+
+    const synced: unknown[] = [];
+    const sync = queueOn({ ...store, appendSync: (rune, options) => (synced.push(options), store.appendSync!(rune, options)) }, log, {}, { fence: fenceOf });
+    sync.queue.enqueue(instanceOf('old', 1), runeOf('old', 2), {}, sync.sink, 'old:2');
+    sync.queue.enqueue(instanceOf('none', 1), runeOf('none', 2), {}, sync.sink, 'none:2');
+    expect(synced).toEqual([{ fences: [{ lease: 'shard-1', epoch: 1 }] }, undefined]);
+  });
+
+  it("a fence refused fails the runes of the streams under that lease, and those queued behind them; the batch's other streams are appended again", async () => {
+    const log: string[] = [];
+    const recorder = loggingStore(log, { sync: false });
+    await recorder.inner.raiseFence!({ lease: 'shard-1', epoch: 2 });
+    const { queue, sink, settled } = queueOn(recorder.store, log, {}, { fence: fenceOf });
+    const release = recorder.hold();
+    queue.enqueue(instanceOf('old'), runeOf('old', 1), {}, sink, 'old:1');
+    queue.enqueue(instanceOf('a'), runeOf('a', 1), {}, sink, 'a:1');
+    await turn();
+    queue.enqueue(instanceOf('old', 1), runeOf('old', 2), {}, sink, 'old:2');
+    release();
+    await settled();
+    const fenced = 'failed: lease "shard-1": epoch 1 is fenced off by epoch 2; nothing of the batch was written';
+    expect(log).toEqual(['append old:1 a:1', 'refused old', `old:1 ${fenced}`, `old:2 ${fenced}`, 'append a:1', 'published a:1', 'a:1 accepted']);
   });
 });
 

@@ -168,7 +168,8 @@ describe('engine: durability first', () => {
     await engine.close();
   });
 
-  it("fails only the conflicting stream's dispatches of a refused batch: the other streams' are appended again and accepted, and hear nothing of it", async () => {
+  // Before issue 15 part 2 the conflicting stream's dispatches failed with the conflict; now they are applied again.
+  it("applies the conflicting stream's dispatches of a refused batch again to the newer state; the other streams' are appended again and accepted, and hear nothing of it", async () => {
     const recorder = recordingStore();
     const engine = createEngine({ store: recorder.store });
     await engine.spawn('a', 'chat-actor');
@@ -190,21 +191,19 @@ describe('engine: durability first', () => {
     release();
     await Promise.all([...inBatch, ...queued]);
 
-    const conflict = 'stream "a": expected seq 3, got 2; nothing of the batch was written';
     expect(outcomes.sort()).toEqual([
-      `a1 failed: ${conflict}`,
-      `a2 failed: ${conflict}`,
-      `a3 failed: ${conflict}`, // queued behind a's refused runes
+      'a1 accepted a:3', // after the other writer's a:2, folded first
+      'a2 accepted a:4',
+      'a3 accepted a:5', // queued behind a's runes that lost: it stays behind them
       'b1 accepted b:2',
       'b2 accepted b:3',
     ]);
     expect(recorder.appends.slice(spawns).map((batch) => batch.map((r) => `${r.stream}:${r.seq}`))).toEqual([
       ['a:2', 'b:2', 'a:3'], // refused for a
-      ['b:2', 'b:3'], // b's runes again, with the one queued behind them
+      ['b:2', 'b:3', 'a:3', 'a:4', 'a:5'], // b's runes again; a's applied again after its catch-up
     ]);
     expect((await recorder.inner.read('b')).map((r) => r.kind)).toEqual(['spawned', 'ProcessInteraction', 'InteractionComplete']);
-    // a left memory: its next dispatch folds the other writer's rune first.
-    expect(await engine.dispatch('a', interact)).toMatchObject({ accepted: true, rune: { seq: 3, from: 'idle', to: 'running' } });
+    expect((await recorder.inner.read('a')).map((r) => r.kind)).toEqual(['spawned', 'Ping', 'ProcessInteraction', 'InteractionComplete', 'Ping']);
     await engine.close();
   });
 

@@ -25,12 +25,12 @@ export function heldStore(inner: RuneStore = memoryStore(), options: HeldStoreOp
   const store: RuneStore = {
     ...inner,
     appendSync: sync
-      ? (rune) => {
+      ? (rune, options) => {
           onWrite?.('appendSync', [rune]);
-          inner.appendSync!(rune);
+          inner.appendSync!(rune, options);
         }
       : undefined,
-    append: async (runes) => {
+    append: async (runes, options) => {
       onWrite?.('append', runes);
       appends.push([...runes]);
       maxInFlight = Math.max(maxInFlight, ++inFlight);
@@ -41,7 +41,7 @@ export function heldStore(inner: RuneStore = memoryStore(), options: HeldStoreOp
           failNext = undefined;
           throw error;
         }
-        await inner.append(runes);
+        await inner.append(runes, options);
       } finally {
         inFlight--;
       }

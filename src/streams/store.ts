@@ -81,9 +81,10 @@ export type TailListener = (rune: Rune, position: number, writer: string | undef
  *    {@link StoreConflictError} naming the stream, the expected seq and the seq it got, and
  *    nothing of the batch is written, not even its other streams' runes. PostgreSQL checks it with
  *    `UPDATE streams SET seq = seq + n WHERE stream = $1 AND seq = $expected` (0 rows: another
- *    writer got there first). The engine fails that stream's dispatches, drops its instance, and
- *    appends the batch's other streams again; its next dispatch to the stream folds the other
- *    writer's runes first. Any other error fails the whole batch.
+ *    writer got there first). The engine appends the batch's other streams again, brings the
+ *    stream up to the store's head (folding and publishing the runes it missed) and applies the
+ *    losing events again to that newer state, each then accepted or rejected as the machine says
+ *    (`maxRaceLosses` losses in a row: `contention`). Any other error fails the whole batch.
  * 2. **Other writers' runes.** A store several writers share has {@link tail}: every rune it
  *    commits, from any writer, reaches each listener in commit order, with its position and its
  *    writer. An engine created with `followStore` folds the other writers' runes into its

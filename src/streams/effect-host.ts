@@ -105,7 +105,9 @@ const isCommand = (value: object): value is EpicCommand => 'stream' in value && 
  *    errors, are reported (`effect_failed`, with the epic's name, the stream and the key) through
  *    `context.report`; no other key or stream stops.
  * 6. With `context.ownership`, only owned streams run effects; on its `changes$`, effects of lost
- *    streams are cancelled and gained ones resumed from the store.
+ *    streams are cancelled and gained ones resumed from the store. A declaration with
+ *    `everyProcess` (effects that keep this process's own state) runs in every process for every
+ *    stream, from `context.allRunes$`.
  *
  * The returned epic is a plain function: test it with a hot observable of runes and a context,
  * no engine needed.
@@ -125,13 +127,15 @@ const isCommand = (value: object): value is EpicCommand => 'stream' in value && 
  * ```
  */
 export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: StateEffects<M, Deps>): Epic<Deps> {
-  const { name, machine, states, restartOn, withState = false } = declaration;
+  const { name, machine, states, restartOn, withState = false, everyProcess = false } = declaration;
   const anyState = states === 'any';
   const inStates = new Set<string>(anyState ? [] : states);
   const epic = (runes$: Observable<unknown>, context: EpicContext, deps: Deps): Observable<EpicCommand> =>
     new Observable<EpicCommand>((subscriber) => {
-      const { ownership } = context;
+      // Effects that keep this process's own state run for every stream, whoever owns it.
+      const ownership = everyProcess ? undefined : context.ownership;
       const owns = (stream: string): boolean => ownership === undefined || ownership.owns(stream);
+      const source$ = everyProcess ? (context.allRunes$ ?? runes$) : runes$;
       const streams = new Map<string, StreamEffects>();
       /** With `withState`, streams not in memory whose state is read before their effects are decided. */
       const hydrating = new Map<string, Subscription>();
@@ -285,7 +289,7 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
 
       const subscription = new Subscription();
       subscription.add(
-        (runes$ as Observable<RuneOf<M>>).subscribe((rune) => {
+        (source$ as Observable<RuneOf<M>>).subscribe((rune) => {
           if (isRuneOf(machine, rune)) onRune(rune);
         }),
       );

@@ -708,7 +708,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         streams: (query) => from(store.heads(query)),
         scheduler,
         report: (report) => errors.next(report),
-        ...(ownership === undefined ? {} : { ownership }),
+        ...(ownership === undefined ? {} : { ownership, allRunes$: allRunes }),
       },
       dispatch: (command) => (isSpawnCommand(command) ? spawn(command.stream, command.spawn, command.input) : dispatch(command.stream, command.event)),
       report: (report) => errors.next(report),

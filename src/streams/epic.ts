@@ -64,6 +64,12 @@ export interface EpicContext {
   report?(report: EpicReport): void;
   /** Which streams' effects this process runs (see `stateEffects`). Absent: all of them. */
   readonly ownership?: EffectOwnership;
+  /**
+   * With `ownership`, every live rune, of owned streams or not (the epic's own `runes$` carries
+   * only the owned ones): for an effect that watches streams another process may own (a
+   * provider's breaker), or keeps this process's own state. Absent: `runes$` is all of them.
+   */
+  readonly allRunes$?: Observable<Rune>;
 }
 
 /**

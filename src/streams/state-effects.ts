@@ -93,6 +93,12 @@ export interface StateEffects<M extends AnyMachine, Deps = unknown> {
    */
   effects(view: StreamView<M>, context: EpicContext, deps: Deps): EffectsByKey<M>;
   /**
+   * Whether the effects keep this process's own state (a role's live profile, a cache) rather
+   * than act on the world: then every process that shares the log runs them for every stream,
+   * whoever owns it (see `EffectOwnership`). Default false: only the stream's owner runs them.
+   */
+  readonly everyProcess?: boolean;
+  /**
    * A live rune for which this is true restarts the stream's running effects (their keys kept):
    * a chat actor's Ping restarts its inactivity clock, an operator's `manual_keep_open` a
    * breaker's. Default: none does.

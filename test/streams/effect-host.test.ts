@@ -430,6 +430,27 @@ describe('stateEffects in an engine', () => {
     expect(heard).toEqual(['ours:1', 'ours:2']);
     await engine.close();
   });
+  it('effects declared everyProcess run for every stream, owned or not, from allRunes$; the others only for owned ones', async () => {
+    const started: string[] = [];
+    const declare = (everyProcess: boolean) =>
+      stateEffects({
+        name: everyProcess ? 'local' : 'owned',
+        machine: toolCall,
+        states: ['pending_call', 'executing'],
+        everyProcess,
+        effects: (view) => {
+          started.push(`${everyProcess ? 'local' : 'owned'} ${view.stream} ${view.value}`);
+          return { wait: NEVER };
+        },
+      });
+    const engine = createEngine({ epics: [declare(true), declare(false)], ownership: { owns: (stream) => stream !== 'theirs' } });
+    await new Promise((resolve) => setImmediate(resolve)); // epics start on a microtask
+    await engine.spawn('ours', toolCall, input);
+    await engine.spawn('theirs', toolCall, input);
+    await engine.dispatch('theirs', { type: 'no_approval_needed' });
+    expect(started.sort()).toEqual(['local ours pending_call', 'local theirs executing', 'local theirs pending_call', 'owned ours pending_call']);
+    await engine.close();
+  });
 });
 
 describe('stateEffects: reconciliation, property-based', () => {

@@ -1,4 +1,4 @@
-import { EMPTY, Observable, filter, map, take } from 'rxjs';
+import { EMPTY, Observable, filter, map, merge, take } from 'rxjs';
 import { AUTO_PAUSE_REASONS, agentRegistration } from '../../reducers/agent-registration/machine.js';
 import { exponentialDelay } from '../../reducers/backoff.js';
 import type { AgentRegistrationEvent, AgentRegistrationState } from '../../reducers/agent-registration/schema.js';
@@ -114,7 +114,8 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
     const watch$ = (state: AgentRegistrationState, context: EpicContext, whenAllOpen: boolean): Observable<Output> => {
       const providers = providersOf(state);
       if (providers.length === 0) return EMPTY;
-      return chainOpenness$(providers, runes$, context).pipe(
+      // A provider's breaker stream may be another process's: watched in all the runes.
+      return chainOpenness$(providers, context.allRunes$ ?? runes$, context).pipe(
         filter((openness) => openness.allOpen === whenAllOpen),
         take(1),
         map((openness): Output => (whenAllOpen ? { type: 'pause', reason: openness.rateLimited ? 'rate_limited' : 'providers_open' } : { type: 'resume' })),
@@ -147,22 +148,36 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
             ),
           };
         case 'ACTIVE':
-          return { pauseWhileOpen: watch$(state, ctx, true), ...live(view.stream, state) };
+          return { pauseWhileOpen: watch$(state, ctx, true) };
         case 'PAUSED':
-          return {
-            ...(isAutoPause(state.reason) ? { resumeWhenOpen: watch$(state, ctx, false) } : {}),
-            ...(state.reason?.startsWith(PROFILE_UNAVAILABLE) ? {} : live(view.stream, state)),
-          };
+          return isAutoPause(state.reason) ? { resumeWhenOpen: watch$(state, ctx, false) } : {};
         default:
           return {};
       }
     };
-    return stateEffects({
+    // A live profile is this process's own: every process sharing the log builds it, whoever owns the registration.
+    const profileEffects = (view: StreamView<Registration>): EffectsByKey<Registration> => {
+      const state = view.state;
+      if (state?.definition === undefined) return {};
+      if (state.value === 'ACTIVE' || (state.value === 'PAUSED' && !state.reason?.startsWith(PROFILE_UNAVAILABLE))) return live(view.stream, state);
+      return {};
+    };
+    const owned = stateEffects({
       name: 'agentRegistry',
       machine: agentRegistration,
       states: ['REGISTERED', 'ACTIVATING', 'RETRYING', 'ERROR', 'ACTIVE', 'PAUSED'],
       withState: true,
       effects,
-    })(runes$, context, deps);
+    });
+    if (profiles === undefined) return owned(runes$, context, deps);
+    const everywhere = stateEffects({
+      name: 'agentRegistryProfiles',
+      machine: agentRegistration,
+      states: ['ACTIVE', 'PAUSED'],
+      withState: true,
+      everyProcess: true,
+      effects: profileEffects,
+    });
+    return merge(owned(runes$, context, deps), everywhere(runes$, context, deps));
   };
 }

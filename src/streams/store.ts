@@ -169,7 +169,13 @@ export interface RuneStore {
  * - `locked`: another process has the file open for writing (checked at open: one writer process per file).
  * - `disk_full`: the disk (or the file's size limit) is full.
  * - `read_only`: the file, or its directory, cannot be written.
- * - `io_error`: the operating system failed to read or write the file, or found it corrupt.
+ * - `io_error`: the operating system failed to read or write the file, or found it corrupt; or the
+ *   database (PostgreSQL) failed the operation.
+ * - `invalid_database`: the PostgreSQL schema is not one this code reads: it holds another
+ *   application's tables, or a newer schema version (checked at open, before anything is written).
+ * - `unavailable`: the connection to the database was lost or refused. A write that fails so may
+ *   have been committed just before, or not at all (all or nothing, either way): read to know.
+ * - `batch_too_large`: an append carries more runes than the store takes at once (its `maxBatchRunes`).
  */
 export type StoreErrorCode =
   | 'seq_conflict'
@@ -182,7 +188,10 @@ export type StoreErrorCode =
   | 'locked'
   | 'disk_full'
   | 'read_only'
-  | 'io_error';
+  | 'io_error'
+  | 'invalid_database'
+  | 'unavailable'
+  | 'batch_too_large';
 
 /** A store refused or failed an operation; nothing of a failed write was written. */
 export class StoreError extends Error {

@@ -42,12 +42,13 @@ export async function tcpProxy(targetPort = 5432): Promise<TcpProxy> {
   const eachSocket = (f: (socket: Socket) => void): void => {
     for (const pair of pairs) pair.forEach(f);
   };
+  const cut = (): void => {
+    eachSocket((socket) => socket.destroy());
+    pairs.clear();
+  };
   return {
     port: address.port,
-    cut() {
-      eachSocket((socket) => socket.destroy());
-      pairs.clear();
-    },
+    cut,
     hold() {
       held = true;
       eachSocket((socket) => socket.pause());
@@ -57,7 +58,7 @@ export async function tcpProxy(targetPort = 5432): Promise<TcpProxy> {
       eachSocket((socket) => socket.resume());
     },
     async close() {
-      this.cut();
+      cut();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };

@@ -39,7 +39,11 @@ export function storeErrorOf(error: unknown, doing: string): StoreError {
   }
   const said = error instanceof Error ? `${pgError.code === undefined ? '' : `${pgError.code}: `}${error.message}` : String(error);
   if (isConnectionError(error)) {
-    return new StoreError('unavailable', `postgresStore: ${doing} failed, the connection to PostgreSQL was lost or refused (${said}); a failed write may have been committed just before, or not at all: read the stream's head to know`, { cause: error });
+    return new StoreError(
+      'unavailable',
+      `postgresStore: ${doing} failed, the connection to PostgreSQL was lost or refused (${said}); a failed write may have been committed just before, or not at all: read the stream's head to know`,
+      { cause: error },
+    );
   }
   return new StoreError('io_error', `postgresStore: PostgreSQL failed ${doing} (${said})`, { cause: error });
 }

@@ -104,7 +104,9 @@ interface HeadRow {
 const HEAD_COLUMNS = 'stream, machine, last_seq::float8 AS seq, value, at';
 
 const headFromRow = (row: HeadRow): StreamHead =>
-  row.value === null ? { stream: row.stream, machine: row.machine, seq: row.seq, at: row.at } : { stream: row.stream, machine: row.machine, seq: row.seq, value: row.value, at: row.at };
+  row.value === null
+    ? { stream: row.stream, machine: row.machine, seq: row.seq, at: row.at }
+    : { stream: row.stream, machine: row.machine, seq: row.seq, value: row.value, at: row.at };
 
 /**
  * A store on PostgreSQL (through `pg`) that several server processes share: each batch is one
@@ -282,9 +284,13 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       open();
       return page(
         async (after, want) =>
-          (await query<{ event: Rune['event'] }>('reading events', `SELECT event FROM ${q}.rs_runes WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [stream, after, want])).map(
-            (row) => row.event,
-          ),
+          (
+            await query<{ event: Rune['event'] }>('reading events', `SELECT event FROM ${q}.rs_runes WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [
+              stream,
+              after,
+              want,
+            ])
+          ).map((row) => row.event),
         afterSeq,
         limit,
       );

@@ -55,8 +55,9 @@ interface TailRow extends RuneRow {
  *    notification, each (re)connect and a poll every `pollMs` run the catch-up query. Notifications
  *    are not stored: the catch-up after a reconnect finds what was committed meanwhile.
  * 2. The catch-up reads runes after the cursor's position and delivers them in order while each is
- *    safe: its `horizon` is below `pg_snapshot_xmin`, so no open transaction can still commit a
- *    lower position. It stops at the first unsafe one, which the next pass reads again.
+ *    safe: its `txid` is below `pg_snapshot_xmin`, so no open transaction can still commit a lower
+ *    position (appends draw positions in transaction id order: see schema.ts). It stops at the
+ *    first unsafe one, which the next pass reads again.
  * 3. Listeners without a start position share a cursor that starts at the log's end, read when the
  *    first of them subscribes; one with `afterPosition` has its own.
  * 4. A lost LISTEN connection is reconnected with exponential backoff on the scheduler.
@@ -94,7 +95,7 @@ export class PostgresTail {
       cursor.listeners = cursor.listeners.filter((l) => l !== listener);
       if (cursor.listeners.length > 0 || !this.#cursors.delete(cursor)) return;
       if (cursor === this.#shared) this.#shared = undefined;
-      if (this.#cursors.size === 0) this.#stop();
+      if (this.#cursors.size === 0) void this.#stop();
     };
   }
 
@@ -228,7 +229,7 @@ export class PostgresTail {
     }
     for (;;) {
       const { rows }: { rows: TailRow[] } = await pool.query<TailRow>(
-        `SELECT gpos::float8 AS gpos, writer, restored, horizon <= pg_snapshot_xmin(pg_current_snapshot()) AS safe, ${RUNE_COLUMNS}
+        `SELECT gpos::float8 AS gpos, writer, restored, txid < pg_snapshot_xmin(pg_current_snapshot()) AS safe, ${RUNE_COLUMNS}
          FROM ${schema}.rs_runes WHERE gpos > $1 ORDER BY gpos LIMIT $2`,
         [cursor.position, pageSize],
       );

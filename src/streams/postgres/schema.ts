@@ -17,7 +17,7 @@ export function checkIdentifier(option: string, value: unknown): string {
   return value;
 }
 
-/** The SSQLSTATEs the append function raises, with its detail as JSON. */
+/** The SQLSTATEs the append function raises, with its detail as JSON. */
 export const SQLSTATE_CONFLICT = 'RSCNF';
 export const SQLSTATE_FENCED = 'RSFNC';
 
@@ -26,14 +26,15 @@ export const SQLSTATE_FENCED = 'RSFNC';
  * trip, its own transaction): fences, then each stream's expected seq, then the runes, then the
  * NOTIFY pointer.
  *
- * Each rune keeps `horizon`, the first transaction id not yet assigned once its position was
- * drawn: every transaction that drew a lower position had its id by then. A tail delivers a rune
- * only once `pg_snapshot_xmin` has passed its horizon, so no transaction still open can commit a
- * lower position after it (a filter on the rune's own `txid` misses a transaction that got its id
- * later but drew its position earlier). Positions are drawn in a statement of their own, before
- * the insert whose snapshot gives the horizon.
+ * A tail delivers a rune once its `txid` is below `pg_snapshot_xmin`: every transaction with a
+ * lower id has ended. That skips no rune only if a lower position never belongs to a higher
+ * transaction id, so `rs_append` takes its transaction id and draws its positions first, together,
+ * under a session advisory lock held for just those two steps (not to the commit): whoever drew
+ * lower positions got the lower id.
  */
-function version1(q: string): string {
+function version1(schema: string): string {
+  const q = quoted(schema);
+  const positionsLock = `hashtextextended('runestream positions ${schema}', 0)`;
   return `
 CREATE TABLE ${q}.rs_meta (app text NOT NULL, schema_version integer NOT NULL);
 CREATE TABLE ${q}.rs_streams (
@@ -57,7 +58,6 @@ CREATE TABLE ${q}.rs_runes (
   writer text,
   restored boolean NOT NULL DEFAULT false,
   txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
-  horizon xid8 NOT NULL DEFAULT pg_snapshot_xmax(pg_current_snapshot()),
   PRIMARY KEY (stream, seq)
 );
 CREATE UNIQUE INDEX rs_runes_gpos ON ${q}.rs_runes (gpos);
@@ -76,6 +76,16 @@ DECLARE
   v_head bigint;
   v_gpos bigint[];
 BEGIN
+  PERFORM pg_advisory_lock(${positionsLock});
+  BEGIN
+    PERFORM pg_current_xact_id();
+    SELECT array_agg(g ORDER BY g) INTO v_gpos
+      FROM (SELECT nextval(pg_get_serial_sequence('${q}.rs_runes', 'gpos')) AS g FROM generate_series(1, array_length(r_streams, 1))) AS drawn;
+  EXCEPTION WHEN OTHERS THEN
+    PERFORM pg_advisory_unlock(${positionsLock});
+    RAISE;
+  END;
+  PERFORM pg_advisory_unlock(${positionsLock});
   FOR i IN 1..coalesce(array_length(p_leases, 1), 0) LOOP
     INSERT INTO ${q}.rs_fences AS f (lease, epoch) VALUES (p_leases[i], p_epochs[i])
       ON CONFLICT (lease) DO UPDATE SET epoch = greatest(f.epoch, excluded.epoch)
@@ -99,8 +109,6 @@ BEGIN
         DETAIL = json_build_object('stream', p_streams[i], 'expected', coalesce(v_head, 0) + 1, 'got', p_expected[i] + 1)::text;
     END IF;
   END LOOP;
-  SELECT array_agg(g ORDER BY g) INTO v_gpos
-    FROM (SELECT nextval(pg_get_serial_sequence('${q}.rs_runes', 'gpos')) AS g FROM generate_series(1, array_length(r_streams, 1))) AS drawn;
   INSERT INTO ${q}.rs_runes (gpos, stream, seq, machine, kind, event, from_state, to_state, at, payload, writer)
     OVERRIDING SYSTEM VALUE
     SELECT g, s, n, m, k, e::jsonb, f, t, a, p::jsonb, p_writer
@@ -134,7 +142,7 @@ export async function migrate(client: PoolClient, schema: string): Promise<void>
     );
     if (tables.length === 0) {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${q}`);
-      await client.query(version1(q));
+      await client.query(version1(schema));
     } else {
       const refuse = (found: string): never => {
         throw new StoreError('invalid_database', `PostgreSQL schema "${schema}" is not a runestream schema this code reads: ${found}; nothing was changed`);

@@ -16,7 +16,7 @@ const entries = Object.entries(packageJson.exports)
 const namesOf = async (source: string): Promise<string[]> => Object.keys((await import(`${root}${source}`)) as object);
 
 describe('package entries', () => {
-  it('are the root, sqlite, agents, server, client, store-kit and s3, each built from its file under src', () => {
+  it('are the root, sqlite, agents, server, client, store-kit, s3 and postgres, each built from its file under src', () => {
     expect(entries.map((e) => [e.name, e.source])).toEqual([
       ['runestream', 'src/index.ts'],
       ['runestream/sqlite', 'src/sqlite.ts'],
@@ -25,6 +25,7 @@ describe('package entries', () => {
       ['runestream/client', 'src/server/client/index.ts'],
       ['runestream/store-kit', 'src/store-kit.ts'],
       ['runestream/s3', 'src/s3.ts'],
+      ['runestream/postgres', 'src/postgres.ts'],
     ]);
     for (const entry of entries) {
       expect(existsSync(`${root}${entry.source}`), entry.source).toBe(true);
@@ -74,6 +75,7 @@ describe('package entries', () => {
       'runestream/client': [],
       'runestream/store-kit': ['checkBatch', 'headMatches', 'openState', 'prunePastSnapshot'],
       'runestream/s3': [],
+      'runestream/postgres': [],
     });
   });
 });

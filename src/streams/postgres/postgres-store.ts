@@ -120,17 +120,21 @@ const headFromRow = (row: HeadRow): StreamHead =>
  * ## Example
  * ```ts
  * import assert from 'node:assert/strict';
- * import { createEngine, type ChatActorState } from 'runestream';
+ * import { randomBytes } from 'node:crypto';
+ * import pg from 'pg';
+ * import { createEngine } from 'runestream';
  * import { postgresStore } from 'runestream/postgres';
  *
- * const schema = `readme_${process.pid}`;
- * const store = await postgresStore({ connectionString: 'postgres://postgres@127.0.0.1:5432/test', schema });
- * const engine = createEngine({ store: { ...store, close: async () => {} }, followStore: true });
+ * const pool = new pg.Pool({ connectionString: 'postgres://postgres@127.0.0.1:5432/test' });
+ * const schema = `rs_test_${randomBytes(6).toString('hex')}`;
+ * const store = await postgresStore({ pool, schema });
+ * const engine = createEngine({ store, followStore: true });
  * await engine.spawn('chat-1', 'chat-actor');
  * await engine.dispatch('chat-1', { type: 'Pause', reason: 'lunch' });
  * assert.equal((await store.head('chat-1'))?.seq, 2);
- * await engine.close();
- * await store.close();
+ * await engine.close(); // closes the store, which leaves the caller's pool open
+ * await pool.query(`DROP SCHEMA ${schema} CASCADE`);
+ * await pool.end();
  * ```
  */
 export async function postgresStore(options: PostgresStoreOptions): Promise<PostgresStore> {

@@ -365,8 +365,8 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     },
     async close() {
       if (!close()) return;
+      await tail.close(); // first: an append waiting for its runes' delivery stops waiting
       await appends;
-      await tail.close();
       if (callerPool === undefined) await pool.end();
     },
   };

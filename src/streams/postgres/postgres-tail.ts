@@ -152,7 +152,7 @@ export class PostgresTail {
     this.#poll = undefined;
     this.#retry?.unsubscribe();
     this.#retry = undefined;
-    this.#tick.resolve();
+    this.#tock();
     const client = this.#client;
     this.#client = undefined;
     await client?.end().catch(() => {});
@@ -160,9 +160,14 @@ export class PostgresTail {
 
   /** Tells every cursor to catch up, and the appends waiting for delivery to look again. */
   #trigger(): void {
+    for (const cursor of this.#cursors) void this.#pump(cursor);
+    this.#tock();
+  }
+
+  /** Wakes the appends waiting for the next trigger. */
+  #tock(): void {
     const tick = this.#tick;
     this.#tick = newTick();
-    for (const cursor of this.#cursors) void this.#pump(cursor);
     tick.resolve();
   }
 

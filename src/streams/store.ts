@@ -278,6 +278,19 @@ export function checkRestore(runes: readonly Rune[], head: StreamHead | undefine
   if (first.seq < 1 || first.seq + runes.length !== oldest) refuse(`they must end right below the oldest stored rune, seq ${oldest}`);
 }
 
+/** A head as a SQL store's row holds it: no state name is `null`. */
+export interface StreamHeadRow {
+  stream: string;
+  machine: string;
+  seq: number;
+  value: string | null;
+  at: number;
+}
+
+/** The head a row holds, without a `value` key when it has none (as every store gives it). */
+export const headFromRow = ({ stream, machine, seq, value, at }: StreamHeadRow): StreamHead =>
+  value === null ? { stream, machine, seq, at } : { stream, machine, seq, value, at };
+
 /** Whether a head matches a query. */
 export const headMatches = (head: StreamHead, query: HeadsQuery): boolean =>
   (query.machine === undefined || head.machine === query.machine) &&

@@ -12,8 +12,9 @@ import {
   type HeadsQuery,
   type RuneStore,
   type Snapshot,
-  type StreamHead,
+  type StreamHeadRow,
   type TailListener,
+  headFromRow,
 } from '../store.js';
 import { isConnectionError, storeErrorOf } from './postgres-errors.js';
 import { PostgresTail } from './postgres-tail.js';
@@ -93,20 +94,7 @@ function streamsOf(runes: readonly Rune[]): unknown[] | undefined {
   return [streams, expected, last, machines, values, ats];
 }
 
-interface HeadRow {
-  stream: string;
-  machine: string;
-  seq: number;
-  value: string | null;
-  at: number;
-}
-
 const HEAD_COLUMNS = 'stream, machine, last_seq::float8 AS seq, value, at';
-
-const headFromRow = (row: HeadRow): StreamHead =>
-  row.value === null
-    ? { stream: row.stream, machine: row.machine, seq: row.seq, at: row.at }
-    : { stream: row.stream, machine: row.machine, seq: row.seq, value: row.value, at: row.at };
 
 /**
  * A store on PostgreSQL (through `pg`) that several server processes share: each batch is one
@@ -251,7 +239,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     },
     async head(stream) {
       open();
-      const [row] = await query<HeadRow>('reading a head', `SELECT ${HEAD_COLUMNS} FROM ${q}.rs_streams WHERE stream = $1`, [stream]);
+      const [row] = await query<StreamHeadRow>('reading a head', `SELECT ${HEAD_COLUMNS} FROM ${q}.rs_streams WHERE stream = $1`, [stream]);
       return row === undefined ? undefined : headFromRow(row);
     },
     async *heads(headsQuery: HeadsQuery = {}) {
@@ -259,7 +247,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       const { machine = null, values = null, prefix = null } = headsQuery;
       let after: string | null = null;
       for (;;) {
-        const rows: HeadRow[] = await query<HeadRow>(
+        const rows: StreamHeadRow[] = await query<StreamHeadRow>(
           'listing heads',
           `SELECT ${HEAD_COLUMNS} FROM ${q}.rs_streams
            WHERE ($1::text IS NULL OR stream > $1) AND ($2::text IS NULL OR machine = $2) AND ($3::text[] IS NULL OR value = ANY($3))
@@ -345,7 +333,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       }
       try {
         await client.query('BEGIN');
-        const [head] = (await client.query<HeadRow>(`SELECT ${HEAD_COLUMNS} FROM ${q}.rs_streams WHERE stream = $1 FOR UPDATE`, [first.stream])).rows;
+        const [head] = (await client.query<StreamHeadRow>(`SELECT ${HEAD_COLUMNS} FROM ${q}.rs_streams WHERE stream = $1 FOR UPDATE`, [first.stream])).rows;
         const [oldest] = (await client.query<{ seq: number | null }>(`SELECT min(seq)::float8 AS seq FROM ${q}.rs_runes WHERE stream = $1`, [first.stream])).rows;
         checkRestore(runes, head === undefined ? undefined : headFromRow(head), oldest?.seq ?? (head?.seq ?? 0) + 1);
         await client.query(

@@ -293,6 +293,24 @@ describe('postgresStore: lost connections', () => {
     expect(await direct.read('a')).toEqual(runesOf('a', 1, 3));
   });
 
+  it('fails a batch sent into a network partition with code unavailable after queryTimeoutMs, instead of waiting for TCP, and works again after', async () => {
+    const proxy = await tcpProxy();
+    proxies.push(proxy);
+    const store = await openStore({ connectionString: postgresUrlVia(proxy.port), queryTimeoutMs: 300 });
+    const direct = await openStore({ schema: store.schema });
+    await store.append(runesOf('a', 1, 2));
+    proxy.hold(); // no cut: the connection stays open, no byte goes through
+    await expect(store.append([runeOf('a', 3)])).rejects.toMatchObject({ code: 'unavailable', message: expect.stringContaining('no answer within queryTimeoutMs (300 ms)') });
+    await expect(store.head('a')).rejects.toMatchObject({ code: 'unavailable' }); // a new connection waits in the partition too
+    // The store dropped its connection; the partition drops what it held (else it would reach the
+    // server late: why `unavailable` says the write may have been committed).
+    proxy.cut();
+    proxy.release();
+    expect(await direct.read('a')).toEqual(runesOf('a', 1, 2));
+    await store.append([runeOf('a', 3)]);
+    expect((await direct.head('a'))?.seq).toBe(3);
+  });
+
   it('reconnects its tail after the LISTEN connection is cut, and catches up on what was committed meanwhile', async () => {
     const proxy = await tcpProxy();
     proxies.push(proxy);

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { asyncScheduler, type SchedulerLike } from 'rxjs';
+import { asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
 import type { Rune } from '../../reducers/rune.js';
 import {
   StoreError,
@@ -39,6 +39,12 @@ export interface PostgresStoreOptions {
   readonly maxBatchRunes?: number;
   /** Rows per query of `read`, `readEvents`, `heads` and the tail's catch-up. Default 1,000. */
   readonly pageSize?: number;
+  /**
+   * How long, in ms, a statement (an append, a read) waits for the database before its connection
+   * is dropped and the call rejects with code `unavailable`: a network partition fails calls
+   * instead of holding them. Default 30,000.
+   */
+  readonly queryTimeoutMs?: number;
 }
 
 /** Where a listener of {@link PostgresStore.tail} starts. */
@@ -62,7 +68,9 @@ export interface PostgresStore extends RuneStore {
   catchUp(): Promise<number | undefined>;
 }
 
-export const POSTGRES_DEFAULTS = { schema: 'runestream', pollMs: 1000, maxBatchRunes: 10_000, pageSize: 1000 } as const;
+export const POSTGRES_DEFAULTS = { schema: 'runestream', pollMs: 1000, maxBatchRunes: 10_000, pageSize: 1000, queryTimeoutMs: 30_000 } as const;
+
+const ignore = (): void => {};
 
 /** A positive integer option, or a TypeError naming it. */
 function positiveInteger(option: string, value: number): number {
@@ -134,6 +142,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     scheduler = asyncScheduler,
     maxBatchRunes = POSTGRES_DEFAULTS.maxBatchRunes,
     pageSize = POSTGRES_DEFAULTS.pageSize,
+    queryTimeoutMs = POSTGRES_DEFAULTS.queryTimeoutMs,
   } = options;
   if ((connectionString === undefined) === (callerPool === undefined)) {
     throw new TypeError('postgresStore: exactly one of "connectionString" and "pool" is required');
@@ -143,8 +152,9 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
   if (!Number.isFinite(pollMs) || pollMs <= 0) throw new TypeError(`postgresStore: "pollMs" must be a positive number of ms, got ${pollMs}`);
   positiveInteger('maxBatchRunes', maxBatchRunes);
   positiveInteger('pageSize', pageSize);
+  positiveInteger('queryTimeoutMs', queryTimeoutMs);
 
-  const pool = callerPool ?? new pg.Pool({ connectionString });
+  const pool = callerPool ?? new pg.Pool({ connectionString, connectionTimeoutMillis: queryTimeoutMs });
   // An idle connection the server dropped: the pool discards it, and the next query opens another.
   if (callerPool === undefined) pool.on('error', () => {});
   try {
@@ -165,11 +175,48 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
   /** Appends run one at a time: a listener hears them in the order they were made. */
   let appends: Promise<unknown> = Promise.resolve();
 
+  /**
+   * Runs one statement on a pooled connection. One the database does not answer within
+   * `queryTimeoutMs` (a network partition) is dropped, so the call rejects with `unavailable`
+   * instead of waiting for TCP to give up, and the pool opens a new connection for the next.
+   */
   const query = async <Row extends pg.QueryResultRow>(doing: string, text: string, values?: unknown[]): Promise<Row[]> => {
+    let client: pg.PoolClient | undefined;
+    let failed: Error | undefined;
+    let deadline: Subscription | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      deadline = scheduler.schedule(() => {
+        failed = Object.assign(new Error(`no answer within queryTimeoutMs (${queryTimeoutMs} ms)`), { code: 'ETIMEDOUT' });
+        (client as unknown as pg.Client | undefined)?.connection.stream.destroy();
+        reject(failed);
+      }, queryTimeoutMs);
+    });
+    const attempt = (async () => {
+      const connected = await pool.connect();
+      if (failed !== undefined) {
+        connected.release(failed); // connected after the deadline: dropped
+        throw failed;
+      }
+      client = connected;
+      // A lost connection fails the query; its error event, with no one else listening, must not crash the process.
+      connected.on('error', ignore);
+      try {
+        return (await connected.query<Row>(text, values)).rows;
+      } catch (error) {
+        if (failed === undefined && isConnectionError(error)) failed = error as Error;
+        throw error;
+      } finally {
+        connected.off('error', ignore);
+        connected.release(failed);
+      }
+    })();
+    attempt.catch(ignore); // when the deadline won the race
     try {
-      return (await pool.query<Row>(text, values)).rows;
+      return await Promise.race([attempt, timedOut]);
     } catch (error) {
-      throw storeErrorOf(error, doing);
+      throw storeErrorOf(failed ?? error, doing);
+    } finally {
+      deadline!.unsubscribe();
     }
   };
 

@@ -176,6 +176,8 @@ export interface RuneStore {
  * - `unavailable`: the connection to the database was lost or refused. A write that fails so may
  *   have been committed just before, or not at all (all or nothing, either way): read to know.
  * - `batch_too_large`: an append carries more runes than the store takes at once (its `maxBatchRunes`).
+ * - `invalid_rune`: a rune holds a value the database cannot store (PostgreSQL's jsonb takes no NUL
+ *   character, `\u0000`, in a string); nothing of the batch was written.
  */
 export type StoreErrorCode =
   | 'seq_conflict'
@@ -191,7 +193,8 @@ export type StoreErrorCode =
   | 'io_error'
   | 'invalid_database'
   | 'unavailable'
-  | 'batch_too_large';
+  | 'batch_too_large'
+  | 'invalid_rune';
 
 /** A store refused or failed an operation; nothing of a failed write was written. */
 export class StoreError extends Error {

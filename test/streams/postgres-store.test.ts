@@ -97,6 +97,13 @@ describe('postgresStore: options', () => {
     expect((await store.read('a')).length).toBe(5);
   });
 
+  it('refuses a rune jsonb cannot hold (a NUL character) with code invalid_rune, writing nothing of its batch', async () => {
+    const store = await openStore();
+    const nul: Rune = { ...runeOf('b', 1), event: { type: 'spawn', input: { text: 'a\u0000b' } } };
+    await expect(store.append([runeOf('a', 1), nul])).rejects.toMatchObject({ code: 'invalid_rune', message: expect.stringContaining('jsonb takes no NUL character') });
+    expect(await store.head('a')).toBeUndefined();
+  });
+
   it('pages reads and heads by pageSize, giving the same as one page', async () => {
     const store = await openStore({ pageSize: 3 });
     await store.append([...runesOf('a', 1, 10), ...['s1', 's2', 's3', 's4', 's5'].map((s) => runeOf(s, 1))]);

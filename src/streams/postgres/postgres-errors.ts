@@ -24,7 +24,8 @@ export function isConnectionError(error: unknown): boolean {
 /**
  * What `pg` threw, as a {@link StoreError} with a stable code and the `pg` error as its `cause`:
  * the append function's refusals as {@link StoreConflictError} and {@link StoreFencedError}, a
- * lost or refused connection as `unavailable`, anything else the server refused as `io_error`.
+ * lost or refused connection as `unavailable`, a value jsonb cannot hold as `invalid_rune`,
+ * anything else the server refused as `io_error`.
  */
 export function storeErrorOf(error: unknown, doing: string): StoreError {
   if (error instanceof StoreError) return error;
@@ -36,6 +37,13 @@ export function storeErrorOf(error: unknown, doing: string): StoreError {
   if (pgError?.code === SQLSTATE_FENCED) {
     const { lease, epoch, newest } = JSON.parse(pgError.detail!) as { lease: string; epoch: number; newest: number };
     return new StoreFencedError({ lease, epoch }, newest);
+  }
+  if (pgError?.code === '22P05' || pgError?.code === '22P02') {
+    return new StoreError(
+      'invalid_rune',
+      `postgresStore: PostgreSQL cannot hold a value of ${doing} (${pgError.code}: ${pgError.message}): jsonb takes no NUL character (\\u0000) in a string; nothing of it was written`,
+      { cause: error },
+    );
   }
   const said = error instanceof Error ? `${pgError.code === undefined ? '' : `${pgError.code}: `}${error.message}` : String(error);
   if (isConnectionError(error)) {

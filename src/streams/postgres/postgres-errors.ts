@@ -41,7 +41,7 @@ export function storeErrorOf(error: unknown, doing: string): StoreError {
   if (pgError?.code === '22P05' || pgError?.code === '22P02') {
     return new StoreError(
       'invalid_rune',
-      `postgresStore: PostgreSQL cannot hold a value of ${doing} (${pgError.code}: ${pgError.message}): jsonb takes no NUL character (\\u0000) in a string; nothing of it was written`,
+      `postgresStore: PostgreSQL cannot hold a value of ${doing} (${pgError.code}: ${pgError.message}): jsonb takes no NUL character (\\u0000) and no lone surrogate in a string; nothing of it was written`,
       { cause: error },
     );
   }

@@ -81,7 +81,7 @@ BEGIN
     PERFORM pg_current_xact_id();
     SELECT array_agg(g ORDER BY g) INTO v_gpos
       FROM (SELECT nextval(pg_get_serial_sequence('${q}.rs_runes', 'gpos')) AS g FROM generate_series(1, array_length(r_streams, 1))) AS drawn;
-  EXCEPTION WHEN OTHERS THEN
+  EXCEPTION WHEN OTHERS OR query_canceled THEN -- a session lock outlives the statement: never leave it held
     PERFORM pg_advisory_unlock(${positionsLock});
     RAISE;
   END;

@@ -9,6 +9,7 @@ import { benchHydration } from './hydration.js';
 import { benchIdleSessions } from './idle-sessions.js';
 import { benchImportCost } from './import-cost.js';
 import { benchMetrics } from './metrics.js';
+import { benchPostgresAppend } from './postgres-append.js';
 import { benchSqliteAppend } from './sqlite-append.js';
 import { benchWsFanout } from './ws-fanout.js';
 
@@ -17,6 +18,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   'chat-actor-transition': benchChatActorTransition,
   'engine-dispatch': benchEngineDispatch,
   'sqlite-append': benchSqliteAppend,
+  'postgres-append': benchPostgresAppend,
   'idle-sessions': benchIdleSessions,
   hydration: benchHydration,
   'ws-fanout': benchWsFanout,

@@ -4,39 +4,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Rune } from '../src/index.js';
 import { sqliteStore } from '../src/streams/sqlite-store.js';
+import { BATCH, STREAMS, chatActorBatches } from './chat-actor-batches.js';
 import { compareAsync, measureAsync, report } from './harness.js';
-
-const STREAMS = 10;
-const BATCH = 100;
-
-/**
- * An endless supply of chatActor runes: each call gives the next batch, `BATCH` runes spread over
- * `STREAMS` streams (a spawn, then ProcessInteraction / InteractionComplete in turn).
- */
-function chatActorBatches(): () => Rune[] {
-  const streams = Array.from({ length: STREAMS }, (_, i) => `chat-actor/7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b${String(i).padStart(2, '0')}`);
-  const interactions = streams.map((_, i) => ({ type: 'ProcessInteraction', userId: `0b6e7a52-2f7d-4c1e-8d4a-5a1f3c9e21${String(i).padStart(2, '0')}` }));
-  const spawn = { type: 'spawn' };
-  const complete = { type: 'InteractionComplete', success: true };
-  const seqs = new Array<number>(STREAMS).fill(0);
-  let at = 0;
-  return () => {
-    const runes = new Array<Rune>(BATCH);
-    for (let i = 0; i < BATCH; i++) {
-      const s = i % STREAMS;
-      const stream = streams[s]!;
-      const seq = ++seqs[s]!;
-      at += 3;
-      runes[i] =
-        seq === 1
-          ? { stream, seq, machine: 'chat-actor', kind: 'spawned', event: spawn, to: 'idle', at }
-          : seq % 2 === 0
-            ? { stream, seq, machine: 'chat-actor', kind: 'ProcessInteraction', event: interactions[s]!, from: 'idle', to: 'running', at }
-            : { stream, seq, machine: 'chat-actor', kind: 'InteractionComplete', event: complete, from: 'running', to: 'idle', at };
-    }
-    return runes;
-  };
-}
 
 /**
  * Issue 3's bar: durable appends through `sqliteStore(path).append`, one batch of 100 runes over

@@ -3,7 +3,19 @@ import { closeSync, constants, copyFileSync, linkSync, openSync, readSync, rmSyn
 import Database from 'better-sqlite3';
 import type { Rune } from '../reducers/rune.js';
 import { isLockedError, storeErrorOf } from './sqlite-errors.js';
-import { StoreError, checkBatch, checkRestore, headMatches, prunePastSnapshot, openState, type RuneStore, type Snapshot, type StreamHead } from './store.js';
+import {
+  StoreError,
+  checkBatch,
+  checkRestore,
+  headFromRow,
+  headMatches,
+  prunePastSnapshot,
+  openState,
+  type RuneStore,
+  type Snapshot,
+  type StreamHead,
+  type StreamHeadRow,
+} from './store.js';
 import { errorText } from '../reducers/error-text.js';
 
 /** Options of {@link sqliteStore}. Each is checked when the store opens. */
@@ -153,17 +165,6 @@ const SCHEMA_OBJECTS: ReadonlyArray<readonly ['table' | 'trigger', string]> = [
 
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 const SQLITE_HEADER_BYTES = 100;
-
-/** A row of `streams`. */
-interface HeadRow {
-  stream: string;
-  machine: string;
-  seq: number;
-  value: string | null;
-  at: number;
-}
-
-const headOf = ({ stream, machine, seq, value, at }: HeadRow): StreamHead => (value === null ? { stream, machine, seq, at } : { stream, machine, seq, value, at });
 
 /** A rune's `body` column, parsed. */
 type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: string };
@@ -407,10 +408,10 @@ function upgrade(db: Database.Database): void {
 
 /** The store over an open, checked database: every statement prepared once. */
 function openStore(db: Database.Database, path: string): RuneStore {
-  const selectHead = db.prepare<[string], HeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream = ?');
+  const selectHead = db.prepare<[string], StreamHeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream = ?');
   // Pages, not one open cursor: better-sqlite3 cannot write while a read iterates.
-  const selectHeads = db.prepare<[string, number], HeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream > ? ORDER BY stream LIMIT ?');
-  const selectHeadsOf = db.prepare<[string, string, number], HeadRow>(
+  const selectHeads = db.prepare<[string, number], StreamHeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream > ? ORDER BY stream LIMIT ?');
+  const selectHeadsOf = db.prepare<[string, string, number], StreamHeadRow>(
     'SELECT stream, machine, seq, value, at FROM streams WHERE machine = ? AND stream > ? ORDER BY stream LIMIT ?',
   );
   const insertStream = db.prepare<[string, string]>('INSERT INTO streams (stream, machine, seq) VALUES (?, ?, 0)');
@@ -474,7 +475,7 @@ function openStore(db: Database.Database, path: string): RuneStore {
   const restore = db.transaction((runes: readonly Rune[]): number => {
     const first = runes[0]!;
     const row = selectHead.get(first.stream);
-    checkRestore(runes, row === undefined ? undefined : headOf(row), selectOldest.get(first.stream) ?? (row?.seq ?? 0) + 1);
+    checkRestore(runes, row === undefined ? undefined : headFromRow(row), selectOldest.get(first.stream) ?? (row?.seq ?? 0) + 1);
     // Newest first: each goes in right below the oldest stored rune, as the trigger wants.
     for (let i = runes.length - 1; i >= 0; i--) {
       const rune = runes[i]!;
@@ -501,7 +502,7 @@ function openStore(db: Database.Database, path: string): RuneStore {
     },
     async head(stream): Promise<StreamHead | undefined> {
       const row = run(() => selectHead.get(stream));
-      return row === undefined ? undefined : headOf(row);
+      return row === undefined ? undefined : headFromRow(row);
     },
     async *heads(query = {}) {
       const page = 1000;
@@ -510,13 +511,13 @@ function openStore(db: Database.Database, path: string): RuneStore {
       let after = prefix;
       if (prefix !== '') {
         const exact = run(() => selectHead.get(prefix));
-        if (exact !== undefined && headMatches(headOf(exact), query)) yield headOf(exact);
+        if (exact !== undefined && headMatches(headFromRow(exact), query)) yield headFromRow(exact);
       }
       for (;;) {
         const rows = run(() => (query.machine === undefined ? selectHeads.all(after, page) : selectHeadsOf.all(query.machine, after, page)));
         for (const row of rows) {
           if (!row.stream.startsWith(prefix)) return;
-          const head = headOf(row);
+          const head = headFromRow(row);
           if (headMatches(head, query)) yield head;
         }
         if (rows.length < page) return;

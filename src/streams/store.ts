@@ -170,7 +170,15 @@ export interface RuneStore {
  * - `locked`: another process has the file open for writing (checked at open: one writer process per file).
  * - `disk_full`: the disk (or the file's size limit) is full.
  * - `read_only`: the file, or its directory, cannot be written.
- * - `io_error`: the operating system failed to read or write the file, or found it corrupt.
+ * - `io_error`: the operating system failed to read or write the file, or found it corrupt; or the
+ *   database (PostgreSQL) failed the operation.
+ * - `invalid_database`: the PostgreSQL schema is not one this code reads: it holds another
+ *   application's tables, or a newer schema version (checked at open, before anything is written).
+ * - `unavailable`: the connection to the database was lost or refused. A write that fails so may
+ *   have been committed just before, or not at all (all or nothing, either way): read to know.
+ * - `batch_too_large`: an append carries more runes than the store takes at once (its `maxBatchRunes`).
+ * - `invalid_rune`: a rune holds a value the database cannot store (PostgreSQL's jsonb takes no NUL
+ *   character, `\u0000`, in a string); nothing of the batch was written.
  */
 export type StoreErrorCode =
   | 'seq_conflict'
@@ -183,7 +191,11 @@ export type StoreErrorCode =
   | 'locked'
   | 'disk_full'
   | 'read_only'
-  | 'io_error';
+  | 'io_error'
+  | 'invalid_database'
+  | 'unavailable'
+  | 'batch_too_large'
+  | 'invalid_rune';
 
 /** A store refused or failed an operation; nothing of a failed write was written. */
 export class StoreError extends Error {
@@ -269,6 +281,19 @@ export function checkRestore(runes: readonly Rune[], head: StreamHead | undefine
   });
   if (first.seq < 1 || first.seq + runes.length !== oldest) refuse(`they must end right below the oldest stored rune, seq ${oldest}`);
 }
+
+/** A head as a SQL store's row holds it: no state name is `null`. */
+export interface StreamHeadRow {
+  stream: string;
+  machine: string;
+  seq: number;
+  value: string | null;
+  at: number;
+}
+
+/** The head a row holds, without a `value` key when it has none (as every store gives it). */
+export const headFromRow = ({ stream, machine, seq, value, at }: StreamHeadRow): StreamHead =>
+  value === null ? { stream, machine, seq, at } : { stream, machine, seq, value, at };
 
 /** Whether a head matches a query. */
 export const headMatches = (head: StreamHead, query: HeadsQuery): boolean =>

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 /** What the light entries must never load, not even through another package. */
-const HEAVY = /^(ai|@ai-sdk\/.*|@modelcontextprotocol\/sdk|better-sqlite3|ws)$/;
+const HEAVY = /^(ai|@ai-sdk\/.*|@modelcontextprotocol\/sdk|better-sqlite3|pg|ws)$/;
 
 /**
  * The packages a fresh node process loads when it imports `entry` (a source file; tsx compiles
@@ -26,7 +26,7 @@ async function packagesLoadedBy(entry: string): Promise<string[]> {
 
 describe('entry weight', () => {
   it.each(['src/index.ts', 'src/server/client/index.ts', 'src/store-kit.ts'])(
-    '%s loads no LLM SDK, MCP SDK, SQLite binding or WebSocket server',
+    '%s loads no LLM SDK, MCP SDK, SQLite binding, PostgreSQL client or WebSocket server',
     async (entry) => {
       const packages = await packagesLoadedBy(entry);
       expect(packages.filter((name) => HEAVY.test(name))).toEqual([]);
@@ -42,6 +42,7 @@ describe('entry weight', () => {
   it.each([
     ['src/server/index.ts', ['ws']],
     ['src/sqlite.ts', ['better-sqlite3']],
+    ['src/postgres.ts', ['pg']],
     ['src/agents.ts', ['@ai-sdk/provider', '@modelcontextprotocol/sdk', 'ai']],
   ])(
     'sees %s load %j',

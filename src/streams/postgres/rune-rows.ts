@@ -1,0 +1,52 @@
+import type { Rune } from '../../reducers/rune.js';
+
+/** The columns of `rs_runes` a rune is rebuilt from, numbers as JS numbers (bigints would come back as strings). */
+export const RUNE_COLUMNS = 'stream, seq::float8 AS seq, machine, kind, event, from_state, to_state, at, payload';
+
+/** A row of {@link RUNE_COLUMNS}. */
+export interface RuneRow {
+  stream: string;
+  seq: number;
+  machine: string;
+  kind: string;
+  event: Rune['event'];
+  from_state: string | null;
+  to_state: string | null;
+  at: number;
+  payload: Rune['payload'] | null;
+}
+
+/** The rune a row holds, as it was appended: no `from`, `to` or `payload` key where it had none. */
+export function runeFromRow(row: RuneRow): Rune {
+  const rune: Rune = { stream: row.stream, seq: row.seq, machine: row.machine, kind: row.kind, event: row.event, at: row.at };
+  if (row.from_state !== null) rune.from = row.from_state;
+  if (row.to_state !== null) rune.to = row.to_state;
+  if (row.payload !== null) rune.payload = row.payload;
+  return rune;
+}
+
+/** A batch's runes as the columns `rs_append` takes, one array per column (JSON as text). */
+export function runeColumns(runes: readonly Rune[]): unknown[] {
+  const n = runes.length;
+  const streams = new Array<string>(n);
+  const seqs = new Array<number>(n);
+  const machines = new Array<string>(n);
+  const kinds = new Array<string>(n);
+  const events = new Array<string>(n);
+  const froms = new Array<string | null>(n);
+  const tos = new Array<string | null>(n);
+  const ats = new Array<number>(n);
+  const payloads = new Array<string | null>(n);
+  runes.forEach((rune, i) => {
+    streams[i] = rune.stream;
+    seqs[i] = rune.seq;
+    machines[i] = rune.machine;
+    kinds[i] = rune.kind;
+    events[i] = JSON.stringify(rune.event);
+    froms[i] = rune.from ?? null;
+    tos[i] = rune.to ?? null;
+    ats[i] = rune.at;
+    payloads[i] = rune.payload === undefined ? null : JSON.stringify(rune.payload);
+  });
+  return [streams, seqs, machines, kinds, events, froms, tos, ats, payloads];
+}

@@ -2,7 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { StoreFencedError, memoryStore, type Fence } from '../../../src/index.js';
 import { leaseTablesDdl, ownershipKey, shardLeases, shardOf, type ShardLeases, type ShardLeasesOptions } from '../../../src/postgres.js';
 import { runeOf } from '../../../src/streams/store-contract.js';
-import { PG_URL, pgTestSchema, pgUrlThrough } from '../../support/pg-schema.js';
+import { pgTestSchema } from '../../support/pg-schema.js';
+import { POSTGRES_URL as PG_URL, postgresUrlVia as pgUrlThrough } from '../../support/postgres.js';
 import { tcpProxy, type TcpProxy } from '../../support/tcp-proxy.js';
 
 // Real PostgreSQL, real time, short leases: every wait is for a condition, with a generous timeout.

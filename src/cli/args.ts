@@ -18,7 +18,14 @@ export type Command =
   | {
       command: 'serve';
       port: number;
+      /** The SQLite file of the log (`--db`); unused with `store`. */
       db: string;
+      /**
+       * The PostgreSQL log several processes share (`--store` or `RUNESTREAM_STORE`, a
+       * `postgres://` URL), with how long a dead process's effects wait before a survivor takes
+       * them (`--lease-ms`); none: the SQLite file `db`.
+       */
+      store?: { readonly url: string; readonly leaseMs?: number };
       token: string | undefined;
       host: string;
       /** The `--allow-origin` origins, normalized. */
@@ -38,11 +45,18 @@ export const USAGE = `Usage: runestream serve [options]
        runestream archive <stream> [--url <url>] [--token-file <file>]
        runestream restore <stream> [--url <url>] [--token-file <file>]
 
-Serves a runestream engine over WebSocket and HTTP (SSE), its runes kept in a SQLite file.
+Serves a runestream engine over WebSocket and HTTP (SSE), its runes kept in a SQLite file
+or, shared by several serve processes, in a PostgreSQL database.
 
 Options:
   --port <n>               TCP port to listen on; 0 picks a free one (default 7070)
   --db <file>              SQLite file of the log, created if missing (default runestream.db)
+  --store <url>            a PostgreSQL log instead (postgres://user@host:5432/db), which
+                           several serve processes share: any of them serves every stream,
+                           each stream's effects run in one of them at a time; also
+                           RUNESTREAM_STORE (see README, "Several processes")
+  --lease-ms <n>           with --store: how long a process that died keeps its streams'
+                           effects before a survivor takes them over (default 10000)
   --token-file <file>      file holding the token every client must present
                            (Authorization: Bearer <t> or ?token=<t>), trimmed; the token may
                            also come from the RUNESTREAM_TOKEN environment variable
@@ -86,6 +100,8 @@ SIGINT or SIGTERM closes the server, flushes the log and exits 0.`;
 const OPTIONS = {
   port: { type: 'string' },
   db: { type: 'string' },
+  store: { type: 'string' },
+  'lease-ms': { type: 'string' },
   token: { type: 'string' },
   'token-file': { type: 'string' },
   host: { type: 'string' },
@@ -126,7 +142,35 @@ export function parseCommand(args: readonly string[], env: NodeJS.ProcessEnv): C
   const allowedOrigins = (values['allow-origin'] ?? []).map(
     (origin) => (origin === '*' ? origin : originOf(origin)) ?? usage(`--allow-origin must be an origin like http://localhost:5173 (or "*"), got "${origin}"`),
   );
-  return { command: 'serve', port, db: values.db ?? 'runestream.db', token, host: values.host ?? '127.0.0.1', allowedOrigins, ...configOf(values, env) };
+  const store = storeOf(values, env);
+  return {
+    command: 'serve',
+    port,
+    db: values.db ?? 'runestream.db',
+    ...(store === undefined ? {} : { store }),
+    token,
+    host: values.host ?? '127.0.0.1',
+    allowedOrigins,
+    ...configOf(values, env),
+  };
+}
+
+/** The PostgreSQL log `--store` or `RUNESTREAM_STORE` names, with `--lease-ms`; none: the SQLite file. */
+function storeOf(values: { db?: string; store?: string; 'lease-ms'?: string }, env: NodeJS.ProcessEnv): { url: string; leaseMs?: number } | undefined {
+  const url = values.store ?? (env.RUNESTREAM_STORE || undefined);
+  const leaseText = values['lease-ms'];
+  if (url === undefined) {
+    if (leaseText !== undefined) throw new UsageError('--lease-ms is for a PostgreSQL log: give --store postgres://... too');
+    return undefined;
+  }
+  const from = values.store === undefined ? 'RUNESTREAM_STORE' : '--store';
+  if (values.db !== undefined) throw new UsageError(`--db and ${from} are both given: the log is either a SQLite file or a PostgreSQL database`);
+  if (!/^postgres(ql)?:\/\/\S+$/.test(url))
+    throw new UsageError(`${from} must be a PostgreSQL URL like postgres://user@127.0.0.1:5432/runestream (for a SQLite file use --db), got "${url}"`);
+  if (leaseText === undefined) return { url };
+  const leaseMs = Number(leaseText);
+  if (!/^\d+$/.test(leaseText) || leaseMs < 100 || leaseMs > 600_000) throw new UsageError(`--lease-ms must be an integer from 100 to 600000 (ms), got "${leaseText}"`);
+  return { url, leaseMs };
 }
 
 /** `archive <stream>` / `restore <stream>`: the target, the server's URL and the token (as serve takes it). */
@@ -139,7 +183,7 @@ function archivalCommand(
   const [target, ...extra] = positionals;
   if (target === undefined || target === '') throw new UsageError(`${command} needs the stream to ${command}, e.g. runestream ${command} conv/c1`);
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
-  const serveOnly = ['port', 'db', 'host', 'allow-origin', 'config', 'model'].find((name) => values[name] !== undefined);
+  const serveOnly = ['port', 'db', 'store', 'lease-ms', 'host', 'allow-origin', 'config', 'model'].find((name) => values[name] !== undefined);
   if (serveOnly !== undefined) throw new UsageError(`--${serveOnly} is for serve; ${command} takes --url and the token`);
   const url = values.url ?? 'http://127.0.0.1:7070';
   if (!/^https?:\/\/[^/]+\/?$/.test(url)) throw new UsageError(`--url must be the server's HTTP URL, like http://127.0.0.1:7070, got "${url}"`);

@@ -28,9 +28,8 @@ import { writeMetricsSnapshot } from '../streams/archive/metrics-snapshot.js';
 import type { AutonomyConfig, MetricsConfig, ServerConfig } from '../server/config/server-config.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
-import { sqliteStore } from '../streams/sqlite-store.js';
-import type { RuneStore } from '../streams/store.js';
 import type { Command } from './args.js';
+import { openServeStore, type ServeStore } from './serve-store.js';
 
 /** The autonomy loop's epics as configured: its models from the configured chains, a task's roles the configured agents'. */
 function autonomyOf(autonomy: AutonomyConfig, agents: ConfiguredAgents, config: ServerConfig) {
@@ -59,16 +58,19 @@ async function registerRoles(engine: Engine, config: ServerConfig, log: Pick<Con
 /**
  * The metrics as configured (none when `enabled` is false): their collector writes a snapshot to
  * `file`, relative to the configuration file's folder, or by default `runestream-metrics.json`
- * beside the log; with a cold store (archival configured) it archives one there on schedule.
+ * beside the SQLite log (with a PostgreSQL log, `runestream-metrics-<pid>.json` in the working
+ * folder); with a cold store (archival configured) it archives one there on schedule.
  */
 function metricsOf(
   config: MetricsConfig | undefined,
   configSource: string,
-  db: string,
+  db: string | undefined,
   cold: ColdStore | undefined,
 ): { metrics: RunestreamMetrics; collector: ReturnType<typeof metricsCollectorEpic>; file: string } | undefined {
   if (config?.enabled === false) return undefined;
-  const file = config?.file === undefined ? resolve(dirname(resolve(db)), 'runestream-metrics.json') : resolve(dirname(resolve(configSource)), config.file);
+  // Processes sharing a PostgreSQL log each write their own file.
+  const defaultFile = db === undefined ? resolve(`runestream-metrics-${process.pid}.json`) : resolve(dirname(resolve(db)), 'runestream-metrics.json');
+  const file = config?.file === undefined ? defaultFile : resolve(dirname(resolve(configSource)), config.file);
   const metrics = createMetrics();
   const { flushEveryMs, archiveEveryMs } = config ?? {};
   const collector = metricsCollectorEpic({
@@ -112,18 +114,26 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       ? undefined
       : configuredArchival(command.config.archival, { configDir: dirname(resolve(command.configSource)), source: command.configSource, env });
   const { registry } = command.config;
-  const metrics = metricsOf(command.config.metrics, command.configSource, db, archival?.cold);
+  const metrics = metricsOf(command.config.metrics, command.configSource, command.store === undefined ? db : undefined, archival?.cold);
   // Every role's profile, the configured ones and those the registry adds at runtime; with more
   // than one configured role, agents delegate to them (the `delegate` tool).
   const profiles = agentProfiles({ fixed: agents.profiles, toolkit: agents.toolkit, delegation: Object.keys(agents.profiles).length > 1 });
   // With the registry, only an ACTIVE role's agents start (a client's root agent is the default role's).
   const admission = registry === undefined ? undefined : registeredAgentAdmission({ defaultRole: agents.defaultRole, profiles });
-  let engine: Engine;
-  let store: RuneStore;
+  let served: ServeStore;
   try {
-    store = sqliteStore(db);
+    served = await openServeStore(command);
+  } catch (error) {
+    await agents.close();
+    await archival?.close();
+    throw error;
+  }
+  const { store } = served;
+  let engine: Engine;
+  try {
     engine = createEngine({
       store,
+      ...served.engineOptions,
       ...(archival === undefined ? {} : { archive: archival.cold }),
       epics: [
         chatActorLifecycle(),
@@ -150,6 +160,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       ],
     });
   } catch (error) {
+    await store.close();
+    await served.release();
     await agents.close();
     await archival?.close();
     throw error;
@@ -172,12 +184,13 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   } catch (error) {
     stopMetrics?.();
     await engine.close();
+    await served.release();
     await profiles.idle();
     await agents.close();
     await archival?.close();
     throw error;
   }
-  log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${db})`);
+  log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${served.description})`);
   if (metrics !== undefined) log.log(`runestream: metrics at ${server.httpUrl}/metrics; snapshots written to ${metrics.file}`);
   if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
   log.log(`runestream: ${agents.defaultRole} agent on ${agents.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);
@@ -193,6 +206,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       await server.close();
       stopMetrics?.();
       await engine.close();
+      await served.release();
       await profiles.idle(); // the registered definitions' MCP servers
       await agents.close();
       await archival?.close();

@@ -155,6 +155,11 @@ describe('runestream arguments', () => {
     [['--allow-origin', 'localhost:5173x'], '--allow-origin must be an origin like http://localhost:5173 (or "*"), got "localhost:5173x"'],
     [['--allow-origin', 'file:///index.html'], '--allow-origin must be an origin like http://localhost:5173 (or "*"), got "file:///index.html"'],
     [['--token', 'a', '--token-file', 'f'], '--token and --token-file are both set: use one'],
+    [['--store', 'mysql://x'], '--store must be a PostgreSQL URL like postgres://user@127.0.0.1:5432/runestream (for a SQLite file use --db), got "mysql://x"'],
+    [['--store', 'postgres://h/db', '--db', 'x.db'], '--db and --store are both given: the log is either a SQLite file or a PostgreSQL database'],
+    [['--lease-ms', '500'], '--lease-ms is for a PostgreSQL log: give --store postgres://... too'],
+    [['--store', 'postgres://h/db', '--lease-ms', '5s'], '--lease-ms must be an integer from 100 to 600000 (ms), got "5s"'],
+    [['--store', 'postgres://h/db', '--lease-ms', '50'], '--lease-ms must be an integer from 100 to 600000 (ms), got "50"'],
   ])('refuses %j with a usage error', (args, message) => {
     expect(() => parse(args)).toThrow(new UsageError(message));
   });
@@ -166,5 +171,15 @@ describe('runestream arguments', () => {
     expect(parse(['--token-file', file], { RUNESTREAM_TOKEN: 'from-env' })).toMatchObject({ token: 'from-file' });
     expect(parse([], { RUNESTREAM_TOKEN: 'from-env' })).toMatchObject({ token: 'from-env' });
     expect(parse([])).toMatchObject({ token: undefined });
+  });
+
+  it('takes a PostgreSQL log from --store, else RUNESTREAM_STORE; none: the SQLite file', () => {
+    expect(parse([])).not.toHaveProperty('store');
+    expect(parse(['--store', 'postgres://a@127.0.0.1/x'], { RUNESTREAM_STORE: 'postgresql://b@h/y' })).toMatchObject({ store: { url: 'postgres://a@127.0.0.1/x' } });
+    expect(parse([], { RUNESTREAM_STORE: 'postgresql://b@h/y' })).toMatchObject({ store: { url: 'postgresql://b@h/y' } });
+    expect(parse(['--store', 'postgres://a@127.0.0.1/x', '--lease-ms', '1500'])).toMatchObject({ store: { url: 'postgres://a@127.0.0.1/x', leaseMs: 1500 } });
+    expect(() => parse([], { RUNESTREAM_STORE: 'x.db' })).toThrow(
+      new UsageError('RUNESTREAM_STORE must be a PostgreSQL URL like postgres://user@127.0.0.1:5432/runestream (for a SQLite file use --db), got "x.db"'),
+    );
   });
 });

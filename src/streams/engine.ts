@@ -100,7 +100,7 @@ export interface EngineOptions {
    * `StoreConflictError` from the store) is applied again to the newer state: the runes it missed
    * are folded and published first, then its event is accepted with a later seq or rejected with
    * the machine's reason; a spawn that loses is rejected as `stream_exists`. After this many losses
-   * in a row, it is rejected with `contention`. A positive integer. Default: 10.
+   * in a row, it is rejected with `contention`. A positive integer. Default: 50 (three processes pinging one stream in tight loops on a loaded 2-core machine lost 10 in a row).
    */
   maxRaceLosses?: number;
   /**
@@ -284,7 +284,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   }
   const limits = valueLimitsOption(options.limits);
   const fence = fenceOption(options.fence);
-  const maxRaceLosses = options.maxRaceLosses ?? 10;
+  const maxRaceLosses = options.maxRaceLosses ?? 50;
   if (!Number.isInteger(maxRaceLosses) || maxRaceLosses < 1) throw new TypeError(`createEngine: "maxRaceLosses" must be a positive integer, got ${String(maxRaceLosses)}`);
   const followStore = options.followStore ?? false;
   if (typeof followStore !== 'boolean') throw new TypeError(`createEngine: "followStore" must be a boolean, got ${String(followStore)}`);

@@ -10,6 +10,7 @@ import { benchIdleSessions } from './idle-sessions.js';
 import { benchImportCost } from './import-cost.js';
 import { benchMetrics } from './metrics.js';
 import { benchPostgresAppend } from './postgres-append.js';
+import { benchPostgresLatency } from './postgres-latency.js';
 import { benchSqliteAppend } from './sqlite-append.js';
 import { benchWsFanout } from './ws-fanout.js';
 
@@ -19,6 +20,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   'engine-dispatch': benchEngineDispatch,
   'sqlite-append': benchSqliteAppend,
   'postgres-append': benchPostgresAppend,
+  'postgres-latency': benchPostgresLatency,
   'idle-sessions': benchIdleSessions,
   hydration: benchHydration,
   'ws-fanout': benchWsFanout,

@@ -100,7 +100,7 @@ export async function benchPostgresLatency(): Promise<boolean> {
   } finally {
     await Promise.all(clients.map((client) => client.close()));
     for (const child of children) child.kill('SIGTERM');
-    await Promise.all(children.map((child) => (child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : undefined)));
+    await Promise.all(children.map((child) => (child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : Promise.resolve())));
     const pool = new pg.Pool({ connectionString: DATABASE, max: 1 });
     await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
     await pool.end();

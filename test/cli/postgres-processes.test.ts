@@ -6,7 +6,9 @@ import { WebSocket } from 'ws';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/index.js';
 import { createClient, type RunestreamClient } from '../../src/server/client/index.js';
-import { POSTGRES_URL, dropSchemas, randomSchema } from '../support/postgres.js';
+import { shardOf } from '../../src/postgres.js';
+import { POSTGRES_URL, dropSchemas, postgresUrlVia, randomSchema } from '../support/postgres.js';
+import { tcpProxy } from '../support/tcp-proxy.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 
 const schemas: string[] = [];
@@ -17,19 +19,26 @@ afterEach(async () => {
 });
 afterAll(() => dropSchemas(schemas));
 
-/** `n` `runestream serve --store` processes on one fresh schema, started at once (their migrations race), each with a client. */
-async function processes(n: number) {
-  const schema = randomSchema();
-  schemas.push(schema);
-  // The metrics snapshots go to a temporary folder, not the working one.
+/** A configuration file for the processes: the demo model; the metrics snapshots in a temporary folder, not the working one. */
+function configFile(): string {
   const config = join(dirname(tempDb()), 'runestream.json');
   writeFileSync(
     config,
     JSON.stringify({ models: { offline: { type: 'demo' } }, agents: { assistant: { model: 'offline' } }, defaultRole: 'assistant', metrics: { file: 'metrics.json' } }),
   );
-  const started = Array.from({ length: n }, () =>
-    runestream(['serve', '--port', '0', '--store', `${POSTGRES_URL}?schema=${schema}`, '--lease-ms', '1500', '--config', config]),
-  );
+  return config;
+}
+
+/** `runestream serve --store` on `schema` through `url`, leases of `leaseMs`. */
+const serveOn = (url: string, schema: string, config: string, leaseMs = 1500) =>
+  runestream(['serve', '--port', '0', '--store', `${url}?schema=${schema}`, '--lease-ms', String(leaseMs), '--config', config]);
+
+/** `n` `runestream serve --store` processes on one fresh schema, started at once (their migrations race), each with a client. */
+async function processes(n: number) {
+  const schema = randomSchema();
+  schemas.push(schema);
+  const config = configFile();
+  const started = Array.from({ length: n }, () => serveOn(POSTGRES_URL, schema, config));
   const urls = await Promise.all(started.map(async (cli) => (await cli.line(LISTENING))[1]!));
   const connected = urls.map((url) => createClient({ url, WebSocket }));
   clients.push(...connected);
@@ -52,17 +61,34 @@ const until = (seqs: number[], seq: number) =>
 
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-/** The stored seqs of `stream`, in order. */
-async function storedSeqs(schema: string, stream: string): Promise<number[]> {
+/** Runs one query on a connection of its own. */
+async function query<R extends object>(text: string, values: unknown[] = []): Promise<R[]> {
   const client = new pg.Client({ connectionString: POSTGRES_URL });
   await client.connect();
   try {
-    const { rows } = await client.query<{ seq: string }>(`SELECT seq FROM "${schema}".rs_runes WHERE stream = $1 ORDER BY seq`, [stream]);
-    return rows.map((row) => Number(row.seq));
+    return (await client.query<R>(text, values)).rows;
   } finally {
     await client.end();
   }
 }
+
+/** The stored seqs of `stream`, in order. */
+const storedSeqs = async (schema: string, stream: string): Promise<number[]> =>
+  (await query<{ seq: string }>(`SELECT seq FROM "${schema}".rs_runes WHERE stream = $1 ORDER BY seq`, [stream])).map((row) => Number(row.seq));
+
+/** Who holds a shard's lease now, and its epoch. */
+const leaseOf = async (schema: string, shard: number): Promise<{ owner: string; epoch: number } | undefined> => {
+  const [row] = await query<{ owner: string; epoch: string }>(`SELECT owner, epoch FROM "${schema}".rs_leases WHERE lease = $1`, [`shard-${shard}`]);
+  return row === undefined ? undefined : { owner: row.owner, epoch: Number(row.epoch) };
+};
+
+/** Polls `check` until it holds. */
+async function eventually(check: () => Promise<boolean>): Promise<void> {
+  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
+}
+
+/** The lease owner a process printed it runs as. */
+const ownerOf = async (cli: ReturnType<typeof runestream>): Promise<string> => (await cli.line(/\(shard leases of ([^)]+)\)/))[1]!;
 
 describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
   it('dispatches from all three to the same streams interleave with no gap and no duplicate, and every subscriber on every process sees seqs 1..N once', async () => {
@@ -120,5 +146,48 @@ describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
     // The survivors still serve the stream.
     const { seq } = await b!.dispatch(stream, { type: 'Ping' });
     expect(seq).toBe(stored.length + 1);
+  });
+
+  it('a process cut off from the database loses its shards to a survivor, and its late write, held in the network meanwhile, is refused by fencing', async () => {
+    const schema = randomSchema();
+    schemas.push(schema);
+    const config = configFile();
+    const proxy = await tcpProxy();
+    try {
+      // The cut-off-to-be starts alone, so it holds every shard; the survivor then takes a fair share of the highest ones.
+      const doomed = serveOn(postgresUrlVia(proxy.port), schema, config, 1000);
+      const [, doomedUrl] = await doomed.line(LISTENING);
+      const doomedOwner = await ownerOf(doomed);
+      const survivor = serveOn(POSTGRES_URL, schema, config, 1000);
+      const [, survivorUrl] = await survivor.line(LISTENING);
+      const survivorOwner = await ownerOf(survivor);
+      const stream = Array.from({ length: 100 }, (_, i) => `chat/fenced-${i}`).find((id) => shardOf(id, 64) < 16)!;
+      const shard = shardOf(stream, 64);
+      await eventually(async () => (await query(`SELECT 1 FROM "${schema}".rs_leases WHERE owner = $1`, [survivorOwner])).length > 0);
+      const before = await leaseOf(schema, shard);
+      expect(before?.owner).toBe(doomedOwner);
+
+      const [cutOff, other] = [createClient({ url: doomedUrl!, WebSocket }), createClient({ url: survivorUrl!, WebSocket })];
+      clients.push(cutOff, other);
+      await cutOff.spawn(stream, 'chat-actor');
+      expect(await storedSeqs(schema, stream)).toEqual([1]);
+
+      proxy.hold();
+      // Sent while it still owns the shard, under its epoch: the append waits in the network.
+      const late = cutOff.dispatch(stream, { type: 'Ping' }).then(
+        () => 'accepted',
+        (error: { code?: string; message?: string }) => `${error.code}: ${error.message}`,
+      );
+      await eventually(async () => (await leaseOf(schema, shard))?.owner === survivorOwner);
+      const after = await leaseOf(schema, shard);
+      expect(after!.epoch).toBeGreaterThan(before!.epoch);
+      proxy.release();
+      expect(await late).toMatch(new RegExp(`shard-${shard}.*epoch ${before!.epoch} is fenced off by epoch ${after!.epoch}`));
+      expect(await storedSeqs(schema, stream)).toEqual([1]);
+      // The survivor serves the stream.
+      expect(await other.dispatch(stream, { type: 'Ping' })).toEqual({ seq: 2 });
+    } finally {
+      await proxy.close();
+    }
   });
 });

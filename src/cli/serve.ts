@@ -136,7 +136,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       ...served.engineOptions,
       ...(archival === undefined ? {} : { archive: archival.cold }),
       epics: [
-        chatActorLifecycle(),
+        chatActorLifecycle(command.config.chats ?? {}),
         chatTalk(),
         ...agentEpics({
           ...defaults,
@@ -147,6 +147,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
           ...(command.config.conversationBudget === undefined ? {} : { conversationBudget: command.config.conversationBudget }),
           prices: agents.prices,
           ...(admission === undefined ? {} : { admission }),
+          ...(command.config.toolCalls?.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: command.config.toolCalls.approvalTimeoutMs }),
         }),
         // Definitions registered at runtime become live roles of `profiles` while ACTIVE.
         ...(registry === undefined ? [] : [agentRegistry({ ...registry, chains: agents.chains, profiles })]),

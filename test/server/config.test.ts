@@ -128,6 +128,18 @@ describe('parseServerConfig', () => {
     expect(() => parseServerConfig(JSON.stringify({ ...base, metrics: { flushEveryMs: 0 } }), 'runestream.json')).toThrow(/^runestream\.json: metrics\.flushEveryMs: /);
   });
 
+  it('reads the chats and toolCalls timeouts, and refuses one out of range or misspelt naming the field', () => {
+    const base = { models: { offline: { type: 'demo' } }, agents: { a: { model: 'offline' } }, defaultRole: 'a' };
+    const parsed = parseServerConfig(JSON.stringify({ ...base, chats: { inactivityTimeoutMs: 4000 }, toolCalls: { approvalTimeoutMs: 3000 } }), 'runestream.json');
+    expect([parsed.chats, parsed.toolCalls]).toEqual([{ inactivityTimeoutMs: 4000 }, { approvalTimeoutMs: 3000 }]);
+    expect(() => parseServerConfig(JSON.stringify({ ...base, chats: { inactivityTimeoutMs: 5 } }), 'runestream.json')).toThrow(
+      /^runestream\.json: chats\.inactivityTimeoutMs: /,
+    );
+    expect(() => parseServerConfig(JSON.stringify({ ...base, toolCalls: { approvalTimeout: 3000 } }), 'runestream.json')).toThrow(
+      /^runestream\.json: toolCalls: Unrecognized key: "approvalTimeout"/,
+    );
+  });
+
   it('refuses an MCP server over a URL with a clear error', () => {
     expect(issuesOf(withAgent({ tools: ['web'], mcpServers: { web: { command: 'x', url: 'http://127.0.0.1:9000/mcp' } } }))).toEqual([
       'agents.assistant.mcpServers.web.url: an MCP server over a URL (HTTP or SSE) is not supported: give its stdio "command" (with "args" and "env") instead',

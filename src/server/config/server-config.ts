@@ -150,6 +150,13 @@ export const RegistryConfig = z.strictObject({
 });
 export type RegistryConfig = z.infer<typeof RegistryConfig>;
 
+/** A timeout of the configuration, in ms: from 100 ms to 7 days. */
+const TimeoutMs = z
+  .number()
+  .int()
+  .min(100)
+  .max(7 * 86_400_000);
+
 /**
  * `runestream serve`'s configuration file (JSON): the models and their fallback chains, the
  * agents by role, prices, and the limits of a conversation. One schema, and the single source of
@@ -202,6 +209,10 @@ export const ServerConfig = z
     registry: RegistryConfig.optional(),
     /** Metrics: `GET /metrics` and a snapshot file. Default: enabled, with every default of {@link MetricsConfig}. */
     metrics: MetricsConfig.optional(),
+    /** Chat actors (seed 000): how long one idle or paused lasts before `InactivityTimeout`, and before a running one is seen stale. Default 600,000 ms each. */
+    chats: z.strictObject({ inactivityTimeoutMs: TimeoutMs.optional(), staleAfterMs: TimeoutMs.optional() }).optional(),
+    /** Tool calls: how long one waits for approval before `approval_timeout`. Default 600,000 ms. */
+    toolCalls: z.strictObject({ approvalTimeoutMs: TimeoutMs.optional() }).optional(),
   })
   .superRefine((config, context) => {
     const issue = (path: PropertyKey[], message: string): void => context.addIssue({ code: 'custom', path, message });

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
-import { firstValueFrom } from 'rxjs';
+import { filter, firstValueFrom } from 'rxjs';
 import { WebSocket } from 'ws';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/index.js';
@@ -20,11 +20,17 @@ afterEach(async () => {
 afterAll(() => dropSchemas(schemas));
 
 /** A configuration file for the processes: the demo model; the metrics snapshots in a temporary folder, not the working one. */
-function configFile(): string {
+function configFile(extra: object = {}): string {
   const config = join(dirname(tempDb()), 'runestream.json');
   writeFileSync(
     config,
-    JSON.stringify({ models: { offline: { type: 'demo' } }, agents: { assistant: { model: 'offline' } }, defaultRole: 'assistant', metrics: { file: 'metrics.json' } }),
+    JSON.stringify({
+      models: { offline: { type: 'demo' } },
+      agents: { assistant: { model: 'offline', tools: ['save_note'] } },
+      defaultRole: 'assistant',
+      metrics: { file: 'metrics.json' },
+      ...extra,
+    }),
   );
   return config;
 }
@@ -189,5 +195,40 @@ describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  it('kill -9 of the process that owns the streams: a survivor takes over their armed inactivity timer and approval timeout, each firing once', async () => {
+    const schema = randomSchema();
+    schemas.push(schema);
+    const config = configFile({ chats: { inactivityTimeoutMs: 4000 }, toolCalls: { approvalTimeoutMs: 4000 } });
+    // The owner-to-be starts alone, so it holds every shard; the others then take fair shares of the highest ones.
+    const owner = serveOn(POSTGRES_URL, schema, config, 1000);
+    const [, ownerUrl] = await owner.line(LISTENING);
+    const ownerId = await ownerOf(owner);
+    const survivors = [serveOn(POSTGRES_URL, schema, config, 1000), serveOn(POSTGRES_URL, schema, config, 1000)];
+    const survivorUrls = await Promise.all(survivors.map(async (cli) => (await cli.line(LISTENING))[1]!));
+    const survivorIds = await Promise.all(survivors.map(ownerOf));
+    const low = (prefix: string) => Array.from({ length: 200 }, (_, i) => `${prefix}${i}`).find((id) => shardOf(id, 64) < 8)!;
+    const chat = low('chat/timer-');
+    const call = `${low('conv/approval-')}/agent/a/call/c1`;
+    await eventually(async () => (await query(`SELECT DISTINCT owner FROM "${schema}".rs_leases`)).length === 3);
+    for (const stream of [chat, call]) expect((await leaseOf(schema, shardOf(stream, 64)))?.owner).toBe(ownerId);
+
+    const client = createClient({ url: ownerUrl!, WebSocket });
+    const watcher = createClient({ url: survivorUrls[0]!, WebSocket });
+    clients.push(client, watcher);
+    await client.spawn(chat, 'chat-actor'); // idle: its inactivity clock is armed in the owner
+    await client.spawn(call, 'tool-call', { callId: 'c1', toolName: 'save_note', arguments: { text: 'hello' } });
+    await firstValueFrom(watcher.state$<{ value: string }>(call).pipe(filter((state) => state.value === 'awaiting_approval')));
+    owner.child.kill('SIGKILL');
+
+    const ended = (stream: string, value: string) => firstValueFrom(watcher.state$<{ value: string }>(stream).pipe(filter((state) => state.value === value)));
+    await Promise.all([ended(chat, 'completed'), ended(call, 'timeout_result')]);
+    const kinds = async (stream: string) =>
+      (await query<{ kind: string }>(`SELECT kind FROM "${schema}".rs_runes WHERE stream = $1 ORDER BY seq`, [stream])).map((row) => row.kind);
+    expect(await kinds(chat)).toEqual(['spawned', 'InactivityTimeout']);
+    expect((await kinds(call)).filter((kind) => kind === 'tool.result')).toHaveLength(1);
+    // Taken over by a survivor.
+    for (const stream of [chat, call]) expect(survivorIds).toContain((await leaseOf(schema, shardOf(stream, 64)))?.owner);
   });
 });

@@ -11,6 +11,7 @@ import { benchImportCost } from './import-cost.js';
 import { benchMetrics } from './metrics.js';
 import { benchPostgresAppend } from './postgres-append.js';
 import { benchPostgresLatency } from './postgres-latency.js';
+import { benchPostgresSessions } from './postgres-sessions.js';
 import { benchSqliteAppend } from './sqlite-append.js';
 import { benchWsFanout } from './ws-fanout.js';
 
@@ -21,6 +22,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   'sqlite-append': benchSqliteAppend,
   'postgres-append': benchPostgresAppend,
   'postgres-latency': benchPostgresLatency,
+  'postgres-sessions': benchPostgresSessions,
   'idle-sessions': benchIdleSessions,
   hydration: benchHydration,
   'ws-fanout': benchWsFanout,

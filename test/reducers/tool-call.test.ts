@@ -247,7 +247,10 @@ describe('toolCall: properties', () => {
     fc.record({ type: fc.constant('approved' as const), approver: text }, { requiredKeys: ['type'] }),
     fc.record({ type: fc.constant('denied' as const), reason: text }, { requiredKeys: ['type'] }),
     fc.constant({ type: 'approval_timeout' as const }),
-    fc.record({ type: fc.constant('execution_claimed' as const), claim: fc.constantFrom('run-1', 'run-2'), supersedes: fc.constantFrom('run-1', 'run-2') }, { requiredKeys: ['type', 'claim'] }),
+    fc.record(
+      { type: fc.constant('execution_claimed' as const), claim: fc.constantFrom('run-1', 'run-2'), supersedes: fc.constantFrom('run-1', 'run-2') },
+      { requiredKeys: ['type', 'claim'] },
+    ),
     text.map((chunk) => ({ type: 'progress_update' as const, chunk })),
     json.map((output) => ({ type: 'success' as const, output })),
     text.map((error) => ({ type: 'execution_error' as const, error })),

@@ -95,7 +95,14 @@ export interface ToolCallEffectsOptions {
  * @see defineTool, toolSpecs, connectMcp, toolCallRecovery
  */
 export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
-  const { tools, approvalTimeoutMs = 600_000, resolutionMs = 1000, runElsewhere = [], scope, claimId = () => globalThis.crypto.randomUUID() } = options ?? ({} as ToolCallEffectsOptions);
+  const {
+    tools,
+    approvalTimeoutMs = 600_000,
+    resolutionMs = 1000,
+    runElsewhere = [],
+    scope,
+    claimId = () => globalThis.crypto.randomUUID(),
+  } = options ?? ({} as ToolCallEffectsOptions);
   const registry = toolRegistry('toolCallEffects', tools);
   if (!(approvalTimeoutMs > 0)) throw new TypeError(`toolCallEffects: "approvalTimeoutMs" must be positive, got ${String(approvalTimeoutMs)}`);
   if (!(resolutionMs > 0)) throw new TypeError(`toolCallEffects: "resolutionMs" must be positive, got ${String(resolutionMs)}`);

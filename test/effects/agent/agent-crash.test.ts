@@ -70,7 +70,11 @@ describe('agent crash: the process dies with SIGKILL while a tool call is execut
     const { before, after, model, errors, runesOf } = await restart(path, tool.tool);
 
     // The killed worker left the call executing and claimed (its tool had started): a live log, with a call that has no outcome.
-    expect(before.filter((r) => r.stream === a.call('s1')).map((r) => `${r.kind} ${r.to}`)).toEqual(['tool.call pending_call', 'no_approval_needed executing', 'tool.claimed executing']);
+    expect(before.filter((r) => r.stream === a.call('s1')).map((r) => `${r.kind} ${r.to}`)).toEqual([
+      'tool.call pending_call',
+      'no_approval_needed executing',
+      'tool.claimed executing',
+    ]);
     expect(before.filter((r) => r.stream === a.turn).at(-1)?.to).toBe('tool_executing');
     expect(checkInvariants(before).map((v) => `${v.invariant} ${v.rune.stream}`)).toEqual([`INV-TOOL-TERMINAL ${a.call('s1')}`]);
 

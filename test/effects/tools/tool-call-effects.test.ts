@@ -131,7 +131,11 @@ describe('toolCallEffects: execution', () => {
     scheduler.run(({ hot, expectObservable }) => {
       // The tool runs only once its claim comes back as a rune.
       const runes = hot<Rune>('-a-c', { a: executingRune('call-1'), c: claimedRune('call-1', 'run-1') });
-      const commands = toolCallEffects({ tools: [count], claimId: claimIds() })(runes, contextWith(scheduler, { 'call-1': callState(input('call-1', 'count', { n: 2 })) }), undefined);
+      const commands = toolCallEffects({ tools: [count], claimId: claimIds() })(
+        runes,
+        contextWith(scheduler, { 'call-1': callState(input('call-1', 'count', { n: 2 })) }),
+        undefined,
+      );
       expectObservable(commands).toBe('-c-(pqs)', {
         c: claimCmd('call-1', 'run-1'),
         p: cmd('call-1', { type: 'progress_update', chunk: '1 of 2' }),
@@ -273,7 +277,9 @@ describe('toolCallEffects: execution', () => {
     });
     const runes = new Subject<Rune>();
     const commands: EpicCommand[] = [];
-    toolCallEffects({ tools: [chatty] })(runes, contextWith(scheduler, { 'call-1': callState(input('call-1', 'chatty', {})) }), undefined).subscribe(echoingClaims(runes, commands));
+    toolCallEffects({ tools: [chatty] })(runes, contextWith(scheduler, { 'call-1': callState(input('call-1', 'chatty', {})) }), undefined).subscribe(
+      echoingClaims(runes, commands),
+    );
     runes.next(executingRune('call-1'));
     late!('too late');
     expect(commands).toEqual([cmd('call-1', { type: 'success', output: 'done' })]);

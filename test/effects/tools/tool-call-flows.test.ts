@@ -120,7 +120,13 @@ describe('tool calls on an engine', () => {
     await outcomeOf(engine, 'call-1');
     expect(removed).toEqual(['/tmp/a']);
     const runes = await store.read('call-1');
-    expect(kinds(runes)).toEqual(['tool.call:spawn', 'tool.approval_requested:requires_approval', 'tool.approved:approved', 'tool.claimed:execution_claimed', 'tool.result:success']);
+    expect(kinds(runes)).toEqual([
+      'tool.call:spawn',
+      'tool.approval_requested:requires_approval',
+      'tool.approved:approved',
+      'tool.claimed:execution_claimed',
+      'tool.result:success',
+    ]);
     expect(checkInvariants(runes)).toEqual([]);
     await engine.close();
   });
@@ -199,7 +205,13 @@ describe('tool calls across a restart', () => {
     await after.close();
     expect(removed).toEqual(['/tmp/a']);
     const runes = await store.read('call-1');
-    expect(kinds(runes)).toEqual(['tool.call:spawn', 'tool.approval_requested:requires_approval', 'tool.approved:approved', 'tool.claimed:execution_claimed', 'tool.result:success']);
+    expect(kinds(runes)).toEqual([
+      'tool.call:spawn',
+      'tool.approval_requested:requires_approval',
+      'tool.approved:approved',
+      'tool.claimed:execution_claimed',
+      'tool.result:success',
+    ]);
     expect(checkInvariants(runes)).toEqual([]);
   });
 

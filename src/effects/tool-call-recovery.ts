@@ -1,12 +1,35 @@
 import { filter, map, of } from 'rxjs';
 import { toolCall } from '../reducers/tool-call/machine.js';
-import type { ToolCallInput } from '../reducers/tool-call/schema.js';
+import type { ToolCallInput, ToolCallState } from '../reducers/tool-call/schema.js';
 import { stateEffects } from '../streams/effect-host.js';
 import type { Epic } from '../streams/epic.js';
-import type { EffectsByKey } from '../streams/state-effects.js';
+import type { EffectOrigin, EffectsByKey } from '../streams/state-effects.js';
 
 /** The error a tool call interrupted by a restart ends with. */
 export const INTERRUPTED_BY_RESTART = 'interrupted by restart';
+
+/**
+ * What the runner of a call in `executing` does with it: claim it and run its tool (a re-run names
+ * the claim it `supersedes`), end it with "interrupted by restart", or leave it to its claimant.
+ */
+export type ExecutionStart = { readonly action: 'claim'; readonly supersedes?: string } | { readonly action: 'interrupt' } | { readonly action: 'leave' };
+
+/**
+ * The one rule for a call in `executing`, from its recorded claim and how its runner came to it:
+ *
+ * 1. Not claimed: its tool never started (a process that dies before its claim is durable never
+ *    started it): claim it and run it, whether heard live or taken over.
+ * 2. Claimed, heard live: another runner's claim came first and that runner has it: leave it.
+ * 3. Claimed, taken over (`resumed`: after a restart, or on gaining the stream's lease): it started
+ *    and its run died with its process. A `rerunSafe` call is claimed again, superseding that claim
+ *    (two survivors name the same claim, so the machine takes only the first); any other ends
+ *    with "interrupted by restart".
+ */
+export function executionStart(state: Pick<ToolCallState, 'claim'>, origin: EffectOrigin, rerunSafe: boolean): ExecutionStart {
+  if (state.claim === undefined) return { action: 'claim' };
+  if (origin === 'live') return { action: 'leave' };
+  return rerunSafe ? { action: 'claim', supersedes: state.claim } : { action: 'interrupt' };
+}
 
 /** Options of {@link toolCallRecovery}, with their defaults. */
 export interface ToolCallRecoveryOptions {
@@ -23,7 +46,9 @@ export interface ToolCallRecoveryOptions {
  * such call gets `execution_error` with "interrupted by restart", so it has exactly one
  * `tool.result` (INV-TOOL-TERMINAL) and the next model call never sees an orphan tool call. Its
  * execution died with the process; whether to run it again is the caller's decision: calls for
- * which `rerun(call)` is true are left to whatever runs them again.
+ * which `rerun(call)` is true are left to whatever runs them again. It is for runners that do not
+ * claim their calls (`toolCallEffects` claims them and decides this itself, see `executionStart`),
+ * so it takes every call it finds executing for started.
  *
  * Its one effect is a function of each call's state (see `stateEffects`): the engine resumes it for
  * every stored call left `executing` (and for a call first heard by a rune that leaves it executing,

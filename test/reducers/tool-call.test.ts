@@ -16,6 +16,7 @@ const samples: ToolCallEvent[] = [
   { type: 'approved', approver: 'ana' },
   { type: 'denied', reason: 'too risky' },
   { type: 'approval_timeout' },
+  { type: 'execution_claimed', claim: 'run-1' },
   { type: 'progress_update', chunk: 'line 1\n' },
   { type: 'success', output: { files: 3 } },
   { type: 'execution_error', error: 'exit 2' },
@@ -56,7 +57,7 @@ describe('toolCall: seed 003 "Tool Events (Rune Kinds)"', () => {
     ['awaiting_approval', 'tool.approval_requested', { to: 'awaiting_approval' }],
     ['approved', 'tool.approved', { on: 'approved' }],
     ['denied', 'tool.denied', { to: 'denied' }],
-    ['executing (progress)', 'tool.progress', { from: 'executing', to: 'executing' }],
+    ['executing (progress)', 'tool.progress', { from: 'executing', on: 'progress_update' }],
     ['completed_result', 'tool.result', { to: 'completed_result' }],
     ['error_result', 'tool.result', { to: 'error_result' }],
     ['timeout_result', 'tool.result', { to: 'timeout_result' }],
@@ -133,6 +134,63 @@ describe('toolCall: extension', () => {
   });
 });
 
+describe('toolCall: the execution claim (extension)', () => {
+  const executing = at('executing');
+  const notClaimable = 'event "execution_claimed" is not allowed in state "executing": it needs an unclaimed call, or supersedes naming its current claim';
+
+  it('an unclaimed call takes one claim: tool.claimed, attempt 1, the call stays executing', () => {
+    const step = toolCall.step(executing, { type: 'execution_claimed', claim: 'run-a' });
+    expect(step).toEqual({
+      accepted: true,
+      kind: 'tool.claimed',
+      state: { ...executing, claim: 'run-a', attempt: 1 },
+      payload: { callId: 'call-1', claim: 'run-a', attempt: 1, supersedes: undefined },
+    });
+    expect(toolCall.schemas.state.parse(step.state)).toEqual(step.state);
+    const edge = edgesOf(toolCall).find((e) => e.on === 'execution_claimed');
+    expect(edge).toMatchObject({ from: 'executing', to: 'executing', source: 'extension', note: expect.stringContaining('before its tool starts') });
+  });
+
+  it('a second claim is refused, whoever makes it (the same runner too), with the reason', () => {
+    const claimed = toolCall.transition(executing, { type: 'execution_claimed', claim: 'run-a' });
+    for (const claim of ['run-b', 'run-a']) {
+      expect(toolCall.step(claimed, { type: 'execution_claimed', claim })).toEqual({ accepted: false, state: claimed, code: 'not_allowed', reason: notClaimable });
+    }
+  });
+
+  it('a re-run after a takeover supersedes the current claim: attempt 2; a second survivor naming the same old claim is refused', () => {
+    const claimed = toolCall.transition(executing, { type: 'execution_claimed', claim: 'run-a' });
+    const first = toolCall.step(claimed, { type: 'execution_claimed', claim: 'run-b', supersedes: 'run-a' });
+    expect(first).toMatchObject({ accepted: true, kind: 'tool.claimed', state: { claim: 'run-b', attempt: 2 }, payload: { claim: 'run-b', attempt: 2, supersedes: 'run-a' } });
+    const second = toolCall.step(first.state, { type: 'execution_claimed', claim: 'run-c', supersedes: 'run-a' });
+    expect(second).toEqual({ accepted: false, state: first.state, code: 'not_allowed', reason: notClaimable });
+  });
+
+  it('a claim naming a claim the call does not have is refused: on an unclaimed call, or naming another', () => {
+    expect(toolCall.transition(executing, { type: 'execution_claimed', claim: 'run-b', supersedes: 'run-a' })).toBe(executing);
+    const claimed = toolCall.transition(executing, { type: 'execution_claimed', claim: 'run-a' });
+    expect(toolCall.transition(claimed, { type: 'execution_claimed', claim: 'run-c', supersedes: 'run-x' })).toBe(claimed);
+  });
+
+  it('only an executing call is claimed: pending or awaiting approval it is refused, terminal it is "terminal state"', () => {
+    for (const value of ['pending_call', 'awaiting_approval'] as const) {
+      expect(toolCall.step(at(value), { type: 'execution_claimed', claim: 'run-a' })).toMatchObject({
+        accepted: false,
+        code: 'not_allowed',
+        reason: `event "execution_claimed" is not allowed in state "${value}"`,
+      });
+    }
+    expect(toolCall.step(at('completed_result'), { type: 'execution_claimed', claim: 'run-a' })).toMatchObject({ accepted: false, reason: 'terminal state' });
+  });
+
+  it('a claim id is bounded: empty or over 128 characters fails the schema', () => {
+    expect(stepUnknown(toolCall, executing, { type: 'execution_claimed', claim: '' })).toMatchObject({ accepted: false, code: 'invalid_event' });
+    const long = stepUnknown(toolCall, executing, { type: 'execution_claimed', claim: 'x'.repeat(129) });
+    expect(!long.accepted && long.reason).toMatchInlineSnapshot(`"invalid "execution_claimed" event: claim: Too big: expected string to have <=128 characters"`);
+    expect(stepUnknown(toolCall, executing, { type: 'execution_claimed', claim: 'x'.repeat(128) })).toMatchObject({ accepted: true });
+  });
+});
+
 describe('toolCall: rejections', () => {
   it('every terminal state rejects every event with "terminal state"', () => {
     expectTerminalsAbsorb(toolCall, samples, input);
@@ -168,7 +226,7 @@ describe('toolCall: bad input', () => {
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(toolCall, at('pending_call'), { type: 'approve' });
     expect(!step.accepted && step.reason).toMatchInlineSnapshot(
-      `"unknown event type "approve" for machine "tool-call"; expected one of: requires_approval, auto_approved, no_approval_needed, approved, denied, approval_timeout, progress_update, success, execution_error, execution_timeout, cancelled"`,
+      `"unknown event type "approve" for machine "tool-call"; expected one of: requires_approval, auto_approved, no_approval_needed, approved, denied, approval_timeout, execution_claimed, progress_update, success, execution_error, execution_timeout, cancelled"`,
     );
   });
 
@@ -189,6 +247,10 @@ describe('toolCall: properties', () => {
     fc.record({ type: fc.constant('approved' as const), approver: text }, { requiredKeys: ['type'] }),
     fc.record({ type: fc.constant('denied' as const), reason: text }, { requiredKeys: ['type'] }),
     fc.constant({ type: 'approval_timeout' as const }),
+    fc.record(
+      { type: fc.constant('execution_claimed' as const), claim: fc.constantFrom('run-1', 'run-2'), supersedes: fc.constantFrom('run-1', 'run-2') },
+      { requiredKeys: ['type', 'claim'] },
+    ),
     text.map((chunk) => ({ type: 'progress_update' as const, chunk })),
     json.map((output) => ({ type: 'success' as const, output })),
     text.map((error) => ({ type: 'execution_error' as const, error })),
@@ -201,13 +263,17 @@ describe('toolCall: properties', () => {
     arguments: json,
   });
 
-  it('random event sequences keep every machine property; the call is kept and progress only counts', () => {
+  it('random event sequences keep every machine property; the call is kept, progress only counts, a claim replaces only the one it names', () => {
     checkMachineProperties(toolCall, {
       event,
       input: inputs,
       onAccepted: (prev, e, next) => {
         expect([next.callId, next.toolName, next.arguments]).toEqual([prev.callId, prev.toolName, prev.arguments]);
         expect(next.progressCount).toBe(prev.progressCount + (e.type === 'progress_update' ? 1 : 0));
+        if (e.type === 'execution_claimed') {
+          expect(e.supersedes).toBe(prev.claim);
+          expect([next.claim, next.attempt]).toEqual([e.claim, (prev.attempt ?? 0) + 1]);
+        } else expect([next.claim, next.attempt]).toEqual([prev.claim, prev.attempt]);
       },
     });
   });

@@ -91,7 +91,8 @@ describe('server: approving an agent tool call over WebSocket', () => {
       [1, 'tool.call', 'pending_call'],
       [2, 'tool.approval_requested', 'awaiting_approval'],
       [3, 'tool.approved', 'executing'],
-      [4, 'tool.result', 'completed_result'],
+      [4, 'tool.claimed', 'executing'], // the run's claim, before the tool starts
+      [5, 'tool.result', 'completed_result'],
     ]);
     expect(alice.runes(a.call('d1'))[2]!.event).toEqual({ type: 'approved', approver: acks[0]!.id });
     expect(bob.runes(a.call('d1'))).toEqual(alice.runes(a.call('d1')));
@@ -127,6 +128,6 @@ describe('server: approving an agent tool call over WebSocket', () => {
       message: 'terminal state',
     });
     expect(h.deploy.runs()).toBe(1);
-    expect((await h.engine.snapshot(a.call('d1')))?.seq).toBe(4);
+    expect((await h.engine.snapshot(a.call('d1')))?.seq).toBe(5); // approved, claimed, result
   });
 });

@@ -120,12 +120,14 @@ const scenarios: readonly Scenario[] = [
         [
           { type: 'requires_approval', policyReason: 'writes files' },
           { type: 'approved', approver: 'ana' },
+          { type: 'execution_claimed', claim: 'run-1' },
           { type: 'progress_update', chunk: 'a.txt\n' },
           { type: 'success', output: ['a.txt'] },
         ],
         [
           ['tool.approval_requested', { callId: 'k1', policyReason: 'writes files' }],
           ['tool.approved', { callId: 'k1', approver: 'ana' }],
+          ['tool.claimed', { callId: 'k1', claim: 'run-1', attempt: 1 }],
           ['tool.progress', { callId: 'k1', chunk: 'a.txt\n' }],
           ['tool.result', { callId: 'k1', status: 'success', output: ['a.txt'] }],
         ],

@@ -37,6 +37,11 @@ export interface ToolCallEffectsOptions {
    * tool never runs. Default: every call may run every tool of `tools`.
    */
   scope?: ToolScope;
+  /**
+   * A new claim id for each run of a call, recorded by its `execution_claimed` before the tool
+   * starts: unique across every process sharing the log, 1 to 128 characters. Default: a random UUID.
+   */
+  claimId?: () => string;
 }
 
 /**
@@ -51,20 +56,24 @@ export interface ToolCallEffectsOptions {
  *    (and run) at once; any other call stays `pending_call` until every call before it in the
  *    round is terminal or parallel-safe, so unsafe calls run one at a time, in call order (see `CallOrder`).
  * 2. Execution: the rune that moves a call into `executing` runs its tool once, with a signal and
- *    a `progress` callback: progress chunks are `progress_update` runes; the outcome is `success`
+ *    a `progress` callback. Before the tool starts, the run claims the call durably
+ *    (`execution_claimed{claim}`, a `tool.claimed` rune) and starts it only if that claim is the
+ *    one recorded: of two runners (a failover), one starts it. Progress chunks are `progress_update` runes; the outcome is `success`
  *    (the output as JSON), `execution_error`, or `execution_timeout` after the tool's `timeoutMs`
  *    (the signal aborts). A `cancelled` call aborts the signal. `approved` itself starts the run:
  *    the approval dispatch is the continuation. Two approvals at once: the machine takes the
- *    first and refuses the second, so the tool runs once; nothing else starts a running call again.
+ *    first and refuses the second, so the tool runs once; a call already running is started again only by a takeover (4).
  * 3. Approval timeout: `awaiting_approval` for `approvalTimeoutMs` ends with `approval_timeout`.
  *    The deadline is the rune's `at` plus the timeout, so it survives restarts; the approval
  *    itself waits in the log.
  * 4. Restart: the three effects are a function of each call's state (see `stateEffects`), so the
  *    engine resumes them from the stored calls: a call still `pending_call` gets its policy
  *    decision, once its turn in its round comes; one `awaiting_approval` gets its clock back at its original deadline; one left
- *    `executing` runs again if its tool is `rerunSafe`, and any other ends with "interrupted by
- *    restart". That is `toolCallRecovery`'s job done here: do not add a `toolCallRecovery()` next
- *    to it (it would interrupt the re-runs).
+ *    `executing` unclaimed never started, so it is claimed and runs; one left claimed started
+ *    somewhere: it runs again under a new claim (superseding the old one) if its tool is
+ *    `rerunSafe`, and any other ends with "interrupted by restart" (see `executionStart`). That is
+ *    `toolCallRecovery`'s job done here: do not add a `toolCallRecovery()` next to it (it would
+ *    interrupt the runs).
  *
  * Every time comes from the engine's scheduler, so all of it runs under virtual time in tests.
  *
@@ -83,6 +92,7 @@ export interface ToolCallEffectsOptions {
  * // Logs:
  * // tool.call pending_call
  * // no_approval_needed executing
+ * // tool.claimed executing
  * // tool.result completed_result
  * // { type: 'success', output: 3 }
  * await engine.close();
@@ -91,10 +101,19 @@ export interface ToolCallEffectsOptions {
  * @see defineTool, toolSpecs, connectMcp, toolCallRecovery
  */
 export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
-  const { tools, approvalTimeoutMs = 600_000, resolutionMs = 1000, runElsewhere = [], scope } = options ?? ({} as ToolCallEffectsOptions);
+  const {
+    tools,
+    approvalTimeoutMs = 600_000,
+    resolutionMs = 1000,
+    runElsewhere = [],
+    scope,
+    claimId = () => globalThis.crypto.randomUUID(),
+  } = options ?? ({} as ToolCallEffectsOptions);
   const registry = isToolRegistry(tools) ? tools : toolRegistry('toolCallEffects', tools);
   if (!(approvalTimeoutMs > 0)) throw new TypeError(`toolCallEffects: "approvalTimeoutMs" must be positive, got ${String(approvalTimeoutMs)}`);
   if (!(resolutionMs > 0)) throw new TypeError(`toolCallEffects: "resolutionMs" must be positive, got ${String(resolutionMs)}`);
+  if (typeof claimId !== 'function') throw new TypeError(`toolCallEffects: "claimId" must be a function giving a new claim id, got ${typeof claimId}`);
+  const execution = { registry, runElsewhere: new Set(runElsewhere), scope, claimId };
   // A timeout whose rune did not come back (its dispatch failed) is sent again this much later.
   const retryMs = Math.min(approvalTimeoutMs, 60_000);
   const effects = (order: CallOrder): Epic =>
@@ -112,7 +131,7 @@ export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
               approvalTimeout: durableDeadline(view.at + approvalTimeoutMs, { type: 'approval_timeout' as const }, { scheduler: context.scheduler, resolutionMs, retryMs }),
             };
           case 'executing':
-            return { run: execution$(view, context, registry, new Set(runElsewhere), scope) };
+            return { run: execution$(view, context, execution) };
           default:
             return {};
         }

@@ -1,10 +1,12 @@
-import { EMPTY, Observable, catchError, mergeMap, of } from 'rxjs';
+import { EMPTY, Observable, catchError, defer, mergeMap, of } from 'rxjs';
+import { z } from 'zod';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallEvent, ToolCallState } from '../../reducers/tool-call/schema.js';
 import type { EpicContext } from '../../streams/epic.js';
 import type { StreamView } from '../../streams/state-effects.js';
-import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
+import { INTERRUPTED_BY_RESTART, executionStart } from '../tool-call-recovery.js';
 import { errorText } from '../../reducers/error-text.js';
+import { claimThenRun } from './claim-execution.js';
 import { runTool } from './run-tool.js';
 import type { ToolRegistry } from './tool-registry.js';
 import type { ToolScope } from './tool-scope.js';
@@ -17,39 +19,60 @@ function stopReason(view: StreamView<typeof toolCall>): string {
   return `call ended by ${event.type}`;
 }
 
+/** What {@link execution$} runs calls with. */
+export interface ExecutionOptions {
+  readonly registry: ToolRegistry;
+  /** Tools whose calls another effect runs (a delegation). */
+  readonly runElsewhere: ReadonlySet<string>;
+  /** Which tools a call may run; absent: every tool of the registry. */
+  readonly scope?: ToolScope | undefined;
+  /** A new claim id, unique across the processes sharing the log: one per run. */
+  readonly claimId: () => string;
+}
+
+/** A claim id as the machine's schema takes it, else a throw naming what `claimId` gave. */
+function checkedClaim(claimId: () => string): string {
+  const claim: unknown = claimId();
+  const check = toolCall.schemas.event.safeParse({ type: 'execution_claimed', claim });
+  if (check.success) return claim as string;
+  throw new TypeError(`"claimId" gave an id the machine refuses: ${z.prettifyError(check.error)}`);
+}
+
 /**
- * The execution effect of a call in `executing`: one run of its tool (see `runTool`), as the
- * events that end the call.
+ * The execution effect of a call in `executing`: one run of its tool (see `runTool`), claimed
+ * before it starts, as the events that end the call.
  *
  * 1. A call moved into `executing` by a live rune (`no_approval_needed`, `auto_approved`, or
- *    `approved`: the approval itself is the continuation) runs its tool: progress chunks become
- *    `progress_update`, the outcome `success` / `execution_error` / `execution_timeout`.
+ *    `approved`: the approval itself is the continuation) is claimed (`execution_claimed`, see
+ *    `claimThenRun`), and its tool runs only once the claim recorded is this run's: progress
+ *    chunks become `progress_update`, the outcome `success` / `execution_error` / `execution_timeout`.
  * 2. A call that cannot run (unknown tool, bad arguments) ends with `execution_error` naming what
- *    was wrong, so the model gets a `tool.result` and the turn goes on.
- * 3. A call found `executing` when this process took it over (`resumed`: its run died with a
- *    process) runs again if its tool is `rerunSafe`, with a full `timeoutMs` from now; any other
- *    ends with `execution_error` "interrupted by restart". Either way it gets exactly one `tool.result`.
+ *    was wrong, unclaimed, so the model gets a `tool.result` and the turn goes on.
+ * 3. A call found `executing` when this process took it over (`resumed`) is decided by
+ *    `executionStart`: unclaimed, it never started, so it is claimed and run; claimed, it started
+ *    and its run died: it is claimed again, superseding that claim, if its tool is `rerunSafe`
+ *    (with a full `timeoutMs` from now), and any other ends with `execution_error` "interrupted by
+ *    restart". Either way it gets exactly one `tool.result`.
  * 4. A call of a tool in `runElsewhere` is left to the effect that runs it (a delegation).
  *    A call of a tool outside its caller's `scope` ends with `execution_error` giving the
  *    scope's reason (the tool and the caller's role): the tool does not run.
  * 5. The run is unsubscribed when the call leaves `executing` any other way (a `cancelled` rune):
  *    the tool's signal aborts, with the reason.
  *
- * Exactly once: only one rune moves a call into `executing` (the machine takes the first
- * `approved`), and the effect host runs one effect per key while the key stays due.
+ * Exactly once: the machine records one claim per run and refuses a second claim (or a re-run
+ * naming a claim that is not the current one), so of two runners, in one process or two, only
+ * the one whose claim is recorded starts the tool.
  */
-export function execution$(
-  view: StreamView<typeof toolCall>,
-  context: EpicContext,
-  registry: ToolRegistry,
-  runElsewhere: ReadonlySet<string> = new Set(),
-  scope?: ToolScope,
-): Observable<ToolCallEvent> {
+export function execution$(view: StreamView<typeof toolCall>, context: EpicContext, options: ExecutionOptions): Observable<ToolCallEvent> {
+  const { registry, runElsewhere, scope, claimId } = options;
   const run = (state: ToolCallState): Observable<ToolCallEvent> => {
-    if (view.origin === 'resumed' && !registry.rerunSafe(state)) return of({ type: 'execution_error', error: INTERRUPTED_BY_RESTART });
+    const start = executionStart(state, view.origin, registry.rerunSafe(state));
+    if (start.action === 'leave') return EMPTY;
+    if (start.action === 'interrupt') return of({ type: 'execution_error', error: INTERRUPTED_BY_RESTART });
     const resolved = registry.resolve(state);
     if (!resolved.ok) return of({ type: 'execution_error', error: resolved.error });
-    return runTool(resolved.tool, resolved.input, context.scheduler, () => stopReason(view));
+    const run$ = runTool(resolved.tool, resolved.input, context.scheduler, () => stopReason(view));
+    return defer(() => claimThenRun(view, checkedClaim(claimId), start.supersedes, run$));
   };
   return view.state$.pipe(
     mergeMap((state): Observable<ToolCallEvent> => {

@@ -42,6 +42,17 @@ const table: readonly Row<S, E, P>[] = [
   { from: 'awaiting_approval', on: 'approval_timeout', to: 'timeout_result', kind: 'tool.result', payload: timedOut },
   {
     from: 'executing',
+    on: 'execution_claimed',
+    when: (s, e) => (s.claim === undefined ? e.supersedes === undefined : e.supersedes === s.claim),
+    label: 'an unclaimed call, or supersedes naming its current claim',
+    kind: 'tool.claimed',
+    assign: (s, e) => ({ claim: e.claim, attempt: (s.attempt ?? 0) + 1 }),
+    payload: (s, e, next) => ({ callId: s.callId, claim: e.claim, attempt: next.attempt ?? 1, supersedes: e.supersedes }),
+    source: 'extension',
+    note: 'the runner claims the call before its tool starts, so a process taking it over knows whether it started, and two runners cannot both start it',
+  },
+  {
+    from: 'executing',
     on: 'progress_update',
     kind: 'tool.progress',
     assign: (s) => ({ progressCount: s.progressCount + 1 }),

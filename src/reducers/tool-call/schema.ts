@@ -37,10 +37,24 @@ export const ToolCallState = ToolCallInput.extend({
   error: z.string().optional(),
   /** `progress_update`s received while executing. */
   progressCount: z.number().int().nonnegative(),
+  /** Who runs the call: the claim its runner recorded before starting the tool (absent: it never started). */
+  claim: z.string().optional(),
+  /** How many claims the call has had: 1 for its first run, one more per re-run after a takeover. */
+  attempt: z.number().int().positive().optional(),
 });
 export type ToolCallState = z.infer<typeof ToolCallState>;
 
-/** The events of the seed's diagram, with the payloads of its "Tool Events" table. */
+/** The longest claim id, in UTF-16 code units. */
+const MAX_CLAIM_LENGTH = 128;
+
+/** A claim on a call's execution: an id of the run that claims it, unique across processes (a random UUID by default). */
+const Claim = z.string().min(1).max(MAX_CLAIM_LENGTH);
+
+/**
+ * The events of the seed's diagram, with the payloads of its "Tool Events" table, and
+ * `execution_claimed` (ours): the runner's claim, made before the tool starts; a re-run after a
+ * takeover names the claim it `supersedes`.
+ */
 export const ToolCallEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('requires_approval'), policyReason: z.string().optional() }),
   z.object({ type: z.literal('auto_approved') }),
@@ -48,6 +62,7 @@ export const ToolCallEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('approved'), approver: z.string().optional() }),
   z.object({ type: z.literal('denied'), reason: z.string().optional() }),
   z.object({ type: z.literal('approval_timeout') }),
+  z.object({ type: z.literal('execution_claimed'), claim: Claim, supersedes: Claim.optional() }),
   z.object({ type: z.literal('progress_update'), chunk: z.string() }),
   z.object({ type: z.literal('success'), output: z.json() }),
   z.object({ type: z.literal('execution_error'), error: z.string() }),
@@ -73,6 +88,8 @@ export const ToolCallPayloads = {
   /** `approver` is absent when the policy approved the call (`auto_approved`). */
   'tool.approved': z.object({ callId: CallId, approver: z.string().optional() }),
   'tool.denied': z.object({ callId: CallId, reason: z.string().optional() }),
+  /** `attempt` counts the call's claims; `supersedes` is the claim a re-run replaced. */
+  'tool.claimed': z.object({ callId: CallId, claim: Claim, attempt: z.number().int().positive(), supersedes: Claim.optional() }),
   'tool.progress': z.object({ callId: CallId, chunk: z.string() }),
   'tool.result': z.discriminatedUnion('status', [
     z.object({ callId: CallId, status: z.literal('success'), output: z.json() }),

@@ -332,7 +332,9 @@ describe('agent budgets: wall clock (virtual time)', () => {
     const interrupted = (await store.read(a.turn)).find((r) => r.kind === 'turn.interrupted')!;
     expect(interrupted.at).toBeGreaterThanOrEqual(30_000);
     expect(interrupted.at).toBeLessThan(32_000); // the deadline's resolution is a second
-    expect((await store.read(a.call('call_1_0'))).at(-1)).toMatchObject({ to: 'cancelled_result' });
+    // The call is cancelled once the turn's end is heard, behind its claim's commit: waited for, not read at once.
+    await runeWhere(engine, a.call('call_1_0'), (r) => r.to === 'cancelled_result');
+    expect((await store.read(a.call('call_1_0'))).map((r) => r.kind)).toEqual(['tool.call', 'no_approval_needed', 'tool.claimed', 'tool.result']);
     const ended = (await store.read(a.lifecycle)).find((r) => r.kind === 'turn.interrupted')!;
     expect(ended.event).toMatchObject({ usage: { wallClockMs: interrupted.at } });
     if (whose === 'agent') await runeWhere(engine, a.lifecycle, (r) => r.kind === 'agent.terminated');

@@ -69,15 +69,19 @@ describe('agent crash: the process dies with SIGKILL while a tool call is execut
     const tool = slow(false);
     const { before, after, model, errors, runesOf } = await restart(path, tool.tool);
 
-    // The killed worker left the call executing: a live log, with a call that has no outcome.
-    expect(before.filter((r) => r.stream === a.call('s1')).map((r) => r.to)).toEqual(['pending_call', 'executing']);
+    // The killed worker left the call executing and claimed (its tool had started): a live log, with a call that has no outcome.
+    expect(before.filter((r) => r.stream === a.call('s1')).map((r) => `${r.kind} ${r.to}`)).toEqual([
+      'tool.call pending_call',
+      'no_approval_needed executing',
+      'tool.claimed executing',
+    ]);
     expect(before.filter((r) => r.stream === a.turn).at(-1)?.to).toBe('tool_executing');
     expect(checkInvariants(before).map((v) => `${v.invariant} ${v.rune.stream}`)).toEqual([`INV-TOOL-TERMINAL ${a.call('s1')}`]);
 
     // After the restart: exactly one outcome, the interruption; the tool did not run again.
     const results = runesOf(a.call('s1')).filter((r) => r.kind === 'tool.result');
     expect(results).toHaveLength(1);
-    expect(results[0]).toMatchObject({ seq: 3, from: 'executing', to: 'error_result', event: { type: 'execution_error', error: 'interrupted by restart' } });
+    expect(results[0]).toMatchObject({ seq: 4, from: 'executing', to: 'error_result', event: { type: 'execution_error', error: 'interrupted by restart' } });
     expect(tool.runs()).toBe(0);
 
     // The turn went on: tools_finished, the model answered (having seen the interruption), completed, idle.
@@ -116,11 +120,14 @@ describe('agent crash: the process dies with SIGKILL while a tool call is execut
     const tool = slow(true);
     const { before, after, model, errors, runesOf } = await restart(path, tool.tool);
 
-    expect(before.filter((r) => r.stream === a.call('s1')).at(-1)?.to).toBe('executing');
+    expect(before.filter((r) => r.stream === a.call('s1')).at(-1)).toMatchObject({ kind: 'tool.claimed', to: 'executing' });
     expect(tool.runs()).toBe(1);
+    // Claimed again, superseding the dead worker's claim, then its one result.
+    const deadClaim = before.filter((r) => r.stream === a.call('s1')).at(-1)!.event.claim;
+    expect(runesOf(a.call('s1'))[3]).toMatchObject({ kind: 'tool.claimed', event: { supersedes: deadClaim } });
     const results = runesOf(a.call('s1')).filter((r) => r.kind === 'tool.result');
     expect(results).toHaveLength(1);
-    expect(results[0]).toMatchObject({ seq: 3, from: 'executing', to: 'completed_result', event: { type: 'success', output: { done: 'backup' } } });
+    expect(results[0]).toMatchObject({ seq: 5, from: 'executing', to: 'completed_result', event: { type: 'success', output: { done: 'backup' } } });
     expect(kinds(runesOf(a.turn)).slice(-3)).toEqual(['turn.assistant_delta', 'turn.completed', 'turn_finalized']);
     expect(JSON.stringify(model.doStreamCalls[0]!.prompt)).toContain('"done":"backup"');
     expect(checkInvariants(after)).toEqual([]);

@@ -42,6 +42,23 @@ const executingRune = (stream: string, by: 'no_approval_needed' | 'approved' = '
     ? callRune(stream, 3, { type: 'approved', approver: 'ann' }, 'awaiting_approval', 'executing', { kind: 'tool.approved', at })
     : callRune(stream, 2, { type: 'no_approval_needed' }, 'pending_call', 'executing', { at });
 
+/** Claim ids `run-1`, `run-2`, ... in the order the runs claim. */
+const claimIds = () => {
+  let n = 0;
+  return () => `run-${++n}`;
+};
+/** A run's claim, as the epic emits it and as its rune comes back (seq 3, after the rune that entered executing). */
+const claimEvent = (claim: string, supersedes?: string): ToolCallEvent => ({ type: 'execution_claimed', claim, ...(supersedes === undefined ? {} : { supersedes }) });
+const claimCmd = (stream: string, claim: string, supersedes?: string): EpicCommand => cmd(stream, claimEvent(claim, supersedes));
+const claimedRune = (stream: string, claim: string, seq = 3, supersedes?: string): Rune =>
+  callRune(stream, seq, claimEvent(claim, supersedes), 'executing', 'executing', { kind: 'tool.claimed' });
+/** Collects commands, sending each claim back as its rune (what the engine does once it is durable). */
+const echoingClaims = (runes: Subject<Rune>, commands: EpicCommand[]) => (command: EpicCommand) => {
+  const event = 'event' in command ? command.event : undefined;
+  if (event?.type === 'execution_claimed') runes.next(claimedRune(command.stream, String(event.claim)));
+  else commands.push(command);
+};
+
 /** A context whose `state` finds each call in `states` (a call heard live is in memory). */
 const contextWith = (scheduler: TestScheduler | VirtualTimeScheduler, states: Record<string, ToolCallState>, overrides = {}) =>
   epicContext(scheduler, { state: <S>(stream: string) => states[stream] as S | undefined, ...overrides });
@@ -112,9 +129,15 @@ describe('toolCallEffects: execution', () => {
       },
     });
     scheduler.run(({ hot, expectObservable }) => {
-      const runes = hot<Rune>('-a', { a: executingRune('call-1') });
-      const commands = toolCallEffects({ tools: [count] })(runes, contextWith(scheduler, { 'call-1': callState(input('call-1', 'count', { n: 2 })) }), undefined);
-      expectObservable(commands).toBe('-(pqs)', {
+      // The tool runs only once its claim comes back as a rune.
+      const runes = hot<Rune>('-a-c', { a: executingRune('call-1'), c: claimedRune('call-1', 'run-1') });
+      const commands = toolCallEffects({ tools: [count], claimId: claimIds() })(
+        runes,
+        contextWith(scheduler, { 'call-1': callState(input('call-1', 'count', { n: 2 })) }),
+        undefined,
+      );
+      expectObservable(commands).toBe('-c-(pqs)', {
+        c: claimCmd('call-1', 'run-1'),
         p: cmd('call-1', { type: 'progress_update', chunk: '1 of 2' }),
         q: cmd('call-1', { type: 'progress_update', chunk: '2 of 2' }),
         s: cmd('call-1', { type: 'success', output: { counted: 2 } }),
@@ -146,11 +169,13 @@ describe('toolCallEffects: execution', () => {
       },
     });
     scheduler.run(({ hot, expectObservable }) => {
-      const runes = hot<Rune>('-a-b', { a: executingRune('call-a'), b: executingRune('call-b') });
+      const runes = hot<Rune>('-ab-cd', { a: executingRune('call-a'), b: claimedRune('call-a', 'run-1'), c: executingRune('call-b'), d: claimedRune('call-b', 'run-2') });
       const states = { 'call-a': callState(input('call-a', 'broken', {})), 'call-b': callState(input('call-b', 'lookup', { word: 'ok' })) };
-      expectObservable(toolCallEffects({ tools: [broken, lookup] })(runes, contextWith(scheduler, states), undefined)).toBe('-a-b', {
-        a: cmd('call-a', { type: 'execution_error', error: 'TypeError: cannot read "x" of undefined' }),
-        b: cmd('call-b', { type: 'success', output: { word: 'ok', meaning: 'ok, n.' } }),
+      expectObservable(toolCallEffects({ tools: [broken, lookup], claimId: claimIds() })(runes, contextWith(scheduler, states), undefined)).toBe('-ab-cd', {
+        a: claimCmd('call-a', 'run-1'),
+        b: cmd('call-a', { type: 'execution_error', error: 'TypeError: cannot read "x" of undefined' }),
+        c: claimCmd('call-b', 'run-2'),
+        d: cmd('call-b', { type: 'success', output: { word: 'ok', meaning: 'ok, n.' } }),
       });
     });
   });
@@ -159,9 +184,9 @@ describe('toolCallEffects: execution', () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     const { tool, runs } = hangingTool(5000);
     scheduler.run(({ hot, expectObservable }) => {
-      const runes = hot<Rune>('-a', { a: executingRune('call-1') });
-      const commands = toolCallEffects({ tools: [tool] })(runes, contextWith(scheduler, { 'call-1': callState(input('call-1', 'hang', {})) }), undefined);
-      expectObservable(commands, '^ 1m !').toBe('- 5000ms t', { t: cmd('call-1', { type: 'execution_timeout' }) });
+      const runes = hot<Rune>('-ac', { a: executingRune('call-1'), c: claimedRune('call-1', 'run-1') });
+      const commands = toolCallEffects({ tools: [tool], claimId: claimIds() })(runes, contextWith(scheduler, { 'call-1': callState(input('call-1', 'hang', {})) }), undefined);
+      expectObservable(commands, '^ 1m !').toBe('-c 5000ms t', { c: claimCmd('call-1', 'run-1'), t: cmd('call-1', { type: 'execution_timeout' }) });
     });
     expect(runs).toHaveLength(1);
     expect(runs[0]!.signal.aborted).toBe(true);
@@ -172,12 +197,13 @@ describe('toolCallEffects: execution', () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     const { tool, runs } = hangingTool(5000);
     scheduler.run(({ hot, expectObservable }) => {
-      const runes = hot<Rune>('-a 999ms c', {
+      const runes = hot<Rune>('-ab 998ms c', {
         a: executingRune('call-1'),
-        c: callRune('call-1', 3, { type: 'cancelled', reason: 'user pressed stop' }, 'executing', 'cancelled_result', { kind: 'tool.result' }),
+        b: claimedRune('call-1', 'run-1'),
+        c: callRune('call-1', 4, { type: 'cancelled', reason: 'user pressed stop' }, 'executing', 'cancelled_result', { kind: 'tool.result' }),
       });
-      const commands = toolCallEffects({ tools: [tool] })(runes, contextWith(scheduler, { 'call-1': callState(input('call-1', 'hang', {})) }), undefined);
-      expectObservable(commands, '^ 1m !').toBe('');
+      const commands = toolCallEffects({ tools: [tool], claimId: claimIds() })(runes, contextWith(scheduler, { 'call-1': callState(input('call-1', 'hang', {})) }), undefined);
+      expectObservable(commands, '^ 1m !').toBe('-a', { a: claimCmd('call-1', 'run-1') });
     });
     expect(runs[0]!.signal.aborted).toBe(true);
     expect(runs[0]!.signal.reason).toMatchObject({ name: 'AbortError', message: 'tool "hang": call cancelled: user pressed stop' });
@@ -198,13 +224,15 @@ describe('toolCallEffects: execution', () => {
     });
     scheduler.run(({ hot, expectObservable }) => {
       // A second rune that keeps the call executing (a progress update) keeps its run: no second start.
-      const runes = hot<Rune>('-a-p', {
+      const runes = hot<Rune>('-ac-p', {
         a: executingRune('call-1', 'approved'),
-        p: callRune('call-1', 4, { type: 'progress_update', chunk: '50%' }, 'executing', 'executing', { kind: 'tool.progress' }),
+        c: claimedRune('call-1', 'run-1', 4),
+        p: callRune('call-1', 5, { type: 'progress_update', chunk: '50%' }, 'executing', 'executing', { kind: 'tool.progress' }),
       });
-      const epic = toolCallEffects({ tools: [approved] });
+      const epic = toolCallEffects({ tools: [approved], claimId: claimIds() });
       const context = contextWith(scheduler, { 'call-1': callState(input('call-1', 'rm', { path: '/tmp/x' })) });
-      expectObservable(epic(runes, context, undefined)).toBe('-s', {
+      expectObservable(epic(runes, context, undefined)).toBe('-cs', {
+        c: claimCmd('call-1', 'run-1'),
         s: cmd('call-1', { type: 'success', output: 'removed /tmp/x' }),
       });
     });
@@ -222,7 +250,7 @@ describe('toolCallEffects: execution', () => {
     const runes = new Subject<Rune>();
     const states = Object.fromEntries(tools.map((t) => [t.name, callState(input(t.name, t.name, {}))]));
     const commands: EpicCommand[] = [];
-    toolCallEffects({ tools })(runes, contextWith(scheduler, states), undefined).subscribe((c) => commands.push(c));
+    toolCallEffects({ tools })(runes, contextWith(scheduler, states), undefined).subscribe(echoingClaims(runes, commands));
     for (const t of tools) runes.next(executingRune(t.name));
     await new Promise((resolve) => setImmediate(resolve)); // the tools' promises settle
     expect(commands.sort((a, b) => a.stream.localeCompare(b.stream))).toEqual([
@@ -249,7 +277,9 @@ describe('toolCallEffects: execution', () => {
     });
     const runes = new Subject<Rune>();
     const commands: EpicCommand[] = [];
-    toolCallEffects({ tools: [chatty] })(runes, contextWith(scheduler, { 'call-1': callState(input('call-1', 'chatty', {})) }), undefined).subscribe((c) => commands.push(c));
+    toolCallEffects({ tools: [chatty] })(runes, contextWith(scheduler, { 'call-1': callState(input('call-1', 'chatty', {})) }), undefined).subscribe(
+      echoingClaims(runes, commands),
+    );
     runes.next(executingRune('call-1'));
     late!('too late');
     expect(commands).toEqual([cmd('call-1', { type: 'success', output: 'done' })]);
@@ -284,7 +314,7 @@ describe('toolCallEffects: the approval timeout', () => {
 });
 
 describe('toolCallEffects at start: the stored calls', () => {
-  it('decides pending calls, re-arms approvals at their deadline, re-runs rerun-safe calls left executing and interrupts the rest', () => {
+  it('decides pending calls, re-arms approvals at their deadline; of the calls left executing, re-runs claimed rerun-safe ones under a new claim, interrupts the other claimed ones, runs the unclaimed', () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     let reruns = 0;
     const safe = defineTool({
@@ -300,8 +330,10 @@ describe('toolCallEffects at start: the stored calls', () => {
         pending: callState(input('pending', 'rm', { path: '/x' }), 'pending_call'),
         approval: callState(input('approval', 'rm', { path: '/y' }), 'awaiting_approval'),
         late: callState(input('late', 'rm', { path: '/z' }), 'awaiting_approval'),
-        safe: callState(input('safe', 'safe', {})),
-        unsafe: callState(input('unsafe', 'rm', { path: '/w' })),
+        safe: { ...callState(input('safe', 'safe', {})), claim: 'dead-1', attempt: 1 },
+        unsafe: { ...callState(input('unsafe', 'rm', { path: '/w' })), claim: 'dead-2', attempt: 1 },
+        // Entered executing, never claimed: its tool never started, rerunSafe or not.
+        unstarted: callState(input('unstarted', 'rm', { path: '/v' })),
       };
       const stored: StreamHead[] = [
         head('pending', 'pending_call', -5000),
@@ -310,16 +342,26 @@ describe('toolCallEffects at start: the stored calls', () => {
         head('late', 'awaiting_approval', -1_200_000),
         head('safe', 'executing', -1000),
         head('unsafe', 'executing', -1000),
+        head('unstarted', 'executing', -1000),
       ];
       const context = contextWith(scheduler, states, { streams: (q: { values?: readonly string[] }) => of(...stored.filter((h) => q.values!.includes(h.value!))) });
       // The timeouts' runes come back (else they are sent again a minute later).
       const timedOut = (stream: string, at: number) => callRune(stream, 3, { type: 'approval_timeout' }, 'awaiting_approval', 'timeout_result', { kind: 'tool.result', at });
-      const runes = hot<Rune>('-l 359999ms a', { l: timedOut('late', 1), a: timedOut('approval', 360_001) });
-      const commands = toolCallEffects({ tools: [rm, safe] })(runes, context, undefined);
-      expectObservable(commands, '^ 7m !').toBe('(pseu) 359994ms a', {
+      // So do the claims.
+      const runes = hot<Rune>('-l 8ms (cd) 359987ms a', {
+        l: timedOut('late', 1),
+        c: claimedRune('safe', 'run-1', 3, 'dead-1'),
+        d: claimedRune('unstarted', 'run-2'),
+        a: timedOut('approval', 360_001),
+      });
+      const commands = toolCallEffects({ tools: [rm, safe], claimId: claimIds() })(runes, context, undefined);
+      expectObservable(commands, '^ 7m !').toBe('(pcedu) 3ms (sr) 359986ms a', {
         p: cmd('pending', { type: 'requires_approval', policyReason: 'tool "rm" requires approval' }),
-        s: cmd('safe', { type: 'success', output: 'run 1' }),
+        c: claimCmd('safe', 'run-1', 'dead-1'),
         e: cmd('unsafe', { type: 'execution_error', error: INTERRUPTED_BY_RESTART }),
+        d: claimCmd('unstarted', 'run-2'),
+        s: cmd('safe', { type: 'success', output: 'run 1' }),
+        r: cmd('unstarted', { type: 'success', output: null }),
         u: cmd('late', { type: 'approval_timeout' }),
         a: cmd('approval', { type: 'approval_timeout' }),
       });

@@ -61,8 +61,8 @@ describe('tool calls on an engine', () => {
     const outcome = await outcomeOf(engine, 'call-1');
     expect(outcome).toMatchObject({ kind: 'tool.result', to: 'completed_result', event: { type: 'success', output: { word: 'rune' } } });
     const runes = await store.read('call-1');
-    expect(kinds(runes)).toEqual(['tool.call:spawn', 'no_approval_needed', 'tool.progress:progress_update', 'tool.result:success']);
-    expect(runes[2]!.event).toEqual({ type: 'progress_update', chunk: 'looking up rune' });
+    expect(kinds(runes)).toEqual(['tool.call:spawn', 'no_approval_needed', 'tool.claimed:execution_claimed', 'tool.progress:progress_update', 'tool.result:success']);
+    expect(runes[3]!.event).toEqual({ type: 'progress_update', chunk: 'looking up rune' });
     expect(checkInvariants(runes)).toEqual([]);
     await engine.close();
   });
@@ -120,7 +120,13 @@ describe('tool calls on an engine', () => {
     await outcomeOf(engine, 'call-1');
     expect(removed).toEqual(['/tmp/a']);
     const runes = await store.read('call-1');
-    expect(kinds(runes)).toEqual(['tool.call:spawn', 'tool.approval_requested:requires_approval', 'tool.approved:approved', 'tool.result:success']);
+    expect(kinds(runes)).toEqual([
+      'tool.call:spawn',
+      'tool.approval_requested:requires_approval',
+      'tool.approved:approved',
+      'tool.claimed:execution_claimed',
+      'tool.result:success',
+    ]);
     expect(checkInvariants(runes)).toEqual([]);
     await engine.close();
   });
@@ -175,7 +181,7 @@ describe('tool calls on an engine', () => {
     expect(signal?.reason).toMatchObject({ message: 'tool "watch": call cancelled: turn interrupted' });
     await engine.close(); // anything the aborted tool made the epic emit would land here
     const runes = await store.read('call-1');
-    expect(kinds(runes)).toEqual(['tool.call:spawn', 'no_approval_needed', 'tool.progress:progress_update', 'tool.result:cancelled']);
+    expect(kinds(runes)).toEqual(['tool.call:spawn', 'no_approval_needed', 'tool.claimed:execution_claimed', 'tool.progress:progress_update', 'tool.result:cancelled']);
     expect(checkInvariants(runes)).toEqual([]);
   });
 });
@@ -199,7 +205,13 @@ describe('tool calls across a restart', () => {
     await after.close();
     expect(removed).toEqual(['/tmp/a']);
     const runes = await store.read('call-1');
-    expect(kinds(runes)).toEqual(['tool.call:spawn', 'tool.approval_requested:requires_approval', 'tool.approved:approved', 'tool.result:success']);
+    expect(kinds(runes)).toEqual([
+      'tool.call:spawn',
+      'tool.approval_requested:requires_approval',
+      'tool.approved:approved',
+      'tool.claimed:execution_claimed',
+      'tool.result:success',
+    ]);
     expect(checkInvariants(runes)).toEqual([]);
   });
 
@@ -248,7 +260,7 @@ describe('tool calls across a restart', () => {
     expect(await approvalTimeoutAfterRestart(25 * 60_000, 25 * 60_000)).toMatchObject({ event: { type: 'approval_timeout' }, at: 25 * 60_000 });
   });
 
-  it('a call left executing by a crash runs again if its tool is rerunSafe, else ends "interrupted by restart"; one result each', async () => {
+  it('a call left executing by a crash: claimed, it runs again under a new claim if its tool is rerunSafe, else ends "interrupted by restart"; unclaimed, it runs once; one result each', async () => {
     const store = durableStore();
     let lookups = 0;
     let charges = 0;
@@ -265,25 +277,37 @@ describe('tool calls across a restart', () => {
       inputSchema: z.object({ cents: z.number() }),
       execute: async () => ({ charges: ++charges }),
     });
-    // The process that crashed: both calls had entered executing (no effects ran them here).
+    // The process that crashed: three calls had entered executing; two were claimed (their tools started), one was not.
     const crashed = createEngine({ store });
-    await crashed.spawn('call-1', 'tool-call', call('c1', 'lookup', { word: 'rune' }));
-    await crashed.dispatch('call-1', { type: 'no_approval_needed' });
-    await crashed.spawn('call-2', 'tool-call', call('c2', 'charge_card', { cents: 500 }));
-    await crashed.dispatch('call-2', { type: 'no_approval_needed' });
+    for (const [stream, input, claim] of [
+      ['call-1', call('c1', 'lookup', { word: 'rune' }), 'dead-1'],
+      ['call-2', call('c2', 'charge_card', { cents: 500 }), 'dead-2'],
+      ['call-3', call('c3', 'charge_card', { cents: 700 }), undefined],
+    ] as const) {
+      await crashed.spawn(stream, 'tool-call', input);
+      await crashed.dispatch(stream, { type: 'no_approval_needed' });
+      if (claim !== undefined) await crashed.dispatch(stream, { type: 'execution_claimed', claim });
+    }
     await crashed.close();
 
     for (let restart = 0; restart < 2; restart++) {
       const engine = engineWith([safeLookup, chargeCard], { store });
-      await Promise.all([outcomeOf(engine, 'call-1'), outcomeOf(engine, 'call-2')]);
+      await Promise.all([outcomeOf(engine, 'call-1'), outcomeOf(engine, 'call-2'), outcomeOf(engine, 'call-3')]);
       await engine.close();
     }
 
-    const runes = await logOf(store, 'call-1', 'call-2');
-    expect(kinds(runes)).toEqual(['tool.call:spawn', 'no_approval_needed', 'tool.result:success', 'tool.call:spawn', 'no_approval_needed', 'tool.result:execution_error']);
-    expect(runes[2]!.event).toEqual({ type: 'success', output: { word: 'rune', lookups: 1 } });
-    expect(runes[5]!.event).toEqual({ type: 'execution_error', error: INTERRUPTED_BY_RESTART });
-    expect([lookups, charges]).toEqual([1, 0]);
+    const runes = await logOf(store, 'call-1', 'call-2', 'call-3');
+    expect(kinds(runes)).toEqual([
+      ...['tool.call:spawn', 'no_approval_needed', 'tool.claimed:execution_claimed', 'tool.claimed:execution_claimed', 'tool.result:success'],
+      ...['tool.call:spawn', 'no_approval_needed', 'tool.claimed:execution_claimed', 'tool.result:execution_error'],
+      ...['tool.call:spawn', 'no_approval_needed', 'tool.claimed:execution_claimed', 'tool.result:success'],
+    ]);
+    expect(runes[3]!.event).toMatchObject({ type: 'execution_claimed', supersedes: 'dead-1' });
+    expect(runes[4]!.event).toEqual({ type: 'success', output: { word: 'rune', lookups: 1 } });
+    expect(runes[8]!.event).toEqual({ type: 'execution_error', error: INTERRUPTED_BY_RESTART });
+    expect(runes[11]!.event).toEqual({ type: 'execution_claimed', claim: expect.any(String) });
+    expect(runes[12]!.event).toEqual({ type: 'success', output: { charges: 1 } });
+    expect([lookups, charges]).toEqual([1, 1]);
     expect(checkInvariants(runes)).toEqual([]);
   });
 
@@ -296,7 +320,7 @@ describe('tool calls across a restart', () => {
     expect((await outcomeOf(engine, 'call-1')).event).toMatchObject({ type: 'success' });
     await engine.close();
     const runes = await store.read('call-1');
-    expect(kinds(runes)).toEqual(['tool.call:spawn', 'no_approval_needed', 'tool.progress:progress_update', 'tool.result:success']);
+    expect(kinds(runes)).toEqual(['tool.call:spawn', 'no_approval_needed', 'tool.claimed:execution_claimed', 'tool.progress:progress_update', 'tool.result:success']);
     expect(checkInvariants(runes)).toEqual([]);
   });
 });

@@ -170,13 +170,14 @@ describe('call order: the epic decides a call only when its turn in the round co
     marbles((m) => {
       const round = [call('w1', 'write'), call('w2', 'write'), call('w3', 'write')];
       const heads: StreamHead[] = [
-        { stream: a.call('w1'), machine: 'tool-call', seq: 2, value: 'executing', at: 0 },
+        { stream: a.call('w1'), machine: 'tool-call', seq: 3, value: 'executing', at: 0 },
         { stream: a.call('w2'), machine: 'tool-call', seq: 1, value: 'pending_call', at: 0 },
         { stream: a.call('w3'), machine: 'tool-call', seq: 1, value: 'pending_call', at: 0 },
       ];
       const context = contextOf(m.scheduler, turnIn(['w1', 'w2', 'w3']), round, {
         streams: (query: { values?: readonly string[] }) => from(heads.filter((h) => query.values!.includes(h.value!))),
-        state: <S>(stream: string) => (stream === a.call('w1') ? (callState(round[0]!, 'executing') as S) : undefined),
+        // w1 was claimed: it started in the process that died.
+        state: <S>(stream: string) => (stream === a.call('w1') ? ({ ...callState(round[0]!, 'executing'), claim: 'dead', attempt: 1 } as S) : undefined),
       });
       // The interrupted call's result comes back as a rune, then w2's.
       const runes = m.hot('--a--b', { a: ended('w1', { type: 'execution_error', error: INTERRUPTED_BY_RESTART }, 'executing', 'error_result'), b: ended('w2') });

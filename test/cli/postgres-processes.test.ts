@@ -1,4 +1,5 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { filter, firstValueFrom } from 'rxjs';
@@ -230,5 +231,44 @@ describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
     expect((await kinds(call)).filter((kind) => kind === 'tool.result')).toHaveLength(1);
     // Taken over by a survivor.
     for (const stream of [chat, call]) expect(survivorIds).toContain((await leaseOf(schema, shardOf(stream, 64)))?.owner);
+  });
+
+  it('kill -9 of the process running a tool: its side effect (a line appended to a file) happens once; a survivor ends the claimed call once, never running it again', async () => {
+    const schema = randomSchema();
+    schemas.push(schema);
+    const sideEffects = join(dirname(tempDb()), 'side-effects.log');
+    const mcpServer = fileURLToPath(new URL('../fixtures/mcp/server.ts', import.meta.url));
+    // The fixture's `slow` tool appends "slow started" to MCP_FIXTURE_LOG, then runs for a while.
+    const files = { command: process.execPath, args: ['--import', 'tsx', mcpServer], env: { MCP_FIXTURE_LOG: sideEffects } };
+    const config = configFile({ agents: { assistant: { model: 'offline', tools: ['files'], mcpServers: { files } } } });
+    const owner = serveOn(POSTGRES_URL, schema, config, 1000);
+    const [, ownerUrl] = await owner.line(LISTENING);
+    const ownerId = await ownerOf(owner);
+    const survivors = [serveOn(POSTGRES_URL, schema, config, 1000), serveOn(POSTGRES_URL, schema, config, 1000)];
+    const [survivorUrl] = await Promise.all(survivors.map(async (cli) => (await cli.line(LISTENING))[1]!));
+    const survivorIds = await Promise.all(survivors.map(ownerOf));
+    const conversation = Array.from({ length: 200 }, (_, i) => `conv/tool-${i}`).find((id) => shardOf(id, 64) < 8)!;
+    const call = `${conversation}/agent/a/call/c1`;
+    await eventually(async () => (await query(`SELECT DISTINCT owner FROM "${schema}".rs_leases`)).length === 3);
+    expect((await leaseOf(schema, shardOf(call, 64)))?.owner).toBe(ownerId);
+
+    const client = createClient({ url: ownerUrl!, WebSocket });
+    const watcher = createClient({ url: survivorUrl!, WebSocket });
+    clients.push(client, watcher);
+    await client.spawn(call, 'tool-call', { callId: 'c1', toolName: 'files__slow', arguments: { steps: 1000, stepMs: 50 } });
+    await eventually(async () => existsSync(sideEffects) && readFileSync(sideEffects, 'utf8').includes('slow started'));
+    owner.child.kill('SIGKILL');
+
+    const ended = await firstValueFrom(watcher.state$<{ value: string; error?: string }>(call).pipe(filter((state) => state.value === 'error_result')));
+    expect(ended.error).toMatch(/interrupted/);
+    const kinds = (await query<{ kind: string }>(`SELECT kind FROM "${schema}".rs_runes WHERE stream = $1 ORDER BY seq`, [call])).map((row) => row.kind);
+    expect(kinds.filter((kind) => kind === 'tool.claimed')).toHaveLength(1);
+    expect(kinds.filter((kind) => kind === 'tool.result')).toHaveLength(1);
+    expect(
+      readFileSync(sideEffects, 'utf8')
+        .split('\n')
+        .filter((line) => line === 'slow started'),
+    ).toHaveLength(1);
+    expect(survivorIds).toContain((await leaseOf(schema, shardOf(call, 64)))?.owner);
   });
 });

@@ -242,6 +242,26 @@ describe('postgresStore: several processes on one schema', () => {
     expect((await reader.read('held'))[0]).toEqual(runeOf('held', 1));
   });
 
+  it('delivers a rune held back by a transaction that sends no notification once it ends, without waiting for the poll', async () => {
+    const schema = freshSchema();
+    const reader = await openStore({ schema, pollMs: 3_600_000 });
+    const writer = await openStore({ schema });
+    const { heard, listener } = recorder();
+    reader.tail(listener);
+    await reader.catchUp();
+    // Another program's transaction with a transaction id (a lease round, say), open across a commit of runes.
+    const raw = await rawClient();
+    await raw.query(`CREATE TABLE "${schema}".scratch (n int)`);
+    await raw.query('BEGIN');
+    await raw.query(`INSERT INTO "${schema}".scratch VALUES (1)`);
+    await writer.append(runesOf('later', 1, 2)); // its NOTIFY finds the rune held back
+    await reader.catchUp();
+    expect(heard).toEqual([]);
+    await raw.query('COMMIT'); // no NOTIFY: the tail must look again by itself
+    await until(() => heard.length === 2, 'the held runes');
+    expect(heard).toEqual(['later:1', 'later:2']);
+  });
+
   it('resumes a listener after a position it heard (afterPosition), hearing exactly the runes after it', async () => {
     const store = await openStore();
     const first = recorder();

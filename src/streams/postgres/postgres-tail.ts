@@ -7,6 +7,12 @@ import { RUNE_COLUMNS, runeFromRow, type RuneRow } from './rune-rows.js';
 /** The LISTEN connection's reconnect delays: doubling from this, capped below. */
 const RECONNECT_BASE_MS = 100;
 const RECONNECT_MAX_MS = 10_000;
+/**
+ * A pass held back by an open transaction looks again this much later: the transaction that
+ * holds it may send no notification (a lease round, another database's work), and the poll is
+ * far off.
+ */
+const HELD_RETRY_MS = 10;
 
 /** A promise with its resolve function (Node 20 has no `Promise.withResolvers`). */
 function newTick(): { promise: Promise<void>; resolve: () => void } {
@@ -57,7 +63,8 @@ interface TailRow extends RuneRow {
  * 2. The catch-up reads runes after the cursor's position and delivers them in order while each is
  *    safe: its `txid` is below `pg_snapshot_xmin`, so no open transaction can still commit a lower
  *    position (appends draw positions in transaction id order: see schema.ts). It stops at the
- *    first unsafe one, which the next pass reads again.
+ *    first unsafe one, which the next pass reads again: triggered by the next notification, or
+ *    10 ms later, since the transaction holding it back may send none.
  * 3. Listeners without a start position share a cursor that starts at the log's end, read when the
  *    first of them subscribes; one with `afterPosition` has its own.
  * 4. A lost LISTEN connection is reconnected with exponential backoff on the scheduler.
@@ -71,6 +78,8 @@ export class PostgresTail {
   #attempt = 0;
   #retry: Subscription | undefined;
   #poll: Subscription | undefined;
+  /** The pass again after {@link HELD_RETRY_MS}, while a transaction holds a cursor back. */
+  #heldRetry: Subscription | undefined;
   #closed = false;
   /** Resolved at the next trigger: what an append waiting for its runes' delivery waits on. */
   #tick = newTick();
@@ -152,6 +161,8 @@ export class PostgresTail {
     this.#poll = undefined;
     this.#retry?.unsubscribe();
     this.#retry = undefined;
+    this.#heldRetry?.unsubscribe();
+    this.#heldRetry = undefined;
     this.#tock();
     const client = this.#client;
     this.#client = undefined;
@@ -210,10 +221,12 @@ export class PostgresTail {
       return cursor.running;
     }
     const run = async (): Promise<void> => {
+      let held: boolean;
       do {
         cursor.again = false;
-        await this.#pass(cursor);
+        held = await this.#pass(cursor);
       } while (cursor.again && this.#cursors.has(cursor));
+      if (held) this.#lookAgainSoon();
     };
     cursor.running = run()
       .catch(() => {
@@ -225,12 +238,22 @@ export class PostgresTail {
     return cursor.running;
   }
 
-  async #pass(cursor: Cursor): Promise<void> {
+  /** Triggers another pass soon, once, while a cursor is held back by an open transaction. */
+  #lookAgainSoon(): void {
+    if (this.#heldRetry !== undefined || this.#cursors.size === 0) return;
+    this.#heldRetry = this.#options.scheduler.schedule(() => {
+      this.#heldRetry = undefined;
+      this.#trigger();
+    }, HELD_RETRY_MS);
+  }
+
+  /** One catch-up pass; resolves to whether a transaction still open held it back. */
+  async #pass(cursor: Cursor): Promise<boolean> {
     const { pool, schema, pageSize } = this.#options;
     if (cursor.position === undefined) {
       const { rows } = await pool.query<{ end: number }>(`SELECT coalesce(max(gpos), 0)::float8 AS end FROM ${schema}.rs_runes`);
       cursor.position ??= rows[0]!.end;
-      return;
+      return false;
     }
     for (;;) {
       const { rows }: { rows: TailRow[] } = await pool.query<TailRow>(
@@ -239,11 +262,12 @@ export class PostgresTail {
         [cursor.position, pageSize],
       );
       for (const row of rows) {
-        if (!row.safe || !this.#cursors.has(cursor)) return;
+        if (!this.#cursors.has(cursor)) return false;
+        if (!row.safe) return true;
         cursor.position = row.gpos;
         if (!row.restored) this.#deliver(cursor, row);
       }
-      if (rows.length < pageSize) return;
+      if (rows.length < pageSize) return false;
     }
   }
 

@@ -21,6 +21,8 @@ const DELTA_MS = 50;
 /** The concurrent sessions tried, in order, until one step's p99 passes the bar. */
 const STEPS = [25, 50, 100, 200, 300, 400, 600];
 const P99_BAR_MS = 100;
+/** Rounds per step; a step's figures are its median round's (by p99). */
+const ROUNDS = 3;
 
 /**
  * A chat-completions server (the OpenAI wire format the configured model speaks) streaming every
@@ -129,7 +131,10 @@ async function capacity(processes: number, baseURL: string): Promise<number> {
     clients.push(...urls.map((url) => createClient({ url, WebSocket })));
     let held = 0;
     for (const sessions of STEPS) {
-      const result = await step(clients, `p${processes}s${sessions}`, sessions);
+      // The median round of three: one stall of a shared 2-core machine does not decide a step.
+      const rounds = [];
+      for (let round = 0; round < ROUNDS; round++) rounds.push(await step(clients, `p${processes}s${sessions}r${round}`, sessions));
+      const result = rounds.sort((x, y) => x.p99 - y.p99)[Math.floor(ROUNDS / 2)]!;
       const ok = result.failed === 0 && result.heard === sessions * DELTAS && result.p99 < P99_BAR_MS;
       console.log(
         `  ${processes} process${processes > 1 ? 'es' : ''}, ${String(sessions).padStart(4)} sessions: p50 ${result.p50.toFixed(0)} ms, p99 ${result.p99.toFixed(0)} ms` +
@@ -155,7 +160,8 @@ async function capacity(processes: number, baseURL: string): Promise<number> {
  * {@link DELTAS} deltas (an OpenAI-compatible server in this process, {@link DELTA_MS} ms apart)
  * to a WebSocket subscriber, on 1 `runestream serve --store` process and on 3 against one
  * PostgreSQL schema, sessions spread over the processes' clients: how many sessions each holds
- * with p99 delta latency (model send to subscriber receipt) under 100 ms. On this 2-core machine
+ * with p99 delta latency (model send to subscriber receipt) under 100 ms, in the median of three
+ * rounds of each step. On this 2-core machine
  * 3 processes cannot show CPU scaling; the bar is that 3 processes hold the 1-process count.
  */
 export async function benchPostgresSessions(): Promise<boolean> {

@@ -9,6 +9,8 @@ export interface ServeStore {
   readonly store: RuneStore;
   /** With a PostgreSQL log: follow the other processes' runes, run only the owned streams' effects, fence their appends. */
   readonly engineOptions: { readonly followStore?: true; readonly ownership?: EffectOwnership; readonly fence?: FenceOf };
+  /** With a PostgreSQL log: this process's id among those sharing it (its leases' owner). */
+  readonly processId?: string;
   /** The log in words, for the line that says where serve listens (never a password). */
   readonly description: string;
   /** Hands back what this process holds besides the store (its shard leases, at once): after the engine closed, which closes the store. */
@@ -58,6 +60,7 @@ export async function openServeStore(command: Extract<Command, { command: 'serve
   return {
     store,
     engineOptions: { followStore: true, ownership: owned, fence: (stream) => owned.fenceOf(stream) },
+    processId: owned.owner,
     description: `${description} (shard leases of ${owned.owner})`,
     release: () => owned.close(),
   };

@@ -21,7 +21,7 @@ import { archivalEpic } from '../effects/archival/archival-epic.js';
 import { archivalRoutes } from '../server/archival-routes.js';
 import { configuredArchival } from '../server/config/configured-archival.js';
 import { createMetrics, type RunestreamMetrics } from '../effects/metrics/metrics.js';
-import { metricsCollectorEpic } from '../effects/metrics/metrics-collector-epic.js';
+import { METRICS_COLLECTOR_STREAM, metricsCollectorEpic } from '../effects/metrics/metrics-collector-epic.js';
 import { fileMetricsSink, type MetricsSnapshot } from '../effects/metrics/metrics-sink.js';
 import type { ColdStore } from '../streams/archive/cold-store.js';
 import { writeMetricsSnapshot } from '../streams/archive/metrics-snapshot.js';
@@ -58,24 +58,27 @@ async function registerRoles(engine: Engine, config: ServerConfig, log: Pick<Con
 /**
  * The metrics as configured (none when `enabled` is false): their collector writes a snapshot to
  * `file`, relative to the configuration file's folder, or by default `runestream-metrics.json`
- * beside the SQLite log (with a PostgreSQL log, `runestream-metrics-<pid>.json` in the working
- * folder); with a cold store (archival configured) it archives one there on schedule.
+ * beside the SQLite log (with a PostgreSQL log, in the working folder, and each process's file
+ * has its process id before the extension: `runestream-metrics-<pid>.json`); with a cold store (archival configured) it archives one there on schedule.
  */
 function metricsOf(
   config: MetricsConfig | undefined,
   configSource: string,
   db: string | undefined,
   cold: ColdStore | undefined,
+  processId: string | undefined,
 ): { metrics: RunestreamMetrics; collector: ReturnType<typeof metricsCollectorEpic>; file: string } | undefined {
   if (config?.enabled === false) return undefined;
-  // Processes sharing a PostgreSQL log each write their own file.
-  const defaultFile = db === undefined ? resolve(`runestream-metrics-${process.pid}.json`) : resolve(dirname(resolve(db)), 'runestream-metrics.json');
-  const file = config?.file === undefined ? defaultFile : resolve(dirname(resolve(configSource)), config.file);
+  const beside = db === undefined ? resolve('runestream-metrics.json') : resolve(dirname(resolve(db)), 'runestream-metrics.json');
+  const named = config?.file === undefined ? beside : resolve(dirname(resolve(configSource)), config.file);
+  // Processes sharing a PostgreSQL log each write their own file: the process id before its extension.
+  const file = db === undefined ? named.replace(/(\.[^./]*)?$/, (extension) => `-${process.pid}${extension}`) : named;
   const metrics = createMetrics();
   const { flushEveryMs, archiveEveryMs } = config ?? {};
   const collector = metricsCollectorEpic({
     metrics,
     sink: fileMetricsSink(file),
+    ...(processId === undefined ? {} : { stream: `${METRICS_COLLECTOR_STREAM}/${processId}` }),
     ...(flushEveryMs === undefined ? {} : { flushEveryMs }),
     ...(archiveEveryMs === undefined ? {} : { archiveEveryMs }),
     // With archival configured, the collector's ARCHIVING hands each snapshot to the cold store.
@@ -114,7 +117,6 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       ? undefined
       : configuredArchival(command.config.archival, { configDir: dirname(resolve(command.configSource)), source: command.configSource, env });
   const { registry } = command.config;
-  const metrics = metricsOf(command.config.metrics, command.configSource, command.store === undefined ? db : undefined, archival?.cold);
   // Every role's profile, the configured ones and those the registry adds at runtime; with more
   // than one configured role, agents delegate to them (the `delegate` tool).
   const profiles = agentProfiles({ fixed: agents.profiles, toolkit: agents.toolkit, delegation: Object.keys(agents.profiles).length > 1 });
@@ -129,6 +131,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     throw error;
   }
   const { store } = served;
+  // Each process sharing a PostgreSQL log runs a collector of its own, on a stream named after it.
+  const metrics = metricsOf(command.config.metrics, command.configSource, command.store === undefined ? db : undefined, archival?.cold, served.processId);
   let engine: Engine;
   try {
     engine = createEngine({

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
 import pg from 'pg';
@@ -29,7 +29,7 @@ function configFile(extra: object = {}): string {
       models: { offline: { type: 'demo' } },
       agents: { assistant: { model: 'offline', tools: ['save_note'] } },
       defaultRole: 'assistant',
-      metrics: { file: 'metrics.json' },
+      metrics: { file: 'metrics.json', flushEveryMs: 300 },
       ...extra,
     }),
   );
@@ -49,7 +49,7 @@ async function processes(n: number) {
   const urls = await Promise.all(started.map(async (cli) => (await cli.line(LISTENING))[1]!));
   const connected = urls.map((url) => createClient({ url, WebSocket }));
   clients.push(...connected);
-  return { schema, processes: started, clients: connected };
+  return { schema, config, processes: started, clients: connected };
 }
 
 /** Every seq `client` hears on `stream` from now on, once it is subscribed (its first state came). */
@@ -98,9 +98,10 @@ async function eventually(check: () => Promise<boolean>): Promise<void> {
 const ownerOf = async (cli: ReturnType<typeof runestream>): Promise<string> => (await cli.line(/\(shard leases of ([^)]+)\)/))[1]!;
 
 describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
-  it('dispatches from all three to the same streams interleave with no gap and no duplicate, and every subscriber on every process sees seqs 1..N once', async () => {
+  it('dispatches from all three to the same streams interleave with no gap and no duplicate, every subscriber on every process sees seqs 1..N once, and each runs its own metrics collector', async () => {
     const {
       schema,
+      config,
       clients: [a, b, c],
     } = await processes(3);
     const streams = ['chat/s1', 'chat/s2'];
@@ -119,6 +120,10 @@ describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
     }
     await Promise.all(subscribers.map((seqs) => until(seqs, last)));
     for (const seqs of subscribers) expect(seqs).toEqual(range(2, last));
+    // Each process runs a metrics collector of its own, on its own stream, writing its own file.
+    const collectors = async () => query<{ value: string }>(`SELECT value FROM "${schema}".rs_streams WHERE stream LIKE 'metrics/collector/%'`);
+    await eventually(async () => (await collectors()).filter((row) => row.value === 'RUNNING').length === 3);
+    await eventually(async () => readdirSync(dirname(config)).filter((name) => /^metrics-\d+\.json$/.test(name)).length === 3);
   });
 
   it('kill -9 of one process under load: no acknowledged rune lost, no gap, no duplicate; the others carry on', async () => {

@@ -36,6 +36,12 @@ export interface MetricsCollectorOptions {
   readonly backoff?: BackoffOptions;
   /** The jitter's random numbers in [0, 1). Default `Math.random`. */
   readonly random?: () => number;
+  /**
+   * The collector's stream. Its effects are this process's own (they snapshot its metrics), so
+   * they run here whoever owns the stream: processes sharing a log each need a stream of their
+   * own (`runestream serve --store` names it after the process). Default `metrics/collector`.
+   */
+  readonly stream?: string;
 }
 
 type View = StreamView<typeof metricsCollector>;
@@ -89,7 +95,7 @@ function failuresInARow(view: View, context: EpicContext): Observable<number> {
  * ```
  */
 export function metricsCollectorEpic(options: MetricsCollectorOptions): Epic {
-  const { metrics, sink, archiveSnapshot, random = Math.random } = options;
+  const { metrics, sink, archiveSnapshot, random = Math.random, stream = METRICS_COLLECTOR_STREAM } = options;
   if (metrics === undefined || typeof metrics.snapshot !== 'function') throw new TypeError('metricsCollectorEpic: "metrics" must be what createMetrics() returns');
   if (sink === undefined || typeof sink.write !== 'function') throw new TypeError('metricsCollectorEpic: "sink" must be a MetricsSink ({ write(snapshot), init?() })');
   const flushEveryMs = checkMs('flushEveryMs', options.flushEveryMs ?? 15_000, false);
@@ -100,7 +106,7 @@ export function metricsCollectorEpic(options: MetricsCollectorOptions): Epic {
   const failed = (type: 'binding_missing' | 'runtime_error') => (error: unknown) => of<Event>({ type, error: errorText(error) });
 
   const effects = (view: View, context: EpicContext): EffectsByKey<typeof metricsCollector> => {
-    if (view.stream !== METRICS_COLLECTOR_STREAM) return {};
+    if (view.stream !== stream) return {};
     const { scheduler } = context;
     switch (view.value) {
       case 'INITIALIZING':
@@ -147,9 +153,15 @@ export function metricsCollectorEpic(options: MetricsCollectorOptions): Epic {
     }
   };
 
-  const lifecycle = stateEffects({ name: 'metricsCollector', machine: metricsCollector, states: ['INITIALIZING', 'RUNNING', 'ERROR', 'RECOVERING', 'ARCHIVING'], effects });
+  const lifecycle = stateEffects({
+    name: 'metricsCollector',
+    machine: metricsCollector,
+    states: ['INITIALIZING', 'RUNNING', 'ERROR', 'RECOVERING', 'ARCHIVING'],
+    everyProcess: true,
+    effects,
+  });
   // Spawned at start; a collector already in the log is left as it is and resumed from its state.
-  const epic: Epic = (runes$, context, deps) => merge(of<EpicCommand>({ stream: METRICS_COLLECTOR_STREAM, spawn: metricsCollector.id }), lifecycle(runes$, context, deps));
+  const epic: Epic = (runes$, context, deps) => merge(of<EpicCommand>({ stream, spawn: metricsCollector.id }), lifecycle(runes$, context, deps));
   Object.defineProperty(epic, 'name', { value: 'metricsCollector' });
   return epic;
 }

@@ -276,4 +276,40 @@ describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
     ).toHaveLength(1);
     expect(survivorIds).toContain((await leaseOf(schema, shardOf(call, 64)))?.owner);
   });
+
+  it('a connection lost under a dispatch: it is written whole or not at all, the dispatcher is told which, and the next one goes through', async () => {
+    const schema = randomSchema();
+    schemas.push(schema);
+    const proxy = await tcpProxy();
+    try {
+      const cli = serveOn(postgresUrlVia(proxy.port), schema, configFile());
+      const [, url] = await cli.line(LISTENING);
+      const client = createClient({ url: url!, WebSocket });
+      clients.push(client);
+      const stream = 'chat/cut';
+      await client.spawn(stream, 'chat-actor');
+      proxy.hold();
+      const lost = client.dispatch(stream, { type: 'Ping' }).then(
+        () => 'accepted',
+        (error: { code?: string; message?: string }) => `${error.code}: ${error.message}`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200)); // the append is on the wire, held
+      proxy.cut(); // the connection dies under it
+      proxy.release();
+      // Whole or not at all, and the dispatcher is told which: a connection that died before the
+      // append reached the database is replaced and the append goes through; one that died under it
+      // refuses the dispatch (its transaction never committed).
+      const outcome = await lost;
+      const stored = await storedSeqs(schema, stream);
+      if (outcome === 'accepted') expect(stored).toEqual([1, 2]);
+      else {
+        expect(outcome).toMatch(/^\w+: .*(connection|unavailable|terminated)/i);
+        expect(stored).toEqual([1]);
+      }
+      expect(await client.dispatch(stream, { type: 'Ping' })).toEqual({ seq: stored.length + 1 });
+      expect(await storedSeqs(schema, stream)).toEqual(range(1, stored.length + 1));
+    } finally {
+      await proxy.close();
+    }
+  });
 });

@@ -1,20 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import pg from 'pg';
 import { firstValueFrom } from 'rxjs';
-import { WebSocket } from 'ws';
-import { createClient, type RunestreamClient } from '../src/server/client/index.js';
+import type { RunestreamClient } from '../src/server/client/index.js';
 import { percentile, within } from './harness.js';
+import { serveCluster } from './serve-cluster.js';
 
-const DATABASE = 'postgres://postgres@127.0.0.1:5432/test';
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const LISTENING = /^runestream: listening on (ws:\/\/127\.0\.0\.1:\d+) /m;
 /** Each answer streams this many deltas, this far apart: 20 tokens a second, as a hosted model. */
 const DELTAS = 20;
 const DELTA_MS = 50;
@@ -50,24 +40,6 @@ async function pacedModelServer(): Promise<{ baseURL: string; server: Server }> 
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`, server };
-}
-
-/** A `runestream serve --store` process; resolves with its ws URL once it listens. */
-function serveProcess(store: string, config: string): { child: ChildProcess; url: Promise<string> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve', '--port', '0', '--store', store, '--config', config], {
-    cwd: ROOT,
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  const url = new Promise<string>((resolve, reject) => {
-    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
-      out += chunk;
-      const match = LISTENING.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`serve exited (${code}) before listening: ${out}`)));
-  });
-  return { child, url };
 }
 
 /**
@@ -110,25 +82,16 @@ async function step(clients: readonly RunestreamClient[], label: string, session
 
 /** The most sessions `processes` serve processes on one schema hold with p99 delta latency under the bar, printing each step. */
 async function capacity(processes: number, baseURL: string): Promise<number> {
-  const schema = `rs_bench_${randomBytes(6).toString('hex')}`;
-  const dir = mkdtempSync(join(tmpdir(), 'runestream-bench-'));
-  const config = join(dir, 'runestream.json');
-  const model = { type: 'openai-compatible', baseURL, model: 'paced' };
-  writeFileSync(config, JSON.stringify({ models: { paced: model }, agents: { assistant: { model: 'paced' } }, defaultRole: 'assistant', metrics: { enabled: false } }));
-  const store = `${DATABASE}?schema=${schema}`;
-  const children: ChildProcess[] = [];
-  const clients: RunestreamClient[] = [];
+  const cluster = serveCluster({
+    models: { paced: { type: 'openai-compatible', baseURL, model: 'paced' } },
+    agents: { assistant: { model: 'paced' } },
+    defaultRole: 'assistant',
+  });
   try {
-    // The first creates the schema; the rest start once it exists.
-    const urls: string[] = [];
-    for (let i = 0; i < processes; i++) {
-      const started = serveProcess(store, config);
-      children.push(started.child);
-      urls.push(await within(started.url, 60_000, `process ${i + 1}`));
-    }
+    const clients: RunestreamClient[] = [];
+    for (let i = 0; i < processes; i++) clients.push(await cluster.start());
     // Leases settle into fair shares before the load.
     await new Promise((resolve) => setTimeout(resolve, 4000));
-    clients.push(...urls.map((url) => createClient({ url, WebSocket })));
     let held = 0;
     for (const sessions of STEPS) {
       // The median round of three: one stall of a shared 2-core machine does not decide a step.
@@ -145,13 +108,7 @@ async function capacity(processes: number, baseURL: string): Promise<number> {
     }
     return held;
   } finally {
-    await Promise.all(clients.map((client) => client.close()));
-    for (const child of children) child.kill('SIGTERM');
-    await Promise.all(children.map((child) => (child.exitCode === null ? new Promise((resolve) => child.once('exit', resolve)) : Promise.resolve())));
-    const pool = new pg.Pool({ connectionString: DATABASE, max: 1 });
-    await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-    await pool.end();
-    rmSync(dir, { recursive: true, force: true });
+    await cluster.close();
   }
 }
 

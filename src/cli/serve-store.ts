@@ -1,6 +1,7 @@
 import type { EffectOwnership } from '../streams/effect-host.js';
 import type { FenceOf } from '../streams/commit-queue.js';
 import { sqliteStore } from '../streams/sqlite-store.js';
+import type { ShardLeases } from '../streams/postgres/shard-leases.js';
 import type { RuneStore } from '../streams/store.js';
 import type { Command } from './args.js';
 
@@ -44,7 +45,7 @@ export async function openServeStore(command: Extract<Command, { command: 'serve
   const { postgresStore, shardLeases } = await import('../postgres.js');
   const { connectionString, schema, description } = storeUrlOf(command.store.url);
   const store = await postgresStore({ connectionString, ...(schema === undefined ? {} : { schema }) });
-  let leases;
+  let leases: ShardLeases;
   try {
     leases = await shardLeases({
       connectionString,
@@ -56,12 +57,11 @@ export async function openServeStore(command: Extract<Command, { command: 'serve
     await store.close();
     throw error;
   }
-  const owned = leases;
   return {
     store,
-    engineOptions: { followStore: true, ownership: owned, fence: (stream) => owned.fenceOf(stream) },
-    processId: owned.owner,
-    description: `${description} (shard leases of ${owned.owner})`,
-    release: () => owned.close(),
+    engineOptions: { followStore: true, ownership: leases, fence: (stream) => leases.fenceOf(stream) },
+    processId: leases.owner,
+    description: `${description} (shard leases of ${leases.owner})`,
+    release: () => leases.close(),
   };
 }

@@ -59,7 +59,8 @@ async function registerRoles(engine: Engine, config: ServerConfig, log: Pick<Con
  * The metrics as configured (none when `enabled` is false): their collector writes a snapshot to
  * `file`, relative to the configuration file's folder, or by default `runestream-metrics.json`
  * beside the SQLite log (with a PostgreSQL log, in the working folder, and each process's file
- * has its process id before the extension: `runestream-metrics-<pid>.json`); with a cold store (archival configured) it archives one there on schedule.
+ * has its process id before the extension: `runestream-metrics-<pid>.json`); with a cold store
+ * (archival configured) it archives one there on schedule.
  */
 function metricsOf(
   config: MetricsConfig | undefined,

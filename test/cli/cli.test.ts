@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseCommand, UsageError } from '../../src/cli/args.js';
+import { storeUrlOf } from '../../src/cli/serve-store.js';
 import { sqliteStore } from '../../src/sqlite.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 import { fetchJson } from '../support/sse-client.js';
@@ -171,6 +172,15 @@ describe('runestream arguments', () => {
     expect(parse(['--token-file', file], { RUNESTREAM_TOKEN: 'from-env' })).toMatchObject({ token: 'from-file' });
     expect(parse([], { RUNESTREAM_TOKEN: 'from-env' })).toMatchObject({ token: 'from-env' });
     expect(parse([])).toMatchObject({ token: undefined });
+  });
+
+  it('reads the schema from a --store URL and never shows its password', () => {
+    expect(storeUrlOf('postgres://app:s3cret@db:5432/log?schema=rs&sslmode=require')).toEqual({
+      connectionString: 'postgres://app:s3cret@db:5432/log?sslmode=require',
+      schema: 'rs',
+      description: 'postgres://app:***@db:5432/log?sslmode=require schema rs',
+    });
+    expect(storeUrlOf('postgres://app@db/log')).toEqual({ connectionString: 'postgres://app@db/log', description: 'postgres://app@db/log' });
   });
 
   it('takes a PostgreSQL log from --store, else RUNESTREAM_STORE; none: the SQLite file', () => {

@@ -1,55 +1,44 @@
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { dirname, join } from 'node:path';
-import pg from 'pg';
 import { filter, firstValueFrom } from 'rxjs';
-import { WebSocket } from 'ws';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/index.js';
-import { createClient, type RunestreamClient } from '../../src/server/client/index.js';
+import type { RunestreamClient } from '../../src/server/client/index.js';
 import { shardOf } from '../../src/postgres.js';
-import { POSTGRES_URL, dropSchemas, postgresUrlVia, randomSchema } from '../support/postgres.js';
+import { POSTGRES_URL, dropSchemas, postgresUrlVia } from '../support/postgres.js';
 import { tcpProxy } from '../support/tcp-proxy.js';
-import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
+import { LISTENING, cleanUpProcesses, tempDb } from '../support/runestream-process.js';
+import {
+  clientOf,
+  configFile,
+  eventually,
+  freshSchema,
+  leaseOf,
+  lowShardId,
+  ownerAndSurvivors,
+  ownerOf,
+  query,
+  serveCluster,
+  serveOn,
+  storedKinds,
+  storedSeqs,
+} from '../support/serve-cluster.js';
 
-const schemas: string[] = [];
-const clients: RunestreamClient[] = [];
+const cluster = serveCluster();
 afterEach(async () => {
-  await Promise.all(clients.splice(0).map((client) => client.close()));
+  await Promise.all(cluster.clients.splice(0).map((client) => client.close()));
   cleanUpProcesses();
 });
-afterAll(() => dropSchemas(schemas));
-
-/** A configuration file for the processes: the demo model; the metrics snapshots in a temporary folder, not the working one. */
-function configFile(extra: object = {}): string {
-  const config = join(dirname(tempDb()), 'runestream.json');
-  writeFileSync(
-    config,
-    JSON.stringify({
-      models: { offline: { type: 'demo' } },
-      agents: { assistant: { model: 'offline', tools: ['save_note'] } },
-      defaultRole: 'assistant',
-      metrics: { file: 'metrics.json', flushEveryMs: 300 },
-      ...extra,
-    }),
-  );
-  return config;
-}
-
-/** `runestream serve --store` on `schema` through `url`, leases of `leaseMs`. */
-const serveOn = (url: string, schema: string, config: string, leaseMs = 1500) =>
-  runestream(['serve', '--port', '0', '--store', `${url}?schema=${schema}`, '--lease-ms', String(leaseMs), '--config', config]);
+afterAll(() => dropSchemas(cluster.schemas));
 
 /** `n` `runestream serve --store` processes on one fresh schema, started at once (their migrations race), each with a client. */
 async function processes(n: number) {
-  const schema = randomSchema();
-  schemas.push(schema);
+  const schema = freshSchema(cluster);
   const config = configFile();
   const started = Array.from({ length: n }, () => serveOn(POSTGRES_URL, schema, config));
   const urls = await Promise.all(started.map(async (cli) => (await cli.line(LISTENING))[1]!));
-  const connected = urls.map((url) => createClient({ url, WebSocket }));
-  clients.push(...connected);
-  return { schema, config, processes: started, clients: connected };
+  return { schema, config, processes: started, clients: urls.map((url) => clientOf(cluster, url)) };
 }
 
 /** Every seq `client` hears on `stream` from now on, once it is subscribed (its first state came). */
@@ -67,35 +56,6 @@ const until = (seqs: number[], seq: number) =>
   });
 
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
-
-/** Runs one query on a connection of its own. */
-async function query<R extends object>(text: string, values: unknown[] = []): Promise<R[]> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    return (await client.query<R>(text, values)).rows;
-  } finally {
-    await client.end();
-  }
-}
-
-/** The stored seqs of `stream`, in order. */
-const storedSeqs = async (schema: string, stream: string): Promise<number[]> =>
-  (await query<{ seq: string }>(`SELECT seq FROM "${schema}".rs_runes WHERE stream = $1 ORDER BY seq`, [stream])).map((row) => Number(row.seq));
-
-/** Who holds a shard's lease now, and its epoch. */
-const leaseOf = async (schema: string, shard: number): Promise<{ owner: string; epoch: number } | undefined> => {
-  const [row] = await query<{ owner: string; epoch: string }>(`SELECT owner, epoch FROM "${schema}".rs_leases WHERE lease = $1`, [`shard-${shard}`]);
-  return row === undefined ? undefined : { owner: row.owner, epoch: Number(row.epoch) };
-};
-
-/** Polls `check` until it holds. */
-async function eventually(check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
-}
-
-/** The lease owner a process printed it runs as. */
-const ownerOf = async (cli: ReturnType<typeof runestream>): Promise<string> => (await cli.line(/\(shard leases of ([^)]+)\)/))[1]!;
 
 describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
   it('dispatches from all three to the same streams interleave with no gap and no duplicate, every subscriber on every process sees seqs 1..N once, and each runs its own metrics collector', async () => {
@@ -161,8 +121,7 @@ describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
   });
 
   it('a process cut off from the database loses its shards to a survivor, and its late write, held in the network meanwhile, is refused by fencing', async () => {
-    const schema = randomSchema();
-    schemas.push(schema);
+    const schema = freshSchema(cluster);
     const config = configFile();
     const proxy = await tcpProxy();
     try {
@@ -179,8 +138,7 @@ describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
       const before = await leaseOf(schema, shard);
       expect(before?.owner).toBe(doomedOwner);
 
-      const [cutOff, other] = [createClient({ url: doomedUrl!, WebSocket }), createClient({ url: survivorUrl!, WebSocket })];
-      clients.push(cutOff, other);
+      const [cutOff, other] = [clientOf(cluster, doomedUrl!), clientOf(cluster, survivorUrl!)];
       await cutOff.spawn(stream, 'chat-actor');
       expect(await storedSeqs(schema, stream)).toEqual([1]);
 
@@ -204,25 +162,14 @@ describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
   });
 
   it('kill -9 of the process that owns the streams: a survivor takes over their armed inactivity timer and approval timeout, each firing once', async () => {
-    const schema = randomSchema();
-    schemas.push(schema);
     const config = configFile({ chats: { inactivityTimeoutMs: 4000 }, toolCalls: { approvalTimeoutMs: 4000 } });
-    // The owner-to-be starts alone, so it holds every shard; the others then take fair shares of the highest ones.
-    const owner = serveOn(POSTGRES_URL, schema, config, 1000);
-    const [, ownerUrl] = await owner.line(LISTENING);
-    const ownerId = await ownerOf(owner);
-    const survivors = [serveOn(POSTGRES_URL, schema, config, 1000), serveOn(POSTGRES_URL, schema, config, 1000)];
-    const survivorUrls = await Promise.all(survivors.map(async (cli) => (await cli.line(LISTENING))[1]!));
-    const survivorIds = await Promise.all(survivors.map(ownerOf));
-    const low = (prefix: string) => Array.from({ length: 200 }, (_, i) => `${prefix}${i}`).find((id) => shardOf(id, 64) < 8)!;
-    const chat = low('chat/timer-');
-    const call = `${low('conv/approval-')}/agent/a/call/c1`;
-    await eventually(async () => (await query(`SELECT DISTINCT owner FROM "${schema}".rs_leases`)).length === 3);
+    const { schema, owner, ownerUrl, ownerId, survivorUrls, survivorIds } = await ownerAndSurvivors(cluster, config);
+    const chat = lowShardId('chat/timer-');
+    const call = `${lowShardId('conv/approval-', '/agent/a/call/c1')}/agent/a/call/c1`;
     for (const stream of [chat, call]) expect((await leaseOf(schema, shardOf(stream, 64)))?.owner).toBe(ownerId);
 
-    const client = createClient({ url: ownerUrl!, WebSocket });
-    const watcher = createClient({ url: survivorUrls[0]!, WebSocket });
-    clients.push(client, watcher);
+    const client = clientOf(cluster, ownerUrl);
+    const watcher = clientOf(cluster, survivorUrls[0]!);
     await client.spawn(chat, 'chat-actor'); // idle: its inactivity clock is armed in the owner
     await client.spawn(call, 'tool-call', { callId: 'c1', toolName: 'save_note', arguments: { text: 'hello' } });
     await firstValueFrom(watcher.state$<{ value: string }>(call).pipe(filter((state) => state.value === 'awaiting_approval')));
@@ -230,43 +177,31 @@ describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
 
     const ended = (stream: string, value: string) => firstValueFrom(watcher.state$<{ value: string }>(stream).pipe(filter((state) => state.value === value)));
     await Promise.all([ended(chat, 'completed'), ended(call, 'timeout_result')]);
-    const kinds = async (stream: string) =>
-      (await query<{ kind: string }>(`SELECT kind FROM "${schema}".rs_runes WHERE stream = $1 ORDER BY seq`, [stream])).map((row) => row.kind);
-    expect(await kinds(chat)).toEqual(['spawned', 'InactivityTimeout']);
-    expect((await kinds(call)).filter((kind) => kind === 'tool.result')).toHaveLength(1);
+    expect(await storedKinds(schema, chat)).toEqual(['spawned', 'InactivityTimeout']);
+    expect((await storedKinds(schema, call)).filter((kind) => kind === 'tool.result')).toHaveLength(1);
     // Taken over by a survivor.
     for (const stream of [chat, call]) expect(survivorIds).toContain((await leaseOf(schema, shardOf(stream, 64)))?.owner);
   });
 
   it('kill -9 of the process running a tool: its side effect (a line appended to a file) happens once; a survivor ends the claimed call once, never running it again', async () => {
-    const schema = randomSchema();
-    schemas.push(schema);
     const sideEffects = join(dirname(tempDb()), 'side-effects.log');
     const mcpServer = fileURLToPath(new URL('../fixtures/mcp/server.ts', import.meta.url));
     // The fixture's `slow` tool appends "slow started" to MCP_FIXTURE_LOG, then runs for a while.
     const files = { command: process.execPath, args: ['--import', 'tsx', mcpServer], env: { MCP_FIXTURE_LOG: sideEffects } };
     const config = configFile({ agents: { assistant: { model: 'offline', tools: ['files'], mcpServers: { files } } } });
-    const owner = serveOn(POSTGRES_URL, schema, config, 1000);
-    const [, ownerUrl] = await owner.line(LISTENING);
-    const ownerId = await ownerOf(owner);
-    const survivors = [serveOn(POSTGRES_URL, schema, config, 1000), serveOn(POSTGRES_URL, schema, config, 1000)];
-    const [survivorUrl] = await Promise.all(survivors.map(async (cli) => (await cli.line(LISTENING))[1]!));
-    const survivorIds = await Promise.all(survivors.map(ownerOf));
-    const conversation = Array.from({ length: 200 }, (_, i) => `conv/tool-${i}`).find((id) => shardOf(id, 64) < 8)!;
-    const call = `${conversation}/agent/a/call/c1`;
-    await eventually(async () => (await query(`SELECT DISTINCT owner FROM "${schema}".rs_leases`)).length === 3);
+    const { schema, owner, ownerUrl, ownerId, survivorUrls, survivorIds } = await ownerAndSurvivors(cluster, config);
+    const call = `${lowShardId('conv/tool-', '/agent/a/call/c1')}/agent/a/call/c1`;
     expect((await leaseOf(schema, shardOf(call, 64)))?.owner).toBe(ownerId);
 
-    const client = createClient({ url: ownerUrl!, WebSocket });
-    const watcher = createClient({ url: survivorUrl!, WebSocket });
-    clients.push(client, watcher);
+    const client = clientOf(cluster, ownerUrl);
+    const watcher = clientOf(cluster, survivorUrls[0]!);
     await client.spawn(call, 'tool-call', { callId: 'c1', toolName: 'files__slow', arguments: { steps: 1000, stepMs: 50 } });
     await eventually(async () => existsSync(sideEffects) && readFileSync(sideEffects, 'utf8').includes('slow started'));
     owner.child.kill('SIGKILL');
 
     const ended = await firstValueFrom(watcher.state$<{ value: string; error?: string }>(call).pipe(filter((state) => state.value === 'error_result')));
     expect(ended.error).toMatch(/interrupted/);
-    const kinds = (await query<{ kind: string }>(`SELECT kind FROM "${schema}".rs_runes WHERE stream = $1 ORDER BY seq`, [call])).map((row) => row.kind);
+    const kinds = await storedKinds(schema, call);
     expect(kinds.filter((kind) => kind === 'tool.claimed')).toHaveLength(1);
     expect(kinds.filter((kind) => kind === 'tool.result')).toHaveLength(1);
     expect(
@@ -278,14 +213,12 @@ describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
   });
 
   it('a connection lost under a dispatch: it is written whole or not at all, the dispatcher is told which, and the next one goes through', async () => {
-    const schema = randomSchema();
-    schemas.push(schema);
+    const schema = freshSchema(cluster);
     const proxy = await tcpProxy();
     try {
       const cli = serveOn(postgresUrlVia(proxy.port), schema, configFile());
       const [, url] = await cli.line(LISTENING);
-      const client = createClient({ url: url!, WebSocket });
-      clients.push(client);
+      const client = clientOf(cluster, url!);
       const stream = 'chat/cut';
       await client.spawn(stream, 'chat-actor');
       proxy.hold();

@@ -24,6 +24,10 @@ async function slowFirstAnswer(later: ScriptedReply): Promise<ChatCompletionsSer
   return server;
 }
 
+/** The writers (each process's engine has its own id) of `stream`'s runes of `kind`, in seq order: who did what. */
+const writersOf = async (schema: string, stream: string, kind: string): Promise<string[]> =>
+  (await query<{ writer: string }>(`SELECT writer FROM "${schema}".rs_runes WHERE stream = $1 AND kind = $2 ORDER BY seq`, [stream, kind])).map((row) => row.writer);
+
 /** How many of `kinds` are `kind`. */
 const count = (kinds: readonly string[], kind: string): number => kinds.filter((each) => each === kind).length;
 
@@ -34,7 +38,7 @@ describe('runestream serve --store: agents fail over when the process running th
     const provider = breaker.slice('provider/'.length);
     const config = configFile({
       models: { [provider]: { type: 'scripted', answers: [{ error: 'upstream down' }] } },
-      chains: { shaky: { models: [provider], breaker: { failureThreshold: 1, openTimeoutMs: 3000 } } },
+      chains: { shaky: { models: [provider], breaker: { failureThreshold: 1, openTimeoutMs: 4000 } } },
       agents: { assistant: { model: 'shaky' } },
     });
     const { schema, owner, ownerUrl, ownerId, survivorUrls, survivorIds } = await ownerAndSurvivors(cluster, config);
@@ -45,14 +49,19 @@ describe('runestream serve --store: agents fail over when the process running th
     const watcher = clientOf(cluster, survivorUrls[0]!);
     await client.spawn(turn, 'turn-engine');
     await client.dispatch(turn, { type: 'start_turn', input: 'Hi' });
-    // The owner's model call failed and opened the breaker: its cooldown clock is armed in the owner.
+    // The owner's model call failed and opened the breaker (threshold 1): its cooldown clock is armed in the owner.
     await eventually(async () => (await storedKinds(schema, breaker)).includes('failure'));
-    const opened = await firstValueFrom(watcher.state$<CircuitBreakerState>(breaker));
-    expect(opened.value).toBe('OPEN');
     owner.child.kill('SIGKILL');
 
     await firstValueFrom(watcher.state$<CircuitBreakerState>(breaker).pipe(filter((state) => state.value === 'HALF_OPEN')));
     expect(await storedKinds(schema, breaker)).toEqual(['spawned', 'failure', 'open_timeout_elapsed']);
+    // Fired by a survivor, not by the owner before it died.
+    const [[opener], [halfOpener]] = await Promise.all([writersOf(schema, breaker, 'failure'), writersOf(schema, breaker, 'open_timeout_elapsed')]);
+    expect(halfOpener).toBeTruthy();
+    expect(halfOpener).not.toBe(opener);
+    // Never before the cooldown the owner started ends.
+    const [opened, halfOpened] = await query<{ at: number }>(`SELECT at FROM "${schema}".rs_runes WHERE stream = $1 AND kind <> 'spawned' ORDER BY seq`, [breaker]);
+    expect(halfOpened!.at - opened!.at).toBeGreaterThanOrEqual(4000);
     expect(survivorIds).toContain((await leaseOf(schema, shardOf(breaker, 64)))?.owner);
   });
 
@@ -79,6 +88,9 @@ describe('runestream serve --store: agents fail over when the process running th
     expect(count(kinds, 'turn.interrupted')).toBe(1);
     expect(count(kinds, 'turn.completed') + count(kinds, 'turn.error')).toBe(0);
     expect(kinds.at(-1)).toBe('turn_finalized');
+    const [[starter], [interrupter]] = await Promise.all([writersOf(schema, turn, 'turn.started'), writersOf(schema, turn, 'turn.interrupted')]);
+    expect(interrupter).toBeTruthy();
+    expect(interrupter).not.toBe(starter);
     // The agent and the conversation heard of its end once; it asked for no tool, so no call stream exists.
     await eventually(async () => (await storedKinds(schema, lifecycle)).includes('turn.interrupted'));
     expect(count(await storedKinds(schema, lifecycle), 'turn.interrupted')).toBe(1);
@@ -118,6 +130,9 @@ describe('runestream serve --store: agents fail over when the process running th
 
     await firstValueFrom(watcher.state$<AgentRegistrationState>(registration).pipe(filter((state) => state.value === 'ACTIVE')));
     expect(await storedKinds(schema, registration)).toEqual(['spawned', 'register', 'init_succeeded']);
+    const [[registerer], [activator]] = await Promise.all([writersOf(schema, registration, 'register'), writersOf(schema, registration, 'init_succeeded')]);
+    expect(activator).toBeTruthy();
+    expect(activator).not.toBe(registerer);
     // Checked again once, by the survivor: one more model call, one outcome on the provider's breaker.
     expect(model.requests).toHaveLength(2);
     await eventually(async () => (await storedKinds(schema, 'provider/checked')).includes('success'));

@@ -11,6 +11,10 @@ export interface ScriptedReply {
   readonly status?: number;
   /** Headers of that error answer (`retry-after`). */
   readonly headers?: Readonly<Record<string, string>>;
+  /** A streamed answer's text in these pieces, one SSE chunk each, `deltaEveryMs` apart: a model that is slow to finish (its `text` comes first, if any). */
+  readonly deltas?: readonly string[];
+  /** The pause before each of `deltas`. Default 0. */
+  readonly deltaEveryMs?: number;
 }
 
 /** A request the server received: its JSON body. */
@@ -77,7 +81,8 @@ function respond(res: ServerResponse, request: ChatRequest, reply: ScriptedReply
   const finish = toolCalls.length > 0 ? 'tool_calls' : 'stop';
   const base = { id: 'chatcmpl-scripted', created: Math.floor(Date.now() / 1000), model };
   if (request.stream !== true) {
-    const message = { role: 'assistant', content: reply.text ?? null, ...(toolCalls.length > 0 ? { tool_calls: toolCalls.map(({ index: _, ...call }) => call) } : {}) };
+    const text = reply.deltas === undefined ? reply.text : `${reply.text ?? ''}${reply.deltas.join('')}`;
+    const message = { role: 'assistant', content: text ?? null, ...(toolCalls.length > 0 ? { tool_calls: toolCalls.map(({ index: _, ...call }) => call) } : {}) };
     res
       .writeHead(200, { 'content-type': 'application/json' })
       .end(JSON.stringify({ ...base, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: finish }], usage }));
@@ -87,10 +92,24 @@ function respond(res: ServerResponse, request: ChatRequest, reply: ScriptedReply
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   res.write(chunk([{ index: 0, delta: { role: 'assistant', content: '' } }]));
   if (reply.text !== undefined) res.write(chunk([{ index: 0, delta: { content: reply.text } }]));
-  if (toolCalls.length > 0) res.write(chunk([{ index: 0, delta: { tool_calls: toolCalls } }]));
-  res.write(chunk([{ index: 0, delta: {}, finish_reason: finish }]));
-  res.write(chunk([], { usage }));
-  res.end('data: [DONE]\n\n');
+  const finishStream = (): void => {
+    if (toolCalls.length > 0) res.write(chunk([{ index: 0, delta: { tool_calls: toolCalls } }]));
+    res.write(chunk([{ index: 0, delta: {}, finish_reason: finish }]));
+    res.write(chunk([], { usage }));
+    res.end('data: [DONE]\n\n');
+  };
+  const deltas = [...(reply.deltas ?? [])];
+  if (deltas.length === 0) return finishStream();
+  // The rest of the answer, a piece at a time; a client that hangs up (killed) stops it.
+  const timer = setInterval(() => {
+    const delta = deltas.shift();
+    if (delta !== undefined) res.write(chunk([{ index: 0, delta: { content: delta } }]));
+    if (deltas.length === 0) {
+      clearInterval(timer);
+      finishStream();
+    }
+  }, reply.deltaEveryMs ?? 0);
+  res.on('close', () => clearInterval(timer));
 }
 
 function fail(res: ServerResponse, status: number, headers: Readonly<Record<string, string>> = {}): void {

@@ -5,11 +5,13 @@ import { filter, firstValueFrom } from 'rxjs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { AgentManagerSessionState, AutonomyLoopState } from '../../src/index.js';
 import { shardOf } from '../../src/postgres.js';
+import { fsColdStore } from '../../src/streams/archive/fs-cold-store.js';
+import { readManifest } from '../../src/streams/archive/read-archive.js';
 import type { RunestreamClient } from '../../src/server/client/index.js';
 import { dropSchemas } from '../support/postgres.js';
 import { alive, descendants } from '../support/process-tree.js';
 import { cleanUpProcesses, tempDb } from '../support/runestream-process.js';
-import { clientOf, configFile, eventually, leaseOf, lowShardId, ownerAndSurvivors, serveCluster, storedKinds } from '../support/serve-cluster.js';
+import { clientOf, configFile, eventually, leaseOf, lowShardId, ownerAndSurvivors, serveCluster, storedKinds, storedSeqs } from '../support/serve-cluster.js';
 
 /**
  * Issue 15's failover of the services beyond chats and tools: real `runestream serve --store`
@@ -47,9 +49,12 @@ async function ownedStream(config: string, stream: string) {
 const takenOver = async (schema: string, stream: string, survivorIds: readonly string[]) => expect(survivorIds).toContain((await leaseOf(schema, shardOf(stream, 64)))?.owner);
 
 describe('runestream serve --store: kill -9 of the process running a service, a survivor takes it over once', () => {
-  it('an agent CLI session: its CLI process ends with its server, and a survivor pauses the session once for resume', async () => {
+  it('an agent CLI session: its CLI process ends with its server, a survivor pauses the session once, and resumed there it runs to its end', async () => {
     const work = dirname(tempDb());
-    const config = configFile({ clis: { fake: { protocol: 'ndjson', command: process.execPath, args: [FAKE_CLI], cwd: work } } });
+    // Resumed (`-T t1`), the fake CLI prints the task's end and exits.
+    const resumeSteps = [{ json: { ts: 3, type: 'say', say: 'completion_result', text: 'Resumed and done.' } }, { exit: 0 }];
+    const env = { FAKE_CLI_T_STEPS: JSON.stringify(resumeSteps) };
+    const config = configFile({ clis: { fake: { protocol: 'ndjson', command: process.execPath, args: [FAKE_CLI], env, cwd: work } } });
     const session = lowShardId('session-');
     const { schema, owner, client, watcher, survivorIds } = await ownedStream(config, session);
 
@@ -71,6 +76,12 @@ describe('runestream serve --store: kill -9 of the process running a service, a 
     await takenOver(schema, session, survivorIds);
     // The orphaned CLI does not work on with no server to hear it: it ends with the server that ran it.
     await eventually(async () => !alive(cli!));
+
+    // Resumed through the survivor, the session runs a new CLI process there, to its end.
+    await watcher.dispatch(session, { type: 'resume_session' });
+    const done = await until<AgentManagerSessionState>(watcher, session, (state) => state.value === 'completed' || state.value === 'error');
+    expect(done).toMatchObject({ value: 'completed', lastText: 'Resumed and done.', exitCode: 0 });
+    expect(count(await storedKinds(schema, session), 'process_lost')).toBe(1);
   });
 
   it('an archival run: its retry, armed in the owner, is fired by a survivor, which writes the archive once and ends the run once', async () => {
@@ -86,6 +97,7 @@ describe('runestream serve --store: kill -9 of the process running a service, a 
     await client.dispatch(conversation, { type: 'first_message' });
     await client.dispatch(conversation, { type: 'close_requested', reason: 'done' }); // its cleanup walk closes it
     await until(watcher, conversation, (state) => state.value === 'closed');
+    const closedAt = (await storedSeqs(schema, conversation)).at(-1)!;
     const response = await fetch(`${ownerUrl.replace('ws:', 'http:')}/archive/${encodeURIComponent(conversation)}`, { method: 'POST' });
     expect(await response.json()).toMatchObject({ ok: true, outcome: 'retrying', attempts: 1 });
     owner.child.kill('SIGKILL');
@@ -96,7 +108,9 @@ describe('runestream serve --store: kill -9 of the process running a service, a 
     const kinds = await storedKinds(schema, run);
     expect(kinds).toEqual(['spawned', 'start', 'serialized', 'write_failed', 'retry', 'rewrite', 'write_succeeded', 'reset']);
     expect(count(await storedKinds(schema, conversation), 'archive_requested')).toBe(1);
+    // The archive holds the conversation once, through the rune that closed it.
     expect(readdirSync(join(cold, 'streams'))).toHaveLength(1);
+    expect(await readManifest(fsColdStore(cold), conversation)).toMatchObject({ stream: conversation, fromSeq: 1, seq: closedAt, segments: [expect.anything()] });
     await takenOver(schema, run, survivorIds);
   });
 

@@ -1,4 +1,5 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { Observable, Subject, asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
@@ -71,15 +72,59 @@ const SPAWN_ERRNO: Readonly<Record<string, string>> = {
 /** The exit code of a process ended by `signal`: 128 + its number. */
 export const exitCodeOfSignal = (signal: string): number => 128 + ((constants.signals as Readonly<Record<string, number>>)[signal] ?? 0);
 
-/** Process groups started here and not yet known to be gone: killed when the server process exits. */
-const liveGroups = new Set<number>();
+/**
+ * What a watchdog runs: it waits on its stdin, a pipe only this server process holds open, so it
+ * reads end-of-file once this process is gone, however it ended (SIGKILL included, where no exit
+ * hook runs); then it ends the group as `cliProcess` would: SIGTERM, then SIGKILL after the grace.
+ */
+const WATCHDOG_SCRIPT = 'read _; kill -TERM -"$1" 2>/dev/null; sleep "$2"; kill -KILL -"$1" 2>/dev/null';
+
+/**
+ * A watchdog of the process group `pid` (`sh`, outside the group), so that a CLI does not work on
+ * for nobody after this server process was killed; `undefined` where it cannot start (it is a
+ * safety net: the group itself runs regardless). Killed here once the group is known to be gone.
+ */
+function groupWatchdog(pid: number, killGraceMs: number): ChildProcess | undefined {
+  try {
+    const watchdog = spawn('sh', ['-c', WATCHDOG_SCRIPT, 'runestream-cli-watchdog', String(pid), String(killGraceMs / 1000)], {
+      cwd: '/',
+      stdio: ['pipe', 'ignore', 'ignore'],
+    });
+    watchdog.on('error', () => {}); // no sh: the exit hook still ends the group on a clean exit
+    watchdog.stdin!.on('error', () => {});
+    // It never keeps this process alive.
+    watchdog.unref();
+    (watchdog.stdin as Socket).unref();
+    return watchdog;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Process groups started here and not yet known to be gone, with their watchdogs: killed when the server process exits. */
+const liveGroups = new Map<number, ChildProcess | undefined>();
 let exitHookInstalled = false;
 const killLiveGroupsOnExit = (): void => {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
   process.once('exit', () => {
-    for (const pid of liveGroups) signalGroup(pid, 'SIGKILL');
+    for (const [pid, watchdog] of liveGroups) {
+      signalGroup(pid, 'SIGKILL');
+      watchdog?.kill('SIGKILL');
+    }
   });
+};
+
+/** A group started here: remembered, with a watchdog, until it is known to be gone. */
+const watchGroup = (pid: number, killGraceMs: number): void => {
+  if (!liveGroups.has(pid)) liveGroups.set(pid, groupWatchdog(pid, killGraceMs));
+  killLiveGroupsOnExit();
+};
+
+/** A group known to be gone: forgotten, its watchdog ended (the pid may be reused). */
+const forgetGroup = (pid: number): void => {
+  liveGroups.get(pid)?.kill('SIGKILL');
+  liveGroups.delete(pid);
 };
 
 /** Signals a process group; false when it has no process left (or is not ours to signal). */
@@ -130,7 +175,9 @@ const positive = (name: string, value: number | undefined, fallback: number): nu
  *    errors with `idle_timeout`.
  * 5. Ended (unsubscribed, idle): SIGTERM to its group, so its children end with it, then SIGKILL
  *    after `killGraceMs` on `scheduler` to whatever of the group is left. Groups still alive when
- *    the server process exits get SIGKILL then.
+ *    the server process exits get SIGKILL then; a server process killed outright (SIGKILL, where
+ *    no exit hook runs) leaves a watchdog (`sh`, one per live group) that does the same: a CLI
+ *    never works on for a server that is gone.
  */
 export function cliProcess(options: CliProcessOptions): Observable<CliProcessEvent> {
   const { command, args = [], cwd, env = {}, stdin, endStdin = false, scheduler = asyncScheduler, maxLineLength } = options;
@@ -193,8 +240,7 @@ export function cliProcess(options: CliProcessOptions): Observable<CliProcessEve
     child.on('spawn', () => {
       running = true;
       const { pid } = child;
-      liveGroups.add(pid!);
-      killLiveGroupsOnExit();
+      watchGroup(pid!, killGraceMs);
       armIdle();
       subscriber.next({ type: 'spawned', pid: pid!, io });
       if (stdin !== undefined && stdin.length > 0) child.stdin.write(stdin);
@@ -209,7 +255,7 @@ export function cliProcess(options: CliProcessOptions): Observable<CliProcessEve
       exited = true;
       stdinOpen = false;
       // Its group is gone with it: no SIGKILL will be needed (a group member left behind keeps it).
-      if (!signalGroup(child.pid!, 0)) liveGroups.delete(child.pid!);
+      if (!signalGroup(child.pid!, 0)) forgetGroup(child.pid!);
     });
     // 'close': the process exited and its stdio ended, so the adapter has had every line.
     child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
@@ -227,18 +273,17 @@ export function cliProcess(options: CliProcessOptions): Observable<CliProcessEve
       if (exited && !liveGroups.has(pid)) return;
       // SIGTERM to the group; a process that has not yet made its group yet gets it alone.
       if (!signalGroup(pid, 'SIGTERM') && !exited) child.kill('SIGTERM');
-      liveGroups.add(pid);
-      killLiveGroupsOnExit();
+      watchGroup(pid, killGraceMs);
       const grace = scheduler.schedule(() => {
         signalGroup(pid, 'SIGKILL');
         if (!exited) child.kill('SIGKILL');
-        liveGroups.delete(pid);
+        forgetGroup(pid);
       }, killGraceMs);
       // The whole group gone before the grace ran out: nothing to kill (and its pid may be reused).
       child.once('exit', () => {
         if (!signalGroup(pid, 0)) {
           grace.unsubscribe();
-          liveGroups.delete(pid);
+          forgetGroup(pid);
         }
       });
     };

@@ -1,9 +1,11 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Observable, Subscription, VirtualTimeScheduler, firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { CliProcessError, cliProcess, type CliProcessEvent, type CliProcessOptions } from '../../../src/effects/cli/cli-process.js';
+import { runAndKill } from '../../support/kill-worker.js';
 import { FAKE_CLI, childPidOf, event, isRunning, type FakeStep } from './support.js';
 
 /** The fake CLI as a process, running `steps`. */
@@ -121,6 +123,15 @@ describe('cliProcess', () => {
     expect(isRunning(child)).toBe(true);
     subscriptions.pop()!.unsubscribe();
     await vi.waitFor(() => expect([isRunning(pid), isRunning(child)]).toEqual([false, false]));
+  });
+
+  it('a server process killed outright (SIGKILL, no exit hook) does not leave its CLI working on: its watchdog ends the group', async () => {
+    const worker = fileURLToPath(new URL('../../fixtures/cli-process-crash-worker.ts', import.meta.url));
+    const { line, signal } = await runAndKill(worker, []);
+    expect(signal).toBe('SIGKILL');
+    const { cli, child } = JSON.parse(line) as { cli: number; child: number };
+    pids.push(cli, child);
+    await vi.waitFor(() => expect([isRunning(cli), isRunning(child)]).toEqual([false, false]), { timeout: 10_000 });
   });
 
   it('gives a CLI that ignores SIGTERM a SIGKILL once killGraceMs has passed (virtual time)', async () => {

@@ -123,10 +123,11 @@ export interface DelegationOptions extends DelegationLimits {
  *
  * 1. The input is checked (a configured role, a task): a call that fails ends with an
  *    `execution_error` naming what is wrong, unclaimed. Then the call is claimed, as every tool
- *    run is (`execution_claimed`, a `tool.claimed` rune; see `claimThenRun`), and the rest runs only
- *    once the claim recorded is this run's: of two runners (a failover), one goes on.
- *    Then the limits: the sub-agent's depth (`maxDepth`) and the conversation's agent count
- *    (`maxAgents`). A call over one ends with an `execution_error` naming the limit, and the parent's turn goes on.
+ *    run is (`execution_claimed`, a `tool.claimed` rune; see `claimThenRun`), and the rest runs
+ *    only once the claim recorded is this run's: of two runners (a failover), one goes on. Then
+ *    the limits: the sub-agent's depth (`maxDepth`) and the conversation's agent count
+ *    (`maxAgents`). A call over one ends with an `execution_error` naming the limit, and the
+ *    parent's turn goes on.
  * 2. The sub-agent is spawned in the same conversation (`agent.spawning` with its role, model and
  *    `parentId`), its id {@link subAgentId} of the call; its turn starts with the task.
  * 3. The call's result is the sub-agent's turn's: its final output (`success`), or an
@@ -134,9 +135,10 @@ export interface DelegationOptions extends DelegationLimits {
  * 4. After a restart the call, still `executing`, is claimed again, superseding its dead run's
  *    claim (`executionStart`, a delegate call being safe to run again: the sub-agent's id follows
  *    from the call), never interrupted; it finds its sub-agent and waits again (or takes the
- *    result of a turn that ended meanwhile). The spawn alone would not make it exactly once: a
- *    second runner could find the turn idle again and start the task a second time; the claim does. A sub-agent's first turn that was streaming when the
- *    process died (`agentModel` interrupts it, "interrupted by restart") is started again once
+ *    result of a turn that ended meanwhile). The spawn alone (a second one is refused,
+ *    `stream_exists`) would not make it exactly once: a second runner could find the turn idle
+ *    again and start the task a second time; the claim does. A sub-agent's first turn that was
+ *    streaming when the process died (`agentModel` interrupts it, "interrupted by restart") is started again once
  *    with the task, and the call's result is that second turn's; a second turn cut the same way
  *    ends the call with an `execution_error`. A cancelled delegate call interrupts the sub-agent's turn.
  */
@@ -226,9 +228,13 @@ export function delegation(options: DelegationOptions): Epic {
       if (start.action !== 'claim') return EMPTY;
       const asked = delegated(view.stream, call);
       if ('error' in asked) return of<ToolCallEvent>({ type: 'execution_error', error: asked.error });
-      return defer(() => claimCallThenRun(view, checkedClaim(claimId), start.supersedes, delegate$(asked.parent, asked.sub, asked.role, asked.task))).pipe(
-        catchError((error: unknown) => of<ToolCallEvent>({ type: 'execution_error', error: `the delegation failed: ${errorText(error)}` })),
-      );
+      let claim: string;
+      try {
+        claim = checkedClaim(claimId);
+      } catch (error) {
+        return of<ToolCallEvent>({ type: 'execution_error', error: `the delegation failed: ${errorText(error)}` });
+      }
+      return claimCallThenRun(view, claim, start.supersedes, delegate$(asked.parent, asked.sub, asked.role, asked.task));
     };
 
     const calls = stateEffects({

@@ -128,6 +128,23 @@ describe('delegation: a delegate call runs a sub-agent', () => {
     ]);
   });
 
+  it('a claim id the machine would refuse ends the call with an error naming it; nothing is spawned', async () => {
+    const w = conversation();
+    const play = playEpic(delegation({ roles, claimId: () => 'x'.repeat(129) }), w.context(), w.scheduler);
+    const { stream, rune } = executingCall(w, 'root', delegateCall('d1'));
+    expect(await play.send(rune)).toEqual([
+      {
+        stream,
+        event: {
+          type: 'execution_error',
+          error: 'the delegation failed: TypeError: "claimId" gave an id the machine refuses: ✖ Too big: expected string to have <=128 characters → at claim',
+        },
+      },
+    ]);
+    expect(w.value(agentStreams(ROOT, 'root.d1').lifecycle)).toBeUndefined();
+    expect(() => delegation({ roles, claimId: 'mine' as never })).toThrow('delegation: "claimId" must be a function giving a new claim id, got string');
+  });
+
   it("a call whose first claim heard is another runner's spawns nothing: that runner has it", async () => {
     const w = conversation();
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);

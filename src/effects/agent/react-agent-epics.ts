@@ -2,13 +2,13 @@ import type { LanguageModel } from 'ai';
 import { EMPTY, defer, filter, first, map, merge, of, switchMap, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { Rune } from '../../reducers/rune.js';
-import { reactAgentEffectsAt } from '../../reducers/react-agent/effects.js';
+import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
 import { reactAgent } from '../../reducers/react-agent/machine.js';
 import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
 import { applyAgentInput } from '../../reducers/react-agent/transition.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicContext } from '../../streams/epic.js';
-import type { EffectsByKey, StreamView } from '../../streams/state-effects.js';
+import type { EffectOrigin, EffectsByKey, StreamView } from '../../streams/state-effects.js';
 import type { AgentInput } from '../../reducers/react-agent/input.js';
 import { randomClaimId } from '../tools/claim-execution.js';
 import { providerBreakers } from '../llm/provider-breakers.js';
@@ -130,6 +130,20 @@ const claimsOn = (view: StreamView<typeof reactAgent>, claimId: () => string): T
 });
 
 /**
+ * How this process came to an effect. The effect host takes every live rune of a data-state
+ * machine for `live`, but a tool call is this process's own only when the rune it heard issued it
+ * (`re-act-observed` naming it): a call first found in flight under any other rune (a user message
+ * heard before the listing at start reached the agent) was in flight before this process took the
+ * agent over, so it is `resumed`, and `executionStart` decides from its claim.
+ */
+function originOf(view: StreamView<typeof reactAgent>, effect: ReactAgentEffect): EffectOrigin {
+  if (effect.type !== 'call-tool' || view.origin === 'resumed') return view.origin;
+  const event = view.rune?.event;
+  const issued = event?.type === 're-act-observed' && event.observation.type === 'continue-re-act' && Object.hasOwn(event.observation.toolCalls, effect.toolCallId);
+  return issued ? 'live' : 'resumed';
+}
+
+/**
  * Whether the agent of a ReAct stream has started: its lifecycle's first state past `spawning`
  * (live runes first, then the stored state), true unless it is terminal (failed to start, or ended).
  */
@@ -176,7 +190,7 @@ export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
         };
         return Object.fromEntries(
           Object.entries(reactAgentEffectsAt(state)).map(([key, effect]) => {
-            const run = runReactAgentEffect(effect, state, deps, view.origin);
+            const run = runReactAgentEffect(effect, state, deps, originOf(view, effect));
             return [key, runes$ === undefined ? run : started$(view.stream, runes$, context).pipe(switchMap((started) => (started ? run : EMPTY)))];
           }),
         );

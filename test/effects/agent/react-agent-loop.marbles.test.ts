@@ -325,4 +325,21 @@ describe('reactAgentLoop: after a restart (streams found in the store, hydrated)
       });
       return () => expect(requests).toHaveLength(1);
     }));
+
+  it('a claimed call first heard under another rune (a user message before the listing reached it) is taken over, not left to a dead claim', () =>
+    marbleTest((m) => {
+      const stream = 'conv/c1/agent/shaky/react';
+      const observed: AgentInput = {
+        type: 're-act-observed',
+        calledLlmAt: 1,
+        observation: { type: 'continue-re-act', toolCalls: { t1: { name: 'shaky', parameters: '{}', calledAt: 2 } } },
+        timestamp: 2,
+      };
+      const { runes, states } = history([ask('m1', 1), observed, { type: 'tool-call-claimed', toolCallId: 't1', claim: 'dead', timestamp: 3 }, ask('m2', 4)], stream);
+      const runes$ = m.hot<Rune>('-u', { u: runes[3]! });
+      const { call, context } = setup(m, runes$, states, []);
+      m.expectObservable(reactAgentLoop({ call, tools: [shaky], claimId: () => 'run-1' })(runes$, context, undefined)).toBe('-i', {
+        i: { stream, event: { type: 'tool-call-completed', toolCallId: 't1', result: { isSuccess: false, error: 'interrupted by restart', receivedAt: 1 }, timestamp: 1 } },
+      });
+    }));
 });

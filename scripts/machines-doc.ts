@@ -1,5 +1,5 @@
 import type { ZodType } from 'zod';
-import { edgesOf, machines, type AnyMachine, type MachineId, type TableMachine } from '../src/index.js';
+import { edgesOf, machines, type AgentInputRow, type AnyMachine, type MachineId, type TableMachine } from '../src/index.js';
 import { machineSeeds } from '../src/reducers/machines.js';
 
 const exportName = (id: string): string => id.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
@@ -7,6 +7,11 @@ const code = (s: string): string => `\`${s}\``;
 /** A table cell: a `|` inside it would end the cell. */
 const cell = (s: string): string => s.replaceAll('|', '\\|');
 const hasTable = (m: AnyMachine): m is TableMachine<any, any, any, any> => Array.isArray((m as { table?: unknown }).table);
+/** A data-state machine's table: one row per input (`reactAgent.inputs`). */
+const inputRowsOf = (m: AnyMachine): readonly AgentInputRow[] | undefined => (m as { inputs?: readonly AgentInputRow[] }).inputs;
+/** A row's source cell: `seed`, or `*design*` / `*extension*` with its note. */
+const sourceCell = (row: { source: string; note?: string | undefined }): string =>
+  cell(`${row.source === 'seed' ? 'seed' : `*${row.source}*`}${row.note ? `: ${row.note}` : ''}`);
 
 /** The parts of a zod v4 schema's definition these docs read. */
 interface SchemaDef {
@@ -99,9 +104,13 @@ export function renderMachinesDoc(): string {
     if (hasTable(m)) {
       out.push('', '| from | event | guard | to | rune kind | source |', '|---|---|---|---|---|---|');
       for (const e of edgesOf(m)) {
-        const source = `${e.source === 'seed' ? 'seed' : `*${e.source}*`}${e.note ? `: ${e.note}` : ''}`;
-        out.push(`| ${code(e.from)} | ${code(e.on)} | ${cell(e.label ?? '')} | ${code(e.to)} | ${code(e.kind)} | ${cell(source)} |`);
+        out.push(`| ${code(e.from)} | ${code(e.on)} | ${cell(e.label ?? '')} | ${code(e.to)} | ${code(e.kind)} | ${sourceCell(e)} |`);
       }
+    }
+    const inputRows = inputRowsOf(m);
+    if (inputRows !== undefined) {
+      out.push('', '| event | rune kind | source |', '|---|---|---|');
+      for (const row of inputRows) out.push(`| ${code(row.on)} | ${code(row.kind)} | ${sourceCell(row)} |`);
     }
     const members = eventMembers(m);
     if (members.length > 0) {

@@ -1,6 +1,6 @@
 import { filter, map, of } from 'rxjs';
 import { toolCall } from '../reducers/tool-call/machine.js';
-import type { ToolCallInput, ToolCallState } from '../reducers/tool-call/schema.js';
+import type { ToolCallInput } from '../reducers/tool-call/schema.js';
 import { stateEffects } from '../streams/effect-host.js';
 import type { Epic } from '../streams/epic.js';
 import type { EffectOrigin, EffectsByKey } from '../streams/state-effects.js';
@@ -15,7 +15,8 @@ export const INTERRUPTED_BY_RESTART = 'interrupted by restart';
 export type ExecutionStart = { readonly action: 'claim'; readonly supersedes?: string } | { readonly action: 'interrupt' } | { readonly action: 'leave' };
 
 /**
- * The one rule for a call in `executing`, from its recorded claim and how its runner came to it:
+ * The one rule for a tool call in flight (a tool-call machine's call in `executing`, a ReAct agent's
+ * own call without a result, a delegated call), from its recorded claim and how its runner came to it:
  *
  * 1. Not claimed: its tool never started (a process that dies before its claim is durable never
  *    started it): claim it and run it, whether heard live or taken over.
@@ -25,7 +26,7 @@ export type ExecutionStart = { readonly action: 'claim'; readonly supersedes?: s
  *    (two survivors name the same claim, so the machine takes only the first); any other ends
  *    with "interrupted by restart".
  */
-export function executionStart(state: Pick<ToolCallState, 'claim'>, origin: EffectOrigin, rerunSafe: boolean): ExecutionStart {
+export function executionStart(state: { readonly claim?: string | undefined }, origin: EffectOrigin, rerunSafe: boolean): ExecutionStart {
   if (state.claim === undefined) return { action: 'claim' };
   if (origin === 'live') return { action: 'leave' };
   return rerunSafe ? { action: 'claim', supersedes: state.claim } : { action: 'interrupt' };

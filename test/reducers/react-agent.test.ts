@@ -55,6 +55,14 @@ const toolResult = (toolCallId: string, timestamp: number): AgentInput => ({
   timestamp,
 });
 
+const claim = (toolCallId: string, claimId: string, timestamp: number, supersedes?: string): AgentInput => ({
+  type: 'tool-call-claimed',
+  toolCallId,
+  claim: claimId,
+  ...(supersedes === undefined ? {} : { supersedes }),
+  timestamp,
+});
+
 // The ReAct loop of the seed's "Dispatching Events", step by step.
 const afterUser = fold([userMessage('m1', 1)]);
 const streaming = fold([{ type: 'llm-message-started', messageId: 'a1', timestamp: 2 }], afterUser);
@@ -63,6 +71,46 @@ const toolInFlight = fold([continueReAct(2, 1, 't1')], afterUser);
 const toolDone = fold([toolResult('t1', 3)], toolInFlight);
 const loopClosed = fold([completeReAct(4, 3)], toolDone);
 const nextLoop = fold([userMessage('m2', 5)], loopClosed);
+const claimed = fold([claim('t1', 'run-a', 3)], toolInFlight);
+
+describe('agentTransition: tool-call-claimed (ours: a tool call claimed before its tool starts)', () => {
+  it('an unclaimed call in flight takes a claim that supersedes nothing: its first attempt', () => {
+    expect(claimed.toolCalls['t1']).toEqual({ ...toolInFlight.toolCalls['t1'], claim: 'run-a', attempt: 1 });
+    expect(claimed.updatedAt).toBe(3);
+    // Nothing else moves: the call is still in flight, so its tool is still due and the LLM still waits.
+    expect(reactAgentEffectsAt(claimed)).toEqual(reactAgentEffectsAt(toolInFlight));
+  });
+
+  it('a claimed call takes only a claim that supersedes its current one (a re-run after a takeover)', () => {
+    const rerun = fold([claim('t1', 'run-b', 4, 'run-a')], claimed);
+    expect(rerun.toolCalls['t1']).toMatchObject({ claim: 'run-b', attempt: 2, result: null });
+    // Two survivors both name the dead claim: the first is taken, the second refused.
+    expect(agentTransition(claim('t1', 'run-c', 5, 'run-a'))(rerun)).toBe(rerun);
+  });
+
+  it("appends a tool.claimed rune with the payload of the tool-call machine's, and says so in its table", () => {
+    expect(reactAgent.step(toolInFlight, claim('t1', 'run-a', 3))).toEqual({
+      accepted: true,
+      state: claimed,
+      kind: 'tool.claimed',
+      payload: { callId: 't1', claim: 'run-a', attempt: 1, supersedes: undefined },
+    });
+    expect(reactAgent.step(claimed, claim('t1', 'run-b', 4, 'run-a'))).toMatchObject({
+      accepted: true,
+      kind: 'tool.claimed',
+      payload: { callId: 't1', claim: 'run-b', attempt: 2, supersedes: 'run-a' },
+    });
+    expect(reactAgent.inputs.at(-1)).toMatchObject({ on: 'tool-call-claimed', kind: 'tool.claimed', source: 'extension' });
+    expect(reactAgent.inputs.filter((row) => row.source === 'seed').map((row) => [row.on, row.kind])).toEqual(
+      reactAgent.events.filter((type) => type !== 'tool-call-claimed').map((type) => [type, type]),
+    );
+  });
+
+  it('refuses a claim id the schema does not take', () => {
+    const step = stepUnknown(reactAgent, toolInFlight, { type: 'tool-call-claimed', toolCallId: 't1', claim: '', timestamp: 3 });
+    expect(step).toMatchObject({ accepted: false, code: 'invalid_event', state: toolInFlight });
+  });
+});
 
 describe('agentTransition: every input of seed 004, accepted', () => {
   const cases: Array<[string, AgentState, AgentInput, (next: AgentState) => void]> = [
@@ -253,6 +301,11 @@ describe('agentTransition: inputs that do not apply return the same state, and s
     [nextLoop, { type: 'history-tool-calls-added', toolCallIds: ['t1', 'x', 'y'], timestamp: 6 }, 'no tool call "x", "y" in the history'],
     [toolInFlight, { type: 'history-tool-calls-added', toolCallIds: ['t1'], timestamp: 3 }, 'every tool call given is already in the ReAct context'],
     [nextLoop, { type: 'history-tool-calls-added', toolCallIds: [], timestamp: 6 }, 'every tool call given is already in the ReAct context'],
+    [afterUser, claim('t9', 'run-a', 2), 'no tool call "t9"'],
+    [toolDone, claim('t1', 'run-a', 4), 'tool call "t1" already has a result'],
+    [toolInFlight, claim('t1', 'run-b', 3, 'run-a'), 'tool call "t1" has no claim, so none "run-a" to supersede'],
+    [claimed, claim('t1', 'run-b', 4), 'tool call "t1" is claimed by "run-a"'],
+    [claimed, claim('t1', 'run-b', 4, 'run-x'), 'tool call "t1" is claimed by "run-a"'],
   ];
 
   it.each(cases)('%#: %o -> "%s"', (state, input, reason) => {
@@ -263,7 +316,7 @@ describe('agentTransition: inputs that do not apply return the same state, and s
 });
 
 describe('reactAgent: the Machine contract', () => {
-  it('is a data-state machine: no state names, no terminal state, the seven inputs as events', () => {
+  it("is a data-state machine: no state names, no terminal state, the seed's seven inputs and our claim as events", () => {
     expect(reactAgent.id).toBe('react-agent');
     expect(reactAgent.states).toEqual([]);
     expect(reactAgent.terminal).toEqual([]);
@@ -275,6 +328,7 @@ describe('reactAgent: the Machine contract', () => {
       'tool-call-completed',
       'context-window-expanded',
       'history-tool-calls-added',
+      'tool-call-claimed',
     ]);
     expect(reactAgent.initial()).toEqual(initialAgentState());
   });
@@ -297,7 +351,7 @@ describe('reactAgent: the Machine contract', () => {
     const step = stepUnknown(reactAgent, afterUser, { type: 'llm-chunk', messageId: 'a1', chunk: 'He', timestamp: 2 });
     expect(step).toMatchObject({ accepted: false, code: 'unknown_event' });
     expect(!step.accepted && step.reason).toMatchInlineSnapshot(
-      `"unknown event type "llm-chunk" for machine "react-agent"; expected one of: user-message-received, llm-message-started, llm-message-completed, re-act-observed, tool-call-completed, context-window-expanded, history-tool-calls-added"`,
+      `"unknown event type "llm-chunk" for machine "react-agent"; expected one of: user-message-received, llm-message-started, llm-message-completed, re-act-observed, tool-call-completed, context-window-expanded, history-tool-calls-added, tool-call-claimed"`,
     );
     // A hand-built input that skips validation gets the same answer from step.
     expect(reactAgent.step(afterUser, { type: 'llm-chunk' } as never)).toMatchObject({ accepted: false, code: 'unknown_event' });
@@ -399,6 +453,11 @@ const makeInput: fc.Arbitrary<MakeInput> = fc.oneof(
     (ids): MakeInput =>
       (t) => ({ type: 'history-tool-calls-added', toolCallIds: ids, timestamp: t }),
   ),
+  fc.tuple(toolCallId, fc.constantFrom('r1', 'r2'), fc.option(fc.constantFrom('r1', 'r2'), { nil: undefined })).map(
+    ([id, claimId, supersedes]): MakeInput =>
+      (t) =>
+        claim(id, claimId, t, supersedes),
+  ),
 );
 
 /** What every reachable state keeps. */
@@ -420,6 +479,7 @@ function expectAgentInvariants(state: AgentState): void {
     expect((effects[key] as { answersTo: number }).answersTo).toBeGreaterThan(state.calledLlmAt);
   }
   for (const key of tools) expect(state.toolCalls[key.slice('call-tool:'.length)]?.result).toBeNull();
+  for (const call of Object.values(state.toolCalls)) expect(call.claim === undefined, 'a claim comes with its attempt').toBe(call.attempt === undefined);
 }
 
 describe('reactAgent: properties', () => {
@@ -449,7 +509,7 @@ describe('reactAgent: properties', () => {
             expect(step).toMatchObject({ accepted: false, state, code: 'not_allowed' });
             expect(!step.accepted && step.reason.length).toBeGreaterThan(0);
           } else {
-            expect(step).toMatchObject({ accepted: true, kind: input.type });
+            expect(step).toMatchObject({ accepted: true, kind: input.type === 'tool-call-claimed' ? 'tool.claimed' : input.type });
             expect(step.state).toEqual(next);
             expect(AgentState.safeParse(next).success).toBe(true);
             expect(next.updatedAt).toBe(t);

@@ -12,9 +12,11 @@ import type { TurnEngineState } from '../../reducers/turn-engine/schema.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
-import type { EffectsByKey } from '../../streams/state-effects.js';
+import type { EffectsByKey, StreamView } from '../../streams/state-effects.js';
+import { errorText } from '../../reducers/error-text.js';
+import { checkedClaim, claimCallThenRun, randomClaimId } from '../tools/claim-execution.js';
 import { defineTool, type AnyTool } from '../tools/tool.js';
-import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
+import { INTERRUPTED_BY_RESTART, executionStart } from '../tool-call-recovery.js';
 import { agentOfCall } from './streams.js';
 import { stateOf } from './state-of.js';
 
@@ -108,30 +110,44 @@ async function depthOf(root: string, agentId: string, context: EpicContext): Pro
 export interface DelegationOptions extends DelegationLimits {
   /** The roles a sub-agent may have, with the name of each one's model (for its `agent.spawning` rune). */
   readonly roles: Readonly<Record<string, { readonly model?: string }>>;
+  /**
+   * A new claim id for each run of a delegate call, recorded by its `execution_claimed` before
+   * anything is spawned: unique across every process sharing the log. Default: a random UUID.
+   */
+  readonly claimId?: () => string;
 }
 
 /**
  * Runs every `delegate` call (seed 003: a conversation hosts a root agent and the agents it
  * spawns), an effect of the call's `executing` state, so it resumes after a restart:
  *
- * 1. The input is checked (a configured role, a task), then the limits: the sub-agent's depth
- *    (`maxDepth`) and the conversation's agent count (`maxAgents`). A call over one ends with an
- *    `execution_error` naming the limit, and the parent's turn goes on.
+ * 1. The input is checked (a configured role, a task): a call that fails ends with an
+ *    `execution_error` naming what is wrong, unclaimed. Then the call is claimed, as every tool
+ *    run is (`execution_claimed`, a `tool.claimed` rune; see `claimThenRun`), and the rest runs
+ *    only once the claim recorded is this run's: of two runners (a failover), one goes on. Then
+ *    the limits: the sub-agent's depth (`maxDepth`) and the conversation's agent count
+ *    (`maxAgents`). A call over one ends with an `execution_error` naming the limit, and the
+ *    parent's turn goes on.
  * 2. The sub-agent is spawned in the same conversation (`agent.spawning` with its role, model and
  *    `parentId`), its id {@link subAgentId} of the call; its turn starts with the task.
  * 3. The call's result is the sub-agent's turn's: its final output (`success`), or an
  *    `execution_error` if the turn failed or was interrupted.
- * 4. After a restart the call, still `executing`, finds its sub-agent and waits again (or takes the
- *    result of a turn that ended meanwhile). A sub-agent's first turn that was streaming when the
- *    process died (`agentModel` interrupts it, "interrupted by restart") is started again once
+ * 4. After a restart the call, still `executing`, is claimed again, superseding its dead run's
+ *    claim (`executionStart`, a delegate call being safe to run again: the sub-agent's id follows
+ *    from the call), never interrupted; it finds its sub-agent and waits again (or takes the
+ *    result of a turn that ended meanwhile). The spawn alone (a second one is refused,
+ *    `stream_exists`) would not make it exactly once: a second runner could find the turn idle
+ *    again and start the task a second time; the claim does. A sub-agent's first turn that was
+ *    streaming when the process died (`agentModel` interrupts it, "interrupted by restart") is started again once
  *    with the task, and the call's result is that second turn's; a second turn cut the same way
  *    ends the call with an `execution_error`. A cancelled delegate call interrupts the sub-agent's turn.
  */
 export function delegation(options: DelegationOptions): Epic {
-  const { roles, maxDepth = 2, maxAgents = 16 } = options;
+  const { roles, maxDepth = 2, maxAgents = 16, claimId = randomClaimId } = options;
   for (const [name, value] of Object.entries({ maxDepth, maxAgents })) {
     if (!Number.isInteger(value) || value < 1) throw new TypeError(`agentEpics: "delegation.${name}" must be a positive integer, got ${String(value)}`);
   }
+  if (typeof claimId !== 'function') throw new TypeError(`delegation: "claimId" must be a function giving a new claim id, got ${typeof claimId}`);
   return function delegation(runes$, context, deps) {
     /** The live end of the sub-agent's turn: the rune that ended it, and its state then. */
     const liveEnd$ = (sub: AgentStreams): Observable<TurnEnd> =>
@@ -171,14 +187,19 @@ export function delegation(options: DelegationOptions): Epic {
     const resumed$ = (sub: AgentStreams, task: string): Observable<EpicCommand | ToolCallEvent> =>
       resumedEnd$(sub).pipe(mergeMap((end) => (cutByRestart(end) ? idle$(sub).pipe(mergeMap(() => start$(sub, task))) : of(outcome(end)))));
 
-    const delegate$ = (stream: string, call: ToolCallState): Observable<EpicCommand | ToolCallEvent> => {
+    /** What a delegate call asks for, or why it cannot run (a role that is not configured, no task). */
+    const delegated = (stream: string, call: ToolCallState): { error: string } | { parent: AgentStreams; sub: AgentStreams; role: string; task: string } => {
       const parent = agentOfCall(stream)!;
-      const refuse = (error: string): Observable<ToolCallEvent> => of({ type: 'execution_error', error });
       const input = DelegateInput.safeParse(call.arguments);
-      if (!input.success) return refuse(`delegate: ${input.error.issues.map((issue) => `${issue.path.join('.') || 'input'}: ${issue.message}`).join('; ')}`);
+      if (!input.success) return { error: `delegate: ${input.error.issues.map((issue) => `${issue.path.join('.') || 'input'}: ${issue.message}`).join('; ')}` };
       const { role, task } = input.data;
-      if (!Object.hasOwn(roles, role)) return refuse(`delegate: no role "${role}"; the roles are ${Object.keys(roles).join(', ')}`);
-      const sub = agentStreams(parent.root, subAgentId(parent.agentId, call.callId));
+      if (!Object.hasOwn(roles, role)) return { error: `delegate: no role "${role}"; the roles are ${Object.keys(roles).join(', ')}` };
+      return { parent, sub: agentStreams(parent.root, subAgentId(parent.agentId, call.callId)), role, task };
+    };
+
+    /** The run of a claimed delegate call: its sub-agent spawned and its task started, or found after a restart. */
+    const delegate$ = (parent: AgentStreams, sub: AgentStreams, role: string, task: string): Observable<EpicCommand | ToolCallEvent> => {
+      const refuse = (error: string): Observable<ToolCallEvent> => of({ type: 'execution_error', error });
       return defer(async (): Promise<Observable<EpicCommand | ToolCallEvent>> => {
         const turn = await stateOf(context, sub.turn, turnEngine);
         if (turn !== undefined && turn.turn > 0) return resumed$(sub, task); // found after a restart: wait again
@@ -197,6 +218,25 @@ export function delegation(options: DelegationOptions): Epic {
       }).pipe(mergeMap((effect) => effect));
     };
 
+    /**
+     * A delegate call in `executing`, by `executionStart`'s rule: claimed, then run. A re-run is
+     * safe (it finds its sub-agent), so a call taken over claimed is claimed again, never
+     * interrupted; one another runner claimed first is left to it.
+     */
+    const claimed$ = (view: StreamView<typeof toolCall>, call: ToolCallState): Observable<EpicCommand | ToolCallEvent> => {
+      const start = executionStart(call, view.origin, true);
+      if (start.action !== 'claim') return EMPTY;
+      const asked = delegated(view.stream, call);
+      if ('error' in asked) return of<ToolCallEvent>({ type: 'execution_error', error: asked.error });
+      let claim: string;
+      try {
+        claim = checkedClaim(claimId);
+      } catch (error) {
+        return of<ToolCallEvent>({ type: 'execution_error', error: `the delegation failed: ${errorText(error)}` });
+      }
+      return claimCallThenRun(view, claim, start.supersedes, delegate$(asked.parent, asked.sub, asked.role, asked.task));
+    };
+
     const calls = stateEffects({
       name: 'delegation',
       machine: toolCall,
@@ -205,7 +245,7 @@ export function delegation(options: DelegationOptions): Epic {
         agentOfCall(view.stream) === undefined
           ? {}
           : {
-              delegate: view.state$.pipe(mergeMap((call) => (call?.value === 'executing' && call.toolName === DELEGATE_TOOL ? delegate$(view.stream, call) : EMPTY))),
+              delegate: view.state$.pipe(mergeMap((call) => (call?.value === 'executing' && call.toolName === DELEGATE_TOOL ? claimed$(view, call) : EMPTY))),
             },
     });
 

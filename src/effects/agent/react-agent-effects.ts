@@ -8,13 +8,22 @@ import type { AgentInputOutcome } from '../../reducers/react-agent/transition.js
 import type { EpicCommand } from '../../streams/epic.js';
 import type { EffectOrigin } from '../../streams/state-effects.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
-import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
+import { INTERRUPTED_BY_RESTART, executionStart } from '../tool-call-recovery.js';
+import { checkedClaim, claimThenRun } from '../tools/claim-execution.js';
 import { runTool } from '../tools/run-tool.js';
 import type { ToolRegistry } from '../tools/tool-registry.js';
 import { INTERNAL_TOOL_SPECS, isInternalTool, runInternalTool } from './react-internal-tools.js';
 
 /** The most rounds of internal tool calls one `call-llm` makes before the model must answer without them. */
 export const MAX_INTERNAL_ROUNDS = 4;
+
+/** How a ReAct agent's external tool calls are claimed before their tools start (see `claimThenRun`). */
+export interface ToolCallClaims {
+  /** The claims recorded on the call `toolCallId` (its `tool-call-claimed` runes), as this runner hears them. */
+  recorded$(toolCallId: string): Observable<string>;
+  /** A new claim id, unique across the processes sharing the log. */
+  readonly claimId: () => string;
+}
 
 /** What runs a ReAct agent's effects, in memory (`reactAgentRuntime`) or on the engine (`reactAgentEpics`). */
 export interface ReactAgentEffectDeps {
@@ -29,6 +38,11 @@ export interface ReactAgentEffectDeps {
   readonly scheduler: SchedulerLike;
   /** The agent's transition with its reason (`applyAgentInput` with the agent's window sizes). */
   readonly apply: (input: AgentInput, state: AgentState) => AgentInputOutcome;
+  /**
+   * How tool calls are claimed on a durable log (the engine's). Absent (in memory, where nothing
+   * outlives the process and one runner runs each call): a tool starts at once, unclaimed.
+   */
+  readonly claims?: ToolCallClaims;
 }
 
 /** What an effect emits: inputs of its agent, and commands elsewhere (breakers). */
@@ -181,14 +195,23 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
 
 /**
  * One `call-tool`: the external tool runs (`runTool`: its timeout, abort on cancel) and its
- * outcome is a `tool-call-completed`. A call that cannot run gets a failed result saying why: an
- * unknown tool, bad arguments, an internal tool's name (those run only inside a model call), or a
- * call found in flight after a restart whose tool is not `rerunSafe` ("interrupted by restart").
+ * outcome is a `tool-call-completed`. A call that cannot run gets a failed result saying why,
+ * unclaimed: an unknown tool, bad arguments, an internal tool's name (those run only inside a
+ * model call).
+ *
+ * On a durable log (`deps.claims`) the call is claimed first (`tool-call-claimed`, see
+ * `claimThenRun`) and its tool starts only once the claim recorded is this run's. What a runner
+ * does with a call in flight is `executionStart`'s rule, from the call's recorded claim in `state`
+ * and `origin`: unclaimed, it never started, so it is claimed and run (live, or found after a
+ * restart); claimed and heard live, another runner has it; claimed and found after a restart, it
+ * started and its run died: claimed again superseding that claim if its tool is `rerunSafe`, else
+ * it fails "interrupted by restart".
  */
-function callTool(effect: Extract<ReactAgentEffect, { type: 'call-tool' }>, deps: ReactAgentEffectDeps, origin: EffectOrigin): Observable<AgentInput> {
+function callTool(effect: Extract<ReactAgentEffect, { type: 'call-tool' }>, state: AgentState, deps: ReactAgentEffectDeps, origin: EffectOrigin): Observable<AgentInput> {
+  const { toolCallId } = effect;
   const completed = (result: { isSuccess: true; content: string } | { isSuccess: false; error: string }): AgentInput => {
     const timestamp = deps.scheduler.now();
-    return { type: 'tool-call-completed', toolCallId: effect.toolCallId, result: { ...result, receivedAt: timestamp }, timestamp };
+    return { type: 'tool-call-completed', toolCallId, result: { ...result, receivedAt: timestamp }, timestamp };
   };
   return defer(() => {
     if (isInternalTool(effect.name)) {
@@ -199,8 +222,7 @@ function callTool(effect: Extract<ReactAgentEffect, { type: 'call-tool' }>, deps
     const call = { toolName: effect.name, arguments: parseParameters(effect.parameters) as never };
     const resolved = deps.registry.resolve(call);
     if (!resolved.ok) return of(completed({ isSuccess: false, error: resolved.error }));
-    if (origin === 'resumed' && !deps.registry.rerunSafe(call)) return of(completed({ isSuccess: false, error: INTERRUPTED_BY_RESTART }));
-    return runTool(resolved.tool, resolved.input, deps.scheduler).pipe(
+    const run$ = runTool(resolved.tool, resolved.input, deps.scheduler).pipe(
       mergeMap((event): AgentInput[] => {
         switch (event.type) {
           case 'success':
@@ -215,15 +237,29 @@ function callTool(effect: Extract<ReactAgentEffect, { type: 'call-tool' }>, deps
       }),
       catchError((error: unknown) => of(completed({ isSuccess: false, error: errorText(error) }))),
     );
-  });
+    const { claims } = deps;
+    if (claims === undefined) return run$;
+    const start = executionStart(state.toolCalls[toolCallId] ?? {}, origin, deps.registry.rerunSafe(call));
+    if (start.action === 'leave') return EMPTY;
+    if (start.action === 'interrupt') return of(completed({ isSuccess: false, error: INTERRUPTED_BY_RESTART }));
+    const claim = checkedClaim(claims.claimId);
+    const claimed: AgentInput = {
+      type: 'tool-call-claimed',
+      toolCallId,
+      claim,
+      ...(start.supersedes === undefined ? {} : { supersedes: start.supersedes }),
+      timestamp: deps.scheduler.now(),
+    };
+    return claimThenRun(claims.recorded$(toolCallId), claim, claimed, run$);
+  }).pipe(catchError((error: unknown) => of(completed({ isSuccess: false, error: `the tool runner failed: ${errorText(error)}` }))));
 }
 
 /**
  * Runs one effect of `reactAgentEffectsAt` in `state` (the state it became due in). `origin` says
  * whether it was found due after a restart: an LLM call is then simply made again (the model is
- * asked from the durable state, and completes the message it had started); a tool call runs again
- * only if its tool is `rerunSafe`.
+ * asked from the durable state, and completes the message it had started); a tool call follows
+ * its claim (see `callTool`): run if it never started, else run again only if its tool is `rerunSafe`.
  */
 export function runReactAgentEffect(effect: ReactAgentEffect, state: AgentState, deps: ReactAgentEffectDeps, origin: EffectOrigin): Observable<ReactAgentEffectOutput> {
-  return effect.type === 'call-llm' ? callLlm(effect.answersTo, state, deps) : callTool(effect, deps, origin);
+  return effect.type === 'call-llm' ? callLlm(effect.answersTo, state, deps) : callTool(effect, state, deps, origin);
 }

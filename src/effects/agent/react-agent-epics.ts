@@ -2,13 +2,15 @@ import type { LanguageModel } from 'ai';
 import { EMPTY, defer, filter, first, map, merge, of, switchMap, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { Rune } from '../../reducers/rune.js';
-import { reactAgentEffectsAt } from '../../reducers/react-agent/effects.js';
+import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
 import { reactAgent } from '../../reducers/react-agent/machine.js';
 import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
 import { applyAgentInput } from '../../reducers/react-agent/transition.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicContext } from '../../streams/epic.js';
-import type { EffectsByKey } from '../../streams/state-effects.js';
+import type { EffectOrigin, EffectsByKey, StreamView } from '../../streams/state-effects.js';
+import type { AgentInput } from '../../reducers/react-agent/input.js';
+import { randomClaimId } from '../tools/claim-execution.js';
 import { providerBreakers } from '../llm/provider-breakers.js';
 import { chainCall$, type ProviderChain } from '../llm/provider-chain.js';
 import type { AnyTool } from '../tools/tool.js';
@@ -19,7 +21,7 @@ import type { ModelCaller } from './agent-model.js';
 import type { AgentAdmission } from './agent-companions.js';
 import { reactAgentLifecycle } from './react-agent-lifecycle.js';
 import { stateOf } from './state-of.js';
-import { runReactAgentEffect, type ReactAgentEffectDeps } from './react-agent-effects.js';
+import { runReactAgentEffect, type ReactAgentEffectDeps, type ToolCallClaims } from './react-agent-effects.js';
 import { checkNoInternalNames } from './react-internal-tools.js';
 
 /** Options of {@link reactAgentEpics}. */
@@ -41,6 +43,11 @@ export interface ReactAgentEpicsOptions {
    * loop never calls the model or a tool. Default: none (every agent starts).
    */
   readonly admission?: AgentAdmission;
+  /**
+   * A new claim id for each run of a tool call, recorded by its `tool-call-claimed` before the
+   * tool starts: unique across every process sharing the log, 1 to 128 characters. Default: a random UUID.
+   */
+  readonly claimId?: () => string;
 }
 
 /**
@@ -59,10 +66,15 @@ export interface ReactAgentEpicsOptions {
  * 3. Each agent has the seed-003 companions of a turn-based agent (`reactAgentLifecycle`): its
  *    lifecycle stream and, if it is the first agent there, its conversation; each ReAct loop is
  *    a turn of the lifecycle and of the conversation.
- * 4. After a restart the engine lists every stored ReAct stream, hydrates it and resumes what its
+ * 4. An external tool call is claimed durably before its tool starts (`tool-call-claimed`, a
+ *    `tool.claimed` rune), and the tool starts only if that claim is the one recorded: of two
+ *    runners (two processes in a failover), one starts it.
+ * 5. After a restart the engine lists every stored ReAct stream, hydrates it and resumes what its
  *    state still needs: an LLM call that was in flight is made again from the durable state (it
- *    completes the message it had started); a tool call in flight runs again if its tool is
- *    `rerunSafe`, else it fails "interrupted by restart" and the model hears so.
+ *    completes the message it had started); a tool call in flight that was never claimed never
+ *    started, so it is claimed and runs; a claimed one started and died with its process: it runs
+ *    again under a new claim if its tool is `rerunSafe`, else it fails "interrupted by restart"
+ *    and the model hears so (see `executionStart`).
  *
  * ## Example
  * ```ts
@@ -81,13 +93,14 @@ export interface ReactAgentEpicsOptions {
  * ```
  */
 export function reactAgentEpics(options: ReactAgentEpicsOptions): Epic[] {
-  const { model, tools = [], system, breakers = true, admission } = options;
+  const { model, tools = [], system, breakers = true, admission, claimId } = options;
   const chain = chainOf(model);
   const loop = reactAgentLoop({
     call: (request, context) => chainCall$(chain, request, context),
     tools,
     ...(system === undefined ? {} : { system }),
     ...(admission === undefined ? {} : { gated: true }),
+    ...(claimId === undefined ? {} : { claimId }),
   });
   const lifecycle = reactAgentLifecycle(admission);
   return breakers ? [loop, lifecycle, providerBreakers(chain)] : [loop, lifecycle];
@@ -101,6 +114,33 @@ export interface ReactAgentLoopOptions {
   readonly system?: string;
   /** Whether an agent's effects wait for its lifecycle to start, and never run if it failed (refused by admission) or ended. Default false. */
   readonly gated?: boolean;
+  /** A new claim id for each run of a tool call. Default: a random UUID. */
+  readonly claimId?: () => string;
+}
+
+/** The claims recorded on each tool call of a ReAct stream, heard on its later runes. */
+const claimsOn = (view: StreamView<typeof reactAgent>, claimId: () => string): ToolCallClaims => ({
+  recorded$: (toolCallId) =>
+    view.later$.pipe(
+      map((rune) => rune.event),
+      filter((event): event is Extract<AgentInput, { type: 'tool-call-claimed' }> => event.type === 'tool-call-claimed' && event.toolCallId === toolCallId),
+      map((event) => event.claim),
+    ),
+  claimId,
+});
+
+/**
+ * How this process came to an effect. The effect host takes every live rune of a data-state
+ * machine for `live`, but a tool call is this process's own only when the rune it heard issued it
+ * (`re-act-observed` naming it): a call first found in flight under any other rune (a user message
+ * heard before the listing at start reached the agent) was in flight before this process took the
+ * agent over, so it is `resumed`, and `executionStart` decides from its claim.
+ */
+function originOf(view: StreamView<typeof reactAgent>, effect: ReactAgentEffect): EffectOrigin {
+  if (effect.type !== 'call-tool' || view.origin === 'resumed') return view.origin;
+  const event = view.rune?.event;
+  const issued = event?.type === 're-act-observed' && event.observation.type === 'continue-re-act' && Object.hasOwn(event.observation.toolCalls, effect.toolCallId);
+  return issued ? 'live' : 'resumed';
 }
 
 /**
@@ -125,7 +165,8 @@ function started$(stream: string, runes$: Observable<Rune>, context: EpicContext
 
 /** The effects of every ReAct stream, reconciled by the engine (see {@link reactAgentEpics}). */
 export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
-  const { call, tools, system, gated = false } = options;
+  const { call, tools, system, gated = false, claimId = randomClaimId } = options;
+  if (typeof claimId !== 'function') throw new TypeError(`reactAgentEpics: "claimId" must be a function giving a new claim id, got ${typeof claimId}`);
   checkNoInternalNames('reactAgentEpics', tools);
   const registry = toolRegistry('reactAgentEpics', tools);
   const specs = toolSpecs(tools);
@@ -145,10 +186,11 @@ export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
           ...(system === undefined ? {} : { system }),
           scheduler: context.scheduler,
           apply: (input, at) => applyAgentInput(input, at),
+          claims: claimsOn(view, claimId),
         };
         return Object.fromEntries(
           Object.entries(reactAgentEffectsAt(state)).map(([key, effect]) => {
-            const run = runReactAgentEffect(effect, state, deps, view.origin);
+            const run = runReactAgentEffect(effect, state, deps, originOf(view, effect));
             return [key, runes$ === undefined ? run : started$(view.stream, runes$, context).pipe(switchMap((started) => (started ? run : EMPTY)))];
           }),
         );

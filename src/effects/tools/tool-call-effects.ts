@@ -4,6 +4,7 @@ import { durableDeadline } from '../../streams/durable-deadline.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
+import { randomClaimId } from './claim-execution.js';
 import type { AnyTool } from './tool.js';
 import { execution$ } from './tool-call-execution.js';
 import { callOrder, type CallOrder } from './tool-call-order.js';
@@ -101,14 +102,7 @@ export interface ToolCallEffectsOptions {
  * @see defineTool, toolSpecs, connectMcp, toolCallRecovery
  */
 export function toolCallEffects(options: ToolCallEffectsOptions): Epic {
-  const {
-    tools,
-    approvalTimeoutMs = 600_000,
-    resolutionMs = 1000,
-    runElsewhere = [],
-    scope,
-    claimId = () => globalThis.crypto.randomUUID(),
-  } = options ?? ({} as ToolCallEffectsOptions);
+  const { tools, approvalTimeoutMs = 600_000, resolutionMs = 1000, runElsewhere = [], scope, claimId = randomClaimId } = options ?? ({} as ToolCallEffectsOptions);
   const registry = isToolRegistry(tools) ? tools : toolRegistry('toolCallEffects', tools);
   if (!(approvalTimeoutMs > 0)) throw new TypeError(`toolCallEffects: "approvalTimeoutMs" must be positive, got ${String(approvalTimeoutMs)}`);
   if (!(resolutionMs > 0)) throw new TypeError(`toolCallEffects: "resolutionMs" must be positive, got ${String(resolutionMs)}`);

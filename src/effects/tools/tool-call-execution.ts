@@ -1,12 +1,11 @@
 import { EMPTY, Observable, catchError, defer, mergeMap, of } from 'rxjs';
-import { z } from 'zod';
-import { toolCall } from '../../reducers/tool-call/machine.js';
+import type { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallEvent, ToolCallState } from '../../reducers/tool-call/schema.js';
 import type { EpicContext } from '../../streams/epic.js';
 import type { StreamView } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART, executionStart } from '../tool-call-recovery.js';
 import { errorText } from '../../reducers/error-text.js';
-import { claimThenRun } from './claim-execution.js';
+import { checkedClaim, claimCallThenRun } from './claim-execution.js';
 import { runTool } from './run-tool.js';
 import type { ToolRegistry } from './tool-registry.js';
 import type { ToolScope } from './tool-scope.js';
@@ -28,14 +27,6 @@ export interface ExecutionOptions {
   readonly scope?: ToolScope | undefined;
   /** A new claim id, unique across the processes sharing the log: one per run. */
   readonly claimId: () => string;
-}
-
-/** A claim id as the machine's schema takes it, else a throw naming what `claimId` gave. */
-function checkedClaim(claimId: () => string): string {
-  const claim: unknown = claimId();
-  const check = toolCall.schemas.event.safeParse({ type: 'execution_claimed', claim });
-  if (check.success) return claim as string;
-  throw new TypeError(`"claimId" gave an id the machine refuses: ${z.prettifyError(check.error)}`);
 }
 
 /**
@@ -72,7 +63,7 @@ export function execution$(view: StreamView<typeof toolCall>, context: EpicConte
     const resolved = registry.resolve(state);
     if (!resolved.ok) return of({ type: 'execution_error', error: resolved.error });
     const run$ = runTool(resolved.tool, resolved.input, context.scheduler, () => stopReason(view));
-    return defer(() => claimThenRun(view, checkedClaim(claimId), start.supersedes, run$));
+    return defer(() => claimCallThenRun(view, checkedClaim(claimId), start.supersedes, run$));
   };
   return view.state$.pipe(
     mergeMap((state): Observable<ToolCallEvent> => {

@@ -14,4 +14,4 @@ export { AgentInput, agentEventSchema } from './input.js';
 export { initialAgentState } from './initial.js';
 export { agentTransition, type AgentTransitionOptions } from './transition.js';
 export { ReactAgentEffect, reactAgentEffectsAt } from './effects.js';
-export { reactAgent } from './machine.js';
+export { reactAgent, type AgentInputRow } from './machine.js';

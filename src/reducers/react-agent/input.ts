@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { eventTypesOf } from '../event-types.js';
+import { Claim } from '../tool-call/schema.js';
 import { ToolCallRequest, ToolCallResult } from './state.js';
 
 // Every input carries `timestamp` (Unix ms); one not after the state's `updatedAt` takes effect at `updatedAt + 1` (see applyAgentInput).
@@ -47,7 +48,24 @@ const HistoryToolCallsAdded = z.object({
   timestamp,
 });
 
-/** Seed 004 "AgentInput": the seven inputs, in the seed's order, with the payloads of its examples. */
+/**
+ * Ours, not the seed's: the runner of an external tool call claims it durably before the tool
+ * starts (as the tool-call machine's `execution_claimed`), so a process taking the agent over knows
+ * whether the tool started, and two runners cannot both start it. A re-run after a takeover names
+ * the claim it `supersedes`.
+ */
+const ToolCallClaimed = z.object({
+  type: z.literal('tool-call-claimed'),
+  toolCallId: id,
+  claim: Claim,
+  supersedes: Claim.optional(),
+  timestamp,
+});
+
+/**
+ * Seed 004 "AgentInput": the seven inputs, in the seed's order, with the payloads of its examples;
+ * then ours, `tool-call-claimed`.
+ */
 export const AgentInput = z.discriminatedUnion('type', [
   UserMessageReceived,
   LlmMessageStarted,
@@ -56,11 +74,12 @@ export const AgentInput = z.discriminatedUnion('type', [
   ToolCallCompleted,
   ContextWindowExpanded,
   HistoryToolCallsAdded,
+  ToolCallClaimed,
 ]);
 export type AgentInput = z.infer<typeof AgentInput>;
 
 /** The seed's "Schema Exports" name for the input schema. */
 export const agentEventSchema = AgentInput;
 
-/** Every input type, in the seed's order. */
+/** Every input type, in the seed's order, then ours. */
 export const AGENT_INPUT_TYPES = eventTypesOf(AgentInput);

@@ -33,8 +33,16 @@ export type ToolCallResult = z.infer<typeof ToolCallResult>;
 export const ToolCallRequest = z.object({ name: z.string(), parameters: z.string(), calledAt: z.number() });
 export type ToolCallRequest = z.infer<typeof ToolCallRequest>;
 
-/** One external tool call in the history; `result` is `null` while the call is in flight. */
-export const ToolCallRecord = ToolCallRequest.extend({ result: ToolCallResult.nullable() });
+/**
+ * One external tool call in the history; `result` is `null` while the call is in flight. `claim`
+ * and `attempt` are ours (`tool-call-claimed`): the run that claimed the call before its tool
+ * started (absent: it never started), and how many claims it has had.
+ */
+export const ToolCallRecord = ToolCallRequest.extend({
+  result: ToolCallResult.nullable(),
+  claim: z.string().optional(),
+  attempt: z.number().int().positive().optional(),
+});
 export type ToolCallRecord = z.infer<typeof ToolCallRecord>;
 
 /**

@@ -53,6 +53,8 @@ export function applyAgentInput(input: AgentInput, state: AgentState, options: A
       return contextWindowExpanded(stamped, state, expandContextWindowSize);
     case 'history-tool-calls-added':
       return historyToolCallsAdded(stamped, state);
+    case 'tool-call-claimed':
+      return toolCallClaimed(stamped, state);
   }
 }
 
@@ -191,6 +193,24 @@ function historyToolCallsAdded({ toolCallIds, timestamp }: Input<'history-tool-c
     return notAllowed('every tool call given is already in the ReAct context');
   }
   return applied({ ...state, reActContext: withToolCalls(context, toolCallIds, timestamp), updatedAt: timestamp });
+}
+
+/**
+ * The claim of a call in flight, before its tool starts: an unclaimed call takes any claim that
+ * supersedes nothing; a claimed one only a claim that supersedes its current one (a re-run after a
+ * takeover). So of two runners' claims, one is taken.
+ */
+function toolCallClaimed({ toolCallId, claim, supersedes, timestamp }: Input<'tool-call-claimed'>, state: AgentState): AgentInputOutcome {
+  const call = Object.hasOwn(state.toolCalls, toolCallId) ? state.toolCalls[toolCallId] : undefined;
+  if (call === undefined) return notAllowed(`no tool call "${toolCallId}"`);
+  if (call.result !== null) return notAllowed(`tool call "${toolCallId}" already has a result`);
+  if (call.claim === undefined && supersedes !== undefined) return notAllowed(`tool call "${toolCallId}" has no claim, so none "${supersedes}" to supersede`);
+  if (call.claim !== undefined && supersedes !== call.claim) return notAllowed(`tool call "${toolCallId}" is claimed by "${call.claim}"`);
+  return applied({
+    ...state,
+    toolCalls: { ...state.toolCalls, [toolCallId]: { ...call, claim, attempt: (call.attempt ?? 0) + 1 } },
+    updatedAt: timestamp,
+  });
 }
 
 /** The context with `ids` added after its own, each once. */

@@ -47,8 +47,11 @@ export type ToolCallState = z.infer<typeof ToolCallState>;
 /** The longest claim id, in UTF-16 code units. */
 const MAX_CLAIM_LENGTH = 128;
 
-/** A claim on a call's execution: an id of the run that claims it, unique across processes (a random UUID by default). */
-const Claim = z.string().min(1).max(MAX_CLAIM_LENGTH);
+/**
+ * A claim on a call's execution: an id of the run that claims it, unique across processes (a random
+ * UUID by default). The ReAct agent's claims on its own tool calls take the same ids.
+ */
+export const Claim = z.string().min(1).max(MAX_CLAIM_LENGTH);
 
 /**
  * The events of the seed's diagram, with the payloads of its "Tool Events" table, and

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { agentStreams, type EpicCommand } from '../../../src/index.js';
-import { delegation, subAgentId, type DelegationOptions } from '../../../src/effects/agent/delegation.js';
+import { agentStreams, type EpicCommand, type Rune, type ToolCallState } from '../../../src/index.js';
+import { delegation as delegationEpic, subAgentId, type DelegationOptions } from '../../../src/effects/agent/delegation.js';
 import { INTERRUPTED_BY_RESTART } from '../../../src/effects/tool-call-recovery.js';
 import { applyAll, machineWorld, playEpic } from '../../support/frames.js';
 
@@ -14,6 +14,20 @@ import { applyAll, machineWorld, playEpic } from '../../support/frames.js';
 const ROOT = 'conv/c1';
 const roles: DelegationOptions['roles'] = { researcher: { model: 'small' } };
 const delegateCall = (callId: string, args: unknown = { role: 'researcher', task: 'find the answer' }) => ({ callId, toolName: 'delegate', arguments: args });
+
+/** The delegation epic, each run's claim `run-1`. */
+const delegation = (options: DelegationOptions) => delegationEpic({ claimId: () => 'run-1', ...options });
+
+/**
+ * Sends the rune that starts a delegate call's run (none: the store's listing at start): its first
+ * command is the call's claim (superseding `supersedes`), which is applied and heard; resolves with
+ * what followed.
+ */
+async function claimed(play: ReturnType<typeof playEpic>, w: ReturnType<typeof machineWorld>, stream: string, rune?: Rune, supersedes?: string): Promise<EpicCommand[]> {
+  const claim = rune === undefined ? await play.send() : await play.send(rune);
+  expect(claim).toEqual([{ stream, event: { type: 'execution_claimed', claim: 'run-1', ...(supersedes === undefined ? {} : { supersedes }) } }]);
+  return applyAll(play, w, claim);
+}
 
 /** A conversation with its root agent idle, plus the agents of `chain`, each a sub-agent (a researcher) of the one before it. */
 function conversation(chain: readonly string[] = []) {
@@ -42,7 +56,7 @@ describe('delegation: limits', () => {
     const w = conversation(['root.a']);
     const play = playEpic(delegation({ roles, maxDepth: 1 }), w.context(), w.scheduler);
     const { stream, rune } = executingCall(w, 'root.a', delegateCall('d1'));
-    expect(await play.send(rune)).toEqual([
+    expect(await claimed(play, w, stream, rune)).toEqual([
       { stream, event: { type: 'execution_error', error: 'delegate: a sub-agent of "root.a" would be at depth 2, over delegation.maxDepth (1)' } },
     ]);
   });
@@ -51,10 +65,12 @@ describe('delegation: limits', () => {
     const w = conversation(['root.a']);
     const play = playEpic(delegation({ roles, maxAgents: 2 }), w.context(), w.scheduler);
     const { stream, rune } = executingCall(w, 'root', delegateCall('d1'));
-    expect(await play.send(rune)).toEqual([{ stream, event: { type: 'execution_error', error: 'delegate: the conversation has 2 agents, delegation.maxAgents (2)' } }]);
+    expect(await claimed(play, w, stream, rune)).toEqual([
+      { stream, event: { type: 'execution_error', error: 'delegate: the conversation has 2 agents, delegation.maxAgents (2)' } },
+    ]);
   });
 
-  it('a role that is not configured, or no task: refused, naming what is wrong', async () => {
+  it('a role that is not configured, or no task: refused, naming what is wrong, unclaimed', async () => {
     const w = conversation();
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
     const unknown = executingCall(w, 'root', delegateCall('d1', { role: 'poet', task: 'a sonnet' }));
@@ -72,7 +88,7 @@ describe('delegation: a delegate call runs a sub-agent', () => {
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
     const { stream, rune } = executingCall(w, 'root', delegateCall('d1'));
     const sub = agentStreams(ROOT, subAgentId('root', 'd1'));
-    const started = await play.send(rune);
+    const started = await claimed(play, w, stream, rune);
     expect(started).toEqual([
       { stream: sub.lifecycle, spawn: 'agent-lifecycle', input: { agentId: 'root.d1', role: 'researcher', parentId: 'root', model: 'small' } },
       { stream: sub.turn, spawn: 'turn-engine', input: { agentId: 'root.d1' } },
@@ -92,8 +108,8 @@ describe('delegation: a delegate call runs a sub-agent', () => {
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
     const failing = executingCall(w, 'root', delegateCall('d1'));
     const stopped = executingCall(w, 'root', delegateCall('d2'));
-    await applyAll(play, w, await play.send(failing.rune));
-    await applyAll(play, w, await play.send(stopped.rune));
+    await applyAll(play, w, await claimed(play, w, failing.stream, failing.rune));
+    await applyAll(play, w, await claimed(play, w, stopped.stream, stopped.rune));
     expect(await play.send(w.dispatch(agentStreams(ROOT, 'root.d1').turn, { type: 'stream_error', error: 'HTTP 503' }))).toEqual([
       { stream: failing.stream, event: { type: 'execution_error', error: "the sub-agent's turn failed: HTTP 503" } },
     ]);
@@ -106,18 +122,46 @@ describe('delegation: a delegate call runs a sub-agent', () => {
     const w = conversation();
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
     const { stream, rune } = executingCall(w, 'root', delegateCall('d1'));
-    await applyAll(play, w, await play.send(rune));
+    await applyAll(play, w, await claimed(play, w, stream, rune));
     expect(await play.send(w.dispatch(stream, { type: 'cancelled', reason: 'conversation closing' }))).toEqual([
       { stream: agentStreams(ROOT, 'root.d1').turn, event: { type: 'interrupt', reason: 'conversation closing' } },
     ]);
   });
+
+  it('a claim id the machine would refuse ends the call with an error naming it; nothing is spawned', async () => {
+    const w = conversation();
+    const play = playEpic(delegation({ roles, claimId: () => 'x'.repeat(129) }), w.context(), w.scheduler);
+    const { stream, rune } = executingCall(w, 'root', delegateCall('d1'));
+    expect(await play.send(rune)).toEqual([
+      {
+        stream,
+        event: {
+          type: 'execution_error',
+          error: 'the delegation failed: TypeError: "claimId" gave an id the machine refuses: ✖ Too big: expected string to have <=128 characters → at claim',
+        },
+      },
+    ]);
+    expect(w.value(agentStreams(ROOT, 'root.d1').lifecycle)).toBeUndefined();
+    expect(() => delegation({ roles, claimId: 'mine' as never })).toThrow('delegation: "claimId" must be a function giving a new claim id, got string');
+  });
+
+  it("a call whose first claim heard is another runner's spawns nothing: that runner has it", async () => {
+    const w = conversation();
+    const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
+    const { stream, rune } = executingCall(w, 'root', delegateCall('d1'));
+    expect(await play.send(rune)).toEqual([{ stream, event: { type: 'execution_claimed', claim: 'run-1' } }]);
+    // Another runner's claim is recorded first; this run's is then refused (not applied here).
+    expect(await play.send(w.dispatch(stream, { type: 'execution_claimed', claim: 'other' }))).toEqual([]);
+    expect(w.value(agentStreams(ROOT, 'root.d1').lifecycle)).toBeUndefined();
+  });
 });
 
 describe('delegation: after a restart', () => {
-  /** A delegate call left `executing` by a process that died, its sub-agent spawned and its turn started. */
+  /** A delegate call left `executing` by a process that died, claimed by it, its sub-agent spawned and its turn started. */
   function leftRunning() {
     const w = conversation();
     const { stream } = executingCall(w, 'root', delegateCall('d1'));
+    w.dispatch(stream, { type: 'execution_claimed', claim: 'dead' });
     const sub = agentStreams(ROOT, 'root.d1');
     w.spawn(sub.lifecycle, 'agent-lifecycle', { agentId: 'root.d1', role: 'researcher', parentId: 'root' });
     w.spawn(sub.turn, 'turn-engine', { agentId: 'root.d1' });
@@ -126,10 +170,11 @@ describe('delegation: after a restart', () => {
     return { w, stream, sub };
   }
 
-  it("the resumed call finds its sub-agent and waits again: no second spawn, no second turn; the result is that turn's", async () => {
+  it("the resumed call is claimed again, superseding the dead claim, finds its sub-agent and waits again: one claim, no second spawn, no second turn; the result is that turn's", async () => {
     const { w, stream, sub } = leftRunning();
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
-    expect(await play.send()).toEqual([]); // listed from the store at start: it only listens
+    expect(await claimed(play, w, stream, undefined, 'dead')).toEqual([]); // listed from the store at start: claimed, then it only listens
+    expect(w.state<ToolCallState>(stream)).toMatchObject({ value: 'executing', claim: 'run-1', attempt: 2 });
     expect(await play.send(w.dispatch(sub.turn, { type: 'assistant_delta', content: 'two' }))).toEqual([]);
     expect(await play.send(w.dispatch(sub.turn, { type: 'response_done' }))).toEqual([{ stream, event: { type: 'success', output: 'forty-two' } }]);
   });
@@ -138,13 +183,13 @@ describe('delegation: after a restart', () => {
     const { w, stream, sub } = leftRunning();
     w.dispatch(sub.turn, { type: 'response_done' });
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
-    expect(await play.send()).toEqual([{ stream, event: { type: 'success', output: 'forty-' } }]);
+    expect(await claimed(play, w, stream, undefined, 'dead')).toEqual([{ stream, event: { type: 'success', output: 'forty-' } }]);
   });
 
   it("a first turn cut by the restart is started once more with the task when it is idle; its result is the call's", async () => {
     const { w, stream, sub } = leftRunning();
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
-    expect(await play.send()).toEqual([]);
+    expect(await claimed(play, w, stream, undefined, 'dead')).toEqual([]);
     expect(await play.send(w.dispatch(sub.turn, { type: 'interrupt', reason: INTERRUPTED_BY_RESTART }))).toEqual([]); // not idle yet
     const again: EpicCommand[] = await play.send(w.dispatch(sub.turn, { type: 'turn_finalized' }));
     expect(again).toEqual([{ stream: sub.turn, event: { type: 'start_turn', input: 'find the answer' } }]);

@@ -167,7 +167,7 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
       };
     }));
 
-  it('a tool call of the history runs; an unknown tool and an internal-only name get failed results naming them', () =>
+  it('a tool call of the history is claimed, then runs once its claim is heard; an unknown tool and an internal-only name get failed results naming them, unclaimed', () =>
     marbleTest((m) => {
       const observed: AgentInput = {
         type: 're-act-observed',
@@ -182,12 +182,13 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
         },
         timestamp: 2,
       };
-      const { runes, states } = history([ask('m1', 1), observed]);
-      const runes$ = m.hot<Rune>('--b', { b: runes[1]! });
+      const { runes, states } = history([ask('m1', 1), observed, { type: 'tool-call-claimed', toolCallId: 't1', claim: 'run-1', timestamp: 3 }]);
+      const runes$ = m.hot<Rune>('--b-----c', { b: runes[1]!, c: runes[2]! });
       const { call, context } = setup(m, runes$, states, []);
       const result = (toolCallId: string, r: Record<string, unknown>) =>
         toAgent({ type: 'tool-call-completed', toolCallId, result: { ...r, receivedAt: expect.any(Number) }, timestamp: expect.any(Number) });
-      m.expectObservable(reactAgentLoop({ call, tools: [add] })(runes$, context, undefined)).toBe('--(abc)', {
+      m.expectObservable(reactAgentLoop({ call, tools: [add], claimId: () => 'run-1' })(runes$, context, undefined)).toBe('--(kbc)-a', {
+        k: toAgent({ type: 'tool-call-claimed', toolCallId: 't1', claim: 'run-1', timestamp: 2 }),
         a: result('t1', { isSuccess: true, content: '5' }),
         b: result('t2', { isSuccess: false, error: 'unknown tool "rm"; the known tools are: "add"' }),
         c: result('t3', {
@@ -195,6 +196,53 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
           error: 'tool "load_older_messages" is internal to the agent: it answers inside a model call and is not a tool call of the history',
         }),
       });
+    }));
+
+  it("a tool call whose first claim heard is another runner's never starts its tool, and emits nothing more", () =>
+    marbleTest((m) => {
+      let runs = 0;
+      const counted = defineTool({ name: 'counted', description: 'Counts its runs', inputSchema: z.object({}), execute: () => ++runs });
+      const observed: AgentInput = {
+        type: 're-act-observed',
+        calledLlmAt: 1,
+        observation: { type: 'continue-re-act', toolCalls: { t1: { name: 'counted', parameters: '{}', calledAt: 2 } } },
+        timestamp: 2,
+      };
+      const { runes, states } = history([ask('m1', 1), observed, { type: 'tool-call-claimed', toolCallId: 't1', claim: 'other', timestamp: 3 }]);
+      const runes$ = m.hot<Rune>('--b-c', { b: runes[1]!, c: runes[2]! });
+      const { call, context } = setup(m, runes$, states, []);
+      m.expectObservable(reactAgentLoop({ call, tools: [counted], claimId: () => 'mine' })(runes$, context, undefined)).toBe('--k', {
+        k: toAgent({ type: 'tool-call-claimed', toolCallId: 't1', claim: 'mine', timestamp: 2 }),
+      });
+      return () => expect(runs).toBe(0);
+    }));
+
+  it('a claim id the machine would refuse fails the call, naming it; the tool does not run', () =>
+    marbleTest((m) => {
+      const observed: AgentInput = {
+        type: 're-act-observed',
+        calledLlmAt: 1,
+        observation: { type: 'continue-re-act', toolCalls: { t1: { name: 'add', parameters: '{"a":2,"b":3}', calledAt: 2 } } },
+        timestamp: 2,
+      };
+      const { runes, states } = history([ask('m1', 1), observed]);
+      const runes$ = m.hot<Rune>('--b', { b: runes[1]! });
+      const { call, context } = setup(m, runes$, states, []);
+      m.expectObservable(reactAgentLoop({ call, tools: [add], claimId: () => '' })(runes$, context, undefined)).toBe('--e', {
+        e: toAgent({
+          type: 'tool-call-completed',
+          toolCallId: 't1',
+          result: {
+            isSuccess: false,
+            error: expect.stringMatching(/^the tool runner failed: TypeError: "claimId" gave an id the machine refuses: .*at claim$/),
+            receivedAt: 2,
+          },
+          timestamp: 2,
+        }),
+      });
+      expect(() => reactAgentLoop({ call, tools: [add], claimId: 'mine' as never })).toThrow(
+        'reactAgentEpics: "claimId" must be a function giving a new claim id, got string',
+      );
     }));
 
   it('a model call that fails completes the message with what it streamed, ends the loop, and is reported', () =>
@@ -214,7 +262,7 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
 });
 
 describe('reactAgentLoop: after a restart (streams found in the store, hydrated)', () => {
-  it('an LLM call in flight is made again into the message it started; a tool call in flight runs again only if rerunSafe', () =>
+  it('an LLM call in flight is made again into the message it started; a tool call in flight follows its claim (executionStart)', () =>
     marbleTest((m) => {
       const calls = (name: string): AgentInput => ({
         type: 're-act-observed',
@@ -222,29 +270,76 @@ describe('reactAgentLoop: after a restart (streams found in the store, hydrated)
         observation: { type: 'continue-re-act', toolCalls: { t1: { name, parameters: '{}', calledAt: 2 } } },
         timestamp: 2,
       });
+      const deadClaim: AgentInput = { type: 'tool-call-claimed', toolCallId: 't1', claim: 'dead', timestamp: 3 };
+      const steadyLog = history([ask('m1', 1), calls('steady'), deadClaim], 'conv/c1/agent/steady/react');
+      const freshLog = history([ask('m1', 1), calls('shaky')], 'conv/c1/agent/fresh/react');
+      // The claims this process makes are heard back, as the engine would publish them.
+      const reclaimed = history(
+        [{ type: 'tool-call-claimed', toolCallId: 't1', claim: 'run-1', supersedes: 'dead', timestamp: 4 }],
+        'conv/c1/agent/steady/react',
+        steadyLog.state,
+      );
+      const claimedFresh = history([{ type: 'tool-call-claimed', toolCallId: 't1', claim: 'run-1', timestamp: 4 }], 'conv/c1/agent/fresh/react', freshLog.state);
       const stored: Record<string, AgentState> = {
         [REACT]: history([ask('m1', 1), { type: 'llm-message-started', messageId: 'llm-1', timestamp: 2 }]).state,
-        'conv/c1/agent/shaky/react': history([ask('m1', 1), calls('shaky')]).state,
-        'conv/c1/agent/steady/react': history([ask('m1', 1), calls('steady')]).state,
+        'conv/c1/agent/shaky/react': history([ask('m1', 1), calls('shaky'), deadClaim]).state,
+        'conv/c1/agent/steady/react': steadyLog.state,
+        'conv/c1/agent/fresh/react': freshLog.state,
         'not-an-agent': history([ask('m1', 1)]).state, // outside the naming scheme: left alone
       };
       const head = (stream: string): StreamHead => ({ stream, machine: 'react-agent', seq: 3, at: 2 });
-      const llm = m.cold<ChainOutput>('----(xf|)', { x: text('Back.'), f: finish });
-      const { call, context, requests } = setup(m, m.hot<Rune>('-'), new Map(), [llm], {
-        streams: () => m.cold('-(abcd|)', { a: head(REACT), b: head('conv/c1/agent/shaky/react'), c: head('conv/c1/agent/steady/react'), d: head('not-an-agent') }),
+      const heard = (rune: Rune): Rune => ({ ...rune, seq: 4 });
+      const runes$ = m.hot<Rune>('-------rf', { r: heard(reclaimed.runes[0]!), f: heard(claimedFresh.runes[0]!) });
+      const llm = m.cold<ChainOutput>('----------(xf|)', { x: text('Back.'), f: finish });
+      const { call, context, requests } = setup(m, runes$, new Map([...reclaimed.states, ...claimedFresh.states].map(([r, s]) => [heard(r), s])), [llm], {
+        streams: () =>
+          m.cold('-(abcde|)', {
+            a: head(REACT),
+            b: head('conv/c1/agent/shaky/react'),
+            c: head('conv/c1/agent/steady/react'),
+            d: head('conv/c1/agent/fresh/react'),
+            e: head('not-an-agent'),
+          }),
         snapshot: ((stream: string) => of({ stream, seq: 3, state: stored[stream] })) as never,
       });
-      const completed = (stream: string, result: Record<string, unknown>) => ({
+      const completed = (stream: string, result: Record<string, unknown>, at: number) => ({
         stream,
-        event: { type: 'tool-call-completed', toolCallId: 't1', result: { ...result, receivedAt: 1 }, timestamp: 1 },
+        event: { type: 'tool-call-completed', toolCallId: 't1', result: { ...result, receivedAt: at }, timestamp: at },
       });
-      m.expectObservable(reactAgentLoop({ call, tools: [shaky, steady] })(m.hot('-'), context, undefined)).toBe('-(ab)(co)', {
-        a: completed('conv/c1/agent/shaky/react', { isSuccess: false, error: 'interrupted by restart' }),
-        b: completed('conv/c1/agent/steady/react', { isSuccess: true, content: 'ran' }),
+      const claimed = (stream: string, supersedes?: string) => ({
+        stream,
+        event: { type: 'tool-call-claimed', toolCallId: 't1', claim: 'run-1', ...(supersedes === undefined ? {} : { supersedes }), timestamp: 1 },
+      });
+      m.expectObservable(reactAgentLoop({ call, tools: [shaky, steady], claimId: () => 'run-1' })(runes$, context, undefined)).toBe('-(abd)-mn--(co)', {
+        // Claimed by the dead process and not rerunSafe: it may have run, so it is not run again.
+        a: completed('conv/c1/agent/shaky/react', { isSuccess: false, error: 'interrupted by restart' }, 1),
+        // Claimed and rerunSafe: claimed again, superseding the dead claim, and run once that claim is heard.
+        b: claimed('conv/c1/agent/steady/react', 'dead'),
+        m: completed('conv/c1/agent/steady/react', { isSuccess: true, content: 'ran' }, 7),
+        // Never claimed: it never started, so even a tool that is not rerunSafe is claimed and runs.
+        d: claimed('conv/c1/agent/fresh/react'),
+        n: completed('conv/c1/agent/fresh/react', { isSuccess: true, content: 'ran' }, 8),
         // No second llm-message-started: the message the dead process started is completed.
-        c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Back.', timestamp: 5 }),
-        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, timestamp: 5 }),
+        c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Back.', timestamp: 11 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, timestamp: 11 }),
       });
       return () => expect(requests).toHaveLength(1);
+    }));
+
+  it('a claimed call first heard under another rune (a user message before the listing reached it) is taken over, not left to a dead claim', () =>
+    marbleTest((m) => {
+      const stream = 'conv/c1/agent/shaky/react';
+      const observed: AgentInput = {
+        type: 're-act-observed',
+        calledLlmAt: 1,
+        observation: { type: 'continue-re-act', toolCalls: { t1: { name: 'shaky', parameters: '{}', calledAt: 2 } } },
+        timestamp: 2,
+      };
+      const { runes, states } = history([ask('m1', 1), observed, { type: 'tool-call-claimed', toolCallId: 't1', claim: 'dead', timestamp: 3 }, ask('m2', 4)], stream);
+      const runes$ = m.hot<Rune>('-u', { u: runes[3]! });
+      const { call, context } = setup(m, runes$, states, []);
+      m.expectObservable(reactAgentLoop({ call, tools: [shaky], claimId: () => 'run-1' })(runes$, context, undefined)).toBe('-i', {
+        i: { stream, event: { type: 'tool-call-completed', toolCallId: 't1', result: { isSuccess: false, error: 'interrupted by restart', receivedAt: 1 }, timestamp: 1 } },
+      });
     }));
 });

@@ -47,11 +47,12 @@ function gatedClock() {
 
 /** An engine running agents on a scripted model, and a real server on 127.0.0.1 with the AG-UI route of agent "assistant". */
 async function agUiServer(script: readonly ScriptEntry[], tools: AnyTool[] = [noteTool().tool]) {
-  const engine = createEngine({ store: memoryStore(), epics: agentEpics({ model: scriptedModel(script), tools }) });
+  const model = scriptedModel(script);
+  const engine = createEngine({ store: memoryStore(), epics: agentEpics({ model, tools }) });
   const h = await startServer({ engine, routes: agUiRoutes({ engine, agents: { assistant: {} } }) });
   stop = h.stop;
   const url = `${h.server.httpUrl}/agents/assistant/ag-ui`;
-  return { ...h, url };
+  return { ...h, url, model };
 }
 
 /** Runs `agent` once, collecting the events it applied (the client checks their order) and how it ended. */
@@ -105,6 +106,30 @@ describe('AG-UI: POST /agents/:agent/ag-ui with @ag-ui/client HttpAgent', () => 
     // The turn ran in the log under the thread's conversation.
     const turn = await h.engine.snapshot<TurnEngineState>(agentStreams('conv/t1', 'assistant').turn);
     expect(turn?.state).toMatchObject({ value: 'idle', turn: 1, input: 'hi', output: 'Hello there' });
+  });
+
+  it('the next user message on the thread is the next turn: the model hears the conversation; a message while a turn runs is 409 run_in_progress', async () => {
+    const clock = gatedClock();
+    const h = await agUiServer([{ text: 'Hi!' }, { text: 'Checking.', toolCalls: [{ toolName: 'clock', input: {}, toolCallId: 'k1' }] }, { text: 'Noon.' }], [clock.tool]);
+    const agent = new HttpAgent({ url: h.url, threadId: 'chat' });
+    say(agent, 'u1', 'hello');
+    expect((await run(agent)).error).toBeUndefined();
+    say(agent, 'u2', 'what time is it');
+    const second = run(agent);
+    const turnStream = agentStreams('conv/chat', 'assistant').turn;
+    await firstValueFrom(h.engine.state$<TurnEngineState>(turnStream).pipe(filter((s) => s.value === 'tool_executing')));
+    const busy = await fetch(h.url, { method: 'POST', body: JSON.stringify({ threadId: 'chat', runId: 'r', messages: [{ id: 'x', role: 'user', content: 'and now?' }] }) });
+    expect(busy.status).toBe(409);
+    expect(await busy.json()).toMatchObject({ code: 'run_in_progress' });
+    clock.release();
+    const { events, error } = await second;
+    expect(error).toBeUndefined();
+    expect(textOf(events)).toBe('Checking.Noon.');
+    expect(agent.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant', 'tool', 'assistant']);
+    const turn = await h.engine.snapshot<TurnEngineState>(turnStream);
+    expect(turn?.state).toMatchObject({ turn: 2, input: 'what time is it' });
+    // The second turn's first model call had the whole conversation, the first turn included.
+    expect(JSON.stringify(h.model.doStreamCalls[1]?.prompt)).toMatch(/hello.*Hi!.*what time is it/);
   });
 
   it('a tool call with its result, then the answer, in one run', async () => {
@@ -260,6 +285,15 @@ describe('AG-UI: bad input', () => {
     const rejoin = await post(h.url, { threadId: 'never', runId: 'r', messages: [] });
     expect(rejoin.status).toBe(409);
     expect(await rejoin.json()).toMatchObject({ code: 'no_run' });
+  });
+
+  it('a body past maxBodyBytes is 413 body_too_large, as on every route', async () => {
+    const engine = createEngine({ store: memoryStore(), epics: agentEpics({ model: scriptedModel([{ text: 'ok' }]) }) });
+    const h = await startServer({ engine, maxBodyBytes: 1024, routes: agUiRoutes({ engine, agents: { assistant: {} } }) });
+    stop = h.stop;
+    const big = await post(`${h.server.httpUrl}/agents/assistant/ag-ui`, { threadId: 't', runId: 'r', messages: [{ id: 'u', role: 'user', content: 'x'.repeat(2048) }] });
+    expect(big.status).toBe(413);
+    expect(await big.json()).toMatchObject({ code: 'body_too_large' });
   });
 
   it('an agent the caller may not drive is refused 403', async () => {

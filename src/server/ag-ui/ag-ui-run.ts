@@ -52,14 +52,14 @@ interface Batch {
 export function agUiRun$(start: AgUiRunStart): Observable<AGUIEvent> {
   return defer(() => {
     const { engine, agent } = start;
-    let run: AgUiRun;
     const opened = startRun(
       start.threadId,
       start.runId,
       start.state,
       (start.calls ?? []).map((call) => call.state),
     );
-    run = opened.run;
+    // What the client was told so far: each batch of events moves it on (the run is read in order, one rune at a time).
+    let run: AgUiRun = opened.run;
     const apply = (step: AgUiStep): Batch => {
       run = step.run;
       return { events: step.events, done: run.done };

@@ -186,8 +186,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       partialResponse: chatPartialResponse(engine),
       ...(token === undefined ? {} : { token }),
       routes: [
-        // Every configured role answers AG-UI at POST /agents/<role>/ag-ui, its turns under that role.
-        ...agUiRoutes({ engine, agents: Object.fromEntries(Object.keys(agents.profiles).map((role) => [role, { role }])) }),
+        // Every live role (the configured ones, and the registry's while ACTIVE) answers AG-UI at POST /agents/<role>/ag-ui, its turns under that role.
+        ...agUiRoutes({ engine, agents: (role) => (profiles.get(role) === undefined ? undefined : { role }) }),
         ...(archival === undefined ? [] : archivalRoutes({ engine, store, cold: archival.cold })),
       ],
       ...(metrics === undefined ? {} : { metrics: metrics.metrics }),

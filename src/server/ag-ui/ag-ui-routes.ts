@@ -22,8 +22,12 @@ export interface AgUiAgent {
 /** Options of {@link agUiRoutes}. */
 export interface AgUiRoutesOptions {
   readonly engine: Engine;
-  /** The agents that answer, by id (the `:agent` of the path): `runestream serve` gives every configured role, as `{ [role]: { role } }`. */
-  readonly agents: Readonly<Record<string, AgUiAgent>>;
+  /**
+   * The agents that answer, by id (the `:agent` of the path): a record, or a function asked at
+   * each request (agents that come and go: `runestream serve` answers for every live role of its
+   * `agentProfiles`, the registry's included, as `{ role }`). Any other id is 404 `unknown_agent`.
+   */
+  readonly agents: Readonly<Record<string, AgUiAgent>> | ((agentId: string) => AgUiAgent | undefined);
   /**
    * The server's authorization hook (give the one passed to `createServer`): a run needs
    * `'drive'` on the agent's turn stream (`conv/<threadId>/agent/<agent>/turn`). Default: every
@@ -74,16 +78,8 @@ export function agUiRoutes(options: AgUiRoutesOptions): Route[] {
   const { engine, agents, authorize = () => true, maxBufferedBytes = 1 << 20 } = options;
   const handler = async (_req: unknown, res: ServerResponse, { params, body, access }: RouteContext): Promise<void> => {
     const agentId = params.agent!;
-    const agent = Object.hasOwn(agents, agentId) && isSegment(agentId) ? agents[agentId]! : undefined;
-    if (agent === undefined)
-      return replyError(
-        res,
-        404,
-        'unknown_agent',
-        `no agent "${agentId}"; the agents are ${Object.keys(agents)
-          .map((id) => `"${id}"`)
-          .join(', ')}`,
-      );
+    const agent = isSegment(agentId) ? agentOf(agents, agentId) : undefined;
+    if (agent === undefined) return replyError(res, 404, 'unknown_agent', `no agent "${agentId}"${agentList(agents)}`);
     const parsed = parseRunInput(body);
     if (!parsed.ok) return replyError(res, 400, parsed.code, parsed.message);
     const { input } = parsed;
@@ -114,6 +110,18 @@ export function agUiRoutes(options: AgUiRoutesOptions): Route[] {
   };
   return [{ method: 'POST', path: '/agents/:agent/ag-ui', handler }];
 }
+
+/** The agent of an id, from a record or a function. */
+const agentOf = (agents: AgUiRoutesOptions['agents'], agentId: string): AgUiAgent | undefined =>
+  typeof agents === 'function' ? agents(agentId) : Object.hasOwn(agents, agentId) ? agents[agentId] : undefined;
+
+/** `; the agents are "a", "b"` for a record of agents (a function cannot list them). */
+const agentList = (agents: AgUiRoutesOptions['agents']): string =>
+  typeof agents === 'function'
+    ? ''
+    : `; the agents are ${Object.keys(agents)
+        .map((id) => `"${id}"`)
+        .join(', ')}`;
 
 /** Where the request's run starts: a new turn, a resume, or a rejoin of the latest run. */
 async function runStart(engine: Engine, streams: AgentStreams, agent: AgUiAgent, input: AgUiRunInput, approver: string): Promise<AgUiRunStart> {

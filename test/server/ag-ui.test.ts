@@ -153,6 +153,36 @@ describe('AG-UI: POST /agents/:agent/ag-ui with @ag-ui/client HttpAgent', () => 
     expect(agent.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'It is noon.' });
   });
 
+  it('a failed turn ends with RUN_ERROR naming the error, its streamed text closed first', async () => {
+    const h = await agUiServer([{ text: ['Hal', 'f'], error: 'the model went away', afterDeltas: 1 }]);
+    const agent = new HttpAgent({ url: h.url, threadId: 'fails' });
+    say(agent, 'u1', 'hi');
+    const { types, events } = await run(agent);
+    // The client applies RUN_ERROR as the run's end (the run itself does not reject).
+    expect(types.slice(-5)).toEqual(['TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'STATE_DELTA', 'STATE_DELTA', 'RUN_ERROR']);
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_ERROR', code: 'turn_error' });
+    expect(events.at(-1)!.message).toContain('the model went away');
+    expect(textOf(events)).toBe('Hal');
+    expect(agent.state).toMatchObject({ status: 'idle', error: expect.stringContaining('the model went away') });
+  });
+
+  it('a turn interrupted by a command (not by the client) ends the run cancelled', async () => {
+    const clock = gatedClock();
+    const h = await agUiServer([{ text: 'Checking.', toolCalls: [{ toolName: 'clock', input: {}, toolCallId: 'k1' }] }], [clock.tool]);
+    const agent = new HttpAgent({ url: h.url, threadId: 'stop' });
+    say(agent, 'u1', 'what time is it');
+    const turnStream = agentStreams('conv/stop', 'assistant').turn;
+    const ran = run(agent, {}, (event) => {
+      if (event.type === 'TOOL_CALL_END') void h.engine.dispatch(turnStream, { type: 'interrupt', reason: 'user stop' });
+    });
+    const { events, error } = await ran;
+    expect(error).toBeUndefined();
+    expect(events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'cancelled' } });
+    // The running call ended with a cancelled result, shown before the end.
+    expect(JSON.parse(events.find((event) => event.type === 'TOOL_CALL_RESULT')!.content as string)).toMatchObject({ status: 'cancelled', reason: 'user stop' });
+    expect(agent.state).toMatchObject({ status: 'idle', reason: 'user stop' });
+  });
+
   const approvalScript: ScriptEntry[] = [
     { text: 'I will save it once you approve.', toolCalls: [{ toolName: 'save_note', input: { text: 'buy milk' }, toolCallId: 'n1' }] },
     { text: ' Done.' },

@@ -19,6 +19,7 @@ import { configuredAgents, type ConfiguredAgents } from '../server/config/config
 import { configuredClis } from '../server/config/configured-clis.js';
 import { archivalEpic } from '../effects/archival/archival-epic.js';
 import { archivalRoutes } from '../server/archival-routes.js';
+import { agUiRoutes } from '../server/ag-ui/ag-ui-routes.js';
 import { configuredArchival } from '../server/config/configured-archival.js';
 import { createMetrics, type RunestreamMetrics } from '../effects/metrics/metrics.js';
 import { METRICS_COLLECTOR_STREAM, metricsCollectorEpic } from '../effects/metrics/metrics-collector-epic.js';
@@ -184,7 +185,11 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       allowedOrigins,
       partialResponse: chatPartialResponse(engine),
       ...(token === undefined ? {} : { token }),
-      ...(archival === undefined ? {} : { routes: archivalRoutes({ engine, store, cold: archival.cold }) }),
+      routes: [
+        // Every live role (the configured ones, and the registry's while ACTIVE) answers AG-UI at POST /agents/<role>/ag-ui, its turns under that role.
+        ...agUiRoutes({ engine, agents: (role) => (profiles.get(role) === undefined ? undefined : { role }) }),
+        ...(archival === undefined ? [] : archivalRoutes({ engine, store, cold: archival.cold })),
+      ],
       ...(metrics === undefined ? {} : { metrics: metrics.metrics }),
     });
   } catch (error) {
@@ -200,6 +205,11 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   if (metrics !== undefined) log.log(`runestream: metrics at ${server.httpUrl}/metrics; snapshots written to ${metrics.file}`);
   if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
   log.log(`runestream: ${agents.defaultRole} agent on ${agents.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);
+  log.log(
+    `runestream: AG-UI at ${Object.keys(agents.profiles)
+      .map((role) => `${server.httpUrl}/agents/${role}/ag-ui`)
+      .join(', ')}`,
+  );
   if (archival !== undefined) log.log('runestream: archival on: POST /archive/:target and /restore/:target (runestream archive|restore <stream>)');
   if (clis !== undefined) {
     const names = Object.entries(command.config.clis ?? {}).map(([name, cli]) => `${name} (${cli.protocol})`);

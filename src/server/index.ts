@@ -7,6 +7,20 @@ export type { DispatchRate, PartialResponse, ServerOptions, SlowClientPolicy } f
 export type { AccessAction, AccessRequest, Authorize, Credential, Identity, Verify } from './access.js';
 export type { Route, RouteContext, RouteHandler } from './routes.js';
 export { archivalRoutes, type ArchivalRoutesOptions } from './archival-routes.js';
+export { agUiRoutes, type AgUiAgent, type AgUiRoutesOptions } from './ag-ui/ag-ui-routes.js';
+export { agUiRun$, type AgUiRunCall, type AgUiRunStart } from './ag-ui/ag-ui-run.js';
+export {
+  APPROVAL_INTERRUPT_PREFIX,
+  callRuneEvents,
+  roundStatus,
+  startRun,
+  turnRuneEvents,
+  type AgUiRun,
+  type AgUiState,
+  type AgUiStep,
+  type RoundStatus,
+} from './ag-ui/ag-ui-events.js';
+export { AgUiResumeEntry, AgUiRunInput } from './ag-ui/ag-ui-request.js';
 export type { HttpError } from './http-reply.js';
 export { SERVER_CHANNELS, type SentReport, type SlowClientReport } from './diagnostics.js';
 export {

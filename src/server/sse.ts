@@ -5,6 +5,16 @@ import type { ResolvedServerOptions } from './options.js';
 import { SseFeed } from './sse-feed.js';
 import { errorText } from '../reducers/error-text.js';
 
+/** Starts an SSE response: 200 with its content type, no caching, and no proxy buffering. */
+export function startEventStream(res: ServerResponse, contentType = 'text/event-stream; charset=utf-8'): void {
+  res.writeHead(200, {
+    'content-type': contentType,
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no', // proxies must not hold events back
+  });
+}
+
 /** `Last-Event-ID` (header, or `?lastEventId=` where a client cannot set headers): a rune seq. */
 function lastEventIdOf(req: IncomingMessage, url: URL): number | undefined | 'invalid' {
   const header = req.headers['last-event-id'];
@@ -56,12 +66,7 @@ export class SseEndpoint {
     if (head === undefined) return replyError(res, 404, 'unknown_stream', `unknown stream "${stream}"`);
     if (res.destroyed) return; // the client left meanwhile
 
-    res.writeHead(200, {
-      'content-type': 'text/event-stream; charset=utf-8',
-      'cache-control': 'no-cache',
-      connection: 'keep-alive',
-      'x-accel-buffering': 'no', // proxies must not hold events back
-    });
+    startEventStream(res);
     res.write(`: runestream ${JSON.stringify(stream)}\n\n`);
     const feed = new SseFeed(res, engine, stream, lastEventId ?? head.seq, head, this.options.maxBufferedBytes, this.options.partialResponse);
     this.open.set(res, { access, stream, feed });

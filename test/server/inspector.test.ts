@@ -45,7 +45,7 @@ describe('inspector API', () => {
     await h.engine.spawn('chat/b', 'chat-actor');
     const sse = await h.feed();
     const listed = dataOf(await sse.next(eventNamed('streams')));
-    expect(listed.map((entry) => [entry.stream, entry.machine, entry.seq, entry.value]).sort()).toEqual([
+    expect(listed.map((entry) => [entry.stream, entry.machine, entry.seq, entry.value]).sort((x, y) => (x[0]! < y[0]! ? -1 : 1))).toEqual([
       ['chat/a', 'chat-actor', 1, 'idle'],
       ['chat/b', 'chat-actor', 1, 'idle'],
     ]);

@@ -87,7 +87,7 @@ export function createInspector(options: InspectorOptions): Inspector {
 
   /** The entries `access` may see. */
   const visible = async (access: AccessRequest, entries: readonly DirectoryEntry[]): Promise<DirectoryEntry[]> => {
-    const seen = await Promise.all(entries.map((entry) => askAuthorize(authorize, access, entry.stream, 'see')));
+    const seen = await Promise.all(entries.map(async (entry) => askAuthorize(authorize, access, entry.stream, 'see')));
     return entries.filter((_, i) => seen[i] === true);
   };
 
@@ -130,7 +130,7 @@ export function createInspector(options: InspectorOptions): Inspector {
   const machines = (_req: unknown, res: ServerResponse): void => {
     const described: InspectorMachine[] = Object.values(engine.machines).map((machine) => {
       const { table } = machine as { table?: Parameters<typeof edgesOf>[0]['table'] };
-      const { states = [], terminal = [] } = machine;
+      const { states, terminal } = machine;
       return { id: machine.id, states, terminal, edges: Array.isArray(table) ? edgesOf({ table, states, terminal }) : [] };
     });
     replyJson(res, 200, { machines: described });

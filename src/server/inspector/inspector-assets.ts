@@ -15,6 +15,7 @@ const ASSETS: Readonly<Record<string, string>> = {
   'index.html': 'text/html; charset=utf-8',
   'inspector.js': 'text/javascript; charset=utf-8',
   'inspector.css': 'text/css; charset=utf-8',
+  'inspector.js.map': 'application/json; charset=utf-8',
 };
 
 /** Answers one of the page's files, or 503 `inspector_not_built` saying how to build it. */

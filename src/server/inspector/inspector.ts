@@ -100,11 +100,28 @@ export function createInspector(options: InspectorOptions): Inspector {
   };
 
   const feed = async (_req: unknown, res: ServerResponse, { access }: RouteContext): Promise<void> => {
+    // Changes are heard before the list is taken, and sent after it: none falls between the two.
+    let pending: DirectoryEntry[][] | undefined = [];
+    let send = (_event: string, _data: unknown): void => {};
+    const subscriptions: Subscription[] = [
+      directory.changes$.subscribe((changed) => {
+        if (pending !== undefined) pending.push(changed);
+        else
+          void visible(access, changed).then((shown) => {
+            if (shown.length > 0 && !res.writableEnded) send('changes', shown);
+          });
+      }),
+    ];
+    const stop = (): void => {
+      feeds.delete(res);
+      for (const subscription of subscriptions) subscription.unsubscribe();
+    };
+    res.once('close', stop);
     await directory.ready;
     const first = await visible(access, directory.entries());
-    if (res.destroyed) return;
+    if (res.destroyed) return stop();
     res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
-    const send = (event: string, data: unknown): void => {
+    send = (event, data) => {
       if (res.writableLength > maxBufferedBytes) {
         res.end(': too far behind: reconnect for the list anew\n\n');
         return;
@@ -112,19 +129,12 @@ export function createInspector(options: InspectorOptions): Inspector {
       res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
     send('streams', first);
-    const subscriptions: Subscription[] = [
-      directory.changes$.subscribe((changed) => {
-        void visible(access, changed).then((shown) => {
-          if (shown.length > 0 && !res.writableEnded) send('changes', shown);
-        });
-      }),
-      interval(FEED_PING_MS, scheduler).subscribe(() => res.write(': ping\n\n')),
-    ];
+    // What changed while the list was taken: sent again, after it (the page applies the latest).
+    const missed = (await visible(access, pending.flat())).filter((entry) => entry.seq >= (directory.get(entry.stream)?.seq ?? 0));
+    pending = undefined;
+    if (missed.length > 0) send('changes', missed);
+    subscriptions.push(interval(FEED_PING_MS, scheduler).subscribe(() => res.write(': ping\n\n')));
     feeds.add(res);
-    res.once('close', () => {
-      feeds.delete(res);
-      for (const subscription of subscriptions) subscription.unsubscribe();
-    });
   };
 
   const machines = (_req: unknown, res: ServerResponse): void => {

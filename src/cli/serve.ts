@@ -184,6 +184,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       host,
       allowedOrigins,
       partialResponse: chatPartialResponse(engine),
+      inspector: { store },
       ...(token === undefined ? {} : { token }),
       routes: [
         // Every live role (the configured ones, and the registry's while ACTIVE) answers AG-UI at POST /agents/<role>/ag-ui, its turns under that role.
@@ -202,6 +203,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     throw error;
   }
   log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${served.description})`);
+  log.log(`runestream: the inspector is at ${server.httpUrl}/`);
   if (metrics !== undefined) log.log(`runestream: metrics at ${server.httpUrl}/metrics; snapshots written to ${metrics.file}`);
   if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
   log.log(`runestream: ${agents.defaultRole} agent on ${agents.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);

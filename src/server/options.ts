@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { Engine } from '../streams/engine.js';
 import { isLoopbackHost, originOf, tokenVerify, type Authorize, type Verify } from './access.js';
 import type { Route } from './routes.js';
+import type { InspectorSettings } from './inspector/inspector.js';
 import type { Rune } from '../reducers/rune.js';
 import type { RunestreamMetrics } from '../effects/metrics/metrics.js';
 
@@ -148,12 +149,20 @@ export interface ServerOptions {
    * server closes is answered 503 `unavailable`. Default: none, and there is no `/metrics` route.
    */
   metrics?: RunestreamMetrics;
+  /**
+   * The live inspector at `GET /` (see `createInspector`): give the engine's store, and its
+   * limits if the defaults do not suit. The page and its files are answered whatever the access
+   * checks say (they hold no data, and the page asks for the token); its API is behind them and
+   * shows only streams `authorize` lets the caller `see`. Default: none, and `/` is not a route.
+   */
+  inspector?: InspectorSettings;
 }
 
 /** {@link ServerOptions} with every default filled in. */
-export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify' | 'server' | 'partialResponse' | 'metrics'>> & {
+export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify' | 'server' | 'partialResponse' | 'metrics' | 'inspector'>> & {
   readonly partialResponse: PartialResponse | undefined;
   readonly metrics: RunestreamMetrics | undefined;
+  readonly inspector: InspectorSettings | undefined;
   /** The server to attach to, if any. */
   readonly server: Server | undefined;
   /** `verify`, or the `token` shorthand's; undefined when neither is set (loopback mode). */
@@ -185,6 +194,7 @@ const KNOWN_OPTIONS = [
   'server',
   'partialResponse',
   'metrics',
+  'inspector',
 ] as const;
 
 const MIB = 1024 * 1024;
@@ -242,7 +252,14 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     server,
     partialResponse,
     metrics,
+    inspector,
   } = options;
+  if (
+    inspector !== undefined &&
+    (typeof inspector !== 'object' || inspector === null || typeof inspector.store?.heads !== 'function' || typeof inspector.store.read !== 'function')
+  ) {
+    fail(`"inspector" must be { store } with the engine's store, got ${show(inspector)}`);
+  }
   if (metrics !== undefined && (typeof metrics !== 'object' || metrics === null || typeof metrics.registry?.metrics !== 'function')) {
     fail(`"metrics" must be what createMetrics() returns, got ${show(metrics)}`);
   }
@@ -320,5 +337,6 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     server,
     partialResponse,
     metrics,
+    inspector,
   };
 }

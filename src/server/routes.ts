@@ -38,7 +38,7 @@ export interface CompiledRoute extends Route {
    * refused less): it answers with their verdict, in place of `handler`. Every other route is
    * refused by the checks before its handler runs.
    */
-  readonly open?: (res: ServerResponse, admission: Admission) => void;
+  readonly open?: (res: ServerResponse, admission: Admission, url: URL) => void;
 }
 
 const PARAM = /^:([A-Za-z_][A-Za-z0-9_]*)$/;
@@ -175,7 +175,7 @@ async function answer(deps: RouteDeps, matches: { route: CompiledRoute; raw: str
     const open = matches.find(({ route }) => route.open !== undefined)?.route.open;
     if (open !== undefined) {
       if (chosen === undefined) return refuseMethod();
-      return open(res, await deps.gate.admit(req));
+      return open(res, await deps.gate.admit(req), url);
     }
     const admission = await deps.gate.admit(req);
     if (!admission.ok) return replyRefusal(res, admission);

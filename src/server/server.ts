@@ -10,6 +10,7 @@ import type { HttpRefusal } from './http-reply.js';
 import { InboundBudget, InboundGuard } from './inbound-guard.js';
 import { resolveServerOptions, type ServerOptions } from './options.js';
 import { serverMetrics } from './metrics-route.js';
+import { createInspector } from './inspector/inspector.js';
 import { builtInRoutes, checkUserRoutes, handleRequest, handleRoute, type RouteDeps } from './routes.js';
 import { SseEndpoint } from './sse.js';
 
@@ -112,7 +113,8 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
           sseReaders: () => sse.size,
           closing: () => closing !== undefined,
         });
-  const builtIns = [...builtInRoutes({ sse, connections }), ...(metrics === undefined ? [] : [metrics.route])];
+  const inspector = resolved.inspector === undefined ? undefined : createInspector({ ...resolved.inspector, engine, authorize: resolved.authorize, scheduler });
+  const builtIns = [...builtInRoutes({ sse, connections }), ...(metrics === undefined ? [] : [metrics.route]), ...(inspector?.routes ?? [])];
   const allRoutes = [...builtIns, ...checkUserRoutes(resolved.routes, builtIns)];
   const routeDeps: RouteDeps = { gate, maxBodyBytes: resolved.maxBodyBytes, connections };
   const fanout = new Fanout(engine);
@@ -190,6 +192,7 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
     // An attached server is the host app's: only runestream's own part of it stops.
     const listenerClosed = attachedTo === undefined ? new Promise<void>((resolve) => http.close(() => resolve())) : undefined;
     sse.closeAll();
+    inspector?.close();
     await Promise.all([...clients].map((client) => client.shutdown()));
     wss.close();
     if (attachedTo !== undefined) return void http.off('upgrade', onUpgrade);

@@ -1,0 +1,194 @@
+import type { ServerResponse } from 'node:http';
+import { interval, type SchedulerLike, type Subscription } from 'rxjs';
+import { errorText } from '../../reducers/error-text.js';
+import { edgesOf, type Edge } from '../../reducers/table.js';
+import type { Engine } from '../../streams/engine.js';
+import type { RuneStore } from '../../streams/store.js';
+import { askAuthorize, type AccessRequest, type Authorize } from '../access.js';
+import { replyError, replyJson } from '../http-reply.js';
+import { compileRoute, type CompiledRoute, type RouteContext } from '../routes.js';
+import { inspectorAssetRoutes } from './inspector-assets.js';
+import { stateAt } from './state-at.js';
+import { StreamDirectory, type DirectoryEntry } from './stream-directory.js';
+
+/** The inspector's settings, as `createServer({ inspector })` takes them, with their defaults. */
+export interface InspectorSettings {
+  /** The engine's store: its heads list the streams, its runes are the timelines. */
+  readonly store: RuneStore;
+  /** The most streams the list keeps (the most recently active). Default 100,000. */
+  readonly maxStreams?: number;
+  /** How long list changes are gathered before they are sent. Default 100 ms. */
+  readonly batchMs?: number;
+  /** A feed whose unsent bytes pass this is ended (the page reconnects and gets the list anew). Default 8 MiB. */
+  readonly maxBufferedBytes?: number;
+}
+
+/** What {@link createInspector} needs: the settings, and what the server has. */
+export interface InspectorOptions extends InspectorSettings {
+  readonly engine: Engine;
+  /** The server's authorization hook: the list, the timelines and the states show only streams the caller may `see`. Default: all. */
+  readonly authorize?: Authorize;
+  readonly scheduler?: SchedulerLike;
+}
+
+/** The live inspector: what `createServer({ inspector })` serves at `/`. */
+export interface Inspector {
+  /** Its routes, answered by the server (the page and its files whatever the access checks say; the API behind them). */
+  readonly routes: readonly CompiledRoute[];
+  readonly directory: StreamDirectory;
+  /** Ends its feeds and stops listening to the engine. */
+  close(): void;
+}
+
+/** A machine as the page draws it: its states and the edges of its table (none for a machine without one). */
+export interface InspectorMachine {
+  readonly id: string;
+  readonly states: readonly string[];
+  readonly terminal: readonly string[];
+  readonly edges: readonly Edge[];
+}
+
+/** Runes per timeline page, at most. */
+const MAX_RUNES_PAGE = 1000;
+/** A comment on every open feed this often keeps proxies from closing it. */
+const FEED_PING_MS = 15_000;
+
+const seqParam = (url: URL, name: string): number | undefined | 'invalid' => {
+  const raw = url.searchParams.get(name);
+  if (raw === null || raw === '') return undefined;
+  return /^\d{1,15}$/.test(raw) ? Number(raw) : 'invalid';
+};
+
+/**
+ * The live inspector's server side: the page and its files (built by `npm run build:inspector`
+ * into `dist/inspector`), and its API:
+ *
+ * - `GET /inspector/api/feed` (SSE): a `streams` event with every stream the caller may see
+ *   (`{stream, machine, seq, value, at}`), then `changes` events, gathered for `batchMs`.
+ * - `GET /inspector/api/machines`: each machine's states, terminal states and table edges.
+ * - `GET /inspector/api/streams/:stream/runes?afterSeq=&limit=`: a page of a stream's runes.
+ * - `GET /inspector/api/streams/:stream/state?seq=`: its state folded up to rune `seq` (time travel).
+ *
+ * Refusals: 403 `forbidden` (not allowed to `see` the stream), 404 `unknown_stream`, 400
+ * `invalid_message` (a seq that is not one), 416 `beyond_head`, 410 `pruned` (retention dropped
+ * the runes before a snapshot).
+ */
+export function createInspector(options: InspectorOptions): Inspector {
+  const { engine, store, authorize = () => true, maxBufferedBytes = 8 * 1024 * 1024, scheduler } = options;
+  const directory = new StreamDirectory(
+    { heads: () => store.heads(), runes$: engine.runes$() },
+    {
+      ...(options.maxStreams === undefined ? {} : { maxStreams: options.maxStreams }),
+      ...(options.batchMs === undefined ? {} : { batchMs: options.batchMs }),
+      ...(scheduler === undefined ? {} : { scheduler }),
+    },
+  );
+  const feeds = new Set<ServerResponse>();
+
+  /** The entries `access` may see. */
+  const visible = async (access: AccessRequest, entries: readonly DirectoryEntry[]): Promise<DirectoryEntry[]> => {
+    const seen = await Promise.all(entries.map(async (entry) => askAuthorize(authorize, access, entry.stream, 'see')));
+    return entries.filter((_, i) => seen[i] === true);
+  };
+
+  /** Checks `see` on the route's stream, answering the refusal; true when the handler may go on. */
+  const mayShow = async (res: ServerResponse, access: AccessRequest, stream: string): Promise<boolean> => {
+    const allowed = await askAuthorize(authorize, access, stream, 'see');
+    if (allowed === 'failed') replyError(res, 500, 'internal', `the authorization hook failed for stream "${stream}"`);
+    else if (!allowed) replyError(res, 403, 'forbidden', `not allowed to see stream "${stream}"`);
+    return allowed === true;
+  };
+
+  const feed = async (_req: unknown, res: ServerResponse, { access }: RouteContext): Promise<void> => {
+    // Changes are heard before the list is taken, and sent after it: none falls between the two.
+    let pending: DirectoryEntry[][] | undefined = [];
+    let send = (_event: string, _data: unknown): void => {};
+    const subscriptions: Subscription[] = [
+      directory.changes$.subscribe((changed) => {
+        if (pending !== undefined) pending.push(changed);
+        else
+          void visible(access, changed).then((shown) => {
+            if (shown.length > 0 && !res.writableEnded) send('changes', shown);
+          });
+      }),
+    ];
+    const stop = (): void => {
+      feeds.delete(res);
+      for (const subscription of subscriptions) subscription.unsubscribe();
+    };
+    res.once('close', stop);
+    await directory.ready;
+    const first = await visible(access, directory.entries());
+    if (res.destroyed) return stop();
+    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    send = (event, data) => {
+      if (res.writableLength > maxBufferedBytes) {
+        res.end(': too far behind: reconnect for the list anew\n\n');
+        return;
+      }
+      res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    send('streams', first);
+    // What changed while the list was taken: sent again, after it (the page applies the latest).
+    const missed = (await visible(access, pending.flat())).filter((entry) => entry.seq >= (directory.get(entry.stream)?.seq ?? 0));
+    pending = undefined;
+    if (missed.length > 0) send('changes', missed);
+    subscriptions.push(interval(FEED_PING_MS, scheduler).subscribe(() => res.write(': ping\n\n')));
+    feeds.add(res);
+  };
+
+  const machines = (_req: unknown, res: ServerResponse): void => {
+    const described: InspectorMachine[] = Object.values(engine.machines).map((machine) => {
+      const { table } = machine as { table?: Parameters<typeof edgesOf>[0]['table'] };
+      const { states, terminal } = machine;
+      return { id: machine.id, states, terminal, edges: Array.isArray(table) ? edgesOf({ table, states, terminal }) : [] };
+    });
+    replyJson(res, 200, { machines: described });
+  };
+
+  const runes = async (_req: unknown, res: ServerResponse, { params, url, access }: RouteContext): Promise<void> => {
+    const stream = params.stream!;
+    const afterSeq = seqParam(url, 'afterSeq');
+    const limit = seqParam(url, 'limit');
+    if (afterSeq === 'invalid' || limit === 'invalid' || limit === 0)
+      return replyError(res, 400, 'invalid_message', '"afterSeq" and "limit" must be non-negative integers ("limit" at least 1)');
+    if (!(await mayShow(res, access, stream))) return;
+    const head = await store.head(stream);
+    if (head === undefined) return replyError(res, 404, 'unknown_stream', `unknown stream "${stream}"`);
+    const page = await store.read(stream, afterSeq ?? 0, Math.min(limit ?? MAX_RUNES_PAGE, MAX_RUNES_PAGE));
+    replyJson(res, 200, { stream, machine: head.machine, headSeq: head.seq, runes: page });
+  };
+
+  const state = async (_req: unknown, res: ServerResponse, { params, url, access }: RouteContext): Promise<void> => {
+    const stream = params.stream!;
+    const seq = seqParam(url, 'seq');
+    if (seq === undefined || seq === 'invalid' || seq === 0) return replyError(res, 400, 'invalid_message', '"seq" must be a rune seq (a positive integer)');
+    if (!(await mayShow(res, access, stream))) return;
+    const head = await store.head(stream);
+    const machine = head === undefined ? undefined : engine.machines[head.machine];
+    if (head === undefined) return replyError(res, 404, 'unknown_stream', `unknown stream "${stream}"`);
+    if (machine === undefined) return replyError(res, 404, 'unknown_machine', `stream "${stream}" is of machine "${head.machine}", which this engine does not have`);
+    try {
+      const folded = await stateAt(store, machine, stream, seq);
+      if (folded.ok) return replyJson(res, 200, { stream, seq, state: folded.state });
+      replyError(res, { unknown_stream: 404, beyond_head: 416, pruned: 410 }[folded.code], folded.code, folded.message);
+    } catch (error) {
+      replyError(res, 500, 'internal', `stream "${stream}": ${errorText(error)}`);
+    }
+  };
+
+  const api = [
+    { method: 'GET', path: '/inspector/api/feed', handler: feed },
+    { method: 'GET', path: '/inspector/api/machines', handler: machines },
+    { method: 'GET', path: '/inspector/api/streams/:stream/runes', handler: runes },
+    { method: 'GET', path: '/inspector/api/streams/:stream/state', handler: state },
+  ].map((route) => compileRoute(route, 'the inspector route'));
+  return {
+    routes: [...inspectorAssetRoutes(), ...api],
+    directory,
+    close: () => {
+      for (const res of feeds) res.end();
+      directory.close();
+    },
+  };
+}

@@ -1,0 +1,170 @@
+import { existsSync, mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { filter, firstValueFrom } from 'rxjs';
+import { WebSocket } from 'ws';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { chatActor, createEngine, foldEvents, type Rune } from '../../src/index.js';
+import { sqliteStore } from '../../src/sqlite.js';
+import { createClient, type RunestreamClient } from '../../src/server/client/index.js';
+import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
+
+/** Debian's chromium (see browser.test.ts: skipped, saying why, only off CI when it is missing). */
+const CHROMIUM = '/usr/bin/chromium';
+const hasChromium = existsSync(CHROMIUM) || process.env.CI === 'true';
+if (!hasChromium) console.warn(`test/browser: skipped, ${CHROMIUM} is missing (install Debian's chromium package to run them)`);
+/** Screenshots of each test, kept as artefacts (never committed). */
+const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/inspector/', import.meta.url));
+const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
+
+describe.skipIf(!hasChromium)('the inspector in a real browser, on `runestream serve`', { timeout: 60_000 }, () => {
+  let browser: Browser;
+  const pages: Page[] = [];
+  const clients: RunestreamClient[] = [];
+
+  beforeAll(async () => {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  afterEach(async () => {
+    await Promise.all(pages.splice(0).map((page) => page.close()));
+    await Promise.all(clients.splice(0).map((client) => client.close()));
+    cleanUpProcesses();
+  });
+
+  /** `runestream serve` on a fresh SQLite file, a client of it, and the inspector open in a page that records console errors. */
+  async function inspector(args: string[] = [], db = tempDb()) {
+    const cli = runestream(['serve', '--port', '0', '--db', db, ...args]);
+    const [, url, , httpUrl] = await cli.line(LISTENING);
+    const token = args.includes('--token') ? args[args.indexOf('--token') + 1] : undefined;
+    const client = createClient({ url: url!, WebSocket, ...(token === undefined ? {} : { token }) });
+    clients.push(client);
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    pages.push(page);
+    const errors: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'error') errors.push(message.text());
+    });
+    page.on('pageerror', (error) => errors.push(String(error)));
+    await page.goto(`${httpUrl!}/`);
+    return { client, page, errors, httpUrl: httpUrl! };
+  }
+
+  const row = (page: Page, stream: string) => page.locator(`#stream-rows .row[data-stream="${stream}"]`);
+  const shot = (page: Page, name: string) => page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
+
+  it('lists a stream another client spawns, live; its diagram highlights the state after a dispatch; no console errors', async () => {
+    const { client, page, errors } = await inspector();
+    await page.locator('#stream-count').filter({ hasText: 'streams' }).waitFor();
+    await client.spawn('chat/live', 'chat-actor');
+    await row(page, 'chat/live').click();
+    await page.locator('#diagram .node.current[data-state="idle"]').waitFor();
+    await client.dispatch('chat/live', { type: 'ProcessInteraction', userId });
+    await page.locator('#diagram .node.current[data-state="running"]').waitFor();
+    expect(await page.locator('#diagram .node.current').count()).toBe(1);
+    await expect.poll(() => row(page, 'chat/live').locator('.value').textContent()).toBe('running');
+    await page.locator('#timeline li[data-seq="2"]').waitFor();
+    await shot(page, 'stream');
+    expect(errors).toEqual([]);
+  });
+
+  it("time travel: the state shown at seq k is the engine's fold of runes 1..k, and the diff between two seqs", async () => {
+    const { client, page, httpUrl } = await inspector();
+    const stream = 'chat/travel';
+    await client.spawn(stream, 'chat-actor');
+    for (const event of [
+      { type: 'ProcessInteraction', userId },
+      { type: 'InteractionComplete', success: true },
+      { type: 'Pause', reason: 'lunch' },
+    ])
+      await client.dispatch(stream, event);
+    const { runes } = (await (await fetch(`${httpUrl}/inspector/api/streams/${encodeURIComponent(stream)}/runes`)).json()) as { runes: Rune[] };
+    await row(page, stream).click();
+    await page.locator('#timeline li[data-seq="4"]').waitFor();
+    for (const k of [1, 2, 3, 4]) {
+      await page.locator('#travel-seq').fill(String(k));
+      await page.locator('#travel-compare').fill(k > 1 ? String(k - 1) : '');
+      await page.locator('#travel-go').click();
+      const expected = foldEvents(
+        chatActor,
+        undefined,
+        0,
+        runes.slice(0, k).map((rune) => rune.event),
+      );
+      await expect.poll(async () => JSON.parse((await page.locator('#travel-state').textContent()) || 'null')).toEqual(expected);
+    }
+    await expect.poll(() => page.locator('#travel-diff').textContent()).toContain('value: "idle" → "paused"');
+    await shot(page, 'time-travel');
+  });
+
+  it('a pending approval is approved with the keyboard alone, and the tool runs; a message typed into the agent box streams an answer', async () => {
+    const { client, page } = await inspector();
+    const turn = 'conv/kb/agent/kb/turn';
+    await client.spawn(turn, 'turn-engine');
+    await client.dispatch(turn, { type: 'start_turn', input: 'note: buy milk' });
+    const approve = page.locator('#approval-list button', { hasText: 'Approve' });
+    await approve.waitFor({ timeout: 10_000 }).catch(async (error: unknown) => {
+      await shot(page, 'approval-failed');
+      throw error;
+    });
+    const call = (await page.locator('#approval-list .id').first().textContent())!;
+    // Tab from the top of the page until the Approve button has the focus, then Enter.
+    await page.locator('body').focus();
+    for (let tabs = 0; tabs < 20 && !(await approve.evaluate((element) => element.matches(':focus'))); tabs++) await page.keyboard.press('Tab');
+    expect(await approve.evaluate((element) => element.matches(':focus'))).toBe(true);
+    await page.keyboard.press('Enter');
+    await firstValueFrom(client.state$<{ value: string }>(call).pipe(filter((state) => state.value === 'completed_result')));
+    await expect.poll(() => page.locator('#approval-list li').count()).toBe(0);
+
+    // Talk: open the turn stream from the keyboard (search, then Enter in the list), type, send.
+    // The turn answers, then goes back to idle (turn_finalized): ready for the next message.
+    await firstValueFrom(client.state$<{ value: string }>(turn).pipe(filter((state) => state.value === 'idle')));
+    await page.locator('#search').fill('conv/kb/agent/kb/turn');
+    await page.locator('#stream-list').focus();
+    await page.keyboard.press('Enter');
+    await page.locator('#talk-input').fill('what time is it');
+    await page.keyboard.press('Enter');
+    // The demo model looks at the clock (a tool), then answers with the ISO 8601 time it read.
+    await expect.poll(() => page.locator('#talk-answer').textContent(), { timeout: 15_000 }).toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/);
+    await shot(page, 'agent');
+  });
+
+  it('with 10,000 streams the list stays usable with a bounded number of rows, and search narrows it', async () => {
+    // Written before the server starts (a client may spawn at most 1000 a second): the list comes from the stored heads.
+    const db = tempDb();
+    const engine = createEngine({ store: sqliteStore(db) });
+    for (let batch = 0; batch < 100; batch++) await Promise.all(Array.from({ length: 100 }, (_, i) => engine.spawn(`chat/many-${batch * 100 + i}`, 'chat-actor')));
+    await engine.close();
+    const { page } = await inspector([], db);
+    // Besides the 10,000: the serve process's own streams (its metrics collector, its model's breaker).
+    await expect.poll(async () => Number((await page.locator('#stream-count').textContent())?.split(' ')[0]), { timeout: 20_000 }).toBeGreaterThanOrEqual(10_000);
+    expect(await page.locator('#stream-rows .row').count()).toBeLessThan(100);
+    await page.locator('#stream-list').evaluate((element) => (element.scrollTop = element.scrollHeight / 2));
+    await expect.poll(() => page.locator('#stream-rows .row').count()).toBeGreaterThan(0);
+    expect(await page.locator('#stream-rows .row').count()).toBeLessThan(100);
+    await page.locator('#search').fill('many-4242');
+    await expect.poll(() => page.locator('#stream-count').textContent()).toMatch(/^1 of 100\d\d streams$/);
+    await row(page, 'chat/many-4242').click();
+    await page.locator('#diagram .node.current[data-state="idle"]').waitFor();
+    await shot(page, 'many');
+  });
+
+  it('asks for the token when the server has one, and works once it is given', async () => {
+    const { client, page } = await inspector(['--token', 'sesame']);
+    await page.locator('#token-form').waitFor();
+    await page.locator('#token').fill('wrong');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('#token-error').textContent()).toMatch(/refused/);
+    await page.locator('#token').fill('sesame');
+    await page.keyboard.press('Enter');
+    await client.spawn('chat/with-token', 'chat-actor');
+    await row(page, 'chat/with-token').waitFor();
+    await shot(page, 'token');
+  });
+});

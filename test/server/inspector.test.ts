@@ -1,0 +1,194 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Subject } from 'rxjs';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { chatActor, foldEvents, type Rune } from '../../src/index.js';
+import type { StreamHead } from '../../src/streams/store.js';
+import { sqliteStore } from '../../src/sqlite.js';
+import { StreamDirectory, type DirectoryEntry } from '../../src/server/inspector/stream-directory.js';
+import { fetchJson, SseClient, type SseBlock } from '../support/sse-client.js';
+import { startServer } from '../support/ws-client.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'runestream-inspector-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let cleanup: (() => Promise<void> | void)[] = [];
+afterEach(async () => {
+  for (const step of cleanup.reverse()) await step();
+  cleanup = [];
+});
+
+const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
+let files = 0;
+
+/** A server with the inspector on a real SQLite file. */
+async function inspected(options: Parameters<typeof startServer>[0] = {}) {
+  const store = sqliteStore(join(dir, `inspector-${files++}.db`));
+  const h = await startServer({ inspector: { store, batchMs: 20 }, ...options }, { store });
+  cleanup.push(h.stop);
+  const api = (path: string, headers: Record<string, string> = {}) => fetchJson(`${h.server.httpUrl}/inspector/api/${path}`, { headers });
+  const feed = async (headers: Record<string, string> = {}) => {
+    const sse = await SseClient.open(`${h.server.httpUrl}/inspector/api/feed`, headers);
+    cleanup.push(() => sse.close());
+    return sse;
+  };
+  return { ...h, store, api, feed };
+}
+
+const eventNamed = (name: string) => (block: SseBlock) => block.kind === 'event' && block.event === name;
+const dataOf = (block: SseBlock) => (block as Extract<SseBlock, { kind: 'event' }>).data as DirectoryEntry[];
+
+describe('inspector API', () => {
+  it('the feed lists the stored streams, then each change once per batch with its new state', async () => {
+    const h = await inspected();
+    await h.engine.spawn('chat/a', 'chat-actor');
+    await h.engine.spawn('chat/b', 'chat-actor');
+    const sse = await h.feed();
+    const listed = dataOf(await sse.next(eventNamed('streams')));
+    expect(listed.map((entry) => [entry.stream, entry.machine, entry.seq, entry.value]).sort((x, y) => (x[0]! < y[0]! ? -1 : 1))).toEqual([
+      ['chat/a', 'chat-actor', 1, 'idle'],
+      ['chat/b', 'chat-actor', 1, 'idle'],
+    ]);
+    await h.engine.dispatch('chat/b', { type: 'ProcessInteraction', userId });
+    await h.engine.spawn('chat/c', 'chat-actor');
+    const changed: DirectoryEntry[] = [];
+    while (!changed.some((entry) => entry.stream === 'chat/c')) changed.push(...dataOf(await sse.next(eventNamed('changes'))));
+    expect(changed.find((entry) => entry.stream === 'chat/b')).toMatchObject({ seq: 2, value: 'running' });
+    expect(changed.find((entry) => entry.stream === 'chat/c')).toMatchObject({ seq: 1, value: 'idle', machine: 'chat-actor' });
+  });
+
+  it('shows only the streams the caller may see, and refuses the others', async () => {
+    const h = await inspected({ authorize: (_request, stream) => !stream.startsWith('secret/') });
+    await h.engine.spawn('chat/open', 'chat-actor');
+    await h.engine.spawn('secret/x', 'chat-actor');
+    const sse = await h.feed();
+    expect(dataOf(await sse.next(eventNamed('streams'))).map((entry) => entry.stream)).toEqual(['chat/open']);
+    await h.engine.dispatch('secret/x', { type: 'Ping' });
+    await h.engine.dispatch('chat/open', { type: 'Ping' });
+    expect(dataOf(await sse.next(eventNamed('changes'))).map((entry) => entry.stream)).toEqual(['chat/open']);
+    for (const path of ['runes', 'state?seq=1']) {
+      const refused = await h.api(`streams/${encodeURIComponent('secret/x')}/${path}`);
+      expect(refused.status).toBe(403);
+      expect(refused.body).toMatchObject({ code: 'forbidden' });
+    }
+  });
+
+  it("time travel: the state at each seq is the engine's fold of runes 1..seq", async () => {
+    const h = await inspected();
+    const stream = 'chat/travel';
+    await h.engine.spawn(stream, 'chat-actor');
+    for (const event of [
+      { type: 'ProcessInteraction', userId },
+      { type: 'InteractionComplete', success: true },
+      { type: 'Pause', reason: 'lunch' },
+      { type: 'ProcessInteraction', userId },
+      { type: 'Cancel', reason: 'user_cancelled' },
+    ]) {
+      expect(await h.engine.dispatch(stream, event)).toMatchObject({ accepted: true });
+    }
+    const runes = await h.api(`streams/${encodeURIComponent(stream)}/runes`);
+    expect(runes.status).toBe(200);
+    const stored = (runes.body as { runes: Rune[] }).runes;
+    expect(stored.map((rune) => rune.seq)).toEqual([1, 2, 3, 4, 5, 6]);
+    for (let seq = 1; seq <= stored.length; seq++) {
+      const answer = await h.api(`streams/${encodeURIComponent(stream)}/state?seq=${seq}`);
+      expect(answer.status).toBe(200);
+      const folded = foldEvents(
+        chatActor,
+        undefined,
+        0,
+        stored.slice(0, seq).map((rune) => rune.event),
+      );
+      expect((answer.body as { state: unknown }).state).toEqual(folded);
+    }
+    expect(((await h.api(`streams/${encodeURIComponent(stream)}/state?seq=6`)).body as { state: unknown }).state).toEqual(
+      await h.engine.snapshot(stream).then((s) => s?.state),
+    );
+    const page = await h.api(`streams/${encodeURIComponent(stream)}/runes?afterSeq=2&limit=2`);
+    expect((page.body as { runes: Rune[]; headSeq: number }).runes.map((rune) => rune.seq)).toEqual([3, 4]);
+    expect((page.body as { headSeq: number }).headSeq).toBe(6);
+  });
+
+  it('refuses a bad seq, a seq past the head and an unknown stream, each with its code', async () => {
+    const h = await inspected();
+    await h.engine.spawn('chat/x', 'chat-actor');
+    const code = async (path: string) => {
+      const answer = await h.api(path);
+      return [answer.status, (answer.body as { code: string }).code];
+    };
+    expect(await code('streams/chat%2Fx/state?seq=abc')).toEqual([400, 'invalid_message']);
+    expect(await code('streams/chat%2Fx/state')).toEqual([400, 'invalid_message']);
+    expect(await code('streams/chat%2Fx/state?seq=0')).toEqual([400, 'invalid_message']);
+    expect(await code('streams/chat%2Fx/runes?limit=-1')).toEqual([400, 'invalid_message']);
+    expect(await code('streams/chat%2Fx/state?seq=9')).toEqual([416, 'beyond_head']);
+    expect(await code('streams/chat%2Fnope/state?seq=1')).toEqual([404, 'unknown_stream']);
+    expect(await code('streams/chat%2Fnope/runes')).toEqual([404, 'unknown_stream']);
+  });
+
+  it("gives each machine's states and table edges, for the diagrams", async () => {
+    const h = await inspected();
+    const answer = await h.api('machines');
+    const machines = (answer.body as { machines: { id: string; states: string[]; edges: { from: string; on: string; to: string }[] }[] }).machines;
+    const chat = machines.find((machine) => machine.id === 'chat-actor')!;
+    expect(chat.states).toEqual(chatActor.states);
+    expect(chat.edges).toContainEqual(expect.objectContaining({ from: 'idle', on: 'ProcessInteraction', to: 'running' }));
+  });
+
+  it('the API is behind the token; the page is not (it asks for the token)', async () => {
+    const h = await inspected({ token: 'sesame' });
+    expect((await h.api('machines')).status).toBe(401);
+    expect((await h.api('machines', { authorization: 'Bearer sesame' })).status).toBe(200);
+    const page = await fetch(`${h.server.httpUrl}/`);
+    expect([200, 503]).toContain(page.status); // 503 `inspector_not_built` in a checkout that never built it
+    const missing = await fetch(`${h.server.httpUrl}/inspector/assets/..%2Fpackage.json`);
+    expect(missing.status).toBe(404);
+  });
+});
+
+describe('StreamDirectory', () => {
+  const head = (stream: string, seq: number, at: number, value = 'idle'): StreamHead => ({ stream, machine: 'chat-actor', seq, value, at });
+  const rune = (stream: string, seq: number, at: number, to?: string): Rune =>
+    ({ stream, seq, machine: 'chat-actor', kind: 'Ping', event: { type: 'Ping' }, at, ...(to === undefined ? {} : { to }) }) as Rune;
+  async function* heads(list: StreamHead[], before?: () => void) {
+    before?.();
+    for (const h of list) yield h;
+  }
+
+  it('never moves a stream back: a listed head older than a live rune already heard is ignored', async () => {
+    const runes$ = new Subject<Rune>();
+    const directory = new StreamDirectory({ heads: () => heads([head('s', 3, 30)], () => runes$.next(rune('s', 4, 40, 'running'))), runes$ });
+    await directory.ready;
+    expect(directory.get('s')).toMatchObject({ seq: 4, value: 'running', at: 40 });
+    runes$.next(rune('s', 5, 50)); // no state change: the state name stays
+    expect(directory.get('s')).toMatchObject({ seq: 5, value: 'running' });
+    directory.close();
+  });
+
+  it('keeps at most maxStreams, the most recently active', async () => {
+    const runes$ = new Subject<Rune>();
+    const directory = new StreamDirectory({ heads: () => heads(Array.from({ length: 20 }, (_, i) => head(`s${i}`, 1, i))), runes$ }, { maxStreams: 10 });
+    await directory.ready;
+    expect(directory.size).toBeLessThanOrEqual(10);
+    expect(directory.get('s19')).toBeDefined();
+    expect(directory.get('s0')).toBeUndefined();
+    runes$.next(rune('s0', 2, 100)); // active again: back on the list
+    expect(directory.entries()[0]).toMatchObject({ stream: 's0', seq: 2 });
+    directory.close();
+  });
+
+  it('a listing that fails leaves the live streams and says why', async () => {
+    const runes$ = new Subject<Rune>();
+    const failing = {
+      heads: () => ({
+        [Symbol.asyncIterator]: () => ({ next: () => Promise.reject(new Error('disk gone')) }),
+      }),
+      runes$,
+    };
+    const directory = new StreamDirectory(failing as never);
+    await directory.ready;
+    expect(String(directory.listingError)).toMatch(/disk gone/);
+    runes$.next(rune('live', 1, 1, 'idle'));
+    expect(directory.size).toBe(1);
+    directory.close();
+  });
+});

@@ -8,6 +8,7 @@ import { benchEngineDispatch } from './engine-dispatch.js';
 import { benchHydration } from './hydration.js';
 import { benchIdleSessions } from './idle-sessions.js';
 import { benchImportCost } from './import-cost.js';
+import { benchInspectorLatency } from './inspector-latency.js';
 import { benchMetrics } from './metrics.js';
 import { benchPostgresAppend } from './postgres-append.js';
 import { benchPostgresLatency } from './postgres-latency.js';
@@ -33,6 +34,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   'import-cost': benchImportCost,
   archival: benchArchival,
   metrics: benchMetrics,
+  'inspector-latency': benchInspectorLatency,
 };
 
 /**

@@ -7,6 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chatActor, createEngine, foldEvents, type Rune } from '../../src/index.js';
 import { sqliteStore } from '../../src/sqlite.js';
 import { createClient, type RunestreamClient } from '../../src/server/client/index.js';
+import { createServer } from '../../src/server/index.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 
 /** Debian's chromium (see browser.test.ts: skipped, saying why, only off CI when it is missing). */
@@ -153,6 +154,34 @@ describe.skipIf(!hasChromium)('the inspector in a real browser, on `runestream s
     await row(page, 'chat/many-4242').click();
     await page.locator('#diagram .node.current[data-state="idle"]').waitFor();
     await shot(page, 'many');
+  });
+
+  it('an Approve on a call the connection may not drive is refused, and the page shows why; the call stays waiting', async () => {
+    const store = sqliteStore(tempDb());
+    const engine = createEngine({ store });
+    // Everyone may see every stream; nobody may drive the locked conversation's streams.
+    const server = await createServer({
+      engine,
+      port: 0,
+      inspector: { store },
+      authorize: (_request, stream, action) => action === 'see' || !stream.startsWith('conv/locked/'),
+    });
+    try {
+      const call = 'conv/locked/agent/a/call/c1';
+      await engine.spawn(call, 'tool-call', { callId: 'c1', toolName: 'save_note', arguments: { text: 'x' } });
+      await engine.dispatch(call, { type: 'requires_approval' });
+      const page = await browser.newPage();
+      pages.push(page);
+      await page.goto(`${server.httpUrl}/`);
+      const approve = page.locator('#approval-list button', { hasText: 'Approve' });
+      await approve.click();
+      await expect.poll(() => page.locator('#approval-error').textContent()).toMatch(/conv\/locked\/agent\/a\/call\/c1: forbidden/);
+      expect((await engine.snapshot<{ value: string }>(call))?.state.value).toBe('awaiting_approval');
+      await shot(page, 'refused');
+    } finally {
+      await server.close();
+      await engine.close();
+    }
   });
 
   it('asks for the token when the server has one, and works once it is given', async () => {

@@ -22,7 +22,7 @@ export class Diagram {
 
   constructor(machine: InspectorMachine) {
     const graph = new dagre.graphlib.Graph({ multigraph: false });
-    graph.setGraph({ rankdir: 'LR', nodesep: 20, ranksep: 60, marginx: 8, marginy: 8 });
+    graph.setGraph({ rankdir: 'LR', nodesep: 20, ranksep: 60, marginx: 60, marginy: 30 }); // room for self-loops' labels
     graph.setDefaultEdgeLabel(() => ({}));
     for (const state of machine.states) graph.setNode(state, { label: state, width: state.length * CHAR_WIDTH + 20, height: NODE_HEIGHT });
     const labels = new Map<string, Set<string>>();

@@ -79,8 +79,9 @@ async function start(): Promise<void> {
       ...calls.map((stream) => {
         const item = document.createElement('li');
         const decide = (event: { type: 'approved'; approver: string } | { type: 'denied'; reason: string }) => () => {
+          $('approval-error').textContent = '';
           client.dispatch(stream, event).catch((error: unknown) => {
-            $('action-error').textContent = `${stream}: ${describe(error)}`;
+            $('approval-error').textContent = `${stream}: ${describe(error)}`;
           });
         };
         item.append(

@@ -3,12 +3,16 @@ import { rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanUpProcesses, LISTENING, runestream, tempDb } from './support/runestream-process.js';
-import { buildExamples, examplesDir, programExamples, root, typecheckExamples } from './support/examples.js';
+import { buildExamples, describeExamples, examplesDir, programExamples, root, typecheckExamples } from './support/examples.js';
 
 // Every program of examples/ runs here as a user would run it (bundled against the source, as the
 // README's examples are). Those that talk to a server get a real `runestream serve`.
 const withServer = new Set(['demo-client.ts']);
 const programs = programExamples();
+describeExamples(
+  'examples/',
+  programs.filter((example) => !withServer.has(example.title)),
+);
 
 const run = promisify(execFile);
 
@@ -20,7 +24,8 @@ describe('examples/demo-client.ts against runestream serve', () => {
   beforeAll(async () => {
     const [built] = await buildExamples([example], dir);
     if (!built!.ok) throw new Error(`examples/demo-client.ts does not build: ${built!.error}`);
-    expect(typecheckExamples([example], dir)).toEqual([[]]);
+    const [typeErrors] = typecheckExamples([example], dir);
+    if (typeErrors!.length > 0) throw new Error(`examples/demo-client.ts does not type-check:\n${typeErrors!.join('\n')}`);
     path = built!.path;
     const serve = runestream(['serve', '--port', '0', '--db', tempDb()]);
     url = (await serve.line(LISTENING))[1]!;

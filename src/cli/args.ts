@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { originOf } from '../server/access.js';
-import { parseServerConfig, MAX_CONFIG_BYTES, ServerConfigError, type ServerConfig } from '../server/config/server-config.js';
+import { LOG_LEVELS, parseServerConfig, MAX_CONFIG_BYTES, ServerConfigError, type LogLevel, type ServerConfig } from '../server/config/server-config.js';
 import { COMMAND_OPTIONS, COMMANDS, type CommandName } from './help.js';
 import { configFromModelSpecs } from './model-specs.js';
 
@@ -42,10 +42,6 @@ export type Command =
       /** `--log-level`, which outranks the configuration's `log.level`; none: that, else `info`. */
       logLevel?: LogLevel;
     };
-
-/** The levels of `--log-level` and the configuration's `log.level`, least severe first (pino's). */
-export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
-export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** A command line that cannot be run: printed with a pointer to `--help`, exit code 2. */
 export class UsageError extends Error {

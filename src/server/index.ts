@@ -8,7 +8,7 @@ export type { AccessAction, AccessRequest, Authorize, Credential, Identity, Veri
 export type { Route, RouteContext, RouteHandler } from './routes.js';
 export { archivalRoutes, type ArchivalRoutesOptions } from './archival-routes.js';
 export type { HttpError } from './http-reply.js';
-export { SERVER_CHANNELS, type SentReport, type SlowClientReport } from './diagnostics.js';
+export { SERVER_CHANNELS, type ConnectionReport, type SentReport, type SlowClientReport } from './diagnostics.js';
 export {
   AgentConfig,
   ChainConfig,

@@ -2,7 +2,10 @@
 // browser, serves it with index.html from runestream's own HTTP server (so the page's WebSocket
 // is same-origin), and hosts an agent that echoes what it is told (a scripted model: no network).
 //
-//   npm run build && cd examples/browser && npx tsx serve.ts      # then open the URL it prints
+//   cd examples/browser && npx tsx serve.ts      # then open the URL it prints
+//
+// (In this checkout, tsconfig.json here maps the runestream entries to the source, so no build is
+// needed; in your own application they come from node_modules.)
 //
 // PORT picks the port (7071 by default; 0 for any free one).
 import { readFileSync } from 'node:fs';

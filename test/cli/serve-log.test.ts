@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { logLineOf } from '../../src/cli/serve-log.js';
 import type { Rune } from '../../src/index.js';
 import { createClient } from '../../src/server/client/index.js';
+import { dropSchemas, POSTGRES_URL, randomSchema } from '../support/postgres.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 
 afterEach(cleanUpProcesses);
@@ -53,6 +54,24 @@ describe('runestream serve: its log', () => {
     cli.child.kill('SIGTERM');
     expect(await cli.exited).toBe(0);
     expect(jsonLines(cli.stdout)).toEqual([]);
+  });
+
+  it('with a PostgreSQL log, logs the shards this process comes to own', async () => {
+    const schema = randomSchema();
+    try {
+      const cli = runestream(['serve', '--port', '0', '--store', `${POSTGRES_URL}?schema=${schema}`, '--lease-ms', '500']);
+      await cli.line(LISTENING);
+      const [line] = await cli.line(/^\{.*"msg":"shards owned by .*$/m);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+      const owned = JSON.parse(line) as { level: number; owner: string; shards: number[]; msg: string };
+      expect(owned.level).toBe(LEVEL.info);
+      expect(owned.shards.length).toBeGreaterThan(0);
+      expect(owned.msg).toBe(`shards owned by ${owned.owner}: ${owned.shards.length}`);
+      expect(cli.stdout).toContain(`(shard leases of ${owned.owner})`);
+    } finally {
+      await dropSchemas([schema]);
+    }
   });
 
   it('refuses a log.level that is not a level, naming the field', async () => {

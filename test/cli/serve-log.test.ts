@@ -59,7 +59,10 @@ describe('runestream serve: its log', () => {
   it('with a PostgreSQL log, logs the shards this process comes to own', async () => {
     const schema = randomSchema();
     try {
-      const cli = runestream(['serve', '--port', '0', '--store', `${POSTGRES_URL}?schema=${schema}`, '--lease-ms', '500']);
+      // No metrics: with a PostgreSQL log their snapshot file would land in the working folder.
+      const config = join(dirname(tempDb()), 'runestream.json');
+      writeFileSync(config, JSON.stringify({ models: { demo: { type: 'demo' } }, agents: { helper: { model: 'demo' } }, defaultRole: 'helper', metrics: { enabled: false } }));
+      const cli = runestream(['serve', '--port', '0', '--store', `${POSTGRES_URL}?schema=${schema}`, '--lease-ms', '500', '--config', config]);
       await cli.line(LISTENING);
       const [line] = await cli.line(/^\{.*"msg":"shards owned by .*$/m);
       cli.child.kill('SIGTERM');

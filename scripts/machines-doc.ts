@@ -3,10 +3,10 @@ import { edgesOf, machines, type AgentInputRow, type AnyMachine, type MachineId,
 import { machineSeeds } from '../src/reducers/machines.js';
 
 const exportName = (id: string): string => id.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
-const code = (s: string): string => `\`${s}\``;
+export const code = (s: string): string => `\`${s}\``;
 /** A table cell: a `|` inside it would end the cell. */
 const cell = (s: string): string => s.replaceAll('|', '\\|');
-const hasTable = (m: AnyMachine): m is TableMachine<any, any, any, any> => Array.isArray((m as { table?: unknown }).table);
+export const hasTable = (m: AnyMachine): m is TableMachine<any, any, any, any> => Array.isArray((m as { table?: unknown }).table);
 /** A data-state machine's table: one row per input (`reactAgent.inputs`). */
 const inputRowsOf = (m: AnyMachine): readonly AgentInputRow[] | undefined => (m as { inputs?: readonly AgentInputRow[] }).inputs;
 /** A row's source cell: `seed`, or `*design*` / `*extension*` with its note. */
@@ -71,7 +71,7 @@ const payloadFields = (schema: ZodType): string => {
 };
 
 /** The members of a machine's event schema (a discriminated union on `type`), each with its type. */
-const eventMembers = (m: AnyMachine): Array<[type: string, schema: ZodType]> =>
+export const eventMembers = (m: AnyMachine): Array<[type: string, schema: ZodType]> =>
   (defOf(m.schemas.event).options ?? []).map((option) => [String(defOf(defOf(option).shape!.type!).values![0]), option]);
 
 /**

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { renderMachinesDoc } from '../scripts/machines-doc.js';
+import { renderReferenceDoc } from '../scripts/reference-doc.js';
 import { edgesOf, machines, reactAgent } from '../src/index.js';
 
 describe('docs/machines.md', () => {
@@ -19,5 +20,31 @@ describe('docs/machines.md', () => {
 
   it("shows a data-state machine's table: each input with its rune kind and source", () => {
     for (const row of reactAgent.inputs) expect(committed).toContain(`| \`${row.on}\` | \`${row.kind}\` | ${row.source === 'seed' ? 'seed' : `*${row.source}*`}`);
+  });
+});
+
+describe('docs/reference.md', () => {
+  const committed = readFileSync(new URL('../docs/reference.md', import.meta.url), 'utf8');
+  /** The part of the reference about one machine. */
+  const sectionOf = (id: string): string => committed.split(`<a id="${id}"></a>`)[1]!.split(/\n<a id="[a-z-]+"><\/a>\n\n## /)[0]!;
+
+  it('is what `npm run docs` generates from the machines (run it after changing a schema or a table)', () => {
+    expect(committed).toBe(renderReferenceDoc());
+  });
+
+  it("lists, in each machine's section, every event type with its JSON Schema and every rune kind of its table", () => {
+    for (const [id, machine] of Object.entries(machines)) {
+      const section = sectionOf(id);
+      for (const type of machine.events) expect(section, `${id}: ${type}`).toMatch(new RegExp(`\`${type}\`:\n\n\`\`\`json\n\\{.*"const":"${type}"`));
+      const kinds = 'table' in machine ? edgesOf(machine).map((e) => e.kind) : [];
+      for (const kind of [machine.spawnKind, ...kinds]) expect(section, `${id}: ${kind}`).toContain(`| \`${kind}\` |`);
+    }
+  });
+
+  it("writes each schema as JSON, a union member by member (tool.result's statuses)", () => {
+    const blocks = [...committed.matchAll(/```json\n(.*)\n```/g)].map((m) => JSON.parse(m[1]!) as { type?: string });
+    expect(blocks.length).toBeGreaterThan(100);
+    expect(blocks.every((schema) => typeof schema === 'object')).toBe(true);
+    expect(sectionOf('tool-call')).toContain('"status":{"type":"string","const":"error"}');
   });
 });

@@ -1,12 +1,17 @@
 import { readFileSync, statSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { originOf } from '../server/access.js';
-import { parseServerConfig, MAX_CONFIG_BYTES, ServerConfigError, type ServerConfig } from '../server/config/server-config.js';
+import { LOG_LEVELS, parseServerConfig, MAX_CONFIG_BYTES, ServerConfigError, type LogLevel, type ServerConfig } from '../server/config/server-config.js';
+import { COMMAND_OPTIONS, COMMANDS, type CommandName } from './help.js';
 import { configFromModelSpecs } from './model-specs.js';
 
 /** What the command line asks for. */
 export type Command =
-  | { command: 'help' }
+  | {
+      command: 'help';
+      /** `runestream <topic> --help`: that command's help; none, every command's. */
+      topic?: CommandName;
+    }
   | {
       /** Asks the running server to archive a stream (a sealed conversation and what is under it), or to restore it. */
       command: 'archive' | 'restore';
@@ -34,68 +39,14 @@ export type Command =
       config: ServerConfig;
       /** Where `config` came from: the file's path, `--model`, `RUNESTREAM_MODELS`, ... */
       configSource: string;
+      /** `--log-level`, which outranks the configuration's `log.level`; none: that, else `info`. */
+      logLevel?: LogLevel;
     };
 
 /** A command line that cannot be run: printed with a pointer to `--help`, exit code 2. */
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
-
-export const USAGE = `Usage: runestream serve [options]
-       runestream archive <stream> [--url <url>] [--token-file <file>]
-       runestream restore <stream> [--url <url>] [--token-file <file>]
-
-Serves a runestream engine over WebSocket and HTTP (SSE), its runes kept in a SQLite file
-or, shared by several serve processes, in a PostgreSQL database.
-
-Options:
-  --port <n>               TCP port to listen on; 0 picks a free one (default 7070)
-  --db <file>              SQLite file of the log, created if missing (default runestream.db)
-  --store <url>            a PostgreSQL log instead (postgres://user@host:5432/db), which
-                           several serve processes share: any of them serves every stream,
-                           each stream's effects run in one of them at a time; also
-                           RUNESTREAM_STORE (see README, "Several processes")
-  --lease-ms <n>           with --store: how long a process that died keeps its streams'
-                           effects before a survivor takes them over (default 10000)
-  --token-file <file>      file holding the token every client must present
-                           (Authorization: Bearer <t> or ?token=<t>), trimmed; the token may
-                           also come from the RUNESTREAM_TOKEN environment variable
-  --token <t>              the token itself (other users of this machine see it in ps:
-                           prefer --token-file or RUNESTREAM_TOKEN)
-  --host <h>               interface to listen on (default 127.0.0.1); without a token only
-                           a loopback address is allowed
-  --allow-origin <origin>  a web origin allowed to connect besides the server's own, e.g.
-                           http://localhost:5173; repeatable; "*" lets every web page the
-                           user opens drive the server (dangerous)
-  --config <file>          the server configuration (JSON, at most 1 MiB): models, provider
-                           chains, agents by role, prices, conversation limits (see README,
-                           "Configuration"); also RUNESTREAM_CONFIG
-  --model <spec>           without a configuration file: a model of the demo agent's chain,
-                           tried in order, repeatable; a spec is "demo" (offline),
-                           <model>@<baseURL> (an OpenAI-compatible server, e.g.
-                           llama3.2@http://localhost:11434/v1) or <model> (at OPENAI_BASE_URL);
-                           also RUNESTREAM_MODELS, comma-separated
-  --url <url>              archive and restore: the running server's HTTP URL
-                           (default http://127.0.0.1:7070)
-  -h, --help               show this help
-
-archive and restore ask the running server (the one process writing the SQLite file), whose
-configuration has an "archival" key, to move a stream to cold storage or back: archive takes a
-sealed conversation (conv/<c>, closed) and every stream under it, writes and verifies their
-archives, then prunes them from the log; restore puts the archived runes back in the log. They
-print the server's JSON answer; a refusal (e.g. not_sealed, checksum_mismatch) exits 1.
-
-Endpoints: ws://host:port (the protocol), GET /streams/:stream/events (SSE), GET /healthz.
-
-An agent is served too (the configuration's default role, else "demo"): spawn
-"conv/<c>/agent/<a>/turn" as machine "turn-engine", then dispatch {type: "start_turn", input}
-to it. Its models come from, first to last: --config, RUNESTREAM_CONFIG, --model,
-RUNESTREAM_MODELS, RUNESTREAM_MODEL (at OPENAI_BASE_URL); else the offline demo model.
-OPENAI_API_KEY, if set, is the key of every model the flags name; a configuration file names
-each model's key variable (apiKeyEnv). A model that fails (an error, an HTTP 429 whose
-Retry-After opens its breaker, an empty answer) falls over to the next in its chain.
-A configuration that cannot be used exits 2, naming the file and the field.
-SIGINT or SIGTERM closes the server, flushes the log and exits 0.`;
 
 const OPTIONS = {
   port: { type: 'string' },
@@ -109,6 +60,7 @@ const OPTIONS = {
   config: { type: 'string' },
   model: { type: 'string', multiple: true },
   url: { type: 'string' },
+  'log-level': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -126,11 +78,12 @@ export function parseCommand(args: readonly string[], env: NodeJS.ProcessEnv): C
     throw new UsageError(message);
   }
   const { values, positionals } = parsed;
-  if (values.help === true) return { command: 'help' };
   const [command, ...extra] = positionals;
-  if (command === undefined) throw new UsageError('missing command: the commands are "serve", "archive" and "restore"');
-  if (command === 'archive' || command === 'restore') return archivalCommand(command, extra, values, env);
-  if (command !== 'serve') throw new UsageError(`unknown command "${command}": the commands are "serve", "archive" and "restore"`);
+  const known = COMMANDS.find((name) => name === command);
+  if (command !== undefined && known === undefined) throw new UsageError(`unknown command "${command}": the commands are "serve", "archive" and "restore"`);
+  if (values.help === true) return known === undefined ? { command: 'help' } : { command: 'help', topic: known };
+  if (known === undefined) throw new UsageError('missing command: the commands are "serve", "archive" and "restore"');
+  if (known === 'archive' || known === 'restore') return archivalCommand(known, extra, values, env);
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
   if (values.url !== undefined) throw new UsageError('--url is for archive and restore; serve takes --host and --port');
 
@@ -152,6 +105,7 @@ export function parseCommand(args: readonly string[], env: NodeJS.ProcessEnv): C
     host: values.host ?? '127.0.0.1',
     allowedOrigins,
     ...configOf(values, env),
+    ...(values['log-level'] === undefined ? {} : { logLevel: logLevelOf(values['log-level']) }),
   };
 }
 
@@ -183,7 +137,7 @@ function archivalCommand(
   const [target, ...extra] = positionals;
   if (target === undefined || target === '') throw new UsageError(`${command} needs the stream to ${command}, e.g. runestream ${command} conv/c1`);
   if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
-  const serveOnly = ['port', 'db', 'store', 'lease-ms', 'host', 'allow-origin', 'config', 'model'].find((name) => values[name] !== undefined);
+  const serveOnly = Object.keys(values).find((name) => values[name] !== undefined && !COMMAND_OPTIONS[command].includes(name));
   if (serveOnly !== undefined) throw new UsageError(`--${serveOnly} is for serve; ${command} takes --url and the token`);
   const url = values.url ?? 'http://127.0.0.1:7070';
   if (!/^https?:\/\/[^/]+\/?$/.test(url)) throw new UsageError(`--url must be the server's HTTP URL, like http://127.0.0.1:7070, got "${url}"`);
@@ -219,6 +173,12 @@ function configText(path: string): string {
   }
   if (size > MAX_CONFIG_BYTES) throw new ServerConfigError(path, [{ path: '', message: `the file is ${size} bytes; at most ${MAX_CONFIG_BYTES} are read` }]);
   return readFileSync(path, 'utf8');
+}
+
+/** A `--log-level` value, checked. */
+function logLevelOf(text: string): LogLevel {
+  const level = LOG_LEVELS.find((name) => name === text);
+  return level ?? usage(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got "${text}"`);
 }
 
 const usage = (message: string): never => {

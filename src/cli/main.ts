@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-import { parseCommand, USAGE, UsageError, type Command } from './args.js';
+import { parseCommand, UsageError, type Command } from './args.js';
 import { archivalCommand } from './archival-command.js';
+import { helpCommandFor, helpOf } from './help.js';
 import { serve } from './serve.js';
 import { errorText } from '../reducers/error-text.js';
 import { ServerConfigError } from '../server/config/server-config.js';
@@ -16,11 +17,11 @@ async function main(): Promise<void> {
       process.exit(2);
     }
     if (!(error instanceof UsageError)) throw error;
-    console.error(`runestream: ${error.message}\nRun "runestream --help" for usage.`);
+    console.error(`runestream: ${error.message}\nRun "${helpCommandFor(process.argv.slice(2))}" for usage.`);
     process.exit(2);
   }
   if (command.command === 'help') {
-    console.log(USAGE);
+    console.log(helpOf(command.topic));
     return;
   }
   if (command.command !== 'serve') {

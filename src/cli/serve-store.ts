@@ -12,6 +12,8 @@ export interface ServeStore {
   readonly engineOptions: { readonly followStore?: true; readonly ownership?: EffectOwnership; readonly fence?: FenceOf };
   /** With a PostgreSQL log: this process's id among those sharing it (its leases' owner). */
   readonly processId?: string;
+  /** With a PostgreSQL log: this process's shard leases (which streams' effects it runs). */
+  readonly leases?: ShardLeases;
   /** The log in words, for the line that says where serve listens (never a password). */
   readonly description: string;
   /** Hands back what this process holds besides the store (its shard leases, at once): after the engine closed, which closes the store. */
@@ -61,6 +63,7 @@ export async function openServeStore(command: Extract<Command, { command: 'serve
     store,
     engineOptions: { followStore: true, ownership: leases, fence: (stream) => leases.fenceOf(stream) },
     processId: leases.owner,
+    leases,
     description: `${description} (shard leases of ${leases.owner})`,
     release: () => leases.close(),
   };

@@ -1,5 +1,4 @@
 import { dirname, resolve } from 'node:path';
-import { inspect } from 'node:util';
 import { agentEpics } from '../effects/agent/agent-epics.js';
 import { agentProfiles } from '../effects/agent/agent-profiles.js';
 import { reactAgentEpics } from '../effects/agent/react-agent-epics.js';
@@ -31,6 +30,7 @@ import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import type { Command } from './args.js';
 import { openServeStore, type ServeStore } from './serve-store.js';
+import { logServing, serveLogger } from './serve-log.js';
 
 /** The autonomy loop's epics as configured: its models from the configured chains, a task's roles the configured agents'. */
 function autonomyOf(autonomy: AutonomyConfig, agents: ConfiguredAgents, config: ServerConfig) {
@@ -101,8 +101,9 @@ export interface Serving {
  * `runestream serve`: a SQLite log, an engine with the chat actor's lifecycle and the configured
  * default agent (its provider chain, tools and tool-call recovery), and a server in front. Prints
  * where it listens (and, with no token, that it listens on loopback only) and which chain the
- * agent uses. Engine errors nobody waits for are printed to `log.error`. `env` holds the API keys
- * the configuration names.
+ * agent uses on `log`; from then on it logs with levels (`serve-log.ts`): engine errors nobody
+ * waits for, failed model calls, tools and turns, connections (debug), shard ownership. `env`
+ * holds the API keys the configuration names.
  */
 export async function serve(command: Extract<Command, { command: 'serve' }>, log: Pick<Console, 'log' | 'error'>, env: NodeJS.ProcessEnv = process.env): Promise<Serving> {
   const { port, db, token, host, allowedOrigins } = command;
@@ -174,7 +175,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     throw error;
   }
   const stopMetrics = metrics?.metrics.observe(engine);
-  engine.errors$.subscribe((error) => log.error(`runestream: ${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
+  const logger = serveLogger(command.logLevel ?? command.config.log?.level ?? 'info');
+  const stopLogging = logServing(engine, logger, served.leases);
   if (registry !== undefined) await registerRoles(engine, command.config, log);
   let server: RunestreamServer;
   try {
@@ -195,6 +197,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     });
   } catch (error) {
     stopMetrics?.();
+    stopLogging();
     await engine.close();
     await served.release();
     await profiles.idle();
@@ -203,6 +206,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     throw error;
   }
   log.log(`runestream: listening on ${server.url} and ${server.httpUrl} (log: ${served.description})`);
+  logger.info({ url: server.url, httpUrl: server.httpUrl, log: served.description }, 'listening');
   log.log(`runestream: the inspector is at ${server.httpUrl}/`);
   if (metrics !== undefined) log.log(`runestream: metrics at ${server.httpUrl}/metrics; snapshots written to ${metrics.file}`);
   if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
@@ -224,6 +228,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       await server.close();
       stopMetrics?.();
       await engine.close();
+      stopLogging();
       await served.release();
       await profiles.idle(); // the registered definitions' MCP servers
       await agents.close();

@@ -10,7 +10,18 @@ export const SERVER_CHANNELS = {
   sent: 'runestream:server:sent',
   /** A WebSocket client passed `maxBufferedBytes`: a {@link SlowClientReport}. */
   slowClient: 'runestream:server:slow-client',
+  /** A WebSocket client connected or went away: a {@link ConnectionReport}. */
+  connection: 'runestream:server:connection',
 } as const;
+
+/** A WebSocket connection opened (after the access checks) or closed. */
+export interface ConnectionReport {
+  /** The connection's number, unique within the server. */
+  readonly connection: number;
+  readonly event: 'opened' | 'closed';
+  /** Who it is (the verified identity's id). */
+  readonly identity: string;
+}
 
 /** One frame sent: its size, and what the connection's outbound buffer holds after it. */
 export interface SentReport {
@@ -30,3 +41,4 @@ export interface SlowClientReport {
 
 export const sentChannel = channel(SERVER_CHANNELS.sent);
 export const slowClientChannel = channel(SERVER_CHANNELS.slowClient);
+export const connectionChannel = channel(SERVER_CHANNELS.connection);

@@ -22,7 +22,7 @@ export {
 } from './ag-ui/ag-ui-events.js';
 export { AgUiResumeEntry, AgUiRunInput } from './ag-ui/ag-ui-request.js';
 export type { HttpError } from './http-reply.js';
-export { SERVER_CHANNELS, type SentReport, type SlowClientReport } from './diagnostics.js';
+export { SERVER_CHANNELS, type ConnectionReport, type SentReport, type SlowClientReport } from './diagnostics.js';
 export {
   AgentConfig,
   ChainConfig,

@@ -5,6 +5,7 @@ import { interval, type Subscription } from 'rxjs';
 import { WebSocketServer } from 'ws';
 import { AccessGate, urlHost } from './access.js';
 import { ClientConnection } from './connection.js';
+import { connectionChannel, type ConnectionReport } from './diagnostics.js';
 import { Fanout } from './fanout.js';
 import type { HttpRefusal } from './http-reply.js';
 import { InboundBudget, InboundGuard } from './inbound-guard.js';
@@ -157,7 +158,16 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
           new InboundGuard(ws, socket, inboundBudget, messageTimeoutMs, scheduler);
           const client = new ClientConnection(nextId++, ws, admission.request, fanout, resolved);
           clients.add(client);
-          void client.closedPromise.then(() => clients.delete(client)); // closedPromise never rejects
+          const report = (event: ConnectionReport['event']): void => {
+            if (connectionChannel.hasSubscribers)
+              connectionChannel.publish({ connection: client.id, event, identity: admission.request.identity.id } satisfies ConnectionReport);
+          };
+          report('opened');
+          // closedPromise never rejects
+          void client.closedPromise.then(() => {
+            clients.delete(client);
+            report('closed');
+          });
         });
       })
       // A throw while admitting one upgrade ends that socket; unhandled, it would end the process.

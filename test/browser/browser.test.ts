@@ -1,35 +1,22 @@
-import { existsSync } from 'node:fs';
 import { createServer as createHttpServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../src/index.js';
 import { createServer, type RunestreamServer } from '../../src/server/index.js';
-
-/**
- * Debian's chromium: `.ci/run` installs it. On a developer's machine without it these tests are
- * skipped, saying why; in CI (`CI=true`) they run all the same and fail, so a missing browser never
- * passes for a green run.
- */
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM) || process.env.CI === 'true';
-if (!hasChromium) console.warn(`test/browser: skipped, ${CHROMIUM} is missing (install Debian's chromium package to run them)`);
+import { hasChromium, launchChromium } from '../support/chromium.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 
-describe.skipIf(!hasChromium)('a real browser', () => {
+describe.skipIf(!hasChromium('test/browser'))('a real browser', () => {
   let browser: Browser;
   let engine: Engine;
   let server: RunestreamServer;
 
   beforeAll(async () => {
-    // The flags keep a headless chromium off the network this machine does not have.
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
     engine = createEngine();
     server = await createServer({ engine, port: 0 });
   });

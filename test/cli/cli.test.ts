@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseCommand, UsageError } from '../../src/cli/args.js';
+import { COMMAND_OPTIONS, COMMANDS, helpCommandFor, helpOf } from '../../src/cli/help.js';
 import { storeUrlOf } from '../../src/cli/serve-store.js';
 import { sqliteStore } from '../../src/sqlite.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
@@ -26,7 +27,26 @@ describe('runestream (the command)', () => {
   it('refuses an unknown flag, naming it, with exit code 2', async () => {
     const cli = runestream(['serve', '--prot', '80']);
     expect(await cli.exited).toBe(2);
-    expect(cli.stderr).toBe(`runestream: unknown option '--prot'\nRun "runestream --help" for usage.\n`);
+    expect(cli.stderr).toBe(`runestream: unknown option '--prot'\nRun "runestream serve --help" for usage.\n`);
+  });
+
+  it("serve --help prints serve's options only, each with its default, and exits 0", async () => {
+    const cli = runestream(['serve', '--help']);
+    expect(await cli.exited).toBe(0);
+    expect(cli.stdout).toMatch(/^Usage: runestream serve \[options\]$/m);
+    expect(cli.stdout).not.toContain('runestream archive');
+    for (const text of ['--port <n>', '(default 7070)', '(default runestream.db)', '(default 10000)', '(default 127.0.0.1)', '--log-level <level>', '(default info)'])
+      expect(cli.stdout).toContain(text);
+  });
+
+  it("archive --help and restore --help print their own usage; an option of another command points at the command's help", async () => {
+    const [archive, restore, wrong] = [runestream(['archive', '--help']), runestream(['restore', '-h']), runestream(['restore', 'conv/c1', '--port', '1'])];
+    expect([await archive.exited, await restore.exited, await wrong.exited]).toEqual([0, 0, 2]);
+    expect(archive.stdout).toMatch(/^Usage: runestream archive <stream> /);
+    expect(archive.stdout).toContain('(default http://127.0.0.1:7070)');
+    expect(archive.stdout).not.toContain('--port');
+    expect(restore.stdout).toMatch(/^Usage: runestream restore <stream> /);
+    expect(wrong.stderr).toBe('runestream: --port is for serve; restore takes --url and the token\nRun "runestream restore --help" for usage.\n');
   });
 
   it('serves on --port 0 (printing the real port), and SIGTERM flushes the log and exits 0', async () => {
@@ -127,7 +147,7 @@ describe('runestream (the command)', () => {
     writeFileSync(empty, ' \n');
     const cli = runestream(['serve', '--port', '0', '--token-file', empty]);
     expect(await cli.exited).toBe(2);
-    expect(cli.stderr).toBe(`runestream: --token-file "${empty}" is empty: put the token in it\nRun "runestream --help" for usage.\n`);
+    expect(cli.stderr).toBe(`runestream: --token-file "${empty}" is empty: put the token in it\nRun "runestream serve --help" for usage.\n`);
     const missing = runestream(['serve', '--port', '0', '--token-file', '/nonexistent/token']);
     expect(await missing.exited).toBe(2);
     expect(missing.stderr).toContain('runestream: --token-file "/nonexistent/token" cannot be read: ENOENT');
@@ -191,5 +211,41 @@ describe('runestream arguments', () => {
     expect(() => parse([], { RUNESTREAM_STORE: 'x.db' })).toThrow(
       new UsageError('RUNESTREAM_STORE must be a PostgreSQL URL like postgres://user@127.0.0.1:5432/runestream (for a SQLite file use --db), got "x.db"'),
     );
+  });
+});
+
+describe('runestream <command> --help', () => {
+  /** The long options a help text lists. */
+  const listed = (help: string): string[] => [...help.matchAll(/^ {2}(?:-\w, )?--([\w-]+)/gm)].map((m) => m[1]!).sort();
+
+  it.each(COMMANDS)('%s: the help lists exactly the options the parser takes for it, and --help asks for it', (command) => {
+    expect(listed(helpOf(command))).toEqual([...COMMAND_OPTIONS[command]].sort());
+    expect(parseCommand([command, '--help'], {})).toEqual({ command: 'help', topic: command });
+    expect(parseCommand(['--help'], {})).toEqual({ command: 'help' });
+  });
+
+  it('every option a help lists says its default', () => {
+    for (const command of COMMANDS) {
+      const options = helpOf(command)
+        .split(/\n(?= {2}-)/)
+        .slice(1);
+      for (const option of options.filter((o) => !o.startsWith('  -h'))) expect(option, `${command}: ${option}`).toMatch(/\(default:? [^)]+\)/);
+    }
+  });
+
+  it('points a usage error at the help of the command the line names', () => {
+    expect(() => parseCommand(['archive', 'conv/c1', '--verbose'], {})).toThrow(new UsageError("unknown option '--verbose'"));
+    expect(helpCommandFor(['archive', 'conv/c1', '--verbose'])).toBe('runestream archive --help');
+    expect(helpCommandFor(['--verbose'])).toBe('runestream --help');
+    expect(() => parseCommand(['frob', '--help'], {})).toThrow(new UsageError('unknown command "frob": the commands are "serve", "archive" and "restore"'));
+  });
+
+  it("takes --log-level for serve, one of pino's levels", () => {
+    expect(parseCommand(['serve', '--log-level', 'debug'], {})).toMatchObject({ command: 'serve', logLevel: 'debug' });
+    expect(parseCommand(['serve'], {})).not.toHaveProperty('logLevel');
+    expect(() => parseCommand(['serve', '--log-level', 'loud'], {})).toThrow(
+      new UsageError('--log-level must be one of trace, debug, info, warn, error, fatal, silent, got "loud"'),
+    );
+    expect(() => parseCommand(['archive', 'conv/c1', '--log-level', 'debug'], {})).toThrow(new UsageError('--log-level is for serve; archive takes --url and the token'));
   });
 });

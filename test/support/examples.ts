@@ -40,6 +40,15 @@ export function readmeExamples(): Example[] {
   });
 }
 
+/** The programs of `examples/` (each `*.ts` file there is one), titled by file name. */
+export function programExamples(): Example[] {
+  const dir = join(root, 'examples');
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.ts'))
+    .sort()
+    .map((name) => ({ file: `examples/${name}`, line: 1, title: name, code: readFileSync(join(dir, name), 'utf8') }));
+}
+
 /**
  * Every ```ts block under a `## Example` heading or an `@example` tag of a doc comment in
  * src/**\/*.ts, titled with the declaration the comment documents.

@@ -116,6 +116,10 @@ export const AutonomyConfig = z.strictObject({
 });
 export type AutonomyConfig = z.infer<typeof AutonomyConfig>;
 
+/** The levels of the log `runestream serve` writes (pino's), least severe first: `log.level` and `--log-level`. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 /** The largest `metrics.flushEveryMs` and `metrics.archiveEveryMs`: a week. */
 const MAX_METRICS_INTERVAL_MS = 7 * 86_400_000;
 
@@ -213,6 +217,8 @@ export const ServerConfig = z
     chats: z.strictObject({ inactivityTimeoutMs: TimeoutMs.optional(), staleAfterMs: TimeoutMs.optional() }).optional(),
     /** Tool calls: how long one waits for approval before `approval_timeout`. Default 600,000 ms. */
     toolCalls: z.strictObject({ approvalTimeoutMs: TimeoutMs.optional() }).optional(),
+    /** The serve log: the least severe level written (`--log-level` outranks it). Default `info`. */
+    log: z.strictObject({ level: z.enum(LOG_LEVELS).optional() }).optional(),
   })
   .superRefine((config, context) => {
     const issue = (path: PropertyKey[], message: string): void => context.addIssue({ code: 'custom', path, message });

@@ -1,0 +1,76 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { inspect } from 'node:util';
+import { pino, type Logger } from 'pino';
+import pinoPretty from 'pino-pretty';
+import type { Observable } from 'rxjs';
+import type { Rune } from '../reducers/rune.js';
+import type { LogLevel } from '../server/config/server-config.js';
+import { SERVER_CHANNELS, type ConnectionReport } from '../server/diagnostics.js';
+import type { Engine } from '../streams/engine.js';
+
+/**
+ * The log of `runestream serve`: JSON lines on stdout, or pino-pretty's lines when stdout is a
+ * terminal. Written synchronously, so its lines and the start-up lines printed with console.log
+ * come out in the order they happened.
+ */
+export function serveLogger(level: LogLevel, pretty = process.stdout.isTTY === true): Logger {
+  const destination = pretty ? pinoPretty({ destination: 1, sync: true, colorize: true }) : pino.destination({ dest: 1, sync: true });
+  return pino({ name: 'runestream', level }, destination);
+}
+
+/** One log line a rune calls for: its level, message and fields. */
+export interface RuneLogLine {
+  readonly level: 'info' | 'warn' | 'error';
+  readonly msg: string;
+  readonly fields: Record<string, unknown>;
+}
+
+/**
+ * What a rune says that an operator should hear of, or `undefined`: a failed model call (a
+ * provider's breaker counting a failure, or opening), a failed or timed-out tool call, a failed
+ * turn. Read from the log's runes, so it covers every agent whatever ran it.
+ */
+export function logLineOf(rune: Rune): RuneLogLine | undefined {
+  const payload = (rune.payload ?? {}) as Record<string, unknown>;
+  const event = rune.event as Record<string, unknown>;
+  if (rune.machine === 'circuit-breaker' && rune.kind === 'failure') {
+    const provider = rune.stream.replace(/^provider\//, '');
+    return { level: 'warn', msg: `model call failed: ${provider}: ${String(event.error)}`, fields: { stream: rune.stream, provider, error: event.error } };
+  }
+  if (rune.machine === 'circuit-breaker' && rune.to === 'OPEN' && rune.from !== 'OPEN') {
+    const provider = rune.stream.replace(/^provider\//, '');
+    return { level: 'warn', msg: `model provider ${provider} is skipped for now (its breaker opened)`, fields: { stream: rune.stream, provider } };
+  }
+  if (rune.kind === 'turn.error') {
+    return { level: 'error', msg: `turn failed: ${String(payload.message)}`, fields: { stream: rune.stream, errorType: payload.errorType, error: payload.message } };
+  }
+  if (rune.kind === 'tool.result' && payload.status !== 'success' && payload.status !== 'cancelled') {
+    return { level: 'warn', msg: `tool call ${String(payload.callId)} ended ${String(payload.status)}`, fields: { stream: rune.stream, ...payload } };
+  }
+  return undefined;
+}
+
+/**
+ * Logs, until the returned function is called: the lines {@link logLineOf} finds in the engine's
+ * runes, the engine's errors nobody waits for, WebSocket connections opened and closed (debug),
+ * and, with shard leases, each change of the shards this process owns.
+ */
+export function logServing(engine: Engine, logger: Logger, shards?: { readonly owner: string; readonly changes$: Observable<readonly number[]> }): () => void {
+  const runes = engine.runes$().subscribe((rune) => {
+    const line = logLineOf(rune);
+    if (line !== undefined) logger[line.level](line.fields, line.msg);
+  });
+  const errors = engine.errors$.subscribe((error) => logger.error({ type: error.type }, `${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
+  const owned = shards?.changes$.subscribe((shardIds) => logger.info({ owner: shards.owner, shards: shardIds }, `shards owned by ${shards.owner}: ${shardIds.length}`));
+  const onConnection = (message: unknown): void => {
+    const { connection, event, identity } = message as ConnectionReport;
+    logger.debug({ connection, identity }, `connection ${connection} ${event}`);
+  };
+  subscribe(SERVER_CHANNELS.connection, onConnection);
+  return () => {
+    runes.unsubscribe();
+    errors.unsubscribe();
+    owned?.unsubscribe();
+    unsubscribe(SERVER_CHANNELS.connection, onConnection);
+  };
+}

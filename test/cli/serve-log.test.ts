@@ -1,0 +1,112 @@
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { WebSocket } from 'ws';
+import { afterEach, describe, expect, it } from 'vitest';
+import { logLineOf } from '../../src/cli/serve-log.js';
+import type { Rune } from '../../src/index.js';
+import { createClient } from '../../src/server/client/index.js';
+import { dropSchemas, POSTGRES_URL, randomSchema } from '../support/postgres.js';
+import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
+
+afterEach(cleanUpProcesses);
+
+/** The JSON log lines a serve process printed (its stdout is a pipe, so the log is JSON). */
+const jsonLines = (stdout: string): Record<string, unknown>[] =>
+  stdout
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+
+/** Pino's numbers for its levels. */
+const LEVEL = { debug: 20, info: 30, warn: 40, error: 50 } as const;
+
+describe('runestream serve: its log', () => {
+  it('logs a model it cannot reach, naming the model, and the turn that failed; connections at debug', async () => {
+    const cli = runestream(['serve', '--port', '0', '--db', tempDb(), '--model', 'unreachable-llm@http://127.0.0.1:9/v1', '--log-level', 'debug']);
+    const [, url] = await cli.line(LISTENING);
+    const client = createClient({ url: url!, WebSocket });
+    await client.spawn('conv/c1/agent/a/turn', 'turn-engine');
+    await client.dispatch('conv/c1/agent/a/turn', { type: 'start_turn', input: 'hello?' });
+    await cli.line(/"msg":"turn failed: /);
+    await client.close();
+    await cli.line(/"msg":"connection 1 closed"/);
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+
+    const lines = jsonLines(cli.stdout);
+    expect(lines[0]).toMatchObject({ level: LEVEL.info, name: 'runestream', msg: 'listening', url });
+    const modelFailure = lines.find((line) => line.level === LEVEL.warn && String(line.msg).startsWith('model call failed'));
+    expect(modelFailure).toMatchObject({ provider: 'unreachable-llm', stream: 'provider/unreachable-llm' });
+    expect(modelFailure!.msg).toContain('unreachable-llm');
+    expect(lines.find((line) => line.level === LEVEL.error && String(line.msg).startsWith('turn failed'))).toMatchObject({ stream: 'conv/c1/agent/a/turn' });
+    expect(lines.filter((line) => line.level === LEVEL.debug).map((line) => line.msg)).toEqual(['connection 1 opened', 'connection 1 closed']);
+  });
+
+  it("takes the level from the configuration's log.level: at warn, neither listening nor connections are logged", async () => {
+    const db = tempDb();
+    const config = join(dirname(db), 'runestream.json');
+    writeFileSync(config, JSON.stringify({ models: { demo: { type: 'demo' } }, agents: { helper: { model: 'demo' } }, defaultRole: 'helper', log: { level: 'warn' } }));
+    const cli = runestream(['serve', '--port', '0', '--db', db, '--config', config]);
+    const [, url] = await cli.line(LISTENING);
+    const client = createClient({ url: url!, WebSocket });
+    await client.spawn('chat', 'chat-actor');
+    await client.close();
+    cli.child.kill('SIGTERM');
+    expect(await cli.exited).toBe(0);
+    expect(jsonLines(cli.stdout)).toEqual([]);
+  });
+
+  it('with a PostgreSQL log, logs the shards this process comes to own', async () => {
+    const schema = randomSchema();
+    try {
+      // No metrics: with a PostgreSQL log their snapshot file would land in the working folder.
+      const config = join(dirname(tempDb()), 'runestream.json');
+      writeFileSync(config, JSON.stringify({ models: { demo: { type: 'demo' } }, agents: { helper: { model: 'demo' } }, defaultRole: 'helper', metrics: { enabled: false } }));
+      const cli = runestream(['serve', '--port', '0', '--store', `${POSTGRES_URL}?schema=${schema}`, '--lease-ms', '500', '--config', config]);
+      await cli.line(LISTENING);
+      const [line] = await cli.line(/^\{.*"msg":"shards owned by .*$/m);
+      cli.child.kill('SIGTERM');
+      expect(await cli.exited).toBe(0);
+      const owned = JSON.parse(line) as { level: number; owner: string; shards: number[]; msg: string };
+      expect(owned.level).toBe(LEVEL.info);
+      expect(owned.shards.length).toBeGreaterThan(0);
+      expect(owned.msg).toBe(`shards owned by ${owned.owner}: ${owned.shards.length}`);
+      expect(cli.stdout).toContain(`(shard leases of ${owned.owner})`);
+    } finally {
+      await dropSchemas([schema]);
+    }
+  });
+
+  it('refuses a log.level that is not a level, naming the field', async () => {
+    const db = tempDb();
+    const config = join(dirname(db), 'runestream.json');
+    writeFileSync(config, JSON.stringify({ log: { level: 'loud' } }));
+    const cli = runestream(['serve', '--port', '0', '--db', db, '--config', config]);
+    expect(await cli.exited).toBe(2);
+    expect(cli.stderr).toContain(`${config}: log.level:`);
+  });
+});
+
+describe('the log lines runes call for', () => {
+  const rune = (fields: Partial<Rune>): Rune => ({ stream: 's', seq: 2, machine: 'm', kind: 'k', event: { type: 'k' }, at: 0, ...fields }) as Rune;
+
+  it('a tool call that failed or timed out is a warning; a success or a cancel is not logged', () => {
+    const result = (status: string, more: object = {}) =>
+      logLineOf(rune({ stream: 'conv/c/agent/a/call/k1', machine: 'tool-call', kind: 'tool.result', payload: { callId: 'k1', status, ...more } }));
+    expect(result('error', { error: 'ENOENT' })).toEqual({
+      level: 'warn',
+      msg: 'tool call k1 ended error',
+      fields: { stream: 'conv/c/agent/a/call/k1', callId: 'k1', status: 'error', error: 'ENOENT' },
+    });
+    expect(result('timeout')?.level).toBe('warn');
+    expect(result('success', { output: 1 })).toBeUndefined();
+    expect(result('cancelled')).toBeUndefined();
+  });
+
+  it("a provider's breaker opening is a warning naming the provider; other breaker moves are not logged", () => {
+    const breaker = (from: string, to: string, kind = 'success') =>
+      logLineOf(rune({ stream: 'provider/big', machine: 'circuit-breaker', kind, from, to, event: { type: kind } }));
+    expect(breaker('HALF_OPEN', 'OPEN', 'open_timeout_elapsed')).toMatchObject({ level: 'warn', fields: { provider: 'big' } });
+    expect(breaker('HALF_OPEN', 'CLOSED')).toBeUndefined();
+  });
+});

@@ -47,11 +47,18 @@ const TOOL_EVENTS: ReadonlySet<string> = new Set(['tool.approval_requested', 'to
 /** How a failed tool call's span is marked: `error.type` by the state it ended in. */
 const TOOL_ERRORS: Readonly<Record<string, string>> = { error_result: 'tool_error', timeout_result: 'timeout' };
 
-/** A rune payload's fields as event attributes under `runestream.`, strings and numbers only (no content). */
+/**
+ * The payload fields events carry, under `runestream.`: who and why, never content (an
+ * interruption's `partialOutput` and `steerInput` are what was said, so they stay out).
+ */
+const EVENT_FIELDS = ['reason', 'policyReason', 'approver', 'claim', 'attempt', 'supersedes'] as const;
+
+/** A rune payload's {@link EVENT_FIELDS} as event attributes. */
 function payloadAttributes(payload: Record<string, unknown> | undefined): Attributes {
   const attributes: Attributes = {};
-  for (const [key, value] of Object.entries(payload ?? {})) {
-    if (key !== 'callId' && (typeof value === 'string' || typeof value === 'number')) attributes[`runestream.${key}`] = value;
+  for (const key of EVENT_FIELDS) {
+    const value = payload?.[key];
+    if (typeof value === 'string' || typeof value === 'number') attributes[`runestream.${key}`] = value;
   }
   return attributes;
 }

@@ -172,6 +172,24 @@ describe('tracingEpic: OpenTelemetry spans from the runes', () => {
     expect(turn.attributes['runestream.outcome']).toBe('error');
   });
 
+  it('ends an interrupted turn and its model call, with the reason but not the words streamed before it', async () => {
+    const { tracer, exporter } = inMemoryTracer();
+    const { engine } = traced([{ text: 'secret plans', hang: true, afterDeltas: 1 }], { tracer });
+    await engine.spawn(a.turn, 'turn-engine');
+    const streamed = firstValueFrom(engine.runes$(a.turn).pipe(filter((r) => r.kind === 'turn.assistant_delta')));
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'plan' });
+    await streamed;
+    await engine.dispatch(a.turn, { type: 'interrupt', reason: 'user stop' });
+
+    const spans = exporter.getFinishedSpans();
+    const chat = one(spans, 'chat');
+    const turn = one(spans, 'invoke_agent a1');
+    expect([chat.attributes['runestream.outcome'], turn.attributes['runestream.outcome']]).toEqual(['interrupted', 'interrupted']);
+    expect(eventNames(chat)).toEqual(['gen_ai.first_chunk']);
+    expect(turn.events.map((event) => [event.name, event.attributes])).toEqual([['turn.interrupted', { 'runestream.reason': 'user stop' }]]);
+    expect(turn.status.code).toBe(SpanStatusCode.UNSET);
+  });
+
   it('keeps the engine and the turns going when the tracer throws, reporting each failure as the tracing epic’s', async () => {
     const throwing = {
       startSpan: () => {

@@ -32,6 +32,8 @@ export const GEN_AI = {
   /** The calls of a tool round, on its `turn.tool_calls_received` and `turn.tools_finished` events. */
   callIds: 'runestream.tool.call_ids',
   outcome: 'runestream.outcome',
+  /** A span rebuilt from the log, for a run that started before this process took its stream on. */
+  replayed: 'runestream.span.replayed',
   /** A span ended early: `evicted` (past `maxOpenSpans`) or `unfinished` (the engine closed under it). */
   cutShort: 'runestream.span.cut_short',
 } as const;

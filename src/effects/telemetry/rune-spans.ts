@@ -3,7 +3,7 @@ import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput } from '../../reducers/tool-call/schema.js';
-import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import { TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js';
 import { FINISH_REASON, FIRST_CHUNK_EVENT, GEN_AI, assistantMessages, providerName, usageAttributes, userMessages } from './gen-ai.js';
 
 /** What {@link RuneSpans} needs besides its tracer. */
@@ -12,6 +12,8 @@ export interface RuneSpansOptions {
   readonly captureContent: boolean;
   /** Turns and tool calls with a span open at once; past it, the oldest is ended. */
   readonly maxOpenSpans: number;
+  /** Spans rebuilt from the log after a restart: each carries `runestream.span.replayed: true`. */
+  readonly replayed?: boolean;
 }
 
 /** One model call of a turn: a `chat` span, open while the turn streams. */
@@ -73,16 +75,31 @@ function payloadAttributes(payload: Record<string, unknown> | undefined): Attrib
  * Open spans are held in one map of at most `maxOpenSpans` turns and calls: a span whose run this
  * process never sees end (its stream moved to another process, or was abandoned) is ended, marked
  * `runestream.span.cut_short: evicted`, when the map is full. A run that started before this
- * process did (a restart) has no span: its start was never seen here.
+ * process did (a restart) gets no live span: {@link RuneSpans.endsUnseenRun} tells its end, for
+ * the tracing epic to rebuild it from the log.
  */
 export class RuneSpans {
   /** Open turns and tool calls by stream, oldest first (a Map keeps insertion order). */
   readonly #open = new Map<string, OpenTurn | OpenTool>();
+  /** What every span started here carries besides its own attributes. */
+  readonly #marker: Attributes;
 
   constructor(
     private readonly tracer: Pick<Tracer, 'startSpan'>,
     private readonly options: RuneSpansOptions,
-  ) {}
+  ) {
+    this.#marker = options.replayed === true ? { [GEN_AI.replayed]: true } : {};
+  }
+
+  /**
+   * Whether `rune` ends a run (a turn, a tool call) whose span is not open here: it started
+   * before this process took the stream on (a restart, a takeover). Ask before {@link take}.
+   */
+  endsUnseenRun(rune: Rune): boolean {
+    if (rune.to === undefined || rune.from === undefined || this.#open.has(rune.stream)) return false;
+    if (isRuneOf(turnEngine, rune)) return TURN_ENDINGS.has(rune.to) && !TURN_ENDINGS.has(rune.from) && parseStreamId(rune.stream)?.kind === 'turn';
+    return isRuneOf(toolCall, rune) && TOOL_ENDS.has(rune.to) && parseStreamId(rune.stream)?.kind === 'call';
+  }
 
   /** How many turns and tool calls have a span open. */
   get size(): number {
@@ -171,6 +188,7 @@ export class RuneSpans {
       kind: SpanKind.INTERNAL,
       startTime: rune.at,
       attributes: {
+        ...this.#marker,
         [GEN_AI.operation]: 'invoke_agent',
         [GEN_AI.agentId]: parts.agentId,
         [GEN_AI.agentName]: parts.agentId,
@@ -186,7 +204,7 @@ export class RuneSpans {
   #startChat(turn: OpenTurn, at: number): void {
     const span = this.tracer.startSpan(
       'chat',
-      { kind: SpanKind.CLIENT, startTime: at, attributes: { [GEN_AI.operation]: 'chat', [GEN_AI.conversationId]: turn.conversation } },
+      { kind: SpanKind.CLIENT, startTime: at, attributes: { ...this.#marker, [GEN_AI.operation]: 'chat', [GEN_AI.conversationId]: turn.conversation } },
       turn.context,
     );
     turn.chat = { span, startedAt: at, firstChunk: false, text: '' };
@@ -253,6 +271,7 @@ export class RuneSpans {
         kind: SpanKind.INTERNAL,
         startTime: rune.at,
         attributes: {
+          ...this.#marker,
           [GEN_AI.operation]: 'execute_tool',
           [GEN_AI.toolName]: input.toolName,
           [GEN_AI.toolCallId]: input.callId,

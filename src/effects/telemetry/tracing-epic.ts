@@ -1,8 +1,9 @@
 import { trace, type Tracer } from '@opentelemetry/api';
-import { defer, finalize, ignoreElements, tap } from 'rxjs';
+import { EMPTY, Subject, catchError, defer, finalize, ignoreElements, merge, mergeMap, tap } from 'rxjs';
 import type { Rune } from '../../reducers/rune.js';
 import type { Epic } from '../../streams/epic.js';
 import { guardedTracer } from './guarded-tracer.js';
+import { replaySpans$ } from './replay-spans.js';
 import { RuneSpans } from './rune-spans.js';
 
 /** The name of the tracer {@link tracingEpic} gets from the global provider when given none. */
@@ -33,6 +34,8 @@ export interface TracingOptions {
 }
 
 const EPIC = 'tracing';
+/** Runs whose spans are rebuilt from the log at once (each reads its stream); the others wait their turn. */
+const MAX_REPLAYS = 4;
 
 /**
  * OpenTelemetry spans of every agent turn, model call and tool call, derived from the live runes
@@ -48,6 +51,8 @@ const EPIC = 'tracing';
  *    turn: the failure is reported on the engine's `errors$` (`effect_failed`, epic `tracing`)
  *    and the next rune is traced as usual.
  * 3. When the engine closes, spans still open are ended, marked `runestream.span.cut_short: unfinished`.
+ * 4. A run whose end is seen here but whose start is not (it started before a restart) has its
+ *    spans rebuilt from the log (see `replaySpans$`), marked `runestream.span.replayed`.
  *
  * ## Example
  * ```ts
@@ -77,17 +82,44 @@ export function tracingEpic(options: TracingOptions = {}): Epic {
       /** The stream of the rune being traced: whose span a failure was in. */
       let current = '';
       const failed = (stream: string, error: unknown): void => context.report?.({ type: 'effect_failed', epic: EPIC, stream, key: 'span', error });
-      const guarded = guardedTracer(tracer ?? trace.getTracer(TRACER_NAME), (error) => failed(current, error));
-      const spans = new RuneSpans(guarded, { captureContent, maxOpenSpans });
-      return runes$.pipe(
+      const base = tracer ?? trace.getTracer(TRACER_NAME);
+      const spans = new RuneSpans(
+        guardedTracer(base, (error) => failed(current, error)),
+        { captureContent, maxOpenSpans },
+      );
+      /** Ends of runs that started before this process saw them: their spans are rebuilt from the log. */
+      const unseen$ = new Subject<Rune>();
+      const replayed$ = unseen$.pipe(
+        mergeMap(
+          (end) =>
+            replaySpans$(
+              end,
+              context,
+              guardedTracer(base, (error) => failed(end.stream, error)),
+              captureContent,
+            ).pipe(
+              catchError((error: unknown) => {
+                failed(end.stream, error);
+                return EMPTY;
+              }),
+            ),
+          MAX_REPLAYS,
+        ),
+      );
+      const traced$ = runes$.pipe(
         tap((rune: Rune) => {
           current = rune.stream;
           try {
+            const unseen = spans.endsUnseenRun(rune);
             spans.take(rune);
+            if (unseen) unseen$.next(rune);
           } catch (error) {
             failed(rune.stream, error);
           }
         }),
+        finalize(() => unseen$.complete()),
+      );
+      return merge(replayed$, traced$).pipe(
         ignoreElements(),
         finalize(() => spans.endAll(context.scheduler.now(), failed)),
       );

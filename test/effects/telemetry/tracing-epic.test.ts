@@ -1,14 +1,20 @@
 import { SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor, type ReadableSpan, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { filter, firstValueFrom } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { agentEpics, defineTool, scriptedModel, tracingEpic, type ScriptEntry, type TracingOptions } from '../../../src/agents.js';
 import { agentStreams, createEngine, type Engine, type EngineError, type TurnEngineState } from '../../../src/index.js';
+import { sqliteStore } from '../../../src/sqlite.js';
 
 const engines: Engine[] = [];
+const dirs: string[] = [];
 afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.close();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
 const a = agentStreams('conv/c1', 'a1');
@@ -188,6 +194,40 @@ describe('tracingEpic: OpenTelemetry spans from the runes', () => {
     expect(eventNames(chat)).toEqual(['gen_ai.first_chunk']);
     expect(turn.events.map((event) => [event.name, event.attributes])).toEqual([['turn.interrupted', { 'runestream.reason': 'user stop' }]]);
     expect(turn.status.code).toBe(SpanStatusCode.UNSET);
+  });
+
+  it('rebuilds from the log, marked replayed, the spans of a turn that started before a restart and ended after it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'runestream-tracing-'));
+    dirs.push(dir);
+    const path = join(dir, 'log.db');
+    const { tracer, exporter } = inMemoryTracer();
+    const before = createEngine({
+      store: sqliteStore(path),
+      epics: [...agentEpics({ model: scriptedModel([{ text: 'half done', hang: true, afterDeltas: 1 }]) }), tracingEpic({ tracer })],
+    });
+    await before.spawn(a.turn, 'turn-engine');
+    const streamed = firstValueFrom(before.runes$(a.turn).pipe(filter((r) => r.kind === 'turn.assistant_delta')));
+    await before.dispatch(a.turn, { type: 'start_turn', input: 'go' });
+    await streamed;
+    await before.close();
+    // What was open when the process stopped was ended then, said to be unfinished.
+    expect(exporter.getFinishedSpans().map((span) => [span.name, span.attributes['runestream.span.cut_short']])).toEqual([
+      ['chat', 'unfinished'],
+      ['invoke_agent a1', 'unfinished'],
+    ]);
+    exporter.reset();
+
+    // After the restart the turn is interrupted ("interrupted by restart"): its whole run is traced again from the log.
+    const after = createEngine({ store: sqliteStore(path), epics: [...agentEpics({ model: scriptedModel([]) }), tracingEpic({ tracer })] });
+    engines.push(after);
+    await vi.waitFor(() => expect(exporter.getFinishedSpans()).toHaveLength(2));
+    const spans = exporter.getFinishedSpans();
+    const turn = one(spans, 'invoke_agent a1');
+    const chat = one(spans, 'chat');
+    expect(parentOf(chat)).toBe(idOf(turn));
+    for (const span of spans) expect(span.attributes).toMatchObject({ 'runestream.span.replayed': true, 'runestream.outcome': 'interrupted' });
+    expect(eventNames(chat)).toEqual(['gen_ai.first_chunk']);
+    expect(turn.events.map((event) => [event.name, event.attributes])).toEqual([['turn.interrupted', { 'runestream.reason': 'interrupted by restart' }]]);
   });
 
   it('keeps the engine and the turns going when the tracer throws, reporting each failure as the tracing epic’s', async () => {

@@ -14,7 +14,7 @@ export interface TracingOptions {
   /**
    * Where spans go. Default: `trace.getTracer('runestream')` of `@opentelemetry/api`'s global
    * provider, a no-op until the application registers an SDK (e.g. `NodeSDK.start()` or
-   * `provider.register()`, before or after the engine starts).
+   * `trace.setGlobalTracerProvider(provider)`, before or after the engine starts).
    */
   readonly tracer?: Tracer;
   /**
@@ -26,7 +26,8 @@ export interface TracingOptions {
    */
   readonly captureContent?: boolean;
   /**
-   * Turns and tool calls with a span open at once (about 1 KB each). Past it, the oldest open
+   * Turns and tool calls with a span open at once (each holds its spans and, with
+   * `captureContent`, the current response's text so far). Past it, the oldest open
    * span is ended, marked `runestream.span.cut_short: evicted`, so a run whose end this process
    * never sees cannot hold memory forever. Default 10,000.
    */

@@ -3,11 +3,11 @@ import { performance } from 'node:perf_hooks';
 import { streamText } from 'ai';
 import { z } from 'zod';
 import { agentEpics, defineTool, scriptedModel } from '../src/agents.js';
-import { agentStreams, createEngine, memoryStore, toolCall, type Engine, type EngineError, type ToolCallState, type TurnEngineState } from '../src/index.js';
+import { agentStreams, createEngine, memoryStore, toolCall, type Engine, type Epic, type EngineError, type ToolCallState, type TurnEngineState } from '../src/index.js';
 import { percentile, within, type Rate } from './harness.js';
 
 /** The issue's figure: deltas streamed by one model answer. */
-const DELTAS = 100_000;
+export const DELTAS = 100_000;
 /** Candidate and anchor alternate this many times; each keeps its best. A round takes seconds. */
 const ROUNDS = 3;
 const BAR = 0.5;
@@ -19,8 +19,8 @@ const APPROVAL_WARMUP = 20;
 const deltas: readonly string[] = Array.from({ length: DELTAS }, (_, i) => `w${i + 1} `);
 const expected = deltas.join('');
 
-const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
-const best = (a: Rate | undefined, b: Rate): Rate => (a === undefined || b.rate > a.rate ? b : a);
+export const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
+export const best = (a: Rate | undefined, b: Rate): Rate => (a === undefined || b.rate > a.rate ? b : a);
 const rateOf = (name: string, ms: number): Rate => ({ name, rate: (DELTAS / ms) * 1000, ops: DELTAS, ms });
 
 /** Rejects on an epic's failure or a rejected command: a broken engine stalls or fails loudly, never finishes fast. */
@@ -55,14 +55,15 @@ function stateWhere<S>(engine: Engine, stream: string, done: (state: S) => boole
 }
 
 /**
- * The candidate: a fresh engine with `agentEpics` on a scripted model answering the deltas, agent
- * `conv/b1/agent/b1`. Timed from the `start_turn` dispatch until a `state$` subscriber of its turn has seen
- * the turn completed (or already back to idle) with the whole output.
+ * The candidate: a fresh engine with `agentEpics` (and `extra` epics beside them: the tracing
+ * bench's) on a scripted model answering the deltas, agent `conv/b1/agent/b1`. Timed from the
+ * `start_turn` dispatch until a `state$` subscriber of its turn has seen the turn completed (or
+ * already back to idle) with the whole output.
  */
-async function engineRound(): Promise<Rate> {
+export async function engineRound(extra: readonly Epic[] = [], name = 'runestream turn: model -> runes -> state$'): Promise<Rate> {
   const store = memoryStore();
   const model = scriptedModel([{ text: deltas }]);
-  const engine = createEngine({ store, epics: agentEpics({ model }) });
+  const engine = createEngine({ store, epics: [...agentEpics({ model }), ...extra] });
   const { failed, stop } = failOnEngineErrors(engine, 'engine');
   const b1 = agentStreams('conv/b1', 'b1');
   const turn = b1.turn;
@@ -103,7 +104,7 @@ async function engineRound(): Promise<Rate> {
   const storedText = runes.reduce((text, rune) => (rune.kind === 'turn.assistant_delta' ? text + (rune.event.content as string) : text), '');
   if (storedText !== expected) throw new Error('engine: the stored deltas do not concatenate to the text');
   if (seen < DELTAS + 3) throw new Error(`engine: the state$ subscriber saw ${seen} states, expected at least ${DELTAS + 3}`);
-  return rateOf('runestream turn: model -> runes -> state$', ms);
+  return rateOf(name, ms);
 }
 
 /** The anchor: the same scripted model consumed directly with the AI SDK's `streamText` (`fullStream`). */

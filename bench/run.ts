@@ -14,6 +14,7 @@ import { benchPostgresAppend } from './postgres-append.js';
 import { benchPostgresLatency } from './postgres-latency.js';
 import { benchPostgresSessions } from './postgres-sessions.js';
 import { benchSqliteAppend } from './sqlite-append.js';
+import { benchTracing } from './tracing.js';
 import { benchWsFanout } from './ws-fanout.js';
 
 /** Every benchmark by name, in the order `npm run bench` runs them. */
@@ -35,6 +36,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   archival: benchArchival,
   metrics: benchMetrics,
   'inspector-latency': benchInspectorLatency,
+  tracing: benchTracing,
 };
 
 /**

@@ -88,3 +88,7 @@ export { autonomyScheduler } from './effects/autonomy/scheduler.js';
 export { autonomyCritic, CriticVerdict } from './effects/autonomy/critic.js';
 export { autonomyBudget } from './effects/autonomy/plan-budget.js';
 export { jsonOfText, structuredAnswer$, schemaCheck, type AnswerCheck, type StructuredCaller, type StructuredOutput } from './effects/autonomy/structured-answer.js';
+
+// Tracing: OpenTelemetry spans of turns, model calls and tool calls, derived from the runes.
+export { TRACER_NAME, tracingEpic, type TracingOptions } from './effects/telemetry/tracing-epic.js';
+export { GEN_AI, FIRST_CHUNK_EVENT } from './effects/telemetry/gen-ai.js';

@@ -21,6 +21,7 @@ import { archivalRoutes } from '../server/archival-routes.js';
 import { agUiRoutes } from '../server/ag-ui/ag-ui-routes.js';
 import { configuredArchival } from '../server/config/configured-archival.js';
 import { createMetrics, type RunestreamMetrics } from '../effects/metrics/metrics.js';
+import { tracingEpic } from '../effects/telemetry/tracing-epic.js';
 import { METRICS_COLLECTOR_STREAM, metricsCollectorEpic } from '../effects/metrics/metrics-collector-epic.js';
 import { fileMetricsSink, type MetricsSnapshot } from '../effects/metrics/metrics-sink.js';
 import type { ColdStore } from '../streams/archive/cold-store.js';
@@ -165,6 +166,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
         ...(clis === undefined ? [] : [agentCliSessions(clis)]),
         ...(archival === undefined ? [] : [archivalEpic({ store, cold: archival.cold, ...archival.settings })]),
         ...(metrics === undefined ? [] : [metrics.collector]),
+        // Spans go to the global tracer provider: an SDK the application registers (node --import) gets them.
+        ...(command.config.telemetry?.enabled === false ? [] : [tracingEpic({ captureContent: command.config.telemetry?.captureContent ?? false })]),
       ],
     });
   } catch (error) {

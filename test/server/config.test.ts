@@ -128,6 +128,19 @@ describe('parseServerConfig', () => {
     expect(() => parseServerConfig(JSON.stringify({ ...base, metrics: { flushEveryMs: 0 } }), 'runestream.json')).toThrow(/^runestream\.json: metrics\.flushEveryMs: /);
   });
 
+  it('reads the telemetry key with its defaults (traced, no content), and refuses a misspelt or mistyped one naming the field', () => {
+    const base = { models: { offline: { type: 'demo' } }, agents: { a: { model: 'offline' } }, defaultRole: 'a' };
+    expect(parseServerConfig(JSON.stringify(base), 'runestream.json').telemetry).toBeUndefined();
+    expect(parseServerConfig(JSON.stringify({ ...base, telemetry: {} }), 'runestream.json').telemetry).toEqual({ enabled: true, captureContent: false });
+    expect(parseServerConfig(JSON.stringify({ ...base, telemetry: { captureContent: true } }), 'runestream.json').telemetry).toEqual({ enabled: true, captureContent: true });
+    expect(() => parseServerConfig(JSON.stringify({ ...base, telemetry: { content: true } }), 'runestream.json')).toThrow(
+      /^runestream\.json: telemetry: Unrecognized key: "content"/,
+    );
+    expect(() => parseServerConfig(JSON.stringify({ ...base, telemetry: { captureContent: 'yes' } }), 'runestream.json')).toThrow(
+      /^runestream\.json: telemetry\.captureContent: /,
+    );
+  });
+
   it('reads the chats and toolCalls timeouts, and refuses one out of range or misspelt naming the field', () => {
     const base = { models: { offline: { type: 'demo' } }, agents: { a: { model: 'offline' } }, defaultRole: 'a' };
     const parsed = parseServerConfig(JSON.stringify({ ...base, chats: { inactivityTimeoutMs: 4000 }, toolCalls: { approvalTimeoutMs: 3000 } }), 'runestream.json');

@@ -80,7 +80,7 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
   return defer(() => requestOf(stream, context, options)).pipe(
     switchMap(({ request, usedCallIds }) => {
       const asked: ToolCallInput[] = [];
-      let finish: { usage?: Record<string, number>; model?: string; cost?: number } = {};
+      let finish: { usage?: Record<string, number>; model?: string; provider?: string; cost?: number } = {};
       const toTurn = (event: TurnEngineEvent): EpicCommand => ({ stream, event });
       return new Observable<EpicCommand>((subscriber) =>
         options.call(request, context).subscribe({
@@ -98,7 +98,12 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
                   ? undefined
                   : Object.fromEntries(Object.entries(part.usage).filter((entry): entry is [string, number] => typeof entry[1] === 'number'));
               const cost = costOf(options.prices, part.model, usage);
-              finish = { ...(usage === undefined ? {} : { usage }), ...(part.model === undefined ? {} : { model: part.model }), ...(cost === undefined ? {} : { cost }) };
+              finish = {
+                ...(usage === undefined ? {} : { usage }),
+                ...(part.model === undefined ? {} : { model: part.model }),
+                ...(part.provider === undefined ? {} : { provider: part.provider }),
+                ...(cost === undefined ? {} : { cost }),
+              };
             }
           },
           error: (error: unknown) => subscriber.error(error),

@@ -34,6 +34,17 @@ export const modelName = (model: LanguageModel): string => (typeof model === 'st
 export const modelIdOf = (model: LanguageModel): string => (typeof model === 'string' ? model : model.modelId);
 
 /**
+ * Who serves a model: the AI SDK provider's id (`openai.chat`, `anthropic.messages`), or for a
+ * string model (`openai/gpt-4o`, the gateway's form) what comes before its `/`; `undefined` when
+ * a string model names none.
+ */
+export const providerOf = (model: LanguageModel): string | undefined => {
+  if (typeof model !== 'string') return model.provider;
+  const slash = model.indexOf('/');
+  return slash > 0 ? model.slice(0, slash) : undefined;
+};
+
+/**
  * The request's tools as AI SDK tools: JSON Schema input, and no `execute`, so the SDK stops at
  * the tool calls (finish reason `tool-calls`) and runestream's tool machine runs them.
  */
@@ -93,7 +104,7 @@ export const modelPartOf = (part: TextStreamPart<ToolSet>): ModelPart | undefine
  * // Logs:
  * // { type: 'text-delta', text: 'Hello' }
  * // { type: 'text-delta', text: ' there' }
- * // { type: 'finish', finishReason: 'stop', usage: { outputTokens: 2, totalTokens: 2 }, model: 'scripted-model' }
+ * // { type: 'finish', finishReason: 'stop', usage: { outputTokens: 2, totalTokens: 2 }, model: 'scripted-model', provider: 'scripted' }
  * ```
  *
  * @see chainCall$ for a call through a chain of providers with circuit breakers.
@@ -103,6 +114,8 @@ export function modelCall$(model: LanguageModel, request: ModelRequest, options:
   if (!(timeoutMs > 0)) throw new TypeError(`modelCall$: "timeoutMs" must be positive (or Infinity: no timeout), got ${String(timeoutMs)}`);
   const name = modelName(model);
   const modelId = modelIdOf(model);
+  const provider = providerOf(model);
+  const answered = provider === undefined ? { model: modelId } : { model: modelId, provider };
 
   const sdkParts$ = new Observable<TextStreamPart<ToolSet>>((subscriber) => {
     const controller = new AbortController();
@@ -139,7 +152,7 @@ export function modelCall$(model: LanguageModel, request: ModelRequest, options:
     timed$.subscribe({
       next: (part) => {
         const modelPart = modelPartOf(part);
-        if (modelPart !== undefined) subscriber.next(modelPart.type === 'finish' ? { ...modelPart, model: modelId } : modelPart);
+        if (modelPart !== undefined) subscriber.next(modelPart.type === 'finish' ? { ...modelPart, ...answered } : modelPart);
       },
       error: (error: unknown) => subscriber.error(error),
       complete: () => subscriber.complete(),

@@ -25,6 +25,8 @@ export type ModelPart =
       readonly usage?: Readonly<Record<string, number | undefined>>;
       /** The id of the model that answered (`modelId`, or the string a string model is): what prices are keyed by. */
       readonly model?: string;
+      /** Who served it: the AI SDK provider's id (`openai.chat`), see `providerOf`. */
+      readonly provider?: string;
     };
 
 /** A model behind a name: one link of a fallback chain, with its own circuit breaker. */

@@ -22,6 +22,8 @@ const ResponseUsage = {
   usage: Usage.optional(),
   /** The name of the model that answered (its id), the key of the price table. */
   model: z.string().optional(),
+  /** Who served it: the AI SDK provider's id (`openai.chat`), for traces. */
+  provider: z.string().optional(),
   /** What the response cost, from the price table (`agentEpics({ prices })`), when the model is in it. */
   cost: z.number().nonnegative().optional(),
 };

@@ -140,6 +140,19 @@ export const MetricsConfig = z.strictObject({
 export type MetricsConfig = z.infer<typeof MetricsConfig>;
 
 /**
+ * OpenTelemetry spans of `runestream serve` (see `tracingEpic`): through the global tracer
+ * provider, so they go wherever an SDK the application registers sends them (e.g. one started by
+ * `node --import ./otel.mjs`), and nowhere without one.
+ */
+export const TelemetryConfig = z.strictObject({
+  /** Whether turns, model calls and tool calls are traced. Default true (a no-op with no SDK registered). */
+  enabled: z.boolean().default(true),
+  /** Whether prompts, answers, tool arguments and results are recorded on the spans. Default false. */
+  captureContent: z.boolean().default(false),
+});
+export type TelemetryConfig = z.infer<typeof TelemetryConfig>;
+
+/**
  * The agent registry of `runestream serve`: each role of `agents` is registered at start as
  * `agent-def/<role>` and activated by real checks (its model answers, its MCP servers start, its
  * tools' schemas compile); only an ACTIVE role's agents start. Retries of a failed activation back off.
@@ -213,6 +226,8 @@ export const ServerConfig = z
     registry: RegistryConfig.optional(),
     /** Metrics: `GET /metrics` and a snapshot file. Default: enabled, with every default of {@link MetricsConfig}. */
     metrics: MetricsConfig.optional(),
+    /** Tracing: OpenTelemetry spans of turns, model calls and tool calls. Default: enabled, content off. */
+    telemetry: TelemetryConfig.optional(),
     /** Chat actors (seed 000): how long one idle or paused lasts before `InactivityTimeout`, and before a running one is seen stale. Default 600,000 ms each. */
     chats: z.strictObject({ inactivityTimeoutMs: TimeoutMs.optional(), staleAfterMs: TimeoutMs.optional() }).optional(),
     /** Tool calls: how long one waits for approval before `approval_timeout`. Default 600,000 ms. */

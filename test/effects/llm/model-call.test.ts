@@ -21,7 +21,7 @@ describe('modelCall$', () => {
       { type: 'text-delta', text: ' me' },
       { type: 'text-delta', text: ' check.' },
       { type: 'tool-call', toolCallId: 'call_1_0', toolName: 'weather', input: { city: 'Oslo' } },
-      { type: 'finish', finishReason: 'tool-calls', usage: { inputTokens: 12, outputTokens: 9, totalTokens: 21 }, model: 'scripted-model' },
+      { type: 'finish', finishReason: 'tool-calls', usage: { inputTokens: 12, outputTokens: 9, totalTokens: 21 }, model: 'scripted-model', provider: 'scripted' },
     ]);
   });
 

@@ -82,7 +82,13 @@ describe('modelCall$ with an OpenAI-compatible server (chat completions over SSE
       { type: 'text-delta', text: 'Hel' },
       { type: 'text-delta', text: 'lo!' },
       // The provider reports cache and reasoning counts as 0 when the server sends none.
-      { type: 'finish', finishReason: 'stop', usage: { inputTokens: 11, outputTokens: 2, totalTokens: 13, cacheReadTokens: 0, reasoningTokens: 0 }, model: 'hello' },
+      {
+        type: 'finish',
+        finishReason: 'stop',
+        usage: { inputTokens: 11, outputTokens: 2, totalTokens: 13, cacheReadTokens: 0, reasoningTokens: 0 },
+        model: 'hello',
+        provider: 'local.chat',
+      },
     ]);
     expect(exchanges.at(-1)?.body).toMatchObject({
       model: 'hello',
@@ -101,7 +107,7 @@ describe('modelCall$ with an OpenAI-compatible server (chat completions over SSE
     expect(error).toBeUndefined();
     expect(values).toEqual([
       { type: 'tool-call', toolCallId: 'call_abc', toolName: 'weather', input: { city: 'Oslo' } },
-      { type: 'finish', finishReason: 'tool-calls', usage: {}, model: 'tools' },
+      { type: 'finish', finishReason: 'tool-calls', usage: {}, model: 'tools', provider: 'local.chat' },
     ]);
   });
 

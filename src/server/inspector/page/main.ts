@@ -169,6 +169,31 @@ class StreamView {
     $<HTMLInputElement>('travel-seq').value = String(entry.seq);
 
     const stream = entry.stream;
+    // Live first, then the history: the runes heard while the history loads wait, and nothing
+    // falls between the two (the server's snapshot comes before the first live rune).
+    let waiting: Rune[] | undefined = [];
+    let subscribed!: () => void;
+    const first = new Promise<void>((resolve) => (subscribed = resolve));
+    this.#subscriptions.push(
+      this.client.state$<{ value?: string; output?: string }>(stream).subscribe({
+        next: (state) => {
+          subscribed();
+          $('stream-state').textContent = `state: ${state?.value ?? '(no state name)'}`;
+          this.#diagram?.highlight(state?.value);
+          if (typeof state?.output === 'string') $('talk-answer').textContent = state.output;
+        },
+        error: (error: unknown) => {
+          subscribed();
+          $('action-error').textContent = describe(error);
+        },
+      }),
+      this.client.runes$(stream).subscribe((rune) => {
+        if (waiting === undefined) this.#append(rune);
+        else waiting.push(rune);
+      }),
+    );
+    await first;
+    if (this.#stream !== stream) return;
     try {
       const page = await this.api.runes(stream, Math.max(0, entry.seq - TIMELINE_ROWS));
       if (this.#stream !== stream) return;
@@ -176,19 +201,8 @@ class StreamView {
     } catch (error) {
       $('action-error').textContent = describe(error);
     }
-    this.#subscriptions.push(
-      this.client.state$<{ value?: string; output?: string }>(stream).subscribe({
-        next: (state) => {
-          $('stream-state').textContent = `state: ${state?.value ?? '(no state name)'}`;
-          this.#diagram?.highlight(state?.value);
-          if (typeof state?.output === 'string') $('talk-answer').textContent = state.output;
-        },
-        error: (error: unknown) => {
-          $('action-error').textContent = describe(error);
-        },
-      }),
-      this.client.runes$(stream).subscribe((rune) => this.#append(rune)),
-    );
+    for (const rune of waiting) this.#append(rune);
+    waiting = undefined;
   }
 
   #append(rune: Rune): void {

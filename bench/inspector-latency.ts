@@ -38,7 +38,8 @@ export async function benchInspectorLatency(): Promise<boolean> {
     for (let batch = 0; batch < STREAMS / 100; batch++) await Promise.all(Array.from({ length: 100 }, (_, i) => engine.spawn(`chat/bench-${batch * 100 + i}`, 'chat-actor')));
     const stream = 'chat/bench-watched';
     await engine.spawn(stream, 'chat-actor');
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    // The bench's in-page probes are text, which the page's CSP (no eval) would refuse.
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
     await page.goto(`${server.httpUrl}/`);
     // In-page code is given as text: this file is compiled without the DOM's types.
     await page.waitForFunction(`(document.getElementById('stream-count')?.textContent ?? '').startsWith('${STREAMS + 1} of')`, undefined, { timeout: 30_000 });
@@ -66,7 +67,7 @@ export async function benchInspectorLatency(): Promise<boolean> {
       last = seq;
       await new Promise((resolve) => setTimeout(resolve, 1000 / PER_SECOND));
     }
-    await within(page.waitForFunction(`window.seen[${last}] !== undefined`, undefined, { timeout: 30_000 }), 35_000, 'the inspector showing the last seq');
+    await within(page.waitForFunction(`window.seen?.[${last}] !== undefined`, undefined, { timeout: 30_000 }), 35_000, 'the inspector showing the last seq');
     const seen = (await page.evaluate('window.seen')) as Record<number, number>;
     // A batch shows only its latest seq: each dispatch is shown by the first batch at or after it.
     const shownAt = (seq: number): number | undefined => {

@@ -60,8 +60,8 @@ describe.skipIf(!hasChromium)('the inspector in a real browser, on `runestream s
   const row = (page: Page, stream: string) => page.locator(`#stream-rows .row[data-stream="${stream}"]`);
   const shot = (page: Page, name: string) => page.screenshot({ path: `${ARTIFACTS}${name}.png`, fullPage: true });
 
-  it('lists a stream another client spawns, live; its diagram highlights the state after a dispatch; no console errors', async () => {
-    const { client, page, errors } = await inspector();
+  it('lists a stream another client spawns, live, with its last activity; its diagram highlights the state after a dispatch; no console errors', async () => {
+    const { client, page, errors, httpUrl } = await inspector();
     await page.locator('#stream-count').filter({ hasText: 'streams' }).waitFor();
     await client.spawn('chat/live', 'chat-actor');
     await row(page, 'chat/live').click();
@@ -70,6 +70,9 @@ describe.skipIf(!hasChromium)('the inspector in a real browser, on `runestream s
     await page.locator('#diagram .node.current[data-state="running"]').waitFor();
     expect(await page.locator('#diagram .node.current').count()).toBe(1);
     await expect.poll(() => row(page, 'chat/live').locator('.value').textContent()).toBe('running');
+    // Its last activity: the time of its last rune.
+    const { runes } = (await (await fetch(`${httpUrl}/inspector/api/streams/chat%2Flive/runes`)).json()) as { runes: Rune[] };
+    await expect.poll(() => row(page, 'chat/live').locator('time').getAttribute('datetime')).toBe(new Date(runes.at(-1)!.at).toISOString());
     await page.locator('#timeline li[data-seq="2"]').waitFor();
     await shot(page, 'stream');
     expect(errors).toEqual([]);

@@ -105,9 +105,13 @@ export class StreamList {
       const value = document.createElement('span');
       value.className = 'value';
       value.textContent = entry.value ?? '';
+      const at = document.createElement('time');
+      at.dateTime = new Date(entry.at).toISOString();
+      at.textContent = new Date(entry.at).toLocaleTimeString();
+      at.title = `last active ${at.dateTime}`;
       const seq = document.createElement('span');
       seq.textContent = `#${entry.seq}`;
-      row.append(id, machine, value, seq);
+      row.append(id, machine, value, at, seq);
       rows.push(row);
     }
     this.rows.replaceChildren(...rows);

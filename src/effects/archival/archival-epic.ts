@@ -59,7 +59,8 @@ const isClosedConversation = (head: StreamHead | undefined, machines: Readonly<R
  * 4. COMPLETED: only now the hot runes go: a snapshot at each archive's seq, then a prune through
  *    it; a closed conversation gets `archive_requested` (-> `archived`); then `reset` -> IDLE.
  * 5. Retention: every `retentionEveryMs`, each stream whose policy makes runes due starts a run
- *    (spawned if need be), unless its run is under way.
+ *    (spawned if need be), unless its run is under way. With `context.ownership` (several
+ *    processes on one log, each sweeping), only the runs this process owns.
  *
  * Every step is idempotent: an archive that holds the cut is only verified again, a prune done
  * prunes nothing more, so a run resumed after kill -9 loses nothing and duplicates nothing.
@@ -153,7 +154,9 @@ export function archivalEpic(options: ArchivalOptions): Epic {
       : interval(retentionEveryMs, context.scheduler).pipe(
           exhaustMap(() =>
             defer(() => dueForRetention(store, context, rules, context.scheduler.now())).pipe(
-              mergeMap((due) => from(due)),
+              // Each due stream is started by the one process that owns its run (several processes
+              // on one log each sweep; the others would only have their starts refused).
+              mergeMap((due) => from(due.filter((head) => context.ownership?.owns(archivalStream(head.stream)) ?? true))),
               mergeMap((head) =>
                 defer(async (): Promise<EpicCommand[]> => {
                   const run = archivalStream(head.stream);

@@ -204,6 +204,30 @@ describe('restoring an archived conversation into the hot log', () => {
 });
 
 describe('retention, enforced by the archival epic on schedule', () => {
+  it('starts only the runs this process owns (several processes sweep one log)', async () => {
+    const HOUR = 3_600_000;
+    const scheduler = new VirtualTimeScheduler();
+    const store = memoryStore();
+    const cold = fsColdStore(coldFolder());
+    const retention = [{ machine: 'circuit-breaker', keep: 'since-snapshot' as const }];
+    // This process owns the run of provider/mine; another process owns that of provider/theirs.
+    const ownership = { owns: (stream: string) => !stream.includes('theirs') };
+    const engine = createEngine({ store, scheduler, archive: cold, snapshotEvery: 5, ownership, epics: [archivalEpic({ store, cold, retentionEveryMs: HOUR, retention })] });
+    for (const stream of ['provider/mine', 'provider/theirs']) {
+      await engine.spawn(stream, 'circuit-breaker', { failureThreshold: 3, successThreshold: 1, openTimeoutMs: 1000 });
+      for (let i = 0; i < 11; i++) await engine.dispatch(stream, { type: 'success' });
+    }
+    advanceTo(scheduler, HOUR);
+    await until(async () => {
+      const run = await store.head('archive/provider/mine');
+      return run !== undefined && run.seq > 1 && run.value === 'IDLE';
+    });
+    expect((await allRunes(store, 'provider/mine')).map((rune) => rune.seq)).toEqual([11, 12]);
+    expect(await store.head('archive/provider/theirs')).toBeUndefined();
+    expect(await allRunes(store, 'provider/theirs')).toHaveLength(12);
+    await engine.close();
+  });
+
   it('archives, then prunes, what each policy does not keep: a stream idle past its window whole, a stream up to its snapshot; the rest stays, and all of it stays readable', async () => {
     const HOUR = 3_600_000;
     const scheduler = new VirtualTimeScheduler();

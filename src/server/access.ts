@@ -157,6 +157,18 @@ export class AccessGate {
     };
   }
 
+  /**
+   * The request's `Origin` when it is another site that `allowedOrigins` lets in (listed, or
+   * `'*'`): the origin to name in the CORS headers. Undefined for no Origin, this server's own
+   * (a browser needs no CORS there) and every origin not allowed (the browser then blocks it).
+   */
+  crossOrigin(request: IncomingMessage): string | undefined {
+    const origin = firstHeader(request.headers.origin);
+    const normalized = origin === undefined ? undefined : originOf(origin);
+    if (normalized === undefined || this.ownOrigins.includes(normalized)) return undefined;
+    return this.allowedOrigins.includes('*') || this.allowedOrigins.includes(normalized) ? origin : undefined;
+  }
+
   /** Checks the site, then verifies the credential. */
   async admit(request: IncomingMessage): Promise<Admission> {
     const refusal = this.checkSite(request);

@@ -133,6 +133,9 @@ function matching(routes: readonly CompiledRoute[], pathname: string): { route: 
 /**
  * The HTTP side (every request but WebSocket upgrades), for a request whose path some route
  * matches; returns false, answering nothing, for any other (so a host app can answer it).
+ * 0. CORS: a preflight from an origin `allowedOrigins` lets in is answered 204 (the path's
+ *    methods, the headers a client sends), and every answer to such an origin names it in
+ *    `Access-Control-Allow-Origin`; a preflight from any other origin is 403 `forbidden_origin`.
  * 1. An open route (`/healthz`): 405 for another method, else its answer with the checks' verdict.
  * 2. 403 `forbidden_host` / `forbidden_origin` and 401 from the {@link AccessGate}, before any
  *    other route (and before telling 404 from 405).
@@ -166,10 +169,42 @@ const failed = (res: ServerResponse, what: string) => (): void => {
   else res.destroy();
 };
 
+/** Request headers a cross-origin page may send (a token, a JSON body, SSE's resume point). */
+const CORS_REQUEST_HEADERS = 'authorization, content-type, accept, last-event-id';
+
+/**
+ * CORS for an origin `allowedOrigins` lets in (see `AccessGate.crossOrigin`): a preflight
+ * (`OPTIONS` with `Access-Control-Request-Method`) is answered 204 with the path's methods; any
+ * other request gets `Access-Control-Allow-Origin` on its answer. True when it answered.
+ */
+function answerCors(deps: RouteDeps, matches: readonly { route: CompiledRoute }[], req: IncomingMessage, res: ServerResponse): boolean {
+  const preflight = req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined;
+  const origin = deps.gate.crossOrigin(req);
+  if (origin === undefined) {
+    if (!preflight) return false;
+    const refusal = deps.gate.checkSite(req);
+    if (refusal !== undefined) replyRefusal(res, refusal);
+    else res.writeHead(204, { allow: matches.map(({ route }) => route.method).join(', ') }).end(); // same site: nothing to allow
+    return true;
+  }
+  res.setHeader('access-control-allow-origin', origin);
+  res.setHeader('vary', 'Origin');
+  if (!preflight) return false;
+  res
+    .writeHead(204, {
+      'access-control-allow-methods': matches.map(({ route }) => route.method).join(', '),
+      'access-control-allow-headers': CORS_REQUEST_HEADERS,
+      'access-control-max-age': '600',
+    })
+    .end();
+  return true;
+}
+
 async function answer(deps: RouteDeps, matches: { route: CompiledRoute; raw: string[] }[], url: URL, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const chosen = matches.find(({ route }) => route.method === req.method);
   const name = `${req.method ?? '?'} ${url.pathname}`;
   try {
+    if (answerCors(deps, matches, req, res)) return;
     const allow = matches.map(({ route }) => route.method).join(', ');
     const refuseMethod = (): void => replyError(res, 405, 'method_not_allowed', `${req.method ?? 'this method'} is not allowed on ${url.pathname}; use ${allow}`, { allow });
     const open = matches.find(({ route }) => route.open !== undefined)?.route.open;

@@ -131,4 +131,41 @@ describe.skipIf(!hasChromium('test/browser'))('a real browser', () => {
     await page.close();
     await new Promise((resolve) => attackerSite.close(resolve));
   });
+  it('lets a page of an allowed other origin call a route with a token and a JSON body (a CORS preflight), and a page of any other origin not', async () => {
+    const site = (): Promise<Server> =>
+      new Promise((resolve) => {
+        const http = createHttpServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>another site</title>'));
+        http.listen(0, '127.0.0.1', () => resolve(http));
+      });
+    const [allowed, other] = await Promise.all([site(), site()]);
+    const originOf = (http: Server) => `http://127.0.0.1:${(http.address() as AddressInfo).port}`;
+    const echo = {
+      method: 'POST',
+      path: '/echo',
+      handler: (_req: unknown, res: import('node:http').ServerResponse, { body }: { body: Buffer }) =>
+        void res.writeHead(200, { 'content-type': 'application/json' }).end(body),
+    };
+    const cors = await createServer({ engine, port: 0, token: 's3cret', allowedOrigins: [originOf(allowed)], routes: [echo] });
+    const call = async (from: Server): Promise<string> => {
+      const page = await browser.newPage();
+      await page.goto(`${originOf(from)}/`);
+      const outcome = await page.evaluate(
+        (url) =>
+          fetch(url, { method: 'POST', headers: { authorization: 'Bearer s3cret', 'content-type': 'application/json' }, body: JSON.stringify({ hello: 'there' }) }).then(
+            async (response) => `${response.status} ${await response.text()}`,
+            (error: Error) => `failed: ${error.message}`,
+          ),
+        `${cors.httpUrl}/echo`,
+      );
+      await page.close();
+      return outcome;
+    };
+    try {
+      expect(await call(allowed)).toBe('200 {"hello":"there"}');
+      expect(await call(other)).toMatch(/^failed: /); // the preflight was refused: the browser never sent the POST
+    } finally {
+      await cors.close();
+      await Promise.all([allowed, other].map((http) => new Promise((resolve) => http.close(resolve))));
+    }
+  });
 });

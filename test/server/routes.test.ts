@@ -194,3 +194,44 @@ describe('server: attached to an existing node:http server', () => {
     );
   });
 });
+
+describe('CORS for the origins allowedOrigins lets in', () => {
+  const app = 'http://app.example:5173';
+  const preflight = (url: string, origin: string, method = 'POST') =>
+    fetchJson(url, { method: 'OPTIONS', headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'authorization, content-type' } });
+
+  it('answers a preflight from an allowed origin with the path’s methods and the headers a client sends, and names the origin on the answer itself', async () => {
+    const route = echoRoute();
+    const h = await server({ token: 's3cret', allowedOrigins: [app], routes: [route] });
+    const url = `${h.server.httpUrl}/agents/a/say`;
+    const answer = await preflight(url, app);
+    expect(answer.status).toBe(204);
+    expect(answer.headers).toMatchObject({
+      'access-control-allow-origin': app,
+      'access-control-allow-methods': 'POST',
+      'access-control-allow-headers': 'authorization, content-type, accept, last-event-id',
+      vary: 'Origin',
+    });
+    expect(route.calls).toBe(0); // a preflight carries no credential and runs nothing
+    const post = await fetchJson(url, { method: 'POST', headers: { origin: app, authorization: 'Bearer s3cret' }, body: '{}' });
+    expect(post.status).toBe(200);
+    expect(post.headers['access-control-allow-origin']).toBe(app);
+    // A refusal names it too, so the page can read why.
+    const refused = await fetchJson(url, { method: 'POST', headers: { origin: app }, body: '{}' });
+    expect(refused).toMatchObject({ status: 401, headers: { 'access-control-allow-origin': app } });
+  });
+
+  it('refuses a preflight from an origin not allowed (403 forbidden_origin, no CORS header); its own origin needs none', async () => {
+    const h = await server({ token: 's3cret', allowedOrigins: [app], routes: [echoRoute()] });
+    const url = `${h.server.httpUrl}/agents/a/say`;
+    const evil = await preflight(url, 'http://evil.example');
+    expect(evil).toMatchObject({ status: 403, body: { code: 'forbidden_origin' } });
+    expect(evil.headers['access-control-allow-origin']).toBeUndefined();
+    const own = await preflight(url, h.server.httpUrl);
+    expect(own.status).toBe(204);
+    expect(own.headers['access-control-allow-origin']).toBeUndefined();
+    const post = await fetchJson(url, { method: 'POST', headers: { origin: h.server.httpUrl, authorization: 'Bearer s3cret' }, body: '{}' });
+    expect(post.status).toBe(200);
+    expect(post.headers['access-control-allow-origin']).toBeUndefined();
+  });
+});

@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { filter, firstValueFrom } from 'rxjs';
 import { WebSocket } from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -8,27 +8,21 @@ import { chatActor, createEngine, foldEvents, type Rune } from '../../src/index.
 import { sqliteStore } from '../../src/sqlite.js';
 import { createClient, type RunestreamClient } from '../../src/server/client/index.js';
 import { createServer } from '../../src/server/index.js';
+import { hasChromium, launchChromium } from '../support/chromium.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 
-/** Debian's chromium (see browser.test.ts: skipped, saying why, only off CI when it is missing). */
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = existsSync(CHROMIUM) || process.env.CI === 'true';
-if (!hasChromium) console.warn(`test/browser: skipped, ${CHROMIUM} is missing (install Debian's chromium package to run them)`);
 /** Screenshots of each test, kept as artefacts (never committed). */
 const ARTIFACTS = fileURLToPath(new URL('../../test-artifacts/inspector/', import.meta.url));
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 
-describe.skipIf(!hasChromium)('the inspector in a real browser, on `runestream serve`', { timeout: 60_000 }, () => {
+describe.skipIf(!hasChromium('test/browser/inspector'))('the inspector in a real browser, on `runestream serve`', { timeout: 60_000 }, () => {
   let browser: Browser;
   const pages: Page[] = [];
   const clients: RunestreamClient[] = [];
 
   beforeAll(async () => {
     mkdirSync(ARTIFACTS, { recursive: true });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -103,7 +97,7 @@ describe.skipIf(!hasChromium)('the inspector in a real browser, on `runestream s
       );
       await expect.poll(async () => JSON.parse((await page.locator('#travel-state').textContent()) || 'null')).toEqual(expected);
     }
-    await expect.poll(() => page.locator('#travel-diff').textContent()).toContain('value: "idle" → "paused"');
+    await expect.poll(() => page.locator('#travel-diff').textContent()).toContain('/value: "idle" → "paused"');
     await shot(page, 'time-travel');
   });
 

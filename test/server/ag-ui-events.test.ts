@@ -8,7 +8,7 @@ import type { ToolCallState } from '../../src/reducers/tool-call/schema.js';
 import { turnEngine } from '../../src/reducers/turn-engine/machine.js';
 import type { TurnEngineState } from '../../src/reducers/turn-engine/schema.js';
 import { callRuneEvents, interruptRun, roundStatus, startRun, turnRuneEvents, type AgUiRun } from '../../src/server/ag-ui/ag-ui-events.js';
-import { jsonPatch } from '../../src/server/ag-ui/json-patch.js';
+import { jsonPatch } from '../../src/server/json-patch.js';
 
 const agent = agentStreams('conv/t1', 'a1');
 

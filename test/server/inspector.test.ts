@@ -1,4 +1,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
@@ -6,6 +8,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { chatActor, foldEvents, type Rune } from '../../src/index.js';
 import type { StreamHead } from '../../src/streams/store.js';
 import { sqliteStore } from '../../src/sqlite.js';
+import { inspectorAssetRoutes } from '../../src/server/inspector/inspector-assets.js';
 import { StreamDirectory, type DirectoryEntry } from '../../src/server/inspector/stream-directory.js';
 import { fetchJson, SseClient, type SseBlock } from '../support/sse-client.js';
 import { startServer } from '../support/ws-client.js';
@@ -138,10 +141,27 @@ describe('inspector API', () => {
     const h = await inspected({ token: 'sesame' });
     expect((await h.api('machines')).status).toBe(401);
     expect((await h.api('machines', { authorization: 'Bearer sesame' })).status).toBe(200);
+    // Built by `prepare` when the checkout was installed.
     const page = await fetch(`${h.server.httpUrl}/`);
-    expect([200, 503]).toContain(page.status); // 503 `inspector_not_built` in a checkout that never built it
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(await page.text()).toContain('/inspector/assets/inspector.js');
     const missing = await fetch(`${h.server.httpUrl}/inspector/assets/..%2Fpackage.json`);
     expect(missing.status).toBe(404);
+  });
+});
+
+describe('the inspector page, not built', () => {
+  it('answers 503 inspector_not_built, saying how to build it', async () => {
+    const [page] = inspectorAssetRoutes(join(dir, 'never-built/'));
+    const http = createHttpServer((req, res) => page!.open!(res, { ok: false, status: 401, code: 'unauthorized', message: '' }, new URL(req.url!, 'http://x')));
+    await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+    try {
+      const answer = await fetchJson(`http://127.0.0.1:${(http.address() as AddressInfo).port}/`);
+      expect(answer).toMatchObject({ status: 503, body: { code: 'inspector_not_built', message: expect.stringContaining('npm run build:inspector') } });
+    } finally {
+      await new Promise((resolve) => http.close(resolve));
+    }
   });
 });
 

@@ -5,7 +5,7 @@ import type { ToolCallInput, ToolCallState, ToolCallStateName } from '../../redu
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { TurnEngineState, TurnEngineStateName } from '../../reducers/turn-engine/schema.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
-import { jsonPatch } from './json-patch.js';
+import { jsonPatch } from '../json-patch.js';
 
 /** The prefix of a tool approval's interrupt id: `approval:<callId>`. */
 export const APPROVAL_INTERRUPT_PREFIX = 'approval:';

@@ -6,6 +6,7 @@ import type { Engine } from '../../streams/engine.js';
 import type { RuneStore } from '../../streams/store.js';
 import { askAuthorize, type AccessRequest, type Authorize } from '../access.js';
 import { replyError, replyJson } from '../http-reply.js';
+import { startEventStream } from '../sse.js';
 import { compileRoute, type CompiledRoute, type RouteContext } from '../routes.js';
 import { inspectorAssetRoutes } from './inspector-assets.js';
 import { stateAt } from './state-at.js';
@@ -120,7 +121,7 @@ export function createInspector(options: InspectorOptions): Inspector {
     await directory.ready;
     const first = await visible(access, directory.entries());
     if (res.destroyed) return stop();
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    startEventStream(res);
     send = (event, data) => {
       if (res.writableLength > maxBufferedBytes) {
         res.end(': too far behind: reconnect for the list anew\n\n');

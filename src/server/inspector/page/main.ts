@@ -5,7 +5,7 @@ import type { InspectorMachine } from '../inspector.js';
 import type { DirectoryEntry } from '../stream-directory.js';
 import { ApiError, InspectorApi, saveToken, savedToken } from './api.js';
 import { Diagram } from './diagram.js';
-import { jsonDiff } from './json-diff.js';
+import { jsonPatch } from '../../json-patch.js';
 import { StreamList } from './stream-list.js';
 
 /** Runes the timeline keeps in the DOM: the latest. */
@@ -25,6 +25,12 @@ const button = (label: string, onClick: () => void): HTMLButtonElement => {
   element.addEventListener('click', onClick);
   return element;
 };
+/** The value at a JSON Pointer (RFC 6901) in `value`. */
+const valueAt = (value: unknown, pointer: string): unknown =>
+  pointer
+    .split('/')
+    .slice(1)
+    .reduce<unknown>((at, key) => (at as Record<string, unknown> | undefined)?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], value);
 const describe = (error: unknown): string => (error instanceof Error ? `${(error as { code?: string }).code ?? error.name}: ${error.message}` : String(error));
 
 /** The page: the token (asked for when the server needs one), the live list, and the stream view. */
@@ -235,15 +241,15 @@ class StreamView {
       diff.replaceChildren();
       if (compare !== '') {
         const other = await this.api.state(stream, Number(compare));
-        const changes = jsonDiff(other.state, at.state);
+        const changes = jsonPatch(other.state, at.state);
         diff.replaceChildren(
           ...(changes.length === 0
             ? [text('li', `no difference between seq ${compare} and seq ${seq}`)]
             : changes.map((change) => {
-                const item = text('li', `${change.path}: `);
-                if ('before' in change) item.append(text('span', JSON.stringify(change.before), 'removed'));
+                const item = text('li', `${change.path || '(the whole state)'}: `);
+                if (change.op !== 'add') item.append(text('span', JSON.stringify(valueAt(other.state, change.path)), 'removed'));
                 item.append(' → ');
-                if ('after' in change) item.append(text('span', JSON.stringify(change.after), 'added'));
+                if ('value' in change) item.append(text('span', JSON.stringify(change.value), 'added'));
                 return item;
               })),
         );

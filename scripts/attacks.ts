@@ -1,11 +1,13 @@
 /**
- * Replays issue 10's attacks against real servers on 127.0.0.1 and prints, per attack, the figure
- * the issue measured on main before the fixes and the figure measured now.
+ * Replays the attacks of issue 10 (round one, here) and issue 26 (round two, in `scripts/attacks/`)
+ * against real servers on 127.0.0.1 and prints, per attack, the figure the issue measured on main
+ * before the fixes and the figure measured now.
  *
  *   npx tsx scripts/attacks.ts [names...]      (node --expose-gc --import tsx for exact RSS figures)
  *
- * Names: origin, nesting, amplification, unfinished, per-connection, sse-resume, two-writers,
- * heartbeat, small. Every loop is bounded and every wait has a deadline, so it stops by itself.
+ * Round one: origin, nesting, amplification, unfinished, per-connection, sse-resume, two-writers,
+ * heartbeat, small. Round two: see the modules below. Every loop is bounded and every wait has a
+ * deadline, so it stops by itself.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { once } from 'node:events';
@@ -15,138 +17,11 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VirtualTimeScheduler } from 'rxjs';
-import { WebSocket, type ClientOptions } from 'ws';
-import { chatActorLifecycle, createEngine, type Engine, type Rune } from '../src/index.js';
-import { createServer, SERVER_CHANNELS, type RunestreamServer, type ServerOptions } from '../src/server/index.js';
+import { WebSocket } from 'ws';
+import { chatActorLifecycle, createEngine, type Rune } from '../src/index.js';
+import { SERVER_CHANNELS } from '../src/server/index.js';
 import { sqliteStore } from '../src/sqlite.js';
-
-const MiB = 1024 * 1024;
-const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
-
-/** A message the server sent, with its size and when it came. */
-interface Received {
-  readonly message: { op: string; id?: unknown; stream?: string; code?: string; message?: string };
-  readonly bytes: number;
-  readonly at: number;
-}
-
-/** A `ws` client that keeps every message and lets the script wait, with a deadline, for one. */
-class Client {
-  readonly received: Received[] = [];
-  /** How many messages came, by error code (errors) or op (the rest): kept as they come, so counting costs nothing. */
-  readonly tallies = new Map<string, number>();
-  /** How many messages came. */
-  answered = 0;
-  readonly closed: Promise<number>;
-  private listeners: (() => void)[] = [];
-
-  /** `keep` false: only tally what comes (for floods, so the script's own memory stays out of the figures). */
-  private constructor(
-    readonly ws: WebSocket,
-    private readonly keep: boolean,
-  ) {
-    ws.on('message', (data) => {
-      const text = String(data);
-      const message = JSON.parse(text) as Received['message'];
-      this.answered++;
-      if (this.keep) this.received.push({ message, bytes: Buffer.byteLength(text), at: performance.now() });
-      const key = message.code ?? message.op;
-      this.tallies.set(key, (this.tallies.get(key) ?? 0) + 1);
-      this.notify();
-    });
-    ws.on('error', () => undefined);
-    this.closed = new Promise((resolve) =>
-      ws.on('close', (code) => {
-        resolve(code);
-        this.notify();
-      }),
-    );
-  }
-
-  static async open(url: string, options: ClientOptions = {}, keep = true): Promise<Client> {
-    const ws = new WebSocket(url, { ...options, maxPayload: 1024 * MiB });
-    await once(ws, 'open');
-    return new Client(ws, keep);
-  }
-
-  send(message: object | string): void {
-    this.ws.send(typeof message === 'string' ? message : JSON.stringify(message));
-  }
-
-  /** The first message matching `match`, once it has come; undefined if `ms` pass or the socket closes first. */
-  async find(match: (m: Received['message']) => boolean, ms = 30_000): Promise<Received | undefined> {
-    const found = () => this.received.find((r) => match(r.message));
-    return (await this.until(() => found() !== undefined, ms)) ? found() : undefined;
-  }
-
-  /** Waits until `condition` holds (checked as each message comes); false after `ms` or on close. */
-  async until(condition: () => boolean, ms: number): Promise<boolean> {
-    const deadline = performance.now() + ms;
-    while (!condition()) {
-      if (this.ws.readyState === WebSocket.CLOSED || performance.now() >= deadline) return false;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(0, deadline - performance.now()));
-        this.listeners.push(() => {
-          clearTimeout(timer);
-          resolve();
-        });
-      });
-    }
-    return true;
-  }
-
-  /** How many messages of this error code or op came. */
-  count(key: string): number {
-    return this.tallies.get(key) ?? 0;
-  }
-
-  private notify(): void {
-    const listeners = this.listeners;
-    this.listeners = [];
-    for (const listener of listeners) listener();
-  }
-}
-
-/** A memory engine (unless given one) and a server on a free port; `stop` closes both. */
-async function serve(options: Partial<ServerOptions> = {}, engine: Engine = createEngine()) {
-  const server: RunestreamServer = await createServer({ engine, port: 0, heartbeatMs: 0, ...options });
-  const stop = async () => {
-    await server.close();
-    await engine.close();
-  };
-  return { engine, server, stop };
-}
-
-const turn = () => new Promise((resolve) => setImmediate(resolve));
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-const ms = (value: number) => `${Math.round(value)} ms`;
-const mib = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
-const signed = (bytes: number) => `${bytes >= 0 ? '+' : '-'}${mib(Math.abs(bytes))}`;
-const tally = (values: readonly (string | number)[]) => {
-  const counts = new Map<string | number, number>();
-  for (const v of values) counts.set(v, (counts.get(v) ?? 0) + 1);
-  return [...counts].map(([v, n]) => `${n} x ${v}`).join(', ') || 'none';
-};
-const gc = (globalThis as { gc?: () => void }).gc;
-/** The process's RSS, after a full GC when node runs with --expose-gc. */
-const rss = async () => {
-  for (let i = 0; i < 3; i++) {
-    gc?.();
-    await turn();
-  }
-  return process.memoryUsage().rss;
-};
-
-/** The JS heap and Buffers in use, after a full GC when node runs with --expose-gc (RSS keeps what earlier attacks took). */
-const heap = async () => {
-  await rss();
-  const usage = process.memoryUsage();
-  return usage.heapUsed + usage.arrayBuffers;
-};
-
-function report(name: string, before: string, now: string): void {
-  console.log(`${name}\n  before (issue 10): ${before}\n  now:               ${now}`);
-}
+import { Client, MiB, heap, mib, ms, report, rss, serve, signed, sleep, tally, turn, userId } from './attacks/kit.js';
 
 /** 1. A page on another origin upgrades and tries to spawn. */
 async function origin(): Promise<void> {

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Budget, PriceTable } from '../../reducers/budget.js';
 import { CircuitBreakerInput } from '../../reducers/circuit-breaker/schema.js';
 import { BUILTIN_TOOL_NAMES } from '../../effects/tools/builtin-tools.js';
+import { CliSessionLimits } from '../../effects/cli/cli-session-limits.js';
 import { ArchivalConfig } from './archival-config.js';
 import { AgentConfig, ConfigName, EnvName, McpServerConfig } from '../../reducers/agent-registration/definition.js';
 
@@ -218,6 +219,8 @@ export const ServerConfig = z
       .optional(),
     /** The CLI of a session that names none; one of `clis`. Default: the only CLI, when there is one. */
     defaultCli: Name.optional(),
+    /** How many CLI processes run at once: `maxRunningSessions` in total (default 16), `maxSessionsPerIdentity` for one identity (default 4). */
+    cliSessions: CliSessionLimits.optional(),
     /** The autonomy loop: its planner and critic, and its limits. Default: none (a plan stream gets no planner). */
     autonomy: AutonomyConfig.optional(),
     /** Archival and retention: the cold store (a folder relative to the file, or S3), retention policies. Default: none. */

@@ -182,7 +182,11 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   }
   const stopMetrics = metrics?.metrics.observe(engine);
   const logger = serveLogger(command.logLevel ?? command.config.log?.level ?? 'info');
-  const stopLogging = logServing(engine, logger, served.leases);
+  const { maxRepeats, repeatWindowMs } = command.config.log ?? {};
+  const stopLogging = logServing(engine, logger, served.leases, {
+    ...(maxRepeats === undefined ? {} : { maxRepeats }),
+    ...(repeatWindowMs === undefined ? {} : { repeatWindowMs }),
+  });
   if (registry !== undefined) await registerRoles(engine, command.config, log);
   let server: RunestreamServer;
   try {

@@ -235,8 +235,18 @@ export const ServerConfig = z
     chats: z.strictObject({ inactivityTimeoutMs: TimeoutMs.optional(), staleAfterMs: TimeoutMs.optional() }).optional(),
     /** Tool calls: how long one waits for approval before `approval_timeout`. Default 600,000 ms. */
     toolCalls: z.strictObject({ approvalTimeoutMs: TimeoutMs.optional() }).optional(),
-    /** The serve log: the least severe level written (`--log-level` outranks it). Default `info`. */
-    log: z.strictObject({ level: z.enum(LOG_LEVELS).optional() }).optional(),
+    /**
+     * The serve log: the least severe `level` written (`--log-level` outranks it; default `info`);
+     * lines of one kind from one source written per `repeatWindowMs` (default 10,000 ms, 100 ms to
+     * a day), `maxRepeats` (default 10): the rest are counted, then one line says how many.
+     */
+    log: z
+      .strictObject({
+        level: z.enum(LOG_LEVELS).optional(),
+        maxRepeats: z.number().int().positive().max(1_000_000).optional(),
+        repeatWindowMs: z.number().int().min(100).max(86_400_000).optional(),
+      })
+      .optional(),
   })
   .superRefine((config, context) => {
     const issue = (path: PropertyKey[], message: string): void => context.addIssue({ code: 'custom', path, message });

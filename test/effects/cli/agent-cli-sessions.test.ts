@@ -229,6 +229,21 @@ describe('agentCliSessions', () => {
     expect(() => agentCliSessions({ clis: {}, maxRunningSessions: 0 })).toThrow(/^agentCliSessions: "maxRunningSessions" must be a positive integer up to 10,000/);
   });
 
+  it("a new start_session that ends a session's own live process takes that process's slot (maxRunningSessions 1)", async () => {
+    const adapter = fakeAdapter({
+      interactive: true,
+      script: (run) => [...created(`task-${run.start.type === 'new_task' ? run.start.prompt : ''}`), ...done(10), { hang: true }],
+    });
+    const engine = createEngine({ epics: [agentCliSessions({ clis: { acp: fakeSpec(adapter, { killGraceMs: 200 }) }, defaultCli: 'acp', maxRunningSessions: 1 })] });
+    engines.push(engine);
+    await engine.spawn('s1', 'agent-manager-session');
+    await engine.dispatch('s1', { type: 'start_session', prompt: 'a' });
+    await until(engine, 's1', (s) => s.value === 'completed'); // its process lives on
+    await engine.dispatch('s1', { type: 'start_session', prompt: 'b' });
+    expect(await until(engine, 's1', (s) => s.value === 'completed' || s.value === 'error')).toMatchObject({ value: 'completed', sessionId: 'task-b' });
+    expect(adapter.runs).toHaveLength(2);
+  });
+
   it('after a restart a session whose process died with the server gets process_lost -> paused, and resume_session starts a new run', async () => {
     const adapter = fakeAdapter({
       interactive: false,

@@ -7,6 +7,7 @@ import type { Rune } from '../reducers/rune.js';
 import type { LogLevel } from '../server/config/server-config.js';
 import { SERVER_CHANNELS, type ConnectionReport } from '../server/diagnostics.js';
 import type { Engine } from '../streams/engine.js';
+import { repeatLimitedLog, type LogRepeatOptions } from './log-repeats.js';
 
 /**
  * The log of `runestream serve`: JSON lines on stdout, or pino-pretty's lines when stdout is a
@@ -50,21 +51,37 @@ export function logLineOf(rune: Rune): RuneLogLine | undefined {
   return undefined;
 }
 
+/** How much of an engine error is described: its strings cut at 1,000 characters, its arrays at 20 elements. */
+const ERROR_INSPECT = { depth: 4, breakLength: Infinity, maxStringLength: 1000, maxArrayLength: 20 } as const;
+
 /**
  * Logs, until the returned function is called: the lines {@link logLineOf} finds in the engine's
  * runes, the engine's errors nobody waits for, WebSocket connections opened and closed (debug),
- * and, with shard leases, each change of the shards this process owns.
+ * and, with shard leases, each change of the shards this process owns. Lines of one kind from one
+ * source are rate-limited (`repeats`, see {@link repeatLimitedLog}: by default at most 10 in 10 s,
+ * then one line saying how many more came); an error's description is bounded.
  */
-export function logServing(engine: Engine, logger: Logger, shards?: { readonly owner: string; readonly changes$: Observable<readonly number[]> }): () => void {
+export function logServing(
+  engine: Engine,
+  logger: Logger,
+  shards?: { readonly owner: string; readonly changes$: Observable<readonly number[]> },
+  repeats: LogRepeatOptions = {},
+): () => void {
+  const log = repeatLimitedLog(logger, repeats);
   const runes = engine.runes$().subscribe((rune) => {
     const line = logLineOf(rune);
-    if (line !== undefined) logger[line.level](line.fields, line.msg);
+    // A breaker's lines are each provider's own; the others are of their machine and kind.
+    if (line !== undefined) log.write(line.level, `${rune.machine} ${rune.kind}${rune.machine === 'circuit-breaker' ? ` ${rune.stream}` : ''}`, line.fields, line.msg);
   });
-  const errors = engine.errors$.subscribe((error) => logger.error({ type: error.type }, `${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`));
-  const owned = shards?.changes$.subscribe((shardIds) => logger.info({ owner: shards.owner, shards: shardIds }, `shards owned by ${shards.owner}: ${shardIds.length}`));
+  const errors = engine.errors$.subscribe((error) =>
+    log.write('error', 'epic' in error ? `${error.type} ${error.epic}` : error.type, { type: error.type }, `${error.type}: ${inspect(error, ERROR_INSPECT)}`),
+  );
+  const owned = shards?.changes$.subscribe((shardIds) =>
+    log.write('info', 'shards', { owner: shards.owner, shards: shardIds }, `shards owned by ${shards.owner}: ${shardIds.length}`),
+  );
   const onConnection = (message: unknown): void => {
     const { connection, event, identity } = message as ConnectionReport;
-    logger.debug({ connection, identity }, `connection ${connection} ${event}`);
+    log.write('debug', `connection ${event}`, { connection, identity }, `connection ${connection} ${event}`);
   };
   subscribe(SERVER_CHANNELS.connection, onConnection);
   return () => {
@@ -72,5 +89,6 @@ export function logServing(engine: Engine, logger: Logger, shards?: { readonly o
     errors.unsubscribe();
     owned?.unsubscribe();
     unsubscribe(SERVER_CHANNELS.connection, onConnection);
+    log.close();
   };
 }

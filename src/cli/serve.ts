@@ -8,6 +8,7 @@ import { chatPartialResponse } from '../effects/chat-partial-response.js';
 import { autonomyEpics } from '../effects/autonomy/autonomy-epics.js';
 import { agentCliSessions } from '../effects/cli/agent-cli-sessions.js';
 import { cliAdapters } from '../effects/cli/cli-adapters.js';
+import { cliSessionOwners } from '../effects/cli/cli-session-owners.js';
 import { agentRegistry } from '../effects/registry/agent-registry.js';
 import { registeredAgentAdmission } from '../effects/registry/registered-admission.js';
 import { registerDefinitions } from '../effects/registry/register-definitions.js';
@@ -115,6 +116,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   const { defaults } = agents;
   // CLIs come only from a configuration file: their relative `cwd` is the file's folder's.
   const clis = command.config.clis === undefined ? undefined : configuredClis(command.config, cliAdapters, { configDir: dirname(resolve(command.configSource)) });
+  // Who started each CLI session's run, told by the server: what `maxSessionsPerIdentity` counts by.
+  const owners = clis === undefined ? undefined : cliSessionOwners();
   // Archival, from a configuration file only: its cold folder is relative to the file's folder.
   const archival =
     command.config.archival === undefined
@@ -163,7 +166,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
         ...reactAgentEpics({ ...defaults, breakers: false, ...(admission === undefined ? {} : { admission }) }),
         ...(command.config.autonomy === undefined ? [] : autonomyOf(command.config.autonomy, agents, command.config)),
         // Agent CLI sessions (seed 001): each `agent-manager-session` stream runs the configured CLI it names.
-        ...(clis === undefined ? [] : [agentCliSessions(clis)]),
+        ...(clis === undefined ? [] : [agentCliSessions({ ...clis, owners })]),
         ...(archival === undefined ? [] : [archivalEpic({ store, cold: archival.cold, ...archival.settings })]),
         ...(metrics === undefined ? [] : [metrics.collector]),
         // Spans go to the global tracer provider: an SDK the application registers (node --import) gets them.
@@ -179,7 +182,11 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   }
   const stopMetrics = metrics?.metrics.observe(engine);
   const logger = serveLogger(command.logLevel ?? command.config.log?.level ?? 'info');
-  const stopLogging = logServing(engine, logger, served.leases);
+  const { maxRepeats, repeatWindowMs } = command.config.log ?? {};
+  const stopLogging = logServing(engine, logger, served.leases, {
+    ...(maxRepeats === undefined ? {} : { maxRepeats }),
+    ...(repeatWindowMs === undefined ? {} : { repeatWindowMs }),
+  });
   if (registry !== undefined) await registerRoles(engine, command.config, log);
   let server: RunestreamServer;
   try {
@@ -197,6 +204,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
         ...(archival === undefined ? [] : archivalRoutes({ engine, store, cold: archival.cold })),
       ],
       ...(metrics === undefined ? {} : { metrics: metrics.metrics }),
+      ...(owners === undefined ? {} : { onDrive: owners.driven }),
     });
   } catch (error) {
     stopMetrics?.();

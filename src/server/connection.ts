@@ -212,8 +212,10 @@ export class ClientConnection {
   private drive(message: SpawnMessage | DispatchMessage, answered: () => void): void {
     const { engine } = this.options;
     const about = { id: message.id, stream: message.stream };
+    let driven: ((accepted: boolean) => void) | undefined;
     let result: Promise<DispatchResult>;
     try {
+      driven = this.options.onDrive?.(this.access.identity, message);
       // Called synchronously, so requests reach the engine in arrival order.
       result = message.op === 'spawn' ? engine.spawn(message.stream, message.machine, message.input) : engine.dispatch(message.stream, message.event);
     } catch (error) {
@@ -222,10 +224,12 @@ export class ClientConnection {
     result.then(
       (outcome) => {
         answered();
+        driven?.(outcome.accepted);
         this.sendMessage(outcome.accepted ? { op: 'ack', id: message.id, seq: outcome.rune.seq } : errorMessage(outcome.code, outcome.reason, about));
       },
       (error: unknown) => {
         answered();
+        driven?.(false);
         this.sendMessage(errorMessage('internal', `nothing was appended: ${errorText(error)}`, about));
       },
     );

@@ -3,7 +3,7 @@
  * diagnostics channels. The wire protocol's schemas are in the root, so a client needs no server.
  */
 export { createServer, type RunestreamServer } from './server.js';
-export type { DispatchRate, PartialResponse, ServerOptions, SlowClientPolicy } from './options.js';
+export type { DispatchRate, OnDrive, PartialResponse, ServerOptions, SlowClientPolicy } from './options.js';
 export type { AccessAction, AccessRequest, Authorize, Credential, Identity, Verify } from './access.js';
 export type { Route, RouteContext, RouteHandler } from './routes.js';
 export { archivalRoutes, type ArchivalRoutesOptions } from './archival-routes.js';

@@ -1,7 +1,8 @@
 import { asyncScheduler, type SchedulerLike } from 'rxjs';
 import type { Server } from 'node:http';
 import type { Engine } from '../streams/engine.js';
-import { isLoopbackHost, originOf, tokenVerify, type Authorize, type Verify } from './access.js';
+import { isLoopbackHost, originOf, tokenVerify, type Authorize, type Identity, type Verify } from './access.js';
+import type { DispatchMessage, SpawnMessage } from './protocol.js';
 import type { Route } from './routes.js';
 import type { InspectorSettings } from './inspector/inspector.js';
 import type { Rune } from '../reducers/rune.js';
@@ -22,6 +23,13 @@ export interface DispatchRate {
   readonly perSecond: number;
   readonly burst: number;
 }
+
+/**
+ * Told of each spawn and dispatch a client sends, once `authorize` allowed it and just before it
+ * reaches the engine, with who sends it; what it returns, if a function, is told whether the
+ * engine accepted it. Runes do not record who sent them: this is how a per-identity limit knows.
+ */
+export type OnDrive = (identity: Identity, message: SpawnMessage | DispatchMessage) => ((accepted: boolean) => void) | undefined;
 
 /** Options of {@link createServer}. Only `engine` is required; each other one is documented with its default. */
 export interface ServerOptions {
@@ -156,13 +164,20 @@ export interface ServerOptions {
    * shows only streams `authorize` lets the caller `see`. Default: none, and `/` is not a route.
    */
   inspector?: InspectorSettings;
+  /**
+   * Told who drives what (see {@link OnDrive}). `runestream serve` passes its agent CLI sessions'
+   * `cliSessionOwners()`, so `maxSessionsPerIdentity` counts by the identity that started a
+   * session. Default: none.
+   */
+  onDrive?: OnDrive;
 }
 
 /** {@link ServerOptions} with every default filled in. */
-export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify' | 'server' | 'partialResponse' | 'metrics' | 'inspector'>> & {
+export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify' | 'server' | 'partialResponse' | 'metrics' | 'inspector' | 'onDrive'>> & {
   readonly partialResponse: PartialResponse | undefined;
   readonly metrics: RunestreamMetrics | undefined;
   readonly inspector: InspectorSettings | undefined;
+  readonly onDrive: OnDrive | undefined;
   /** The server to attach to, if any. */
   readonly server: Server | undefined;
   /** `verify`, or the `token` shorthand's; undefined when neither is set (loopback mode). */
@@ -195,6 +210,7 @@ const KNOWN_OPTIONS = [
   'partialResponse',
   'metrics',
   'inspector',
+  'onDrive',
 ] as const;
 
 const MIB = 1024 * 1024;
@@ -253,6 +269,7 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     partialResponse,
     metrics,
     inspector,
+    onDrive,
   } = options;
   if (
     inspector !== undefined &&
@@ -260,6 +277,8 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
   ) {
     fail(`"inspector" must be { store } with the engine's store, got ${show(inspector)}`);
   }
+  if (onDrive !== undefined && typeof onDrive !== 'function')
+    fail(`"onDrive" must be a function (identity, message) => ((accepted) => void) | undefined, got ${show(onDrive)}`);
   if (metrics !== undefined && (typeof metrics !== 'object' || metrics === null || typeof metrics.registry?.metrics !== 'function')) {
     fail(`"metrics" must be what createMetrics() returns, got ${show(metrics)}`);
   }
@@ -338,5 +357,6 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     partialResponse,
     metrics,
     inspector,
+    onDrive,
   };
 }

@@ -1,9 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { pino } from 'pino';
+import { VirtualTimeScheduler } from 'rxjs';
 import { WebSocket } from 'ws';
-import { afterEach, describe, expect, it } from 'vitest';
-import { logLineOf } from '../../src/cli/serve-log.js';
-import type { Rune } from '../../src/index.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { agentCliSessions } from '../../src/agents.js';
+import { logLineOf, logServing } from '../../src/cli/serve-log.js';
+import { createEngine, type EngineError, type Rune } from '../../src/index.js';
+import { event, fakeAdapter, fakeSpec, until } from '../effects/cli/support.js';
 import { createClient } from '../../src/server/client/index.js';
 import { dropSchemas, POSTGRES_URL, randomSchema } from '../support/postgres.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
@@ -108,5 +112,50 @@ describe('the log lines runes call for', () => {
       logLineOf(rune({ stream: 'provider/big', machine: 'circuit-breaker', kind, from, to, event: { type: kind } }));
     expect(breaker('HALF_OPEN', 'OPEN', 'open_timeout_elapsed')).toMatchObject({ level: 'warn', fields: { provider: 'big' } });
     expect(breaker('HALF_OPEN', 'CLOSED')).toBeUndefined();
+  });
+});
+
+describe('the serve log under a flood', () => {
+  it('a CLI printing 200 events its session refuses writes 3 command_rejected lines (log.maxRepeats 3), then one line saying 197 more, when the window ends (virtual time)', async () => {
+    const flood = Array.from({ length: 200 }, () => event({ type: 'approve_action' })); // not an event of streaming: each is refused
+    const adapter = fakeAdapter({
+      interactive: false,
+      script: () => [
+        event({ type: 'session_created', sessionId: 't' }),
+        event({ type: 'api_req_started', ts: 1 }),
+        ...flood,
+        { line: 'noise 1' },
+        { line: 'noise 2' },
+        event({ type: 'ask:completion_result', ts: 2 }),
+      ],
+    });
+    const engine = createEngine({ epics: [agentCliSessions({ clis: { fake: fakeSpec(adapter) }, defaultCli: 'fake' })] });
+    const errors: EngineError[] = [];
+    engine.errors$.subscribe((error) => errors.push(error));
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const scheduler = new VirtualTimeScheduler();
+    const stop = logServing(engine, logger, undefined, { maxRepeats: 3, repeatWindowMs: 10_000, scheduler });
+    try {
+      await engine.spawn('s1', 'agent-manager-session', { autoApprove: true });
+      await engine.dispatch('s1', { type: 'start_session', prompt: 'go' });
+      await until(engine, 's1', (s) => s.value === 'completed');
+      await vi.waitFor(() => expect(errors.filter((error) => error.type === 'command_rejected')).toHaveLength(200));
+      const rejected = () => lines.filter((line) => String(line.msg).startsWith('command_rejected'));
+      expect(rejected()).toHaveLength(3);
+      // Another kind of line has a window of its own: both garbage lines are written.
+      expect(lines.filter((line) => String(line.msg).startsWith('output_ignored'))).toHaveLength(2);
+      expect(lines.filter((line) => line.repeated !== undefined)).toEqual([]);
+
+      scheduler.flush(); // the window ends
+      const summaries = lines.filter((line) => line.repeated !== undefined);
+      expect(summaries).toHaveLength(1);
+      expect(summaries[0]).toMatchObject({ level: 50, key: 'command_rejected agentCliSessions', repeated: 197 });
+      expect(summaries[0]!.msg).toMatch(/^"command_rejected agentCliSessions" repeated 197 more times in 10000 ms \(over log\.maxRepeats 3\); the last: command_rejected: /);
+      expect(lines).toHaveLength(3 + 2 + 1);
+    } finally {
+      stop();
+      await engine.close();
+    }
   });
 });

@@ -270,4 +270,26 @@ describe('clis', () => {
     expect(configuredClis(parse({ clis: { cline, kilo } }), adapters).defaultCli).toBeUndefined();
     expect(configuredClis(parse({}), adapters)).toEqual({ clis: {} });
   });
+
+  it('log takes maxRepeats and repeatWindowMs beside level; an out-of-range one is refused by name', () => {
+    expect(parseServerConfig(JSON.stringify(withClis({ log: { level: 'warn', maxRepeats: 5, repeatWindowMs: 60_000 } })), 'x').log).toEqual({
+      level: 'warn',
+      maxRepeats: 5,
+      repeatWindowMs: 60_000,
+    });
+    expect(issuesOf(withClis({ log: { maxRepeats: 0, repeatWindowMs: 10 } }))).toEqual([
+      'log.maxRepeats: Too small: expected number to be >0',
+      'log.repeatWindowMs: Too small: expected number to be >=100',
+    ]);
+  });
+
+  it('cliSessions caps the CLI processes running at once: configuredClis hands its limits on; a cap that is not a positive integer is refused by name', () => {
+    const config = parseServerConfig(JSON.stringify(withClis({ clis: { cline }, cliSessions: { maxRunningSessions: 8, maxSessionsPerIdentity: 2 } })), 'x');
+    expect(configuredClis(config, adapters)).toMatchObject({ defaultCli: 'cline', maxRunningSessions: 8, maxSessionsPerIdentity: 2 });
+    expect(issuesOf(withClis({ clis: { cline }, cliSessions: { maxRunningSessions: 0, maxSessionsPerIdentity: 1.5, perUser: 1 } }))).toEqual([
+      'cliSessions.maxRunningSessions: Too small: expected number to be >0',
+      'cliSessions.maxSessionsPerIdentity: Invalid input: expected int, received number',
+      'cliSessions: Unrecognized key: "perUser"',
+    ]);
+  });
 });

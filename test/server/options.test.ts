@@ -39,6 +39,7 @@ describe('server options', () => {
       'createServer: "dispatchRate" must be { perSecond: a positive number, burst: an integer >= 1 }, got {"perSecond":5,"burst":0.5}',
     ],
     [{ heartbeatMs: -5 }, 'createServer: "heartbeatMs" must be a non-negative integer (0: off), got -5'],
+    [{ onDrive: 'count' }, 'createServer: "onDrive" must be a function (identity, message) => ((accepted) => void) | undefined, got "count"'],
     [{ scheduler: {} }, 'createServer: "scheduler" must be an rxjs SchedulerLike, got [object Object]'],
     [{ messageTimeoutMs: 0 }, 'createServer: "messageTimeoutMs" must be a positive integer, got 0'],
     [{ maxInboundBytes: 1.5 }, 'createServer: "maxInboundBytes" must be a positive integer, got 1.5'],
@@ -78,7 +79,7 @@ describe('server options', () => {
     ],
     [
       { heartbeat: 5 },
-      'createServer: unknown option "heartbeat"; the options are engine, host, port, token, authorize, maxFrameBytes, maxPayloadBytes, maxBufferedBytes, slowClient, dispatchRate, heartbeatMs, scheduler, verify, allowedOrigins, messageTimeoutMs, maxInboundBytes, handshakeTimeoutMs, maxSubscriptions, maxRequestsInFlight, routes, maxBodyBytes, server, partialResponse, metrics, inspector',
+      'createServer: unknown option "heartbeat"; the options are engine, host, port, token, authorize, maxFrameBytes, maxPayloadBytes, maxBufferedBytes, slowClient, dispatchRate, heartbeatMs, scheduler, verify, allowedOrigins, messageTimeoutMs, maxInboundBytes, handshakeTimeoutMs, maxSubscriptions, maxRequestsInFlight, routes, maxBodyBytes, server, partialResponse, metrics, inspector, onDrive',
     ],
   ])('refuses %j with a TypeError naming the option', async (options, message) => {
     // createServer is async: `await createServer(bad)` throws it.

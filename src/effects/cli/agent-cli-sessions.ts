@@ -7,11 +7,13 @@ import type { EffectsByKey, StreamView } from '../../streams/state-effects.js';
 import type { AgentCliSpec, CliRun, CliRunStart } from './cli-adapter.js';
 import { cliError } from './cli-errors.js';
 import { cliRun$, stateNowOf } from './cli-run.js';
+import { CliSessionLimits, cliSessionSlots } from './cli-session-limits.js';
+import { RUN_STARTING_EVENTS, type CliSessionOwners } from './cli-session-owners.js';
 
 type Session = typeof agentManagerSession;
 
 /** Options of {@link agentCliSessions}. */
-export interface AgentCliSessionsOptions {
+export interface AgentCliSessionsOptions extends CliSessionLimits {
   /** The CLIs sessions may run, by the name a session's `cli` input gives. */
   readonly clis: Readonly<Record<string, AgentCliSpec>>;
   /** The CLI of a session that names none. Default: none (such a session gets `unknown_cli`). */
@@ -24,6 +26,12 @@ export interface AgentCliSessionsOptions {
   readonly onIgnored?: (stream: string, reason: string) => void;
   /** How many ignored outputs of one run are told. Default 20. */
   readonly maxIgnoredPerRun?: number;
+  /**
+   * Who started each session's run (see {@link CliSessionOwners}), what `maxSessionsPerIdentity`
+   * counts by: the same object the server's `onDrive` tells. Default: none, and only
+   * `maxRunningSessions` applies.
+   */
+  readonly owners?: CliSessionOwners;
 }
 
 /** The states in which a session's CLI process runs: an interactive CLI's lives across turns. */
@@ -33,10 +41,7 @@ const PROCESS_STATES: Readonly<Record<'interactive' | 'oneShot', ReadonlySet<Age
 };
 /** Where a process died with the old server: the machine takes these to `error` or `paused`. */
 const LOSES_PROCESS = new Set<string>(['creating', 'streaming', 'waiting_approval']);
-/** The runes that start a run (a new process) where none is running. */
-const STARTS_RUN = new Set<string>(['start_session', 'send_message', 'resume_session', 'retry']);
-
-const OPTIONS = ['clis', 'defaultCli', 'onIgnored', 'maxIgnoredPerRun'];
+const OPTIONS = ['clis', 'defaultCli', 'onIgnored', 'maxIgnoredPerRun', 'maxRunningSessions', 'maxSessionsPerIdentity', 'owners'];
 const SPEC_FIELDS = ['adapter', 'command', 'args', 'env', 'cwd', 'idleTimeoutMs', 'killGraceMs'];
 
 /** The reason of the `process_lost` a session gets when its process died with the server that ran it. */
@@ -68,7 +73,11 @@ export const PROCESS_LOST_REASON = 'the CLI process ended with the runestream se
  *    non-zero code after `process_error` `exit_code:` with the end of its stderr). A spawn failure
  *    (`spawn_failed:`), an idle timeout (`idle_timeout:`) or an adapter's error (`drive_failed:`)
  *    is a `process_error`.
- * 6. Restart: the effects follow from each session's state (see `stateEffects`), so a session
+ * 6. At most `maxRunningSessions` processes run at once (default 16), and at most
+ *    `maxSessionsPerIdentity` (default 4) that one identity started (told by `owners`): a run past
+ *    either starts no process, and its session gets `process_error` `too_many_sessions:` naming the
+ *    limit, so it goes to `error` (as for a spawn that failed) and `retry` starts it once one ended.
+ * 7. Restart: the effects follow from each session's state (see `stateEffects`), so a session
  *    found in a state whose process died with the old server gets `process_lost`
  *    ({@link PROCESS_LOST_REASON}): `creating` becomes `error`, `streaming` and the waiting states
  *    `paused`, offered for resume; `resume_session` then starts a new run. A one-shot CLI's
@@ -94,7 +103,7 @@ export function agentCliSessions(options: AgentCliSessionsOptions): Epic {
   for (const key of Object.keys(options ?? {})) {
     if (!OPTIONS.includes(key)) throw new TypeError(`agentCliSessions: unknown option "${key}"; the options are ${OPTIONS.join(', ')}`);
   }
-  const { clis, defaultCli, onIgnored, maxIgnoredPerRun = 20 } = options ?? ({} as AgentCliSessionsOptions);
+  const { clis, defaultCli, onIgnored, maxIgnoredPerRun = 20, owners, maxRunningSessions, maxSessionsPerIdentity } = options ?? ({} as AgentCliSessionsOptions);
   if (typeof clis !== 'object' || clis === null) throw new TypeError('agentCliSessions: "clis" must be an object of CLI specs by name');
   for (const [name, spec] of Object.entries(clis)) checkSpec(name, spec);
   if (defaultCli !== undefined && !Object.hasOwn(clis, defaultCli)) {
@@ -102,6 +111,14 @@ export function agentCliSessions(options: AgentCliSessionsOptions): Epic {
   }
   if (!Number.isInteger(maxIgnoredPerRun) || maxIgnoredPerRun < 0) {
     throw new TypeError(`agentCliSessions: "maxIgnoredPerRun" must be a non-negative integer, got ${String(maxIgnoredPerRun)}`);
+  }
+  const limits = CliSessionLimits.safeParse({ maxRunningSessions, maxSessionsPerIdentity });
+  if (!limits.success) {
+    const issue = limits.error.issues[0]!;
+    throw new TypeError(`agentCliSessions: "${issue.path.join('.')}" must be a positive integer up to 10,000 (${issue.message})`);
+  }
+  if (owners !== undefined && (typeof owners.take !== 'function' || typeof owners.driven !== 'function')) {
+    throw new TypeError('agentCliSessions: "owners" must be what cliSessionOwners() returns');
   }
   const names = Object.keys(clis);
   const specOf = (state: AgentManagerSessionState): { name: string; spec: AgentCliSpec | undefined } => {
@@ -112,6 +129,8 @@ export function agentCliSessions(options: AgentCliSessionsOptions): Epic {
   return function agentCliSessions(runes$, context, deps) {
     /** The sessions with a run under way, by that run's token: a `send_message` to an interactive CLI reaches it rather than starting another. */
     const alive = new Map<string, object>();
+    /** The processes running now, in total and by who started them. */
+    const slots = cliSessionSlots(limits.data);
     const ignored = (stream: string, reason: string): void =>
       onIgnored !== undefined ? onIgnored(stream, reason) : context.report?.({ type: 'output_ignored', epic: 'agentCliSessions', stream, reason });
 
@@ -119,6 +138,8 @@ export function agentCliSessions(options: AgentCliSessionsOptions): Epic {
       const { stream } = view;
       const start = runStart(view, state);
       return defer(() => {
+        const release = slots.take(owners?.take(stream));
+        if (typeof release === 'string') return of({ type: 'process_error' as const, error: release });
         const token = {};
         alive.set(stream, token);
         return afterTs$(start, stream, context).pipe(
@@ -140,6 +161,7 @@ export function agentCliSessions(options: AgentCliSessionsOptions): Epic {
             });
           }),
           finalize(() => {
+            release();
             if (alive.get(stream) === token) alive.delete(stream);
           }),
         );
@@ -182,7 +204,7 @@ export function agentCliSessions(options: AgentCliSessionsOptions): Epic {
       machine: agentManagerSession,
       states: [...PROCESS_STATES.interactive],
       // A new task ends a process that is still there; a message to a CLI whose process is gone starts one.
-      restartOn: (rune) => rune.event.type === 'start_session' || (STARTS_RUN.has(rune.event.type) && !alive.has(rune.stream)),
+      restartOn: (rune) => rune.event.type === 'start_session' || (RUN_STARTING_EVENTS.has(rune.event.type) && !alive.has(rune.stream)),
       effects: (view): EffectsByKey<Session> => {
         if (view.origin === 'resumed') return resumedEffects(view);
         // A live rune's stream is in memory: its state is read at once.

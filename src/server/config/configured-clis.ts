@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import type { AgentCliAdapter, AgentCliSpec } from '../../effects/cli/cli-adapter.js';
+import type { CliSessionLimits } from '../../effects/cli/cli-session-limits.js';
 import type { CliConfig, ServerConfig } from './server-config.js';
 
 /** Options of {@link configuredClis}. */
@@ -13,7 +14,7 @@ export interface ConfiguredClisOptions {
 }
 
 /** The configured agent CLIs made live: what the agent-manager session epic takes. */
-export interface ConfiguredClis {
+export interface ConfiguredClis extends CliSessionLimits {
   /** Every CLI by name, with its protocol's adapter. */
   readonly clis: Readonly<Record<string, AgentCliSpec>>;
   /** The CLI of a session that names none: `defaultCli`, else the only CLI when there is one. */
@@ -24,7 +25,7 @@ export interface ConfiguredClis {
  * Turns the `clis` of a checked {@link ServerConfig} into {@link AgentCliSpec}s: each CLI gets the
  * adapter of its `protocol` from `adapters`, its `cwd` resolved against `options.configDir` (an
  * absolute `cwd` stays as it is), and its `command`, `args`, `env`, `idleTimeoutMs` and
- * `killGraceMs` as configured. No process is started.
+ * `killGraceMs` as configured; `cliSessions`' limits come along. No process is started.
  *
  * ## Example
  * ```ts
@@ -45,7 +46,7 @@ export interface ConfiguredClis {
  * ```
  */
 export function configuredClis(
-  config: Pick<ServerConfig, 'clis' | 'defaultCli'>,
+  config: Pick<ServerConfig, 'clis' | 'defaultCli' | 'cliSessions'>,
   adapters: Readonly<Record<CliConfig['protocol'], AgentCliAdapter>>,
   options: ConfiguredClisOptions = {},
 ): ConfiguredClis {
@@ -64,5 +65,5 @@ export function configuredClis(
     };
   }
   const defaultCli = config.defaultCli ?? (entries.length === 1 ? entries[0]![0] : undefined);
-  return { clis, ...(defaultCli === undefined ? {} : { defaultCli }) };
+  return { clis, ...(defaultCli === undefined ? {} : { defaultCli }), ...config.cliSessions };
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { Budget, PriceTable } from '../../reducers/budget.js';
 import { CircuitBreakerInput } from '../../reducers/circuit-breaker/schema.js';
 import { BUILTIN_TOOL_NAMES } from '../../effects/tools/builtin-tools.js';
+import { CliSessionLimits } from '../../effects/cli/cli-session-limits.js';
 import { ArchivalConfig } from './archival-config.js';
 import { AgentConfig, ConfigName, EnvName, McpServerConfig } from '../../reducers/agent-registration/definition.js';
 
@@ -218,6 +219,8 @@ export const ServerConfig = z
       .optional(),
     /** The CLI of a session that names none; one of `clis`. Default: the only CLI, when there is one. */
     defaultCli: Name.optional(),
+    /** How many CLI processes run at once: `maxRunningSessions` in total (default 16), `maxSessionsPerIdentity` for one identity (default 4). */
+    cliSessions: CliSessionLimits.optional(),
     /** The autonomy loop: its planner and critic, and its limits. Default: none (a plan stream gets no planner). */
     autonomy: AutonomyConfig.optional(),
     /** Archival and retention: the cold store (a folder relative to the file, or S3), retention policies. Default: none. */
@@ -232,8 +235,18 @@ export const ServerConfig = z
     chats: z.strictObject({ inactivityTimeoutMs: TimeoutMs.optional(), staleAfterMs: TimeoutMs.optional() }).optional(),
     /** Tool calls: how long one waits for approval before `approval_timeout`. Default 600,000 ms. */
     toolCalls: z.strictObject({ approvalTimeoutMs: TimeoutMs.optional() }).optional(),
-    /** The serve log: the least severe level written (`--log-level` outranks it). Default `info`. */
-    log: z.strictObject({ level: z.enum(LOG_LEVELS).optional() }).optional(),
+    /**
+     * The serve log: the least severe `level` written (`--log-level` outranks it; default `info`);
+     * lines of one kind from one source written per `repeatWindowMs` (default 10,000 ms, 100 ms to
+     * a day), `maxRepeats` (default 10): the rest are counted, then one line says how many.
+     */
+    log: z
+      .strictObject({
+        level: z.enum(LOG_LEVELS).optional(),
+        maxRepeats: z.number().int().positive().max(1_000_000).optional(),
+        repeatWindowMs: z.number().int().min(100).max(86_400_000).optional(),
+      })
+      .optional(),
   })
   .superRefine((config, context) => {
     const issue = (path: PropertyKey[], message: string): void => context.addIssue({ code: 'custom', path, message });

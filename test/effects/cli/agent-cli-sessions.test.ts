@@ -203,6 +203,47 @@ describe('agentCliSessions', () => {
     expect(adapter.runs).toEqual([]); // no process ran
   });
 
+  it('at most maxRunningSessions processes run: a session past it is error too_many_sessions with no process; retry runs it once one has ended', async () => {
+    const adapter = fakeAdapter({
+      interactive: false,
+      script: (run) => (run.start.type === 'new_task' && run.start.prompt === 'first' ? [...created(), { hang: true }] : [...created(), ...done(5)]),
+    });
+    const engine = createEngine({
+      store: sqliteStore(join(dir, `sessions-${++files}.db`)),
+      epics: [agentCliSessions({ clis: { fake: fakeSpec(adapter, { killGraceMs: 200 }) }, defaultCli: 'fake', maxRunningSessions: 1 })],
+    });
+    engines.push(engine);
+    await engine.spawn('s1', 'agent-manager-session', { autoApprove: true });
+    await engine.dispatch('s1', { type: 'start_session', prompt: 'first' });
+    await until(engine, 's1', (s) => s.value === 'streaming'); // its process runs until it is ended
+    await engine.spawn('s2', 'agent-manager-session', { autoApprove: true });
+    await engine.dispatch('s2', { type: 'start_session', prompt: 'second' });
+    expect((await until(engine, 's2', (s) => s.value === 'error')).error).toBe(
+      'too_many_sessions: 1 agent CLI sessions run now, at most 1 at once (maxRunningSessions); no process was started: retry once one has ended',
+    );
+    expect(adapter.runs).toHaveLength(1);
+    await engine.dispatch('s1', { type: 'cancel_session' }); // its process ends
+    await engine.dispatch('s2', { type: 'retry' });
+    expect((await until(engine, 's2', (s) => s.value === 'completed')).lastText).toBe('done');
+    expect(adapter.runs).toHaveLength(2);
+    expect(() => agentCliSessions({ clis: {}, maxRunningSessions: 0 })).toThrow(/^agentCliSessions: "maxRunningSessions" must be a positive integer up to 10,000/);
+  });
+
+  it("a new start_session that ends a session's own live process takes that process's slot (maxRunningSessions 1)", async () => {
+    const adapter = fakeAdapter({
+      interactive: true,
+      script: (run) => [...created(`task-${run.start.type === 'new_task' ? run.start.prompt : ''}`), ...done(10), { hang: true }],
+    });
+    const engine = createEngine({ epics: [agentCliSessions({ clis: { acp: fakeSpec(adapter, { killGraceMs: 200 }) }, defaultCli: 'acp', maxRunningSessions: 1 })] });
+    engines.push(engine);
+    await engine.spawn('s1', 'agent-manager-session');
+    await engine.dispatch('s1', { type: 'start_session', prompt: 'a' });
+    await until(engine, 's1', (s) => s.value === 'completed'); // its process lives on
+    await engine.dispatch('s1', { type: 'start_session', prompt: 'b' });
+    expect(await until(engine, 's1', (s) => s.value === 'completed' || s.value === 'error')).toMatchObject({ value: 'completed', sessionId: 'task-b' });
+    expect(adapter.runs).toHaveLength(2);
+  });
+
   it('after a restart a session whose process died with the server gets process_lost -> paused, and resume_session starts a new run', async () => {
     const adapter = fakeAdapter({
       interactive: false,

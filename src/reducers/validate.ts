@@ -59,7 +59,7 @@ const PARTIAL_NOTE = `; maybe more (a value of over ${MAX_NODES_CHECKED_WHOLE} p
  * type: this is the one place that passes it, and test/reducers/value-limits.test.ts counts the
  * issues a large wrong value materializes, so a zod that drops it fails there.
  */
-const STOP_AT_FIRST_FAILURE = { abortEarly: true } as z.core.ParseContext<z.core.$ZodIssue>;
+const STOP_AT_FIRST_FAILURE = { async: false, abortEarly: true } as z.core.ParseContext<z.core.$ZodIssue>;
 
 /** The outcome of {@link parseBounded}: the data, or the issues found and whether the check stopped early. */
 export type BoundedParse<T> = { success: true; data: T } | { success: false; issues: readonly z.core.$ZodIssue[]; partial: boolean };
@@ -103,7 +103,7 @@ function nodesWithin(value: unknown, max: number): boolean {
  */
 export function parseBounded<T>(schema: z.ZodType<T>, value: unknown): BoundedParse<T> {
   const first = schema.safeParse(value, STOP_AT_FIRST_FAILURE);
-  if (first.success) return { success: true, data: first.data };
+  if (first.success) return first;
   if (!nodesWithin(value, MAX_NODES_CHECKED_WHOLE)) return { success: false, issues: first.error.issues, partial: true };
   const whole = schema.safeParse(value);
   return whole.success ? { success: true, data: whole.data } : { success: false, issues: whole.error.issues, partial: false };

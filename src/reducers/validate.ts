@@ -54,10 +54,11 @@ export const MAX_NODES_CHECKED_WHOLE = 256;
 const PARTIAL_NOTE = `; maybe more (a value of over ${MAX_NODES_CHECKED_WHOLE} parts is checked only up to its first failing field)`;
 
 /**
- * zod's own flag for "stop at the first failure" (what 4.6's `schema.validate()` sets): each
- * container stops before its next child once one has failed. Not in zod's public `ParseContext`
- * type: this is the one place that passes it, and test/reducers/value-limits.test.ts counts the
- * issues a large wrong value materializes, so a zod that drops it fails there.
+ * zod's own flag for "stop at the first failure", the one its `validate()` sets (internal: not in
+ * the public `ParseContext` type): each container stops before its next child once one has
+ * failed. `async` first: zod copies the context on every parse, and this shape copies cheaply.
+ * This is the one place that passes it; test/server/bounded-errors.test.ts counts the issues a
+ * large wrong value materializes, so a zod that drops or renames it fails there.
  */
 const STOP_AT_FIRST_FAILURE = { async: false, abortEarly: true } as z.core.ParseContext<z.core.$ZodIssue>;
 
@@ -102,9 +103,15 @@ function nodesWithin(value: unknown, max: number): boolean {
  * ```
  */
 export function parseBounded<T>(schema: z.ZodType<T>, value: unknown): BoundedParse<T> {
-  const first = schema.safeParse(value, STOP_AT_FIRST_FAILURE);
-  if (first.success) return first;
-  if (!nodesWithin(value, MAX_NODES_CHECKED_WHOLE)) return { success: false, issues: first.error.issues, partial: true };
+  let first: z.ZodSafeParseResult<T> | undefined;
+  try {
+    first = schema.safeParse(value, STOP_AT_FIRST_FAILURE);
+  } catch {
+    // A stopped container leaves its value unfinished, which some schema (an intersection merging
+    // two) may trip on: the whole parse below answers as safeParse does.
+  }
+  if (first?.success === true) return first;
+  if (first !== undefined && !nodesWithin(value, MAX_NODES_CHECKED_WHOLE)) return { success: false, issues: first.error.issues, partial: true };
   const whole = schema.safeParse(value);
   return whole.success ? { success: true, data: whole.data } : { success: false, issues: whole.error.issues, partial: false };
 }

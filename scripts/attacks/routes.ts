@@ -103,7 +103,7 @@ async function wsInvalidFrame(): Promise<void> {
   for (const c of [...attackers, bystander]) c.ws.close();
   await stop();
   report(
-    `3c. WebSocket invalid frame (${Buffer.byteLength(frame(1))} B dispatch, 10,000 wrong elements)`,
+    `3b. WebSocket invalid frame (${Buffer.byteLength(frame(1))} B dispatch, 10,000 wrong elements)`,
     'about 0.27 s of CPU each; four connections stalled a bystander 3.3 s',
     `${error?.message.code ?? 'no answer'} of ${error?.bytes ?? '?'} bytes, ${ms(perFrame)} of server CPU per frame (the process's, client included); ` +
       `4 x 10 pipelined: the bystander's Ping ${ack?.message.op ?? 'no answer'} in ${ack === undefined ? '?' : ms(ack.at - sent)}`,

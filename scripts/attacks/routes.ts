@@ -63,7 +63,7 @@ async function agUiError(): Promise<void> {
   bystander.ws.close();
   await stop();
   report(
-    `3. AG-UI error amplification (POST /agents/:id/ag-ui, ${mib(Buffer.byteLength(body))} body of 34,000 wrong messages)`,
+    `3a. AG-UI error amplification (POST /agents/:id/ag-ui, ${mib(Buffer.byteLength(body))} body of 34,000 wrong messages)`,
     'a 60.5 MB error after 4.5-14 s, 1.3 GB peak; four at once stalled a bystander 40 s',
     `${one.status} of ${one.bytes} bytes in ${ms(one.ms)}; RSS peak ${signed(top - before)} over ${mib(before)}; ` +
       `four at once: ${tally(answers.map((a) => `${a.status} (${a.bytes} B)`))}, the bystander's Ping ${ack?.message.op ?? 'no answer'} in ${ack === undefined ? '?' : ms(ack.at - sent)}`,

@@ -1,4 +1,4 @@
-import { describeIssues } from '../reducers/validate.js';
+import { describeIssues, parseBounded } from '../reducers/validate.js';
 import {
   CLIENT_OPS,
   DispatchMessage,
@@ -79,8 +79,8 @@ export function decodeFrame(data: Buffer, isBinary: boolean, maxFrameBytes: numb
   if (!Object.hasOwn(SCHEMAS, op)) {
     return refuse('unknown_op', `unknown op ${JSON.stringify(op.slice(0, 64))}; the ops are ${CLIENT_OPS.join(', ')}`, about);
   }
-  const parsed = SCHEMAS[op as keyof typeof SCHEMAS].safeParse(value);
-  if (!parsed.success) return refuse('invalid_message', `invalid "${op}" message: ${describeIssues(parsed.error.issues)}`, about);
+  const parsed = parseBounded<ClientMessage>(SCHEMAS[op as keyof typeof SCHEMAS], value);
+  if (!parsed.success) return refuse('invalid_message', `invalid "${op}" message: ${describeIssues(parsed.issues, parsed.partial)}`, about);
   // The event as sent, not the schema's copy, which drops an own `__proto__` key: the engine checks
   // the whole event itself and refuses one.
   if (parsed.data.op === 'dispatch') parsed.data.event = record.event as DispatchMessage['event'];

@@ -103,12 +103,15 @@ export interface ServerOptions {
   /**
    * A connection that has started a message (sent part of it) and not finished it within this
    * many ms (on `scheduler`) is closed with 4002 `message_timeout`. The deadline restarts when a
-   * message completes; pings and pongs do not restart it. Default 10,000.
+   * message completes; pings and pongs do not restart it. Also an HTTP request's body: one not
+   * whole within it is answered 408 `body_timeout` (and the connection closed). Default 10,000.
    */
   messageTimeoutMs?: number;
   /**
    * The bytes of unfinished messages buffered across all connections; the connection whose data
-   * would put the total over it is closed with 4003 `inbound_limit`. Default 64 MiB.
+   * would put the total over it is closed with 4003 `inbound_limit`. HTTP request bodies count
+   * too, from their first byte until their route's handler returns: the request whose body would
+   * pass it is answered 503 `inbound_limit` (and the connection closed). Default 64 MiB.
    */
   maxInboundBytes?: number;
   /**
@@ -133,7 +136,11 @@ export interface ServerOptions {
    * is a TypeError naming both. Default `[]`.
    */
   routes?: readonly Route[];
-  /** A request body (every method but GET and HEAD) larger than this is answered 413 `body_too_large`. Default 1 MiB. */
+  /**
+   * A request body (every method but GET and HEAD) larger than this is answered 413
+   * `body_too_large`. Bodies are also bounded together (`maxInboundBytes`) and in time
+   * (`messageTimeoutMs`). Default 1 MiB.
+   */
   maxBodyBytes?: number;
   /**
    * An existing, listening `node:http` server to attach to instead of listening: the server

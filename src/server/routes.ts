@@ -1,6 +1,7 @@
 import { METHODS, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AccessGate, AccessRequest, Admission } from './access.js';
 import { replyError, replyJson, replyRefusal } from './http-reply.js';
+import { readBody, type BodyLimits, type BodyRefusal, type ReadBody } from './request-body.js';
 import type { SseEndpoint } from './sse.js';
 
 /** What a route's handler receives besides the request and the response. */
@@ -82,7 +83,8 @@ export function pathsOverlap(a: CompiledRoute, b: CompiledRoute): boolean {
 /** What the HTTP routes need from the server. */
 export interface RouteDeps {
   readonly gate: AccessGate;
-  readonly maxBodyBytes: number;
+  /** How request bodies are bounded: `maxBodyBytes`, and the budget and deadline shared with the WebSocket's unfinished messages. */
+  readonly body: BodyLimits;
   /** Open WebSocket connections plus open SSE responses. */
   connections(): number;
 }
@@ -140,8 +142,11 @@ function matching(routes: readonly CompiledRoute[], pathname: string): { route: 
  * 2. 403 `forbidden_host` / `forbidden_origin` and 401 from the {@link AccessGate}, before any
  *    other route (and before telling 404 from 405).
  * 3. 405 `method_not_allowed` with `Allow` listing the path's methods; 400 `invalid_message` for
- *    a parameter that is not valid percent-encoding; 413 `body_too_large` past `maxBodyBytes`.
- * 4. The route's handler; a throw is 500 `internal`.
+ *    a parameter that is not valid percent-encoding; 413 `body_too_large` past `maxBodyBytes`;
+ *    503 `inbound_limit` for a body that would put the bytes held across all connections over
+ *    `maxInboundBytes`; 408 `body_timeout` for one not whole within `messageTimeoutMs`.
+ * 4. The route's handler; a throw is 500 `internal`. The body's bytes count against
+ *    `maxInboundBytes` until it returns.
  */
 export function handleRoute(deps: RouteDeps, all: readonly CompiledRoute[], req: IncomingMessage, res: ServerResponse): boolean {
   const url = new URL(req.url ?? '/', 'http://localhost');
@@ -223,41 +228,30 @@ async function answer(deps: RouteDeps, matches: { route: CompiledRoute; raw: str
         return replyError(res, 400, 'invalid_message', `the :${key} parameter in ${url.pathname} is not valid percent-encoding`);
       }
     }
-    let body: Buffer = Buffer.alloc(0);
+    let read: ReadBody = NO_BODY;
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      const read = await readBody(req, deps.maxBodyBytes);
-      if (read === 'aborted') return;
-      if (read === 'too_large') {
-        // Closing the connection stops the rest of the body; it is read and dropped until then.
-        return replyError(res, 413, 'body_too_large', `the body of ${name} is larger than maxBodyBytes (${deps.maxBodyBytes} bytes)`, { connection: 'close' });
-      }
-      body = read;
+      const outcome = await readBody(req, deps.body);
+      if (outcome === 'aborted') return;
+      // Closing the connection stops the rest of the body; it is read and dropped until then.
+      if (typeof outcome === 'string') return replyBodyRefusal(res, outcome, name, deps.body);
+      read = outcome;
     }
-    await chosen.route.handler(req, res, { params, url, body, access: admission.request });
+    try {
+      await chosen.route.handler(req, res, { params, url, body: read.body, access: admission.request });
+    } finally {
+      read.release();
+    }
   } catch {
     failed(res, `the handler of ${chosen?.route.method ?? req.method} ${chosen?.route.path ?? url.pathname}`)();
   }
 }
 
-/** The whole body, or `'too_large'` as soon as it (or its `Content-Length`) passes `limit`, or `'aborted'`. */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer | 'too_large' | 'aborted'> {
-  if (Number(req.headers['content-length']) > limit) {
-    req.resume();
-    return Promise.resolve('too_large');
-  }
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer): void => {
-      size += chunk.length;
-      if (size <= limit) return void chunks.push(chunk);
-      req.off('data', onData);
-      req.resume();
-      resolve('too_large');
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(Buffer.concat(chunks, size)));
-    req.once('close', () => resolve(req.complete ? Buffer.concat(chunks, size) : 'aborted'));
-    req.once('error', () => resolve('aborted'));
-  });
+const NO_BODY: ReadBody = { body: Buffer.alloc(0), release: () => {} };
+
+/** Answers a body that was not read, closing the connection. */
+function replyBodyRefusal(res: ServerResponse, refusal: Exclude<BodyRefusal, 'aborted'>, name: string, limits: BodyLimits): void {
+  const close = { connection: 'close' };
+  if (refusal === 'too_large') return replyError(res, 413, 'body_too_large', `the body of ${name} is larger than maxBodyBytes (${limits.maxBodyBytes} bytes)`, close);
+  if (refusal === 'timeout') return replyError(res, 408, 'body_timeout', `the body of ${name} did not arrive whole within ${limits.timeoutMs} ms (messageTimeoutMs)`, close);
+  replyError(res, 503, 'inbound_limit', `the body of ${name} would put the bytes held across all connections over maxInboundBytes; try again later`, close);
 }

@@ -117,11 +117,13 @@ export async function createServer(options: ServerOptions): Promise<RunestreamSe
   const inspector = resolved.inspector === undefined ? undefined : createInspector({ ...resolved.inspector, engine, authorize: resolved.authorize, scheduler });
   const builtIns = [...builtInRoutes({ sse, connections }), ...(metrics === undefined ? [] : [metrics.route]), ...(inspector?.routes ?? [])];
   const allRoutes = [...builtIns, ...checkUserRoutes(resolved.routes, builtIns)];
-  const routeDeps: RouteDeps = { gate, maxBodyBytes: resolved.maxBodyBytes, connections };
+  // One budget for what clients have sent and not finished: WebSocket messages and request bodies.
+  const inboundBudget = new InboundBudget(resolved.maxInboundBytes);
+  const body = { maxBodyBytes: resolved.maxBodyBytes, budget: inboundBudget, timeoutMs: messageTimeoutMs, scheduler };
+  const routeDeps: RouteDeps = { gate, body, connections };
   const fanout = new Fanout(engine);
   let nextId = 1;
 
-  const inboundBudget = new InboundBudget(resolved.maxInboundBytes);
   const http =
     attachedTo ??
     createHttpServer(

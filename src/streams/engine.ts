@@ -2,7 +2,7 @@ import { Observable, Subject, asyncScheduler, defer, filter, from, type Schedule
 import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine.js';
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
-import { describeIssues, eventRejection } from '../reducers/validate.js';
+import { describeIssues, eventRejection, parseBounded } from '../reducers/validate.js';
 import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
 import type { EffectOwnership } from './effect-host.js';
 import { CommitQueue, type FenceOf, type PendingRune } from './commit-queue.js';
@@ -373,8 +373,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
     const violation = checkValue?.(input, 'input');
     if (violation !== undefined) return refusedValue(violation, 'invalid_input');
-    const parsed = machine.schemas.input.safeParse(input);
-    if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.error.issues)}`);
+    const parsed = parseBounded(machine.schemas.input, input);
+    if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.issues, parsed.partial)}`);
     if (instances.get(stream) !== undefined) return rejected('stream_exists', existsReason(machine, stream));
 
     // Claim the id at once, while a load in progress (a dispatch or subscription that came first)
@@ -431,9 +431,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     }
     if (instance.sealedBy !== undefined) return sink.result(rejected('sealed', instance.sealedBy), token);
     const { machine } = instance;
-    const parsed = machine.schemas.event.safeParse(value);
+    const parsed = parseBounded(machine.schemas.event, value);
     if (!parsed.success) {
-      const { code, reason } = eventRejection(machine, value, parsed.error.issues);
+      const { code, reason } = eventRejection(machine, value, parsed.issues, parsed.partial);
       return sink.result(rejected(code, reason), token);
     }
     const from = instance.state;

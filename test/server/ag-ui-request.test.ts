@@ -30,7 +30,7 @@ describe('AG-UI request body', () => {
     expect(wrong).toMatchObject({ ok: false, code: 'invalid_message' });
     const { message } = wrong as { message: string };
     expect(message).not.toContain('\n');
-    for (const field of ['threadId', 'runId', 'messages[0].id']) expect(message).toContain(field);
+    for (const field of ['threadId', 'runId', 'messages.0.id']) expect(message).toContain(field);
     expect(parseRunInput(Buffer.from('nope'))).toMatchObject({ ok: false, code: 'invalid_json' });
   });
 });

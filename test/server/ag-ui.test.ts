@@ -290,7 +290,7 @@ describe('AG-UI: bad input', () => {
     expect(body.code).toBe('invalid_message');
     expect(body.message).toContain('threadId');
     const badResume = (await (await post(h.url, { threadId: 't', runId: 'r1', messages: [], resume: [{ interruptId: 'x', status: 'maybe' }] })).json()) as { message: string };
-    expect(badResume.message).toContain('resume[0].status');
+    expect(badResume.message).toContain('resume.0.status');
     const slash = (await (await post(h.url, { threadId: 'a/b', runId: 'r1', messages: [] })).json()) as { message: string };
     expect(slash.message).toContain('threadId');
     const notJson = await post(h.url, '{');

@@ -33,7 +33,7 @@ describe('server: input limits and untrusted names', () => {
     expect(await store.head('call-1')).toBeUndefined();
   });
 
-  it('answers an event of 10,000 wrong elements with a bounded invalid_event; and a bystander dispatch is acked', async () => {
+  it('answers an event of 10,000 wrong elements with a bounded invalid_event, checked up to the first; and a bystander dispatch is acked', async () => {
     const h = await startServer();
     stop = h.stop;
     await h.engine.spawn('turns', 'turn-engine');
@@ -47,7 +47,8 @@ describe('server: input limits and untrusted names', () => {
     const error = await answer;
     expect(error).toMatchObject({ op: 'error', id: 'big', stream: 'turns', code: 'invalid_event' });
     expect(Buffer.byteLength(JSON.stringify(error))).toBeLessThan(2_048);
-    expect(error.op === 'error' && error.message).toMatch(/^invalid "tool_calls_received" event: callIds\.0: .*; and 9995 more issues$/);
+    // Checked up to the first wrong element: the rest are neither described nor counted.
+    expect(error.op === 'error' && error.message).toMatch(/^invalid "tool_calls_received" event: callIds\.0: [^;]*; maybe more \(a value of over 256 parts/);
     expect(await bystanderAnswer).toMatchObject({ op: 'ack', id: 'ping', seq: 2 });
     expect(await h.engine.snapshot('turns')).toMatchObject({ seq: 2 });
   });

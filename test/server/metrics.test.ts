@@ -210,6 +210,37 @@ describe('GET /metrics', () => {
     expect(valueOf(families, 'runestream_tool_executions_total', { tool: OTHER_LABEL_VALUE, status: 'error' })).toBe(7);
   });
 
+  it('cuts each label value to maxLabelLength, keeping long names apart by a hash: 20 tools and 20 models of 250,000 characters make a small scrape', async () => {
+    expect(() => createMetrics({ maxLabelLength: 15 })).toThrow('createMetrics: "maxLabelLength" must be at least 16 (room for a hash), got 15');
+    const metrics = createMetrics({ maxLabelLength: 32 });
+    const h = await startServer({ metrics });
+    cleanups.push(h.stop, metrics.observe(h.engine));
+    // Names that differ only at their end, past any cut.
+    const long = (prefix: string, i: number): string => `${prefix.repeat(250_000)}${i}`;
+    for (let i = 0; i < 20; i++) {
+      const calls = `calls/t${i}`;
+      expect(await h.engine.spawn(calls, 'tool-call', { callId: `t${i}`, toolName: long('t', i), arguments: {} })).toMatchObject({ accepted: true });
+      expect(await h.engine.dispatch(calls, { type: 'no_approval_needed' })).toMatchObject({ accepted: true });
+      expect(await h.engine.dispatch(calls, { type: 'execution_error', error: 'boom' })).toMatchObject({ accepted: true });
+      const turn = `turns/t${i}`;
+      expect(await h.engine.spawn(turn, 'turn-engine')).toMatchObject({ accepted: true });
+      expect(await h.engine.dispatch(turn, { type: 'start_turn', input: 'hi' })).toMatchObject({ accepted: true });
+      expect(await h.engine.dispatch(turn, { type: 'response_done', model: long('m', i), usage: { inputTokens: 1 } })).toMatchObject({ accepted: true });
+    }
+    const scrape = (await get(`${h.server.httpUrl}/metrics`)).body;
+    expect(scrape.length).toBeLessThan(64 * 1024); // main: over 10 MB
+    const families = familiesOf(scrape);
+    const tools = families.get('runestream_tool_executions_total')!.metrics.map((m) => m.labels!.tool!);
+    const models = families.get('runestream_model_tokens_total')!.metrics.map((m) => m.labels!.model!);
+    for (const [names, prefix] of [
+      [tools, 't'],
+      [models, 'm'],
+    ] as const) {
+      expect(new Set(names).size).toBe(20);
+      for (const name of names) expect(name).toMatch(new RegExp(`^${prefix}{23}…[0-9a-f]{8}$`));
+    }
+  });
+
   it('refuses a metrics option that is not createMetrics()', async () => {
     await expect(startServer({ metrics: {} as RunestreamMetrics })).rejects.toThrow('createServer: "metrics" must be what createMetrics() returns');
   });

@@ -2,7 +2,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Registry } from 'prom-client';
 import { ENGINE_CHANNELS, type DispatchReport, type HydrationReport, type RejectionReport, type StoreAppendReport } from '../../streams/diagnostics.js';
 import type { Engine } from '../../streams/engine.js';
-import { DEFAULT_MAX_LABEL_VALUES, boundedLabel } from './bounded-labels.js';
+import { DEFAULT_MAX_LABEL_LENGTH, DEFAULT_MAX_LABEL_VALUES, boundedLabel } from './bounded-labels.js';
 import { engineMetricFamilies, type EngineMetricFamilies } from './metric-families.js';
 import type { MetricsSnapshot } from './metrics-sink.js';
 import { RuneMetrics } from './rune-metrics.js';
@@ -14,6 +14,12 @@ export interface MetricsOptions {
    * ...): past it, a new value is counted as `"other"`. Default 200.
    */
   maxLabelValues?: number;
+  /**
+   * The characters kept of one label value (a tool, model or provider name, ...): a longer one is
+   * cut to this, its start then `…` and 8 hex digits of a hash of the whole value, so two long
+   * names stay two series. At least 16. Default 128.
+   */
+  maxLabelLength?: number;
   /** The streams tracked at once for time to first delta, approval wait and a call's tool. Default 100,000. */
   maxTracked?: number;
 }
@@ -22,7 +28,7 @@ export interface MetricsOptions {
 export interface RunestreamMetrics {
   /** The prom-client registry every family is on: `registry.metrics()` is the Prometheus text. */
   readonly registry: Registry;
-  /** A label function capped at `maxLabelValues` distinct values, for families added beside these (the server's). */
+  /** A label function capped at `maxLabelValues` distinct values of `maxLabelLength` characters, for families added beside these (the server's). */
   boundedLabel(): (value: string) => string;
   /**
    * Starts counting: the engine and store channels (see `ENGINE_CHANNELS`: they are the
@@ -33,6 +39,9 @@ export interface RunestreamMetrics {
   /** Every family now, as JSON, stamped `at` (ms): what the collector writes to its sink. */
   snapshot(at: number): Promise<MetricsSnapshot>;
 }
+
+/** The shortest `maxLabelLength`: a cut value keeps a few characters besides `…` and its 8-digit hash. */
+const MIN_LABEL_LENGTH = 16;
 
 const positiveInteger = (name: string, value: number): number => {
   if (!Number.isInteger(value) || value <= 0) throw new TypeError(`createMetrics: "${name}" must be a positive integer, got ${String(value)}`);
@@ -61,31 +70,29 @@ const positiveInteger = (name: string, value: number): number => {
 export function createMetrics(options: MetricsOptions = {}): RunestreamMetrics {
   const maxLabelValues = positiveInteger('maxLabelValues', options.maxLabelValues ?? DEFAULT_MAX_LABEL_VALUES);
   const maxTracked = positiveInteger('maxTracked', options.maxTracked ?? 100_000);
+  const maxLabelLength = positiveInteger('maxLabelLength', options.maxLabelLength ?? DEFAULT_MAX_LABEL_LENGTH);
+  if (maxLabelLength < MIN_LABEL_LENGTH) throw new TypeError(`createMetrics: "maxLabelLength" must be at least ${MIN_LABEL_LENGTH} (room for a hash), got ${maxLabelLength}`);
+  const label = (): ((value: string) => string) => boundedLabel(maxLabelValues, maxLabelLength);
   const registry = new Registry();
-  const label = {
-    machine: boundedLabel(maxLabelValues),
-    runeLabel: boundedLabel(maxLabelValues),
-    code: boundedLabel(maxLabelValues),
-    epic: boundedLabel(maxLabelValues),
-  };
+  const labels = { machine: label(), runeLabel: label(), code: label(), epic: label() };
   let runes: RuneMetrics | undefined;
   let engine: Engine | undefined;
   const families: EngineMetricFamilies = engineMetricFamilies(registry, {
-    runesAppended: (counter) => runes?.flushRunes(counter, label.runeLabel),
+    runesAppended: (counter) => runes?.flushRunes(counter, labels.runeLabel),
     instances: () => engine?.size ?? 0,
   });
-  runes = new RuneMetrics(families, { tool: boundedLabel(maxLabelValues), provider: boundedLabel(maxLabelValues), model: boundedLabel(maxLabelValues) }, maxTracked);
+  runes = new RuneMetrics(families, { tool: label(), provider: label(), model: label() }, maxTracked);
 
   const onDispatch = (message: unknown): void => {
     const { machine, ms } = message as DispatchReport;
-    families.dispatchDuration.observe({ machine: label.machine(machine) }, ms / 1000);
+    families.dispatchDuration.observe({ machine: labels.machine(machine) }, ms / 1000);
   };
   const onRejection = (message: unknown): void => {
-    families.dispatchRejections.inc({ code: label.code((message as RejectionReport).code) });
+    families.dispatchRejections.inc({ code: labels.code((message as RejectionReport).code) });
   };
   const onHydration = (message: unknown): void => {
     const { machine, ms } = message as HydrationReport;
-    families.hydrationDuration.observe({ machine: label.machine(machine) }, ms / 1000);
+    families.hydrationDuration.observe({ machine: labels.machine(machine) }, ms / 1000);
   };
   const onAppend = (message: unknown): void => {
     families.appendDuration.observe((message as StoreAppendReport).ms / 1000);
@@ -93,13 +100,13 @@ export function createMetrics(options: MetricsOptions = {}): RunestreamMetrics {
 
   return {
     registry,
-    boundedLabel: () => boundedLabel(maxLabelValues),
+    boundedLabel: label,
     observe: (observed) => {
       if (engine !== undefined) throw new TypeError('createMetrics: observe() already watches an engine; stop it first');
       engine = observed;
       const take = runes!.take as (message: unknown) => void;
       const errors = observed.errors$.subscribe((error) => {
-        if (error.type === 'epic_failed' || error.type === 'effect_failed') families.epicFailures.inc({ epic: label.epic(error.epic), type: error.type });
+        if (error.type === 'epic_failed' || error.type === 'effect_failed') families.epicFailures.inc({ epic: labels.epic(error.epic), type: error.type });
       });
       subscribe(ENGINE_CHANNELS.rune, take);
       subscribe(ENGINE_CHANNELS.dispatch, onDispatch);

@@ -94,7 +94,8 @@ export class RuneMetrics {
     const { stream } = rune;
     if (rune.kind === toolCall.spawnKind) {
       const toolName = (rune.event as { input?: { toolName?: unknown } }).input?.toolName;
-      if (typeof toolName === 'string') this.#track(this.#tools, stream, toolName);
+      // Its label, not the name: what is kept per call stays short whatever the name.
+      if (typeof toolName === 'string') this.#track(this.#tools, stream, this.labels.tool(toolName));
     }
     if (rune.to === 'awaiting_approval' && rune.from !== 'awaiting_approval') this.#track(this.#awaitingApproval, stream, rune.at);
     else if (rune.from === 'awaiting_approval' && rune.to !== 'awaiting_approval') {

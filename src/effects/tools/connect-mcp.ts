@@ -4,6 +4,7 @@ import { ProgressNotificationSchema, type CallToolResult, type Progress, type Pr
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JSONSchema7 } from 'ai';
 import { errorText } from '../../reducers/error-text.js';
+import { shortened } from '../../reducers/shortened.js';
 import { checkToolName, type Tool, type ToolInputCheck } from './tool.js';
 
 /** An MCP tool as the server lists it: name, description, input schema, annotations (hints, untrusted). */
@@ -73,7 +74,8 @@ const SDK_TIMEOUT_MARGIN_MS = 5000;
  *    naming the command.
  * 2. Each tool keeps its JSON Schema input as the server lists it, straight through to the model.
  *    Its name is `<name>__<tool>` when `name` is given, with any character model APIs refuse
- *    (outside `A-Za-z0-9_-`) turned into `_`; the server is called with its own name.
+ *    (outside `A-Za-z0-9_-`) turned into `_`, and a name past 64 characters cut to 64 (its start,
+ *    `_`, and 8 hex digits of a hash of the whole); the server is called with its own name.
  * 3. Arguments are checked here, before any approval is asked: they must be a JSON object (`null`
  *    or missing is `{}`) and match the tool's input schema (the SDK's own AJV validator). A schema
  *    AJV cannot compile is left to the server, which validates too (its refusal is a tool error).
@@ -233,10 +235,13 @@ function routeProgress(client: Client): ProgressRoutes {
   return Object.assign(open, { done: (token: string) => void routes.delete(token) });
 }
 
-/** The tool's name for the model: prefixed, and with what model APIs refuse turned into `_`. */
+/** The longest tool name model APIs accept (what `checkToolName` allows). */
+const MAX_TOOL_NAME_LENGTH = 64;
+
+/** The tool's name for the model: prefixed, what model APIs refuse turned into `_`, and past 64 characters cut (ending `_` and a hash of the whole). */
 function exposedName(prefix: string | undefined, mcpName: string): string {
   const full = prefix === undefined ? mcpName : `${prefix}__${mcpName}`;
-  return full.replace(/[^A-Za-z0-9_-]/g, '_');
+  return shortened(full.replace(/[^A-Za-z0-9_-]/g, '_'), MAX_TOOL_NAME_LENGTH, '_');
 }
 
 /** Checks arguments against an MCP tool's input schema; compiled on first use. */

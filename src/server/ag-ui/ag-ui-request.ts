@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { isSegment } from '../../reducers/stream-ids.js';
+import { describeIssues, parseBounded } from '../../reducers/validate.js';
 
 /** A message of the request's conversation: only its role and text are read; other fields pass. */
 const AgUiMessage = z.looseObject({
@@ -31,7 +32,7 @@ export const AgUiRunInput = z.looseObject({
 });
 export type AgUiRunInput = z.infer<typeof AgUiRunInput>;
 
-/** The body read: the input, or why not (one line per issue, naming its field). */
+/** The body read: the input, or why not (naming the failing fields, bounded as `describeIssues` is). */
 export function parseRunInput(body: Buffer): { ok: true; input: AgUiRunInput } | { ok: false; code: 'invalid_json' | 'invalid_message'; message: string } {
   let json: unknown;
   try {
@@ -39,9 +40,9 @@ export function parseRunInput(body: Buffer): { ok: true; input: AgUiRunInput } |
   } catch {
     return { ok: false, code: 'invalid_json', message: 'the body is not JSON: send an AG-UI RunAgentInput ({threadId, runId, messages, resume?})' };
   }
-  const parsed = AgUiRunInput.safeParse(json);
-  if (!parsed.success)
-    return { ok: false, code: 'invalid_message', message: `the body is not an AG-UI RunAgentInput: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')}` };
+  // Bounded, as a WebSocket frame's: a body of 100,000 wrong messages is described by its first.
+  const parsed = parseBounded(AgUiRunInput, json);
+  if (!parsed.success) return { ok: false, code: 'invalid_message', message: `the body is not an AG-UI RunAgentInput: ${describeIssues(parsed.issues, parsed.partial)}` };
   return { ok: true, input: parsed.data };
 }
 

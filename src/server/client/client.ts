@@ -1,5 +1,4 @@
 import { Subject, defer, distinctUntilChanged, map, throwError, type Observable } from 'rxjs';
-import { z } from 'zod';
 import type { ConnectionStateName } from '../../reducers/connection/index.js';
 import type { Rune } from '../../reducers/rune.js';
 import { CLOSE_CODES, ClientMessage, type ServerMessage } from '../protocol.js';
@@ -11,6 +10,7 @@ import { resolveClientOptions, type ClientOptions } from './options.js';
 import { PendingRequests, type RequestBody } from './requests.js';
 import { StreamView } from './stream-view.js';
 import { errorText } from '../../reducers/error-text.js';
+import { describeIssues, parseBounded } from '../../reducers/validate.js';
 
 /** An event to dispatch: a plain object with a `type`, validated by the stream's machine on the server. */
 export type ClientEvent = { type: string } & Record<string, unknown>;
@@ -244,9 +244,9 @@ export function createClient(options: ClientOptions): RunestreamClient {
   function request(body: RequestBody): Promise<{ seq: number }> {
     const what = `${body.op} of stream ${JSON.stringify(body.stream)}`;
     if (closed) return Promise.reject(new ClientError('closed', `${what}: the client is closed`, body.stream));
-    const checked = ClientMessage.safeParse({ ...body, id: 0 });
+    const checked = parseBounded(ClientMessage, { ...body, id: 0 });
     if (!checked.success) {
-      return Promise.reject(new ClientError('invalid_message', `${what} is not a valid message: ${z.prettifyError(checked.error).replaceAll('\n', '; ')}`, body.stream));
+      return Promise.reject(new ClientError('invalid_message', `${what} is not a valid message: ${describeIssues(checked.issues, checked.partial)}`, body.stream));
     }
     let answer: Promise<{ seq: number }>;
     try {

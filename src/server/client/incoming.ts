@@ -1,7 +1,7 @@
-import { z } from 'zod';
 import { ServerMessage } from '../protocol.js';
 import { ClientError } from './errors.js';
 import { errorText } from '../../reducers/error-text.js';
+import { describeIssues, parseBounded } from '../../reducers/validate.js';
 
 /** A frame the server sent: the protocol message it holds, or why it is not one. */
 export type IncomingFrame = { ok: true; message: ServerMessage } | { ok: false; error: ClientError };
@@ -23,9 +23,9 @@ export function readServerFrame(data: unknown): IncomingFrame {
   } catch (error) {
     return invalid(`the server sent a frame that is not JSON (${errorText(error)}): ${excerpt(data)}`);
   }
-  const parsed = ServerMessage.safeParse(json);
+  const parsed = parseBounded(ServerMessage, json);
   if (!parsed.success) {
-    return invalid(`the server sent a frame that is not a message of the protocol: ${z.prettifyError(parsed.error).replaceAll('\n', '; ')} in ${excerpt(data)}`);
+    return invalid(`the server sent a frame that is not a message of the protocol: ${describeIssues(parsed.issues, parsed.partial)} in ${excerpt(data)}`);
   }
   return { ok: true, message: parsed.data };
 }

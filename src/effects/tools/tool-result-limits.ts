@@ -32,15 +32,16 @@ const SIZE_LIMITS: ReadonlySet<ValueViolation['code']> = new Set<ValueLimitCode>
 /**
  * A call's outcome as it can be stored: a `success` the engine would refuse (its output past one
  * of the engine's `limits`: a string too long, nesting too deep, too many keys, an array too
- * long) becomes `execution_error` "tool result too large: <path>: <the limit>" (any other refusal:
- * "tool result cannot be stored: <why>"), so the call ends with a result the model hears instead of
- * staying `executing`. Any other event is itself.
+ * long) becomes `execution_error` "tool result too large: <path>: <the limit>" (a `__proto__` key:
+ * "tool result refused: <path>: ..."), so the call ends with a result the model hears instead of
+ * staying `executing`. Any other event, and any other violation, is left as it is, to the engine.
  * `check` is the engine's own check (`EpicContext.valueCheck`); absent, nothing is checked.
  */
 export function storableOutcome(event: ToolCallEvent, check: ValueCheck | undefined): ToolCallEvent {
   if (event.type !== 'success' || check === undefined) return event;
   const violation = check(event, 'event');
   if (violation === undefined) return event;
-  const why = SIZE_LIMITS.has(violation.code) ? RESULT_TOO_LARGE : 'tool result cannot be stored';
-  return { type: 'execution_error', error: `${why}: ${violation.reason}` };
+  if (SIZE_LIMITS.has(violation.code)) return { type: 'execution_error', error: `${RESULT_TOO_LARGE}: ${violation.reason}` };
+  if (violation.code === 'forbidden_key') return { type: 'execution_error', error: `tool result refused: ${violation.reason}` };
+  return event; // left to the engine's dispatch, which decides what it does with it
 }

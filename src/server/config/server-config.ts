@@ -230,8 +230,23 @@ export const ServerConfig = z
     telemetry: TelemetryConfig.optional(),
     /** Chat actors (seed 000): how long one idle or paused lasts before `InactivityTimeout`, and before a running one is seen stale. Default 600,000 ms each. */
     chats: z.strictObject({ inactivityTimeoutMs: TimeoutMs.optional(), staleAfterMs: TimeoutMs.optional() }).optional(),
-    /** Tool calls: how long one waits for approval before `approval_timeout`. Default 600,000 ms. */
-    toolCalls: z.strictObject({ approvalTimeoutMs: TimeoutMs.optional() }).optional(),
+    /**
+     * Tool calls: how long one waits for approval before `approval_timeout` (default 600,000 ms);
+     * and `maxResultBytes`, the largest message an MCP server may send (a call's result), counted
+     * while it is read: past it the call ends with `execution_error` "tool result too large" and
+     * the rest is dropped unread (default 1,048,576, 1 MiB; see `connectMcp`).
+     */
+    toolCalls: z
+      .strictObject({
+        approvalTimeoutMs: TimeoutMs.optional(),
+        maxResultBytes: z
+          .number()
+          .int()
+          .min(1024)
+          .max(2 ** 30)
+          .optional(),
+      })
+      .optional(),
     /** The serve log: the least severe level written (`--log-level` outranks it). Default `info`. */
     log: z.strictObject({ level: z.enum(LOG_LEVELS).optional() }).optional(),
   })

@@ -194,6 +194,25 @@ describe('toolCallEffects: execution', () => {
     expect(runs[0]!.signal.reason).toMatchObject({ name: 'TimeoutError', message: 'tool "hang" timed out after 5000 ms' });
   });
 
+  it("ends a call whose outcome left no rune (refused, or failed in the store) with execution_timeout at its tool's deadline, once", () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    const quick = defineTool({ name: 'quick', description: 'Answers at once.', inputSchema: z.object({}), timeoutMs: 5000, execute: () => 'fine' });
+    scheduler.run(({ hot, expectObservable }) => {
+      // The success's rune never comes back: the call stays executing, and its run's own timer stopped with the run.
+      const runes = hot<Rune>('-a-c', { a: executingRune('call-1'), c: claimedRune('call-1', 'run-1') });
+      const commands = toolCallEffects({ tools: [quick], claimId: claimIds() })(
+        runes,
+        contextWith(scheduler, { 'call-1': callState(input('call-1', 'quick', {})) }),
+        undefined,
+      );
+      expectObservable(commands, '^ 1m !').toBe('-c-s 4999ms t', {
+        c: claimCmd('call-1', 'run-1'),
+        s: cmd('call-1', { type: 'success', output: 'fine' }),
+        t: cmd('call-1', { type: 'execution_timeout' }),
+      });
+    });
+  });
+
   it('aborts the signal, with the reason, when the call is cancelled; no timeout follows', () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     const { tool, runs } = hangingTool(5000);

@@ -110,7 +110,7 @@ async function mcp100mb(): Promise<void> {
   await stop();
   await mcp.close();
   report(
-    '4b. a 100 MB MCP tool result (maxResultBytes 1 MiB), then a normal call',
+    '4b. a 100 MB MCP tool result (maxResultBytes 1,000,000), then a normal call',
     'the 100 MB result killed the MCP connection; every later call failed `Not connected` until a restart',
     `${described(big)} after ${ms(elapsed)}, RSS peak ${signed(peakBytes - before)} (${mib(peakBytes)});\n    next call: ${described(echo)}`,
     26,

@@ -19,7 +19,7 @@ export interface ProfileToolkit {
   readonly builtin: ReadonlyMap<string, AnyTool>;
   /** What becomes of the MCP servers' stderr. */
   readonly mcpStderr: 'inherit' | 'pipe' | 'ignore';
-  /** The largest message each MCP server may send (`connectMcp`'s `maxResultBytes`). Default 1 MiB. */
+  /** The largest message each MCP server may send (`connectMcp`'s `maxResultBytes`). Default 1,000,000. */
   readonly mcpMaxResultBytes: number;
   /** The client tool of `spec`: the one made for an identical spec before (shared), else a new one. */
   clientTool(spec: ClientTool): AnyTool;

@@ -54,7 +54,7 @@ export interface ConnectMcpOptions {
    * and each call's result, as JSON-RPC lines): past it the rest of the message is dropped unread,
    * and the call it answers ends with `execution_error` "tool result too large: MCP tool "x"
    * returned N bytes, over M (maxResultBytes)"; the connection carries on. Also each tool's
-   * `maxResultBytes`. A positive integer or `Infinity`. Default 1,048,576 (1 MiB).
+   * `maxResultBytes`. A positive integer or `Infinity`. Default 1,000,000.
    */
   maxResultBytes?: number;
   /** Whether a call left executing by a crash may run again after a restart. Default `false`. */

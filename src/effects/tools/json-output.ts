@@ -17,7 +17,7 @@ export class NonJsonOutputError extends TypeError {
  * `Infinity` become `null`, a `Map` or `Set` becomes `{}`. A `BigInt` or a cycle throws
  * {@link NonJsonOutputError} naming the tool: the call then ends with `execution_error`. A string
  * over `maxBytes` in UTF-8, or any other value whose JSON is, throws `ToolResultTooLargeError`
- * ("tool result too large: tool "read" returned 2000000 bytes, over 1048576 (maxResultBytes)").
+ * ("tool result too large: tool "read" returned 2000000 bytes, over 1000000 (maxResultBytes)").
  *
  * @example
  * ```ts

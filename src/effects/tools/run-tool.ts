@@ -26,7 +26,7 @@ export const MAX_TIMER_MS = 2 ** 31 - 1;
  *    `progress_update{chunk}` while the run is going; later ones are dropped.
  * 2. A value (or a promise of one) emits `success{output}` with the output as JSON (see
  *    `toJsonOutput`) and completes; a throw or a rejection emits `execution_error{error}`, and so
- *    does an output over `tool.maxResultBytes` (default 1 MiB): "tool result too large: ...".
+ *    does an output over `tool.maxResultBytes` (default 1,000,000): "tool result too large: ...".
  * 3. After `tool.timeoutMs` on `scheduler` (none for `Infinity`), it aborts the signal with a
  *    `TimeoutError`, emits `execution_timeout` and completes; whatever the tool does later is ignored.
  * 4. Unsubscribing before the end (the call was cancelled) aborts the signal with an `AbortError`

@@ -1,8 +1,13 @@
 import type { ValueCheck, ValueLimitCode, ValueViolation } from '../../reducers/value-limits.js';
 import type { ToolCallEvent } from '../../reducers/tool-call/schema.js';
 
-/** The default of a tool's `maxResultBytes`: 1 MiB (1,048,576 bytes). */
-export const DEFAULT_MAX_TOOL_RESULT_BYTES = 1 << 20;
+/**
+ * The default of a tool's `maxResultBytes`: 1,000,000 bytes, the engine's default
+ * `limits.maxStringLength`: a text within it (a string output, or an output's JSON, which a ReAct
+ * agent stores as a string) is within that limit too, whatever its characters (a UTF-16 unit is
+ * at least one UTF-8 byte).
+ */
+export const DEFAULT_MAX_TOOL_RESULT_BYTES = 1_000_000;
 
 /** What a tool result past a limit is refused with: the start of its call's `execution_error`. */
 export const RESULT_TOO_LARGE = 'tool result too large';

@@ -38,7 +38,7 @@ export interface Tool<Input = unknown, Output = unknown> {
   /**
    * The largest output a call may end with, in bytes: a string's UTF-8, any other value's JSON.
    * Past it the call ends with `execution_error` "tool result too large: ... (maxResultBytes)".
-   * Absent: 1 MiB (`DEFAULT_MAX_TOOL_RESULT_BYTES`). An MCP tool's is also the cap on each message
+   * Absent: 1,000,000 (`DEFAULT_MAX_TOOL_RESULT_BYTES`). An MCP tool's is also the cap on each message
    * its server sends, enforced while it is read (see `connectMcp`).
    */
   readonly maxResultBytes?: number;
@@ -74,7 +74,7 @@ export interface DefineToolOptions<Schema extends z.ZodType, Output> {
   /**
    * The largest output a call may end with, in bytes (a string's UTF-8, any other value's JSON);
    * past it the call ends with `execution_error` "tool result too large: ... (maxResultBytes)",
-   * which the model reads. A positive integer, or `Infinity`. Default 1,048,576 (1 MiB).
+   * which the model reads. A positive integer, or `Infinity`. Default 1,000,000.
    */
   maxResultBytes?: number;
   /**
@@ -115,7 +115,7 @@ export function checkMaxResultBytes(who: string, maxResultBytes: unknown): void 
  * 2. `parseInput` runs the zod schema: the parsed input (defaults applied), or an error naming
  *    each failing field (`path: expected string, received number`).
  * 3. `needsApproval`, `timeoutMs`, `maxResultBytes`, `rerunSafe`, `parallelSafe` get their
- *    defaults (`false`, 60,000, 1 MiB, `false`, `false`).
+ *    defaults (`false`, 60,000, 1,000,000, `false`, `false`).
  *
  * ## Example
  * ```ts

@@ -234,7 +234,7 @@ export const ServerConfig = z
      * Tool calls: how long one waits for approval before `approval_timeout` (default 600,000 ms);
      * and `maxResultBytes`, the largest message an MCP server may send (a call's result), counted
      * while it is read: past it the call ends with `execution_error` "tool result too large" and
-     * the rest is dropped unread (default 1,048,576, 1 MiB; see `connectMcp`).
+     * the rest is dropped unread (default 1,000,000; see `connectMcp`).
      */
     toolCalls: z
       .strictObject({

@@ -30,7 +30,7 @@ const nested = (levels: number): unknown => {
   return value;
 };
 
-/** Tools whose results are past the engine's limits (the defaults: 64 levels, 1,000 keys) or a tool's maxResultBytes (1 MiB). */
+/** Tools whose results are past the engine's limits (the defaults: 64 levels, 1,000 keys) or a tool's maxResultBytes (1,000,000 bytes). */
 const oversized = [
   defineTool({ name: 'big', description: 'A 2 MB string.', inputSchema: z.object({}), execute: () => 'x'.repeat(2_000_000) }),
   defineTool({ name: 'deep', description: '200 levels.', inputSchema: z.object({}), execute: () => nested(200) }),
@@ -66,7 +66,7 @@ describe('agentEpics: a tool result past the limits', () => {
     expect(turn.output).toBe('Those results were too large.');
     const outcomes = await Promise.all(['big', 'deep', 'wide', 'long'].map((id) => callState(engine, id)));
     expect(outcomes.map((call) => [call.value, call.error])).toEqual([
-      ['error_result', 'tool result too large: tool "big" returned 2000000 bytes, over 1048576 (maxResultBytes)'],
+      ['error_result', 'tool result too large: tool "big" returned 2000000 bytes, over 1000000 (maxResultBytes)'],
       ['error_result', expect.stringMatching(/^tool result too large: event\.output\.a\.a.*: nested deeper than 64 levels \(limits\.maxDepth\)$/)],
       ['error_result', 'tool result too large: event.output: more than 1000 keys (limits.maxKeys)'],
       ['error_result', 'tool result too large: event.output: a string of 5000 characters is over 4000 (limits.maxStringLength)'],

@@ -17,10 +17,10 @@ export interface ProfileToolkit {
   readonly chains: Readonly<Record<string, ProviderChain>>;
   /** The built-in tools by name, one object each. */
   readonly builtin: ReadonlyMap<string, AnyTool>;
-  /** What becomes of the MCP servers' stderr. */
-  readonly mcpStderr: 'inherit' | 'pipe' | 'ignore';
   /** The largest message each MCP server may send (`connectMcp`'s `maxResultBytes`). Default 1,000,000. */
   readonly mcpMaxResultBytes: number;
+  /** What becomes of the MCP servers' stderr. */
+  readonly mcpStderr: 'inherit' | 'pipe' | 'ignore';
   /** The client tool of `spec`: the one made for an identical spec before (shared), else a new one. */
   clientTool(spec: ClientTool): AnyTool;
 }
@@ -35,8 +35,8 @@ export function profileToolkit(
   return {
     chains,
     builtin,
-    mcpStderr: options.mcpStderr ?? 'inherit',
     mcpMaxResultBytes: options.mcpMaxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES,
+    mcpStderr: options.mcpStderr ?? 'inherit',
     clientTool: (spec) => {
       const json = JSON.stringify(spec);
       const known = clientTools.get(spec.name);

@@ -9,12 +9,12 @@ import {
   type ProgressNotification,
   type Tool as McpToolDefinition,
 } from '@modelcontextprotocol/sdk/types.js';
+import { BoundedStdioClientTransport, MCP_MESSAGE_TOO_LARGE } from './mcp-stdio-transport.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES, checkMaxResultBytes, resultTooLarge } from './tool-result-limits.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JSONSchema7 } from 'ai';
 import { errorText } from '../../reducers/error-text.js';
-import { BoundedStdioClientTransport, MCP_MESSAGE_TOO_LARGE } from './mcp-stdio-transport.js';
-import { checkMaxResultBytes, checkToolName, type Tool, type ToolInputCheck } from './tool.js';
-import { DEFAULT_MAX_TOOL_RESULT_BYTES, resultTooLarge } from './tool-result-limits.js';
+import { checkToolName, type Tool, type ToolInputCheck } from './tool.js';
 
 /** An MCP tool as the server lists it: name, description, input schema, annotations (hints, untrusted). */
 export type McpToolInfo = McpToolDefinition;

@@ -9,6 +9,13 @@ import type { ToolCallEvent } from '../../reducers/tool-call/schema.js';
  */
 export const DEFAULT_MAX_TOOL_RESULT_BYTES = 1_000_000;
 
+/** Checks a `maxResultBytes` option: a positive integer or `Infinity`; `who` names the caller in the error. */
+export function checkMaxResultBytes(who: string, maxResultBytes: unknown): void {
+  if (maxResultBytes !== Infinity && !(Number.isInteger(maxResultBytes) && (maxResultBytes as number) > 0)) {
+    throw new TypeError(`${who}: "maxResultBytes" must be a positive integer or Infinity, got ${String(maxResultBytes)}`);
+  }
+}
+
 /** What a tool result past a limit is refused with: the start of its call's `execution_error`. */
 export const RESULT_TOO_LARGE = 'tool result too large';
 

@@ -2,7 +2,7 @@ import type { JSONSchema7 } from 'ai';
 import { z } from 'zod';
 import { describeIssues } from '../../reducers/validate.js';
 import { errorText } from '../../reducers/error-text.js';
-import { DEFAULT_MAX_TOOL_RESULT_BYTES } from './tool-result-limits.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES, checkMaxResultBytes } from './tool-result-limits.js';
 
 /** What a running tool gets besides its input. */
 export interface ToolExecutionContext {
@@ -96,13 +96,6 @@ const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export function checkToolName(who: string, name: string): void {
   if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
     throw new TypeError(`${who}: tool name ${JSON.stringify(name)} must match ${String(TOOL_NAME)} (what model APIs accept)`);
-  }
-}
-
-/** Checks a `maxResultBytes` option: a positive integer or `Infinity`; `who` names the caller in the error. */
-export function checkMaxResultBytes(who: string, maxResultBytes: unknown): void {
-  if (maxResultBytes !== Infinity && !(Number.isInteger(maxResultBytes) && (maxResultBytes as number) > 0)) {
-    throw new TypeError(`${who}: "maxResultBytes" must be a positive integer or Infinity, got ${String(maxResultBytes)}`);
   }
 }
 

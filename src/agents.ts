@@ -41,6 +41,7 @@ export { toolSpecs } from './effects/tools/tool-specs.js';
 export { BUILTIN_TOOL_NAMES, builtinTools, type BuiltinToolName } from './effects/tools/builtin-tools.js';
 export { ToolAbortError, ToolTimeoutError, runTool } from './effects/tools/run-tool.js';
 export { NonJsonOutputError, type JsonValue } from './effects/tools/json-output.js';
+export { DEFAULT_MAX_TOOL_RESULT_BYTES, ToolResultTooLargeError } from './effects/tools/tool-result-limits.js';
 export { toolCallEffects, type ToolCallEffectsOptions } from './effects/tools/tool-call-effects.js';
 export type { ToolScope } from './effects/tools/tool-scope.js';
 export { ToolNameClashError, toolRegistry, type ResolvedCall, type ToolRegistry } from './effects/tools/tool-registry.js';

@@ -707,6 +707,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         release,
         streams: (query) => from(store.heads(query)),
         scheduler,
+        ...(checkValue === undefined ? {} : { valueCheck: checkValue }),
         report: (report) => errors.next(report),
         ...(ownership === undefined ? {} : { ownership, allRunes$: allRunes }),
       },

@@ -4,6 +4,7 @@ import type { EffectOwnership } from './effect-host.js';
 import type { HeadsQuery, Snapshot, StreamHead } from './store.js';
 import type { AnyMachine, EventObject, StateOf } from '../reducers/machine.js';
 import type { Rune } from '../reducers/rune.js';
+import type { ValueCheck } from '../reducers/value-limits.js';
 
 /** What an epic asks the engine to do: dispatch `event` to `stream`, or spawn `stream`. */
 export type EpicCommand = DispatchCommand | SpawnCommand;
@@ -60,6 +61,13 @@ export interface EpicContext {
   streams(query?: HeadsQuery): Observable<StreamHead>;
   /** The engine's scheduler: every timer of an epic runs on it, so tests run in virtual time. */
   readonly scheduler: SchedulerLike;
+  /**
+   * The engine's check of a value against its `limits`, as `dispatch` applies it to every event
+   * (root `event`): an effect that makes an event from what it does not control (a tool's result)
+   * checks it first, and ends its work with an error it can store instead of a refused dispatch.
+   * Absent: no limits (every one `Infinity`), or a context without an engine.
+   */
+  readonly valueCheck?: ValueCheck;
   /** Reports a failure no command carries (an effect that failed); the engine puts it on `errors$`. */
   report?(report: EpicReport): void;
   /** Which streams' effects this process runs (see `stateEffects`). Absent: all of them. */

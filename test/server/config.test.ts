@@ -153,6 +153,25 @@ describe('parseServerConfig', () => {
     );
   });
 
+  it("toolCalls.maxResultBytes bounds each message of the roles' MCP servers, counted while it is read", async () => {
+    const config = parseServerConfig(JSON.stringify({ ...good, toolCalls: { maxResultBytes: 4096 } }), 'runestream.json');
+    expect(config.toolCalls).toEqual({ maxResultBytes: 4096 });
+    const agents = await configuredAgents(config, { LOCAL_KEY: 'k' }, { mcpStderr: 'ignore' });
+    try {
+      const big = agents.profiles.researcher!.tools!.find((tool) => tool.name === 'files__big')!;
+      expect(big.maxResultBytes).toBe(4096);
+      const run = { signal: new AbortController().signal, progress: () => {} };
+      await expect(big.execute({ bytes: 100_000 }, run)).rejects.toThrow(
+        /^tool result too large: MCP tool "files__big" returned 1000\d\d bytes, over 4096 \(maxResultBytes\)$/,
+      );
+    } finally {
+      await agents.close();
+    }
+    expect(() => parseServerConfig(JSON.stringify({ ...good, toolCalls: { maxResultBytes: 10 } }), 'runestream.json')).toThrow(
+      /^runestream\.json: toolCalls\.maxResultBytes: /,
+    );
+  });
+
   it('refuses an MCP server over a URL with a clear error', () => {
     expect(issuesOf(withAgent({ tools: ['web'], mcpServers: { web: { command: 'x', url: 'http://127.0.0.1:9000/mcp' } } }))).toEqual([
       'agents.assistant.mcpServers.web.url: an MCP server over a URL (HTTP or SSE) is not supported: give its stdio "command" (with "args" and "env") instead',

@@ -4,6 +4,7 @@ import { builtinTools } from '../tools/builtin-tools.js';
 import { clientTool } from '../tools/client-tool.js';
 import { connectMcp, type McpConnection } from '../tools/connect-mcp.js';
 import type { AnyTool } from '../tools/tool.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES } from '../tools/tool-result-limits.js';
 import type { AgentProfile } from './agent-profile.js';
 
 /**
@@ -16,6 +17,8 @@ export interface ProfileToolkit {
   readonly chains: Readonly<Record<string, ProviderChain>>;
   /** The built-in tools by name, one object each. */
   readonly builtin: ReadonlyMap<string, AnyTool>;
+  /** The largest message each MCP server may send (`connectMcp`'s `maxResultBytes`). Default 1,000,000. */
+  readonly mcpMaxResultBytes: number;
   /** What becomes of the MCP servers' stderr. */
   readonly mcpStderr: 'inherit' | 'pipe' | 'ignore';
   /** The client tool of `spec`: the one made for an identical spec before (shared), else a new one. */
@@ -23,12 +26,16 @@ export interface ProfileToolkit {
 }
 
 /** A toolkit over `chains`: fresh built-in tools, no client tools yet. */
-export function profileToolkit(chains: Readonly<Record<string, ProviderChain>>, options: { readonly mcpStderr?: 'inherit' | 'pipe' | 'ignore' } = {}): ProfileToolkit {
+export function profileToolkit(
+  chains: Readonly<Record<string, ProviderChain>>,
+  options: { readonly mcpStderr?: 'inherit' | 'pipe' | 'ignore'; readonly mcpMaxResultBytes?: number } = {},
+): ProfileToolkit {
   const builtin = new Map(builtinTools().map((tool) => [tool.name, tool]));
   const clientTools = new Map<string, { readonly spec: string; readonly tool: AnyTool }>();
   return {
     chains,
     builtin,
+    mcpMaxResultBytes: options.mcpMaxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES,
     mcpStderr: options.mcpStderr ?? 'inherit',
     clientTool: (spec) => {
       const json = JSON.stringify(spec);
@@ -75,7 +82,7 @@ export async function buildAgentProfile(agent: AgentConfig, toolkit: ProfileTool
       }
       let connection: McpConnection;
       try {
-        connection = await connectMcp({ ...server, name, stderr: toolkit.mcpStderr });
+        connection = await connectMcp({ ...server, name, stderr: toolkit.mcpStderr, maxResultBytes: toolkit.mcpMaxResultBytes });
       } catch (error) {
         if (onMcpFailure === undefined) throw error;
         onMcpFailure(name, error);

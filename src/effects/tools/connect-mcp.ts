@@ -1,6 +1,16 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ProgressNotificationSchema, type CallToolResult, type Progress, type ProgressNotification, type Tool as McpToolDefinition } from '@modelcontextprotocol/sdk/types.js';
+import type { StdioServerParameters } from '@modelcontextprotocol/sdk/client/stdio.js';
+import {
+  ErrorCode,
+  McpError,
+  ProgressNotificationSchema,
+  type CallToolResult,
+  type Progress,
+  type ProgressNotification,
+  type Tool as McpToolDefinition,
+} from '@modelcontextprotocol/sdk/types.js';
+import { BoundedStdioClientTransport, MCP_MESSAGE_TOO_LARGE } from './mcp-stdio-transport.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES, checkMaxResultBytes, resultTooLarge } from './tool-result-limits.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { JSONSchema7 } from 'ai';
 import { errorText } from '../../reducers/error-text.js';
@@ -40,6 +50,14 @@ export interface ConnectMcpOptions {
   needsApproval?: boolean | ((tool: McpToolInfo, input: McpArguments) => boolean);
   /** Longest run of a call before `execution_timeout`, in scheduler ms; `Infinity` for none. Default 60,000. */
   timeoutMs?: number;
+  /**
+   * The largest message the server may send, in bytes, counted while it is read (its tool list
+   * and each call's result, as JSON-RPC lines): past it the rest of the message is dropped unread,
+   * and the call it answers ends with `execution_error` "tool result too large: MCP tool "x"
+   * returned N bytes, over M (maxResultBytes)"; the connection carries on. Also each tool's
+   * `maxResultBytes`. A positive integer or `Infinity`. Default 1,000,000.
+   */
+  maxResultBytes?: number;
   /** Whether a call left executing by a crash may run again after a restart. Default `false`. */
   rerunSafe?: boolean | ((tool: McpToolInfo) => boolean);
   /**
@@ -55,9 +73,12 @@ export interface ConnectMcpOptions {
 export interface McpConnection {
   /** The server's tools as runestream tools, listed once at connect (a later `tools/list_changed` is not followed). */
   readonly tools: readonly Tool<McpArguments, unknown>[];
-  /** The SDK client, for what the tools do not cover (resources, prompts). */
+  /**
+   * The SDK client, for what the tools do not cover (resources, prompts): the current one (after
+   * the connection dropped and a call reconnected, the new one).
+   */
   readonly client: Client;
-  /** Closes the connection and stops the server process. Calls in flight fail. */
+  /** Closes the connection and stops the server process. Calls in flight fail; later ones fail at once, with no reconnect. */
   close(): Promise<void>;
 }
 
@@ -92,6 +113,13 @@ const SDK_TIMEOUT_MARGIN_MS = 5000;
  *    is its text, so the call ends with `execution_error` and the model reads why.
  * 6. A tool the server annotates `readOnlyHint: true` is `parallelSafe`: its calls run beside the
  *    others of their round; every other tool's run one at a time, in call order (option `parallelSafe`).
+ * 7. Every message the server sends is held to `maxResultBytes` while it is read (see
+ *    `BoundedStdioClientTransport`): an answer past it ends its call with `execution_error` "tool
+ *    result too large: ..." and the rest of it is dropped unread, so it never takes this process's memory.
+ * 8. A connection that drops (the server exited or crashed, or sent what could not be read) ends
+ *    the calls in flight with `execution_error` saying so, and the next call starts the server
+ *    again and reconnects (one attempt shared by the calls that ask meanwhile; one that fails
+ *    fails its call, and the next call tries again). The tools are the ones listed at connect.
  *
  * ## Example
  * ```ts
@@ -126,6 +154,7 @@ export async function connectMcp(options: ConnectMcpOptions): Promise<McpConnect
     stderr = 'inherit',
     needsApproval = false,
     timeoutMs = 60_000,
+    maxResultBytes = DEFAULT_MAX_TOOL_RESULT_BYTES,
     rerunSafe = false,
     parallelSafe = readOnly,
     clientInfo = { name: 'runestream', version: '0.1.0' },
@@ -133,9 +162,13 @@ export async function connectMcp(options: ConnectMcpOptions): Promise<McpConnect
   if (typeof command !== 'string' || command === '') throw new TypeError('connectMcp: "command" must be a non-empty string (the server executable)');
   if (name !== undefined) checkToolName('connectMcp: "name"', name);
   if (!(timeoutMs > 0)) throw new TypeError(`connectMcp: "timeoutMs" must be positive (Infinity for none), got ${String(timeoutMs)}`);
+  checkMaxResultBytes('connectMcp', maxResultBytes);
 
+  const server: StdioServerParameters = { command, args, ...(env === undefined ? {} : { env }), ...(cwd === undefined ? {} : { cwd }), stderr };
+  const label = [command, ...args].join(' ');
+  const progressOf = progressRoutes();
   const client = new Client(clientInfo);
-  const transport = new StdioClientTransport({ command, args, ...(env === undefined ? {} : { env }), ...(cwd === undefined ? {} : { cwd }), stderr });
+  const transport = new BoundedStdioClientTransport(server, maxResultBytes);
   const listed: McpToolInfo[] = [];
   try {
     await client.connect(transport);
@@ -147,10 +180,16 @@ export async function connectMcp(options: ConnectMcpOptions): Promise<McpConnect
     } while (cursor !== undefined);
   } catch (error) {
     await client.close().catch(() => undefined);
-    throw new Error(`connectMcp: the MCP server "${[command, ...args].join(' ')}" did not start or answer: ${errorText(error)}`, { cause: error });
+    throw new Error(`connectMcp: the MCP server "${label}" did not start or answer: ${errorText(error)}`, { cause: error });
   }
+  progressOf.install(client);
+  const link = reconnecting(client, label, async () => {
+    const next = new Client(clientInfo);
+    await next.connect(new BoundedStdioClientTransport(server, maxResultBytes));
+    progressOf.install(next);
+    return next;
+  });
 
-  const progressOf = routeProgress(client);
   const validator = new AjvJsonSchemaValidator();
   const sdkTimeoutMs = Math.min(MAX_TIMER_MS, timeoutMs + SDK_TIMEOUT_MARGIN_MS);
   const seen = new Map<string, string>();
@@ -167,19 +206,21 @@ export async function connectMcp(options: ConnectMcpOptions): Promise<McpConnect
       parseInput: check,
       needsApproval: (input) => (typeof needsApproval === 'function' ? needsApproval(info, input) : needsApproval),
       timeoutMs,
+      maxResultBytes,
       rerunSafe: typeof rerunSafe === 'function' ? rerunSafe(info) : rerunSafe,
       parallelSafe: typeof parallelSafe === 'function' ? parallelSafe(info) : parallelSafe,
       async execute(input, { signal, progress }) {
         let result: CallToolResult;
         const progressToken = progressOf((p) => progress(progressChunk(p)));
         try {
+          const current = await link.connected();
           // A progress notification that arrived with the response is handled a microtask after
           // it, but before this await resumes: the token stays open until then.
-          result = (await client.callTool({ name: info.name, arguments: input, _meta: { progressToken } }, undefined, { signal, timeout: sdkTimeoutMs })) as CallToolResult;
+          result = (await current.callTool({ name: info.name, arguments: input, _meta: { progressToken } }, undefined, { signal, timeout: sdkTimeoutMs })) as CallToolResult;
         } catch (error) {
           // Abort and timeout share McpError -32001: only the signal says it was ours.
           if (signal.aborted) throw signal.reason;
-          throw error;
+          throw callFailure(error, toolName, link);
         } finally {
           progressOf.done(progressToken);
         }
@@ -197,7 +238,98 @@ export async function connectMcp(options: ConnectMcpOptions): Promise<McpConnect
   }
 
   let closing: Promise<void> | undefined;
-  return { tools, client, close: () => (closing ??= client.close()) };
+  return {
+    tools,
+    get client() {
+      return link.current;
+    },
+    close: () => (closing ??= link.close()),
+  };
+}
+
+/** An MCP server's connection, made again when it drops: see {@link reconnecting}. */
+interface McpLink {
+  /** The client now (a dropped one until a call reconnects). */
+  readonly current: Client;
+  /** Why the current connection dropped, if it did: the last error the transport reported, if any. */
+  readonly dropped: string | undefined;
+  /** A connected client: the current one, or after a drop a new connection, one attempt shared by every call that asks meanwhile. */
+  connected(): Promise<Client>;
+  /** Closes the current client; every later `connected()` fails. */
+  close(): Promise<void>;
+}
+
+/**
+ * Keeps `first` as the current client until it drops (its transport closed: the server exited,
+ * or a message broke the stream), then `open`s a new one on demand: a failed attempt fails the
+ * calls that waited for it, and the next call tries again.
+ */
+function reconnecting(first: Client, label: string, open: () => Promise<Client>): McpLink {
+  let current = first;
+  let dropped: string | undefined;
+  let lastError: string | undefined;
+  let opening: Promise<Client> | undefined;
+  let closed = false;
+  const watch = (client: Client): void => {
+    client.onerror = (error) => {
+      if (client === current) lastError = errorText(error);
+    };
+    client.onclose = () => {
+      if (client === current) dropped = lastError ?? 'the server closed it';
+    };
+  };
+  const reopen = async (): Promise<Client> => {
+    const reason = dropped;
+    let next: Client;
+    try {
+      next = await open();
+    } catch (error) {
+      throw new Error(`the MCP server "${label}" dropped its connection (${reason}) and did not reconnect: ${errorText(error)}`, { cause: error });
+    }
+    if (closed) {
+      await next.close().catch(() => undefined);
+      throw new Error(`the MCP connection to "${label}" is closed`);
+    }
+    current = next;
+    dropped = undefined;
+    lastError = undefined;
+    watch(next);
+    return next;
+  };
+  watch(first);
+  return {
+    get current() {
+      return current;
+    },
+    get dropped() {
+      return dropped;
+    },
+    connected: () => {
+      if (closed) return Promise.reject(new Error(`the MCP connection to "${label}" is closed`));
+      if (dropped === undefined) return Promise.resolve(current);
+      return (opening ??= reopen().finally(() => (opening = undefined)));
+    },
+    close: () => {
+      closed = true;
+      return current.close();
+    },
+  };
+}
+
+/**
+ * What a failed `tools/call` ends its call with: an answer over `maxResultBytes` as "tool result
+ * too large", a dropped connection saying why and that the next call reconnects, any other as it is.
+ */
+function callFailure(error: unknown, toolName: string, link: McpLink): unknown {
+  if (!(error instanceof McpError)) return error;
+  if (error.code === MCP_MESSAGE_TOO_LARGE) {
+    const { bytes, maxBytes } = (error.data ?? {}) as { bytes?: number; maxBytes?: number };
+    return resultTooLarge(`MCP tool "${toolName}"`, bytes ?? 'more', maxBytes ?? Number.NaN);
+  }
+  if (error.code === ErrorCode.ConnectionClosed && link.dropped !== undefined) {
+    return new Error(`the MCP server's connection dropped during the call (${link.dropped}); the next call reconnects`);
+  }
+  return error;
 }
 
 /** The default of `parallelSafe`: a tool the server says only reads (its `readOnlyHint`, a hint like every annotation). */
@@ -207,6 +339,8 @@ const readOnly = (tool: McpToolInfo): boolean => tool.annotations?.readOnlyHint 
 interface ProgressRoutes {
   (onProgress: (progress: Progress) => void): string;
   done(token: string): void;
+  /** Routes a client's progress notifications (each client of a connection that reconnects). */
+  install(client: Client): void;
 }
 
 /**
@@ -217,22 +351,24 @@ interface ProgressRoutes {
  * `done`. Tokens that are not ours go to the SDK's handler, so `client.callTool(..., {onprogress})`
  * still works for callers of the raw client.
  */
-function routeProgress(client: Client): ProgressRoutes {
+function progressRoutes(): ProgressRoutes {
   const routes = new Map<string, (progress: Progress) => void>();
   let next = 0;
-  const sdkHandler = (client as unknown as { _onprogress?: (n: ProgressNotification) => void })._onprogress?.bind(client);
-  client.setNotificationHandler(ProgressNotificationSchema, (notification) => {
-    const { progressToken, ...progress } = notification.params;
-    const route = routes.get(String(progressToken));
-    if (route !== undefined) route(progress);
-    else sdkHandler?.(notification);
-  });
+  const install = (client: Client): void => {
+    const sdkHandler = (client as unknown as { _onprogress?: (n: ProgressNotification) => void })._onprogress?.bind(client);
+    client.setNotificationHandler(ProgressNotificationSchema, (notification) => {
+      const { progressToken, ...progress } = notification.params;
+      const route = routes.get(String(progressToken));
+      if (route !== undefined) route(progress);
+      else sdkHandler?.(notification);
+    });
+  };
   const open = (onProgress: (progress: Progress) => void): string => {
     const token = `runestream-${++next}`;
     routes.set(token, onProgress);
     return token;
   };
-  return Object.assign(open, { done: (token: string) => void routes.delete(token) });
+  return Object.assign(open, { done: (token: string) => void routes.delete(token), install });
 }
 
 /** The longest tool name model APIs accept (what `checkToolName` allows). */

@@ -1,5 +1,6 @@
 import type { ToolCallState } from '../../reducers/tool-call/schema.js';
 import { errorText } from '../../reducers/error-text.js';
+import { checkResultBytes } from './tool-result-limits.js';
 
 /** A JSON value: what a call's `success{output}` carries. */
 export type JsonValue = NonNullable<ToolCallState['output']> | null;
@@ -14,7 +15,9 @@ export class NonJsonOutputError extends TypeError {
  * sees it: `toJSON` is honoured (a `Date` becomes its ISO string), `undefined`, functions and
  * symbols are dropped from objects (and become `null` in arrays and at the top), `NaN` and
  * `Infinity` become `null`, a `Map` or `Set` becomes `{}`. A `BigInt` or a cycle throws
- * {@link NonJsonOutputError} naming the tool: the call then ends with `execution_error`.
+ * {@link NonJsonOutputError} naming the tool: the call then ends with `execution_error`. A string
+ * over `maxBytes` in UTF-8, or any other value whose JSON is, throws `ToolResultTooLargeError`
+ * ("tool result too large: tool "read" returned 2000000 bytes, over 1000000 (maxResultBytes)").
  *
  * @example
  * ```ts
@@ -32,8 +35,12 @@ export class NonJsonOutputError extends TypeError {
  * // tool "read" returned a value that is not JSON: ...
  * ```
  */
-export function toJsonOutput(toolName: string, value: unknown): JsonValue {
-  if (value === null || typeof value === 'string' || typeof value === 'boolean') return value;
+export function toJsonOutput(toolName: string, value: unknown, maxBytes = Infinity): JsonValue {
+  if (typeof value === 'string') {
+    checkResultBytes(toolName, value, maxBytes);
+    return value;
+  }
+  if (value === null || typeof value === 'boolean') return value;
   if (typeof value === 'number') return Number.isFinite(value) ? value : null;
   let text: string | undefined;
   try {
@@ -41,5 +48,7 @@ export function toJsonOutput(toolName: string, value: unknown): JsonValue {
   } catch (error) {
     throw new NonJsonOutputError(`tool "${toolName}" returned a value that is not JSON: ${errorText(error)}`);
   }
-  return text === undefined ? null : (JSON.parse(text) as JsonValue);
+  if (text === undefined) return null;
+  checkResultBytes(toolName, text, maxBytes);
+  return JSON.parse(text) as JsonValue;
 }

@@ -2,6 +2,7 @@ import { Observable, type SchedulerLike } from 'rxjs';
 import type { ToolCallEvent } from '../../reducers/tool-call/schema.js';
 import { errorText } from '../../reducers/error-text.js';
 import { toJsonOutput } from './json-output.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES, ToolResultTooLargeError } from './tool-result-limits.js';
 import type { AnyTool } from './tool.js';
 
 /** The abort reason of a tool whose call timed out. */
@@ -15,7 +16,7 @@ export class ToolAbortError extends Error {
 }
 
 /** The longest delay a JavaScript timer takes; longer ones fire at once. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
+export const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * One run of a tool, as the events it ends its call with. Nothing happens until it is subscribed;
@@ -24,7 +25,8 @@ const MAX_TIMER_MS = 2 ** 31 - 1;
  * 1. Calls `tool.execute(input, {signal, progress})`. Each `progress(chunk)` emits
  *    `progress_update{chunk}` while the run is going; later ones are dropped.
  * 2. A value (or a promise of one) emits `success{output}` with the output as JSON (see
- *    `toJsonOutput`) and completes; a throw or a rejection emits `execution_error{error}`.
+ *    `toJsonOutput`) and completes; a throw or a rejection emits `execution_error{error}`, and so
+ *    does an output over `tool.maxResultBytes` (default 1,000,000): "tool result too large: ...".
  * 3. After `tool.timeoutMs` on `scheduler` (none for `Infinity`), it aborts the signal with a
  *    `TimeoutError`, emits `execution_timeout` and completes; whatever the tool does later is ignored.
  * 4. Unsubscribing before the end (the call was cancelled) aborts the signal with an `AbortError`
@@ -67,13 +69,13 @@ export function runTool(tool: AnyTool, input: unknown, scheduler: SchedulerLike,
       if (settled) return;
       let output;
       try {
-        output = toJsonOutput(tool.name, value);
+        output = toJsonOutput(tool.name, value, tool.maxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES);
       } catch (error) {
-        return end({ type: 'execution_error', error: errorText(error) });
+        return fail(error);
       }
       end({ type: 'success', output });
     };
-    const fail = (error: unknown): void => end({ type: 'execution_error', error: errorText(error) });
+    const fail = (error: unknown): void => end({ type: 'execution_error', error: outcomeErrorText(error) });
     try {
       const result = tool.execute(input, { signal: controller.signal, progress });
       if (isThenable(result)) result.then(succeed, fail);
@@ -89,6 +91,9 @@ export function runTool(tool: AnyTool, input: unknown, scheduler: SchedulerLike,
     };
   });
 }
+
+/** A run's error as its `execution_error`: a refused result by its message alone (it names itself), any other by `errorText`. */
+const outcomeErrorText = (error: unknown): string => (error instanceof ToolResultTooLargeError ? error.message : errorText(error));
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
   (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';

@@ -1,4 +1,4 @@
-import { EMPTY, Observable, catchError, defer, mergeMap, of } from 'rxjs';
+import { EMPTY, Observable, catchError, concat, defer, map, mergeMap, of, tap, timer, type SchedulerLike } from 'rxjs';
 import type { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallEvent, ToolCallState } from '../../reducers/tool-call/schema.js';
 import type { EpicContext } from '../../streams/epic.js';
@@ -6,7 +6,8 @@ import type { StreamView } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART, executionStart } from '../tool-call-recovery.js';
 import { errorText } from '../../reducers/error-text.js';
 import { checkedClaim, claimCallThenRun } from './claim-execution.js';
-import { runTool } from './run-tool.js';
+import { MAX_TIMER_MS, runTool } from './run-tool.js';
+import { storableOutcome } from './tool-result-limits.js';
 import type { ToolRegistry } from './tool-registry.js';
 import type { ToolScope } from './tool-scope.js';
 
@@ -16,6 +17,26 @@ function stopReason(view: StreamView<typeof toolCall>): string {
   if (event === undefined) return 'the engine stopped its effects';
   if (event.type === 'cancelled') return `call cancelled${event.reason === undefined ? '' : `: ${event.reason}`}`;
   return `call ended by ${event.type}`;
+}
+
+/**
+ * A run's events, then, if its outcome was not a timeout, `execution_timeout` once `timeoutMs`
+ * have passed since the run started. The execution effect is unsubscribed by the rune of the
+ * outcome (the call leaves `executing`), so that timeout is emitted only when the outcome left no
+ * rune: its dispatch was refused or failed, and without it the call would stay `executing` forever
+ * (the run's own timer stops with the run). Once, so a store that keeps failing is not hammered:
+ * a restart resumes the call (see `executionStart`).
+ */
+function timeoutWhateverHappens(run$: Observable<ToolCallEvent>, timeoutMs: number, scheduler: SchedulerLike): Observable<ToolCallEvent> {
+  if (!(timeoutMs <= MAX_TIMER_MS)) return run$; // Infinity: the call has no timeout
+  return defer(() => {
+    const deadline = scheduler.now() + timeoutMs;
+    let timedOut = false;
+    return concat(
+      run$.pipe(tap((event) => (timedOut ||= event.type === 'execution_timeout'))),
+      defer(() => (timedOut ? EMPTY : timer(Math.max(0, deadline - scheduler.now()), scheduler).pipe(map((): ToolCallEvent => ({ type: 'execution_timeout' }))))),
+    );
+  });
 }
 
 /** What {@link execution$} runs calls with. */
@@ -49,6 +70,10 @@ export interface ExecutionOptions {
  *    scope's reason (the tool and the caller's role): the tool does not run.
  * 5. The run is unsubscribed when the call leaves `executing` any other way (a `cancelled` rune):
  *    the tool's signal aborts, with the reason.
+ * 6. A result the engine would refuse (past its `limits`, see `storableOutcome`) ends the call
+ *    with `execution_error` "tool result too large: ...". And whatever became of the outcome's
+ *    dispatch (refused, or failed in the store), a call still `executing` at its tool's
+ *    `timeoutMs` from the start ends with `execution_timeout` (see `timeoutWhateverHappens`).
  *
  * Exactly once: the machine records one claim per run and refuses a second claim (or a re-run
  * naming a claim that is not the current one), so of two runners, in one process or two, only
@@ -62,7 +87,9 @@ export function execution$(view: StreamView<typeof toolCall>, context: EpicConte
     if (start.action === 'interrupt') return of({ type: 'execution_error', error: INTERRUPTED_BY_RESTART });
     const resolved = registry.resolve(state);
     if (!resolved.ok) return of({ type: 'execution_error', error: resolved.error });
-    const run$ = runTool(resolved.tool, resolved.input, context.scheduler, () => stopReason(view));
+    const { tool, input } = resolved;
+    const outcome$ = runTool(tool, input, context.scheduler, () => stopReason(view)).pipe(map((event) => storableOutcome(event, context.valueCheck)));
+    const run$ = timeoutWhateverHappens(outcome$, tool.timeoutMs, context.scheduler);
     return defer(() => claimCallThenRun(view, checkedClaim(claimId), start.supersedes, run$));
   };
   return view.state$.pipe(

@@ -2,6 +2,7 @@ import type { JSONSchema7 } from 'ai';
 import { z } from 'zod';
 import { describeIssues } from '../../reducers/validate.js';
 import { errorText } from '../../reducers/error-text.js';
+import { DEFAULT_MAX_TOOL_RESULT_BYTES, checkMaxResultBytes } from './tool-result-limits.js';
 
 /** What a running tool gets besides its input. */
 export interface ToolExecutionContext {
@@ -34,6 +35,13 @@ export interface Tool<Input = unknown, Output = unknown> {
   needsApproval(input: Input): boolean;
   /** How long one execution may run before it ends with `execution_timeout`, in scheduler ms. */
   readonly timeoutMs: number;
+  /**
+   * The largest output a call may end with, in bytes: a string's UTF-8, any other value's JSON.
+   * Past it the call ends with `execution_error` "tool result too large: ... (maxResultBytes)".
+   * Absent: 1,000,000 (`DEFAULT_MAX_TOOL_RESULT_BYTES`). An MCP tool's is also the cap on each message
+   * its server sends, enforced while it is read (see `connectMcp`).
+   */
+  readonly maxResultBytes?: number;
   /** Whether a call left executing by a crash may run again after a restart (else it is interrupted). */
   readonly rerunSafe: boolean;
   /**
@@ -64,6 +72,12 @@ export interface DefineToolOptions<Schema extends z.ZodType, Output> {
   /** Longest run before `execution_timeout` (and the signal aborts), in scheduler ms; `Infinity` for none. Default 60,000. */
   timeoutMs?: number;
   /**
+   * The largest output a call may end with, in bytes (a string's UTF-8, any other value's JSON);
+   * past it the call ends with `execution_error` "tool result too large: ... (maxResultBytes)",
+   * which the model reads. A positive integer, or `Infinity`. Default 1,000,000.
+   */
+  maxResultBytes?: number;
+  /**
    * Whether a call left `executing` by a crash may simply run again after a restart (a read, an
    * idempotent write). Default `false`: such a call ends with "interrupted by restart" instead.
    */
@@ -93,7 +107,8 @@ export function checkToolName(who: string, name: string): void {
  *    naming the tool. So does a schema zod cannot represent (a `z.date()`, say).
  * 2. `parseInput` runs the zod schema: the parsed input (defaults applied), or an error naming
  *    each failing field (`path: expected string, received number`).
- * 3. `needsApproval`, `timeoutMs`, `rerunSafe`, `parallelSafe` get their defaults (`false`, 60,000, `false`, `false`).
+ * 3. `needsApproval`, `timeoutMs`, `maxResultBytes`, `rerunSafe`, `parallelSafe` get their
+ *    defaults (`false`, 60,000, 1,000,000, `false`, `false`).
  *
  * ## Example
  * ```ts
@@ -114,12 +129,23 @@ export function checkToolName(who: string, name: string): void {
  * @see toolSpecs for what the model sees, and toolCallEffects for what runs it.
  */
 export function defineTool<Schema extends z.ZodType, Output>(options: DefineToolOptions<Schema, Output>): Tool<z.output<Schema>, Output> {
-  const { name, description, inputSchema, execute, needsApproval = false, timeoutMs = 60_000, rerunSafe = false, parallelSafe = false } = options;
+  const {
+    name,
+    description,
+    inputSchema,
+    execute,
+    needsApproval = false,
+    timeoutMs = 60_000,
+    maxResultBytes = DEFAULT_MAX_TOOL_RESULT_BYTES,
+    rerunSafe = false,
+    parallelSafe = false,
+  } = options;
   checkToolName('defineTool', name);
   if (typeof description !== 'string') throw new TypeError(`defineTool: tool "${name}" needs a "description" string`);
   if (!(inputSchema instanceof z.ZodType)) throw new TypeError(`defineTool: tool "${name}" needs a zod "inputSchema"`);
   if (typeof execute !== 'function') throw new TypeError(`defineTool: tool "${name}" needs an "execute" function`);
   if (!(timeoutMs > 0)) throw new TypeError(`defineTool: tool "${name}": "timeoutMs" must be positive (Infinity for none), got ${String(timeoutMs)}`);
+  checkMaxResultBytes(`defineTool: tool "${name}"`, maxResultBytes);
   if (typeof needsApproval !== 'boolean' && typeof needsApproval !== 'function') {
     throw new TypeError(`defineTool: tool "${name}": "needsApproval" must be a boolean or a function of the input`);
   }
@@ -134,6 +160,7 @@ export function defineTool<Schema extends z.ZodType, Output>(options: DefineTool
     },
     needsApproval: typeof needsApproval === 'function' ? needsApproval : () => needsApproval,
     timeoutMs,
+    maxResultBytes,
     rerunSafe,
     parallelSafe,
     execute,

@@ -94,7 +94,8 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
     descriptions[name] = `chain "${name}": ${chain.models.map((model) => `${model} (${descriptions[model]})`).join(', then ')}`;
   }
 
-  const toolkit = profileToolkit(chains, { mcpStderr });
+  const maxResultBytes = config.toolCalls?.maxResultBytes;
+  const toolkit = profileToolkit(chains, { mcpStderr, ...(maxResultBytes === undefined ? {} : { mcpMaxResultBytes: maxResultBytes }) });
   const built: BuiltProfile[] = [];
   const close = async (): Promise<void> => {
     await Promise.all(built.splice(0).map((profile) => profile.close()));

@@ -176,6 +176,17 @@ const TimeoutMs = z
   .max(7 * 86_400_000);
 
 /**
+ * The largest message an MCP server may send (a call's result), counted while it is read: past it
+ * the call ends with `execution_error` "tool result too large" and the rest is dropped unread
+ * (1 KiB to 1 GiB; default 1,000,000, see `connectMcp`).
+ */
+const ToolResultBytes = z
+  .number()
+  .int()
+  .min(1024)
+  .max(2 ** 30);
+
+/**
  * `runestream serve`'s configuration file (JSON): the models and their fallback chains, the
  * agents by role, prices, and the limits of a conversation. One schema, and the single source of
  * its type. Unknown keys are refused, so a misspelt key is an error, not a silent default.
@@ -233,8 +244,8 @@ export const ServerConfig = z
     telemetry: TelemetryConfig.optional(),
     /** Chat actors (seed 000): how long one idle or paused lasts before `InactivityTimeout`, and before a running one is seen stale. Default 600,000 ms each. */
     chats: z.strictObject({ inactivityTimeoutMs: TimeoutMs.optional(), staleAfterMs: TimeoutMs.optional() }).optional(),
-    /** Tool calls: how long one waits for approval before `approval_timeout`. Default 600,000 ms. */
-    toolCalls: z.strictObject({ approvalTimeoutMs: TimeoutMs.optional() }).optional(),
+    /** Tool calls: how long one waits for approval before `approval_timeout` (default 600,000 ms), and `maxResultBytes` (see {@link ToolResultBytes}). */
+    toolCalls: z.strictObject({ approvalTimeoutMs: TimeoutMs.optional(), maxResultBytes: ToolResultBytes.optional() }).optional(),
     /**
      * The serve log: the least severe `level` written (`--log-level` outranks it; default `info`);
      * lines of one kind from one source written per `repeatWindowMs` (default 10,000 ms, 100 ms to

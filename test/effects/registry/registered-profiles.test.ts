@@ -181,7 +181,7 @@ describe('agent definitions registered at runtime run like configured roles', ()
     // The model saw the definition's system prompt and exactly its tools.
     const call = offline.doStreamCalls.find((each) => JSON.stringify(each.prompt).includes('the sum and more'))!;
     expect(call.prompt[0]).toEqual({ role: 'system', content: 'You add.' });
-    expect(call.tools?.map((tool) => tool.name).sort()).toEqual(['add', 'ask_user', 'math__add', 'math__echo', 'math__fail', 'math__slow'].sort());
+    expect(call.tools?.map((tool) => tool.name).sort()).toEqual(['add', 'ask_user', 'math__add', 'math__big', 'math__crash', 'math__echo', 'math__fail', 'math__slow'].sort());
     const [checked, live] = readFileSync(pids, 'utf8').trim().split('\n').map(Number);
     expect(gone(checked!)).toBe(true); // the activation check's server, stopped after the check
     expect(gone(live!)).toBe(false); // the live profile's

@@ -34,7 +34,7 @@ const call = (callId: string, toolName: string, args: Record<string, unknown>) =
 
 describe('connectMcp', () => {
   it("lists the server's tools, prefixed with its name, their JSON Schema straight through to the model", () => {
-    expect(mcp.tools.map((t) => t.name)).toEqual(['fx__echo', 'fx__add', 'fx__slow', 'fx__fail']);
+    expect(mcp.tools.map((t) => t.name)).toEqual(['fx__echo', 'fx__add', 'fx__slow', 'fx__fail', 'fx__big', 'fx__crash']);
     expect(toolSpecs(mcp.tools).fx__add).toEqual({
       description: 'Adds two numbers.',
       inputSchema: {
@@ -52,6 +52,8 @@ describe('connectMcp', () => {
       ['fx__add', true], // annotations: { readOnlyHint: true }
       ['fx__slow', false],
       ['fx__fail', false],
+      ['fx__big', false],
+      ['fx__crash', false],
     ]);
     const chosen = await connectMcp({ command: process.execPath, args: ['--import', 'tsx', server], parallelSafe: (tool) => tool.name === 'echo', stderr: 'ignore' });
     try {

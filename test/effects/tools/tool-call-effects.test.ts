@@ -136,7 +136,8 @@ describe('toolCallEffects: execution', () => {
         contextWith(scheduler, { 'call-1': callState(input('call-1', 'count', { n: 2 })) }),
         undefined,
       );
-      expectObservable(commands).toBe('-c-(pqs)', {
+      // Within the tool's 60 s: its outcome's rune never comes back here (see the outcome-rune test below).
+      expectObservable(commands, '^ 30s !').toBe('-c-(pqs)', {
         c: claimCmd('call-1', 'run-1'),
         p: cmd('call-1', { type: 'progress_update', chunk: '1 of 2' }),
         q: cmd('call-1', { type: 'progress_update', chunk: '2 of 2' }),
@@ -171,7 +172,7 @@ describe('toolCallEffects: execution', () => {
     scheduler.run(({ hot, expectObservable }) => {
       const runes = hot<Rune>('-ab-cd', { a: executingRune('call-a'), b: claimedRune('call-a', 'run-1'), c: executingRune('call-b'), d: claimedRune('call-b', 'run-2') });
       const states = { 'call-a': callState(input('call-a', 'broken', {})), 'call-b': callState(input('call-b', 'lookup', { word: 'ok' })) };
-      expectObservable(toolCallEffects({ tools: [broken, lookup], claimId: claimIds() })(runes, contextWith(scheduler, states), undefined)).toBe('-ab-cd', {
+      expectObservable(toolCallEffects({ tools: [broken, lookup], claimId: claimIds() })(runes, contextWith(scheduler, states), undefined), '^ 30s !').toBe('-ab-cd', {
         a: claimCmd('call-a', 'run-1'),
         b: cmd('call-a', { type: 'execution_error', error: 'TypeError: cannot read "x" of undefined' }),
         c: claimCmd('call-b', 'run-2'),
@@ -191,6 +192,25 @@ describe('toolCallEffects: execution', () => {
     expect(runs).toHaveLength(1);
     expect(runs[0]!.signal.aborted).toBe(true);
     expect(runs[0]!.signal.reason).toMatchObject({ name: 'TimeoutError', message: 'tool "hang" timed out after 5000 ms' });
+  });
+
+  it("ends a call whose outcome left no rune (refused, or failed in the store) with execution_timeout at its tool's deadline, once", () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    const quick = defineTool({ name: 'quick', description: 'Answers at once.', inputSchema: z.object({}), timeoutMs: 5000, execute: () => 'fine' });
+    scheduler.run(({ hot, expectObservable }) => {
+      // The success's rune never comes back: the call stays executing, and its run's own timer stopped with the run.
+      const runes = hot<Rune>('-a-c', { a: executingRune('call-1'), c: claimedRune('call-1', 'run-1') });
+      const commands = toolCallEffects({ tools: [quick], claimId: claimIds() })(
+        runes,
+        contextWith(scheduler, { 'call-1': callState(input('call-1', 'quick', {})) }),
+        undefined,
+      );
+      expectObservable(commands, '^ 1m !').toBe('-c-s 4999ms t', {
+        c: claimCmd('call-1', 'run-1'),
+        s: cmd('call-1', { type: 'success', output: 'fine' }),
+        t: cmd('call-1', { type: 'execution_timeout' }),
+      });
+    });
   });
 
   it('aborts the signal, with the reason, when the call is cancelled; no timeout follows', () => {
@@ -231,7 +251,7 @@ describe('toolCallEffects: execution', () => {
       });
       const epic = toolCallEffects({ tools: [approved], claimId: claimIds() });
       const context = contextWith(scheduler, { 'call-1': callState(input('call-1', 'rm', { path: '/tmp/x' })) });
-      expectObservable(epic(runes, context, undefined)).toBe('-cs', {
+      expectObservable(epic(runes, context, undefined), '^ 30s !').toBe('-cs', {
         c: claimCmd('call-1', 'run-1'),
         s: cmd('call-1', { type: 'success', output: 'removed /tmp/x' }),
       });
@@ -347,11 +367,14 @@ describe('toolCallEffects at start: the stored calls', () => {
       const context = contextWith(scheduler, states, { streams: (q: { values?: readonly string[] }) => of(...stored.filter((h) => q.values!.includes(h.value!))) });
       // The timeouts' runes come back (else they are sent again a minute later).
       const timedOut = (stream: string, at: number) => callRune(stream, 3, { type: 'approval_timeout' }, 'awaiting_approval', 'timeout_result', { kind: 'tool.result', at });
-      // So do the claims.
-      const runes = hot<Rune>('-l 8ms (cd) 359987ms a', {
+      // So do the claims, and the outcomes (else the calls, still executing, time out at their tools' deadline).
+      const outcome = (stream: string, output: string | null) => callRune(stream, 4, { type: 'success', output }, 'executing', 'completed_result', { kind: 'tool.result' });
+      const runes = hot<Rune>('-l 8ms (cd) 9ms (xy) 359974ms a', {
         l: timedOut('late', 1),
         c: claimedRune('safe', 'run-1', 3, 'dead-1'),
         d: claimedRune('unstarted', 'run-2'),
+        x: outcome('safe', 'run 1'),
+        y: outcome('unstarted', null),
         a: timedOut('approval', 360_001),
       });
       const commands = toolCallEffects({ tools: [rm, safe], claimId: claimIds() })(runes, context, undefined);

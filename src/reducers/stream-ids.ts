@@ -1,3 +1,4 @@
+import { storableText } from './value-limits.js';
 /**
  * The one scheme of stream ids for agents, rooted in their conversation, so that sealing,
  * archival, authorization and AG-UI can all tell from an id alone which conversation a stream
@@ -40,8 +41,12 @@ const segment = (what: string, value: string): string => {
   return value;
 };
 
-/** An id made up elsewhere (a model's call id) as a segment: `/` becomes `_`, cut to {@link MAX_SEGMENT}; empty becomes `_`. */
-export const toSegment = (id: string): string => id.replaceAll('/', '_').slice(0, MAX_SEGMENT) || '_';
+/**
+ * An id made up elsewhere (a model's call id) as a segment: `/` becomes `_`, cut to
+ * {@link MAX_SEGMENT}; empty becomes `_`; a NUL or a lone surrogate (one the cut made too) becomes
+ * U+FFFD, so the stream id is one every store keeps.
+ */
+export const toSegment = (id: string): string => storableText(id.replaceAll('/', '_').slice(0, MAX_SEGMENT)) || '_';
 
 /** The stream of conversation `id`: `conv/<id>`. */
 export const conversationStream = (id: string): string => `conv/${segment('a conversation id', id)}`;

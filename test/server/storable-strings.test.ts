@@ -1,5 +1,8 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { agentEpics, scriptedModel } from '../../src/agents.js';
+import { agentStreams, createEngine } from '../../src/index.js';
 import { postgresStore } from '../../src/postgres.js';
+import { agUiRoutes } from '../../src/server/ag-ui/ag-ui-routes.js';
 import { POSTGRES_URL, dropSchemas, randomSchema } from '../support/postgres.js';
 import { startServer } from '../support/ws-client.js';
 
@@ -51,5 +54,28 @@ describe('server on PostgreSQL: frames with a NUL or a lone surrogate', () => {
     expect(await store.head('mallory/call-2')).toBeUndefined();
     // And the bystander's turn goes on.
     expect(await bob.request({ op: 'dispatch', id: 'pause', stream: 'bob/chat-0', event: { type: 'Pause', reason: 'lunch' } })).toEqual({ op: 'ack', id: 'pause', seq: 2 });
+  });
+});
+
+describe('AG-UI on PostgreSQL: a message or thread id with a NUL', () => {
+  it('is refused 400 with its code, and the agent takes the next message', async () => {
+    const schema = randomSchema();
+    schemas.push(schema);
+    const store = await postgresStore({ connectionString: POSTGRES_URL, schema });
+    const engine = createEngine({ store, epics: agentEpics({ model: scriptedModel([{ text: 'Hello' }]) }) });
+    const h = await startServer({ engine, routes: agUiRoutes({ engine, agents: { assistant: {} } }) });
+    stop = h.stop;
+    const post = (threadId: string, content: string) =>
+      fetch(`${h.server.httpUrl}/agents/assistant/ag-ui`, { method: 'POST', body: JSON.stringify({ threadId, runId: 'r', messages: [{ id: 'u', role: 'user', content }] }) });
+    const nul = await post('t1', 'hi\u0000there');
+    expect(nul.status).toBe(400);
+    expect(await nul.json()).toMatchObject({ ok: false, code: 'invalid_string', message: expect.stringMatching(/^event\.input: a string has a NUL/) });
+    const thread = await post('t\u0000', 'hi');
+    expect(thread.status).toBe(400);
+    expect(await thread.json()).toMatchObject({ ok: false, code: 'invalid_message', message: expect.stringContaining('NUL or lone surrogate') });
+    const ok = await post('t1', 'hi');
+    expect(ok.status).toBe(200);
+    await ok.text();
+    expect((await store.read(agentStreams('conv/t1', 'assistant').turn)).slice(0, 2)).toMatchObject([{ kind: 'spawned' }, { kind: 'turn.started', event: { input: 'hi' } }]);
   });
 });

@@ -72,7 +72,7 @@ describe('engine: limits on spawn inputs and events', () => {
     await engine.close();
   });
 
-  it('with every limit Infinity, checks nothing before the schema', async () => {
+  it('with every limit Infinity, checks no limit before the schema (only the strings no store keeps)', async () => {
     const input = toolCall(nested(100));
     const unlimited = createEngine({ limits: { maxDepth: Infinity, maxStringLength: Infinity, maxKeys: Infinity, maxArrayLength: Infinity } });
     const limited = createEngine({ limits: { maxStringLength: Infinity, maxKeys: Infinity, maxArrayLength: Infinity } });

@@ -7,6 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { agentEpics, scriptedModel } from '../../src/agents.js';
 import { createEngine } from '../../src/index.js';
 import { postgresStore } from '../../src/postgres.js';
 import { Client, report, serve, sleep, tally, userId } from './kit.js';
@@ -34,11 +35,38 @@ async function ask(client: Client, message: { id: string } & Record<string, unkn
   return answer === undefined ? 'unanswered' : (answer.message.code ?? answer.message.op);
 }
 
-/** 35 NUL requests in 5 s while 15 users run turns (spawn, ProcessInteraction, InteractionComplete) and a bystander spawns 300 streams. */
+/** How many of `stream`'s turns `client` saw end (their `turn_finalized` runes). */
+const finalized = (client: Client, stream: string): number =>
+  client.received.filter(({ message }) => {
+    const { rune } = message as { rune?: { stream: string; event: { type: string } } };
+    return rune?.stream === stream && rune.event.type === 'turn_finalized';
+  }).length;
+
+/** Runs agent turns on `stream` (a `turn-engine`) until `running()` is false: each `start_turn`, then its rune back to `idle`; a turn not back within {@link ANSWER_MS} is wedged. */
+async function agentTurns(user: Client, stream: string, running: () => boolean): Promise<string[]> {
+  const outcomes: string[] = [];
+  const spawned = await ask(user, { op: 'spawn', id: `${stream}:spawn`, stream, machine: 'turn-engine' });
+  if (spawned !== 'ack') return [spawned];
+  user.send({ op: 'subscribe', stream });
+  for (let t = 1; running() && t < 1_000; t++) {
+    const started = await ask(user, { op: 'dispatch', id: `${stream}:turn-${t}`, stream, event: { type: 'start_turn', input: `question ${t}` } });
+    if (started !== 'ack') {
+      outcomes.push(started);
+      break;
+    }
+    const idle = await user.until(() => finalized(user, stream) >= t, ANSWER_MS);
+    outcomes.push(idle ? 'ok' : 'wedged');
+    if (!idle) break;
+  }
+  return outcomes;
+}
+
+/** 35 NUL requests in 5 s while 15 users run agent turns and spawn/dispatch turns (spawn, ProcessInteraction, InteractionComplete), and a bystander spawns 300 streams. */
 async function nul(): Promise<void> {
   const schema = `rs_attack_${randomBytes(6).toString('hex')}`;
   const store = await postgresStore({ connectionString: POSTGRES_URL, schema });
-  const { engine, server, stop } = await serve({}, createEngine({ store }));
+  const model = scriptedModel([{ text: 'Here is a short answer to that.' }], { whenExhausted: 'cycle' });
+  const { engine, server, stop } = await serve({}, createEngine({ store, epics: agentEpics({ model }) }));
   try {
     await engine.spawn('mallory/chat', 'chat-actor');
     const mallory = await Client.open(server.url);
@@ -84,18 +112,23 @@ async function nul(): Promise<void> {
       return outcomes;
     });
 
+    const agentUsers = await Promise.all(Array.from({ length: USERS }, () => Client.open(server.url)));
+    const agents = agentUsers.map((user, u) => agentTurns(user, `conv/user-${u}/agent/a/turn`, running));
     await attacking;
     const spawned = await spawning;
     const perUser = await Promise.all(turns);
+    const perAgent = await Promise.all(agents);
+    const wedgedAgents = perAgent.filter((outcomes) => outcomes.some((o) => o !== 'ok')).length;
+    const agentTurnsRun = perAgent.flat();
     await mallory.until(() => mallory.answered >= NUL_REQUESTS, ANSWER_MS);
     const failedUsers = perUser.filter((outcomes) => outcomes.some((o) => o !== 'ok')).length;
     const allTurns = perUser.flat();
     const stored = (await Promise.all(Array.from({ length: BYSTANDER_SPAWNS }, (_, i) => store.head(`bystander/chat-${i}`)))).filter(Boolean).length;
-    for (const client of [mallory, bystander, ...users]) client.ws.close();
+    for (const client of [mallory, bystander, ...users, ...agentUsers]) client.ws.close();
     report(
       `nul. ${NUL_REQUESTS} requests with \\u0000 or a lone surrogate in ${ATTACK_MS / 1000} s against PostgreSQL while ${USERS} other users spawn and dispatch`,
       "a bystander got 3 of 300 spawns acked; 12 of 15 users' turns wedged over 60 s",
-      `a bystander got ${spawned.filter((a) => a === 'ack').length} of ${BYSTANDER_SPAWNS} spawns acked (${stored} stored); ${failedUsers} of ${USERS} users had a turn fail or wedge (${allTurns.filter((o) => o === 'ok').length} of ${allTurns.length} turns completed); the attacker's answers: ${tally([...mallory.tallies].flatMap(([code, n]) => Array<string>(n).fill(code)))}`,
+      `a bystander got ${spawned.filter((a) => a === 'ack').length} of ${BYSTANDER_SPAWNS} spawns acked (${stored} stored); ${wedgedAgents} of ${USERS} users' agent turns wedged or failed (${agentTurnsRun.filter((o) => o === 'ok').length} of ${agentTurnsRun.length} turns answered within ${ANSWER_MS / 1000} s); ${failedUsers} of ${USERS} users had a spawn/dispatch turn fail (${allTurns.filter((o) => o === 'ok').length} of ${allTurns.length} completed); the attacker's answers: ${tally([...mallory.tallies].flatMap(([code, n]) => Array<string>(n).fill(code)))}`,
       26,
     );
   } finally {

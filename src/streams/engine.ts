@@ -269,8 +269,10 @@ const newWriterId = (): string => `engine-${Date.now().toString(36)}-${Math.rand
  *    once the stream is brought up to the store's head, its missed runes published in seq order
  *    (up to `maxRaceLosses` times in a row, then rejected with `contention`).
  * 5. Epics (see {@link runEpics}) hear every live rune, never a replayed one, and what they emit is
- *    dispatched. A rejected command or a failing epic is reported on `errors$`; a failed epic is
- *    resubscribed with backoff. They start on the next microtask.
+ *    dispatched, its strings made storable rather than refused as `invalid_string` (a NUL or a lone
+ *    surrogate from a model or a tool becomes U+FFFD, see `storableValue`). A rejected command or a
+ *    failing epic is reported on `errors$`; a failed epic is resubscribed with backoff. They start
+ *    on the next microtask.
  *
  * ## Example
  * ```ts

@@ -11,7 +11,7 @@ import {
   type EngineOptions,
   type Rune,
 } from '../src/index.js';
-import { DEFAULT_VALUE_LIMITS, valueCheck } from '../src/reducers/value-limits.js';
+import { DEFAULT_VALUE_LIMITS, isStorableText, valueCheck } from '../src/reducers/value-limits.js';
 import { measure, measureAsync, report, type Rate } from './harness.js';
 import { xstateChatActor } from './xstate-chat-actor.js';
 
@@ -32,7 +32,7 @@ const ROUNDS = 5;
 const LIMITS_PAIRS = 40;
 const LIMITS_ROUND_MS = 150;
 
-/** The engine's input limits switched off: the walk before the schema is skipped entirely. */
+/** The engine's input limits switched off: the walk before the schema checks only what no store keeps (NUL, lone surrogates). */
 const NO_LIMITS: EngineOptions['limits'] = { maxDepth: Infinity, maxStringLength: Infinity, maxKeys: Infinity, maxArrayLength: Infinity };
 const LIMITED = 'engine.dispatch, default limits';
 const UNLIMITED = 'engine.dispatch, limits off (all Infinity)';
@@ -205,6 +205,37 @@ async function contractRound(): Promise<Rate> {
 }
 
 const best = (a: Rate | undefined, b: Rate): Rate => (a === undefined || b.rate > a.rate ? b : a);
+
+/** One arm's rounds: all of them as one total (ops over ms), and its best round. */
+interface Arm {
+  readonly total: { ops: number; ms: number };
+  readonly best: Rate;
+}
+
+/**
+ * Runs `a` and `b` back to back {@link LIMITS_PAIRS} times, in alternating order, so a load that
+ * changes during the run moves both: each arm's total and best round, and each pair's ratio a/b.
+ */
+async function alternatePairs(a: () => Rate | Promise<Rate>, b: () => Rate | Promise<Rate>): Promise<{ a: Arm; b: Arm; ratios: number[] }> {
+  const totals = { a: { ops: 0, ms: 0 }, b: { ops: 0, ms: 0 } };
+  let bestA: Rate | undefined;
+  let bestB: Rate | undefined;
+  const ratios: number[] = [];
+  for (let i = 0; i < LIMITS_PAIRS; i++) {
+    const aFirst = i % 2 === 0;
+    const first = await (aFirst ? a() : b());
+    const second = await (aFirst ? b() : a());
+    const [ra, rb] = aFirst ? [first, second] : [second, first];
+    ratios.push(ra.rate / rb.rate);
+    totals.a.ops += ra.ops;
+    totals.a.ms += ra.ms;
+    totals.b.ops += rb.ops;
+    totals.b.ms += rb.ms;
+    bestA = best(bestA, ra);
+    bestB = best(bestB, rb);
+  }
+  return { a: { total: totals.a, best: bestA! }, b: { total: totals.b, best: bestB! }, ratios };
+}
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 
 /**
@@ -215,14 +246,14 @@ const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
  * printed for information). The same events and subscriber through `Subject -> dispatchTo`: at
  * least 8x XState 5's actor and at least 1/4 of the bare RxJS pipeline.
  * Issue 10's bar: the input limits (checked on every event before its schema) cost at most 5%
- * of the rate with every limit off (the total rates of {@link LIMITS_PAIRS} alternating pairs).
+ * of the rate with every limit off (the total rates of {@link LIMITS_PAIRS} alternating pairs;
+ * off, the walk still refuses strings no store keeps). Issue 26's bar: that refusal (NUL, lone
+ * surrogates) costs at most 5% of a dispatch (see {@link benchStorableChecks}).
  * All are measured alternately in this one process run; each keeps its best round.
  */
 export async function benchEngineDispatch(): Promise<boolean> {
   let engine: Rate | undefined;
   let viaDispatchTo: Rate | undefined;
-  let limited: Rate | undefined;
-  let unlimited: Rate | undefined;
   let xstate: Rate | undefined;
   let bare: Rate | undefined;
   let contract: Rate | undefined;
@@ -259,22 +290,14 @@ export async function benchEngineDispatch(): Promise<boolean> {
   console.log(`  ratio ${ingestRatio.toFixed(3)}x (bar: >= 0.250x)  ${ingestVsBare ? 'PASS' : 'FAIL'}`);
   console.log(`  (information) dispatchTo runs at ${((viaDispatchTo!.rate / engine!.rate) * 100).toFixed(0)}% of engine.dispatch's rate`);
 
-  const limitsRatios: number[] = [];
-  const total = { limited: { ops: 0, ms: 0 }, unlimited: { ops: 0, ms: 0 } };
-  for (let i = 0; i < LIMITS_PAIRS; i++) {
-    // Back to back, in alternating order, so a load that changes during the run moves both.
-    const limitedFirst = i % 2 === 0;
-    const first = await (limitedFirst ? engineRound(LIMITED, undefined, LIMITS_ROUND_MS) : engineRound(UNLIMITED, NO_LIMITS, LIMITS_ROUND_MS));
-    const second = await (limitedFirst ? engineRound(UNLIMITED, NO_LIMITS, LIMITS_ROUND_MS) : engineRound(LIMITED, undefined, LIMITS_ROUND_MS));
-    const [limitedRound, unlimitedRound] = limitedFirst ? [first, second] : [second, first];
-    limitsRatios.push(limitedRound.rate / unlimitedRound.rate);
-    total.limited.ops += limitedRound.ops;
-    total.limited.ms += limitedRound.ms;
-    total.unlimited.ops += unlimitedRound.ops;
-    total.unlimited.ms += unlimitedRound.ms;
-    limited = best(limited, limitedRound);
-    unlimited = best(unlimited, unlimitedRound);
-  }
+  const pairs = await alternatePairs(
+    () => engineRound(LIMITED, undefined, LIMITS_ROUND_MS),
+    () => engineRound(UNLIMITED, NO_LIMITS, LIMITS_ROUND_MS),
+  );
+  const limitsRatios = pairs.ratios;
+  const total = { limited: pairs.a.total, unlimited: pairs.b.total };
+  const limited = pairs.a.best;
+  const unlimited = pairs.b.best;
   const median = [...limitsRatios].sort((a, b) => a - b)[Math.floor(limitsRatios.length / 2)]!;
   const limitsRatio = total.limited.ops / total.limited.ms / (total.unlimited.ops / total.unlimited.ms);
   const vsUnlimited = limitsRatio >= 0.95;
@@ -298,5 +321,69 @@ export async function benchEngineDispatch(): Promise<boolean> {
   const checkNs = 1e9 / checked.rate;
   const dispatchNs = 1e9 / unlimited!.rate;
   console.log(`  (information) the check alone: ${checkNs.toFixed(1)} ns an event, ${((checkNs / dispatchNs) * 100).toFixed(1)}% of a dispatch (${dispatchNs.toFixed(0)} ns)`);
-  return vsXState && vsContract && ingestVsXState && ingestVsBare && vsUnlimited;
+  const storable = await benchStorableChecks(total.limited.ms / total.limited.ops, 1e9 / limited!.rate);
+  return vsXState && vsContract && ingestVsXState && ingestVsBare && vsUnlimited && storable;
+}
+
+/** A tool call's spawn input with ten string arguments, and a model's delta of 2,000 characters: events heavier in strings, for information. */
+const STRINGY: readonly unknown[] = [
+  {
+    callId: 'call_8f14e45fceea167a5a36dedd4bea2543',
+    toolName: 'search_documents',
+    arguments: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`field${i}`, `a value of some forty characters, no. ${i}`])),
+  },
+  { type: 'assistant_delta', content: 'Lorem ipsum dolor sit amet, consectetur adipiscing elit. '.repeat(35).slice(0, 2000) },
+];
+
+/**
+ * Issue 26's bar: refusing what no store keeps (a NUL or a lone surrogate in any string or key of
+ * the event, in the limits' one walk, and in the stream id) costs at most 5% of a dispatch. The
+ * engine always runs it, so it is timed as the check itself: the walk with the strings' check and
+ * the stream id's, against the same walk without them (the check as on main), over
+ * {@link LIMITS_PAIRS} alternating pairs on the bench's events; the difference is set against a
+ * dispatch of the engine (`dispatchMs`, from the totals of the rounds above; the best rounds' figures
+ * are printed for information).
+ */
+async function benchStorableChecks(dispatchMs: number, bestDispatchNs: number): Promise<boolean> {
+  const withStrings = valueCheck(DEFAULT_VALUE_LIMITS);
+  const asOnMain = valueCheck(DEFAULT_VALUE_LIMITS, { storable: false });
+  const stream = 'chat-1';
+  const round = (name: string, values: readonly unknown[], strings: boolean): Rate =>
+    measure(
+      name,
+      1000,
+      strings
+        ? () => {
+            for (let i = 0; i < 1000; i++) if (withStrings(values[i & 1], 'event') !== undefined || !isStorableText(stream)) throw new Error('the bench events are storable');
+          }
+        : () => {
+            for (let i = 0; i < 1000; i++) if (asOnMain(values[i & 1], 'event') !== undefined) throw new Error('the bench events are within the limits');
+          },
+      50,
+    );
+  const timeBoth = async (values: readonly unknown[]): Promise<{ withNs: number; mainNs: number; bestWithNs: number; bestMainNs: number }> => {
+    const { a, b } = await alternatePairs(
+      () => round('with', values, true),
+      () => round('main', values, false),
+    );
+    return { withNs: (a.total.ms / a.total.ops) * 1e6, mainNs: (b.total.ms / b.total.ops) * 1e6, bestWithNs: 1e9 / a.best.rate, bestMainNs: 1e9 / b.best.rate };
+  };
+  const dispatchNs = dispatchMs * 1e6;
+  const { withNs, mainNs, bestWithNs, bestMainNs } = await timeBoth(events);
+  const extra = Math.max(0, withNs - mainNs);
+  const share = extra / dispatchNs;
+  const ok = share <= 0.05;
+  console.log(`\nchatActor in memory: the checks of strings no store keeps (NUL, lone surrogates) on the dispatch path`);
+  console.log(`  the walk with them, and the stream id's       ${withNs.toFixed(1).padStart(10)} ns an event`);
+  console.log(`  the walk as on main (limits only)             ${mainNs.toFixed(1).padStart(10)} ns an event`);
+  console.log(`  a dispatch (engine.dispatch, default limits)  ${dispatchNs.toFixed(0).padStart(10)} ns`);
+  console.log(`  added ${extra.toFixed(1)} ns, ${(share * 100).toFixed(2)}% of a dispatch, over the totals of ${LIMITS_PAIRS} pairs (bar: <= 5.00%)  ${ok ? 'PASS' : 'FAIL'}`);
+  console.log(
+    `  (information) best rounds: ${bestWithNs.toFixed(1)} ns against ${bestMainNs.toFixed(1)} ns, added ${(bestWithNs - bestMainNs).toFixed(1)} ns, ${(((bestWithNs - bestMainNs) / bestDispatchNs) * 100).toFixed(2)}% of the best dispatch (${bestDispatchNs.toFixed(0)} ns)`,
+  );
+  const stringy = await timeBoth(STRINGY);
+  console.log(
+    `  (information) events heavy in strings (a tool call's 12 strings, a 2,000-character delta): ${stringy.withNs.toFixed(1)} ns against ${stringy.mainNs.toFixed(1)} ns as on main, ${(((stringy.withNs - stringy.mainNs) / dispatchNs) * 100).toFixed(2)}% of a dispatch`,
+  );
+  return ok;
 }

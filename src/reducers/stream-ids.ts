@@ -1,3 +1,4 @@
+import { isStorableText, storableText } from './value-limits.js';
 /**
  * The one scheme of stream ids for agents, rooted in their conversation, so that sealing,
  * archival, authorization and AG-UI can all tell from an id alone which conversation a stream
@@ -32,16 +33,21 @@ export type StreamIdParts =
   | { readonly kind: 'call'; readonly root: string; readonly rootKind: RootKind; readonly id: string; readonly agentId: string; readonly callId: string }
   | { readonly kind: 'plan'; readonly root: string; readonly rootKind: 'conv'; readonly id: string; readonly planId: string };
 
-/** Whether `segment` can be one segment of a stream id. */
-export const isSegment = (segment: unknown): segment is string => typeof segment === 'string' && segment.length > 0 && segment.length <= MAX_SEGMENT && !segment.includes('/');
+/** Whether `segment` can be one segment of a stream id: 1 to {@link MAX_SEGMENT} characters, no `/`, and storable (no NUL, no lone surrogate). */
+export const isSegment = (segment: unknown): segment is string =>
+  typeof segment === 'string' && segment.length > 0 && segment.length <= MAX_SEGMENT && !segment.includes('/') && isStorableText(segment);
 
 const segment = (what: string, value: string): string => {
-  if (!isSegment(value)) throw new TypeError(`${what} must be 1 to ${MAX_SEGMENT} characters with no "/", got ${JSON.stringify(value)}`);
+  if (!isSegment(value)) throw new TypeError(`${what} must be 1 to ${MAX_SEGMENT} characters with no "/", NUL or lone surrogate, got ${JSON.stringify(value)}`);
   return value;
 };
 
-/** An id made up elsewhere (a model's call id) as a segment: `/` becomes `_`, cut to {@link MAX_SEGMENT}; empty becomes `_`. */
-export const toSegment = (id: string): string => id.replaceAll('/', '_').slice(0, MAX_SEGMENT) || '_';
+/**
+ * An id made up elsewhere (a model's call id) as a segment: `/` becomes `_`, cut to
+ * {@link MAX_SEGMENT}; empty becomes `_`; a NUL or a lone surrogate (one the cut made too) becomes
+ * U+FFFD, so the stream id is one every store keeps.
+ */
+export const toSegment = (id: string): string => storableText(id.replaceAll('/', '_').slice(0, MAX_SEGMENT)) || '_';
 
 /** The stream of conversation `id`: `conv/<id>`. */
 export const conversationStream = (id: string): string => `conv/${segment('a conversation id', id)}`;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { Rune } from '../reducers/rune.js';
-import { isWellFormedUtf16 } from '../reducers/value-limits.js';
+import { isStorableText } from '../reducers/value-limits.js';
 
 /**
  * The runestream wire protocol: every WebSocket message, in both directions, is one JSON object
@@ -25,8 +25,8 @@ import { isWellFormedUtf16 } from '../reducers/value-limits.js';
  *   `code` (see {@link ProtocolErrorCode}) and a message naming what was wrong.
  */
 
-/** Well-formed UTF-16 (no lone surrogate): stored as UTF-8, a lone surrogate would come back as another id. */
-const StreamId = z.string().min(1).max(256).refine(isWellFormedUtf16, 'must be well-formed UTF-16 (it has a lone surrogate)');
+/** Storable as it is: no NUL character (PostgreSQL refuses it) and no lone surrogate (stored as UTF-8, it would come back as another id). */
+const StreamId = z.string().min(1).max(256).refine(isStorableText, 'must have no NUL character (\\u0000) and no lone surrogate');
 /** A request id chosen by the client, echoed in its `ack` or `error`. */
 const RequestId = z.union([z.string().min(1).max(128), z.number().int()]);
 
@@ -94,7 +94,7 @@ export type AckMessage = z.infer<typeof AckMessage>;
  * Stable error codes. The engine's rejection codes (`unknown_stream`, `invalid_stream`,
  * `stream_exists`, `unknown_machine`, `invalid_input`, `unknown_event`, `invalid_event`,
  * `terminal_state`, `not_allowed`, `sealed`, `contention`, `closed`, and the input limits `too_deep`, `string_too_long`,
- * `too_many_keys`, `array_too_long`) pass through as they are; the server adds:
+ * `too_many_keys`, `array_too_long`, and `invalid_string`: a NUL or a lone surrogate no store keeps) pass through as they are; the server adds:
  * - `invalid_json`: the frame is not JSON.
  * - `invalid_message`: JSON, but not a message of this protocol (the message names the field).
  * - `unknown_op`: an `op` this server does not know.
@@ -134,6 +134,7 @@ export const PROTOCOL_ERROR_CODES = [
   'string_too_long',
   'too_many_keys',
   'array_too_long',
+  'invalid_string',
 ] as const;
 export const ProtocolErrorCode = z.enum(PROTOCOL_ERROR_CODES);
 export type ProtocolErrorCode = z.infer<typeof ProtocolErrorCode>;

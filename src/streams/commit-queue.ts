@@ -1,6 +1,6 @@
 import type { Rune } from '../reducers/rune.js';
 import { appendChannel, sampler, type StoreAppendReport } from './diagnostics.js';
-import { StoreConflictError, StoreFencedError, type AppendOptions, type Fence, type RuneStore } from './store.js';
+import { StoreConflictError, StoreError, StoreFencedError, type AppendOptions, type Fence, type RuneStore } from './store.js';
 import type { DispatchSink } from './submit.js';
 
 /** What the queue reads and writes of an instance (the engine's instances are this). */
@@ -92,7 +92,9 @@ const nextTurn = (): Promise<void> => new Promise((resolve) => onNextTurn(resolv
  *    append is in flight at a time, so each stream's runes reach the store in order.
  * 3. Publish after commit: an instance's durable seq and state move, and `hooks.published` is
  *    called, only once the store took the rune; then its sink is told it was accepted.
- * 4. A batch the store refused fails as `#fail` says: nothing of it is durable.
+ * 4. A batch the store refused for a reason that may be one rune's own is split until that rune
+ *    is found: it fails alone, and the batch's other runes are acknowledged (one caller's bad rune
+ *    never fails another caller's dispatch). Otherwise it fails as `#fail` says: nothing of it is durable.
  */
 export class CommitQueue<I extends Committable> {
   readonly #store: RuneStore;
@@ -230,25 +232,45 @@ export class CommitQueue<I extends Committable> {
         await nextTurn();
         const batch = this.#pending;
         this.#pending = [];
-        const startedAt = appendChannel.hasSubscribers ? performance.now() : undefined;
-        const { options, fenceOf } = this.#batchOptions(batch);
-        try {
-          await this.#store.append(
-            batch.map((p) => p.rune),
-            options,
-          );
-        } catch (error) {
-          this.#fail(batch, error, fenceOf);
-          continue;
-        }
-        if (startedAt !== undefined) appendChannel.publish({ runes: batch.length, ms: performance.now() - startedAt } satisfies StoreAppendReport);
-        for (const p of batch) this.publish(p.instance, p.rune, p.state);
-        for (const p of batch) p.sink.result({ accepted: true, rune: p.rune }, p.token);
-        await this.#hooks.committed();
+        await this.#commit(batch);
       } while (this.#pending.length > 0);
     } finally {
       this.#flushing = undefined;
     }
+  }
+
+  /**
+   * Appends one batch, then publishes it and tells its sinks. A batch the store refused for a
+   * reason that may be one rune's own (see {@link isolates}) is split: its second half goes back
+   * to the head of the queue, and its first half is committed (and split again) on its own. So a
+   * rune the store cannot take fails alone (with the runes of its stream queued behind it), after
+   * about 2 log2(n) appends, and every other rune of the batch is acknowledged.
+   */
+  async #commit(batch: PendingRune<I>[]): Promise<void> {
+    const startedAt = appendChannel.hasSubscribers ? performance.now() : undefined;
+    const { options, fenceOf } = this.#batchOptions(batch);
+    try {
+      await this.#store.append(
+        batch.map((p) => p.rune),
+        options,
+      );
+    } catch (error) {
+      if (batch.length === 1 || !isolates(error)) return this.#fail(batch, error, fenceOf);
+      const half = Math.ceil(batch.length / 2);
+      const rest = new Set(batch.slice(half));
+      // At the head of the queue: a stream that fails in the first half takes its runes of the rest with it.
+      this.#pending = [...rest, ...this.#pending];
+      await this.#commit(batch.slice(0, half));
+      // What is left of the rest, still at the head unless a conflict put runes back before it: on its own too.
+      let left = 0;
+      while (left < this.#pending.length && rest.has(this.#pending[left]!)) left++;
+      if (left > 0) await this.#commit(this.#pending.splice(0, left));
+      return;
+    }
+    if (startedAt !== undefined) appendChannel.publish({ runes: batch.length, ms: performance.now() - startedAt } satisfies StoreAppendReport);
+    for (const p of batch) this.publish(p.instance, p.rune, p.state);
+    for (const p of batch) p.sink.result({ accepted: true, rune: p.rune }, p.token);
+    await this.#hooks.committed();
   }
 
   /**
@@ -258,9 +280,10 @@ export class CommitQueue<I extends Committable> {
    * writer lost a lease) fails the runes of the streams written under that lease (all of them with
    * one fence for all) and the queued ones of those streams. Either way the rest of the batch,
    * refused only for the company it kept, goes back to the head of the queue and is appended
-   * again. Any other error is the store's own (a full disk, I/O), so every rune of the batch fails
-   * with it, and so do the queued ones of its streams. The failed streams are `refused`: their
-   * instances leave memory.
+   * again. Any other error reaches here for a batch of one rune (see {@link CommitQueue.#commit}),
+   * or for a store that cannot be reached (`unavailable`) or is closed: every rune of the batch
+   * fails with it, and so do the queued ones of its streams. The failed streams are `refused`:
+   * their instances leave memory.
    */
   #fail(batch: readonly PendingRune<I>[], error: unknown, fenceOf: Map<string, Fence | undefined> | undefined): void {
     const inBatch = (stream: string): boolean => batch.some((p) => p.rune.stream === stream);
@@ -279,4 +302,17 @@ export class CommitQueue<I extends Committable> {
     for (const stream of taken) this.#hooks.refused(stream);
     for (const p of failed) p.sink.error(error, p.token);
   }
+}
+
+/**
+ * Whether a batch refused with `error` is split to find the rune at fault (a value the database
+ * cannot hold, a rune some store rejects, a batch over its size): every error but those that
+ * speak for the whole batch. A conflict and a fence have their own handling in `#fail`; a store
+ * that is closed, or that cannot be reached (`unavailable`: the write may have been committed
+ * just before the connection dropped, so it must not be written again), fails every rune alike,
+ * whatever company it keeps.
+ */
+function isolates(error: unknown): boolean {
+  if (error instanceof StoreConflictError || error instanceof StoreFencedError) return false;
+  return !(error instanceof StoreError && (error.code === 'unavailable' || error.code === 'closed'));
 }

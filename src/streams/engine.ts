@@ -3,11 +3,11 @@ import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, eventRejection, parseBounded } from '../reducers/validate.js';
-import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
+import { DEFAULT_VALUE_LIMITS, isStorableText, storableValue, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
 import type { EffectOwnership } from './effect-host.js';
 import { CommitQueue, type FenceOf, type PendingRune } from './commit-queue.js';
 import { dispatchChannel, rejectionChannel, reportingSink, runeChannel, sampler, type RejectionReport } from './diagnostics.js';
-import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js';
+import { isSpawnCommand, runEpics, type Epic, type EpicCommand, type EpicReport } from './epic.js';
 import { Instances, isUnknownMachine, type Instance } from './instances.js';
 import { KeyedListeners } from './keyed-listeners.js';
 import { StreamReadError } from './stream-read-error.js';
@@ -24,13 +24,16 @@ import { PromisedDispatch, promiseSink, raceRetry, registerSubmit, retrySink, ty
 /**
  * Why the engine refused a spawn or a dispatch. The machine's own codes, plus:
  * - `unknown_stream`: no stream of that id was spawned.
- * - `invalid_stream`: a dispatch's or spawn's stream id is not a non-empty string, or a spawn's is not
- *   well-formed UTF-16 (a lone surrogate).
+ * - `invalid_stream`: a dispatch's or spawn's stream id is not a non-empty string, or has a NUL
+ *   character or a lone surrogate (no store keeps it as it is).
  * - `stream_exists`: a second spawn of a stream.
  * - `unknown_machine`: the machine id is not one this engine hosts.
  * - `invalid_input`: the spawn input fails the machine's input schema, or has a `__proto__` key.
  * - `too_deep`, `string_too_long`, `too_many_keys`, `array_too_long`: a spawn input or an event
  *   over one of the engine's `limits` (checked before the schema; the reason names the path and limit).
+ * - `invalid_string`: a string or object key of a spawn input or an event has a NUL character
+ *   (`\u0000`) or a lone surrogate, which no store keeps (PostgreSQL's jsonb refuses both): refused
+ *   on every store alike, in the same walk as the limits; the reason names the path, what and where.
  * - `sealed`: the stream is under one whose machine seals it in its state (a closed or archived
  *   conversation's `conv/<c>/...`); the reason names the sealing stream. Known after a restart.
  * - `contention`: the dispatch lost the race for its stream's next seq to other writers
@@ -43,6 +46,7 @@ import { PromisedDispatch, promiseSink, raceRetry, registerSubmit, retrySink, ty
 export type EngineRejectionCode =
   | RejectionCode
   | ValueLimitCode
+  | 'invalid_string'
   | 'unknown_stream'
   | 'invalid_stream'
   | 'stream_exists'
@@ -76,7 +80,7 @@ export interface EngineOptions {
   /**
    * Bounds on every spawn input and dispatched event, checked before the machine's schema, so
    * nothing is stored that is costly to describe or cannot be hydrated. Each may be `Infinity`
-   * (all four `Infinity`: no check at all). Defaults: `maxDepth` 64, `maxStringLength` 1,000,000
+   * (the walk then still refuses a string no store keeps, `invalid_string`). Defaults: `maxDepth` 64, `maxStringLength` 1,000,000
    * (UTF-16 code units, keys too), `maxKeys` 1,000 (per object), `maxArrayLength` 10,000.
    */
   limits?: Partial<ValueLimits>;
@@ -167,6 +171,13 @@ export interface Engine {
   close(): Promise<void>;
 }
 
+/** An epic's dispatch on its way: `event` until it was submitted again with its strings made storable. */
+interface EffectDispatch {
+  readonly stream: string;
+  event: unknown;
+  readonly call: PromisedDispatch;
+}
+
 /** An event dispatched to a stream while it is being loaded: applied, in order, once it is. */
 interface WaitingEvent {
   readonly event: unknown;
@@ -187,11 +198,17 @@ const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => 
   return { accepted: false, code, reason };
 };
 
-/** The refusal of a stream id that is not a non-empty string; checked by spawn and dispatch alike. */
+/**
+ * The refusal of a stream id that is not a non-empty string, or that no store keeps as it is (a
+ * NUL character; a lone surrogate, which UTF-8 storage would turn into another id); checked by
+ * spawn and dispatch alike.
+ */
 const notAStreamId = (stream: unknown): DispatchResult | undefined =>
   typeof stream !== 'string' || stream.length === 0
     ? rejected('invalid_stream', `a stream id must be a non-empty string, got ${typeof stream === 'string' ? '""' : typeof stream}`)
-    : undefined;
+    : isStorableText(stream)
+      ? undefined
+      : rejected('invalid_stream', 'a stream id must have no NUL character (\\u0000) and no lone surrogate: no store keeps this one as it is');
 
 /** A value over the limits, refused with its limit's code; a `__proto__` key with `invalidCode`. */
 const refusedValue = (violation: ValueViolation, invalidCode: 'invalid_event' | 'invalid_input'): DispatchResult =>
@@ -252,8 +269,10 @@ const newWriterId = (): string => `engine-${Date.now().toString(36)}-${Math.rand
  *    once the stream is brought up to the store's head, its missed runes published in seq order
  *    (up to `maxRaceLosses` times in a row, then rejected with `contention`).
  * 5. Epics (see {@link runEpics}) hear every live rune, never a replayed one, and what they emit is
- *    dispatched. A rejected command or a failing epic is reported on `errors$`; a failed epic is
- *    resubscribed with backoff. They start on the next microtask.
+ *    dispatched, its strings made storable rather than refused as `invalid_string` (a NUL or a lone
+ *    surrogate from a model or a tool becomes U+FFFD, see `storableValue`). A rejected command or a
+ *    failing epic is reported on `errors$`; a failed epic is resubscribed with backoff. They start
+ *    on the next microtask.
  *
  * ## Example
  * ```ts
@@ -292,8 +311,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     throw new TypeError('createEngine: "followStore" needs a store with tail (one several writers share, like memoryStore); this store has none');
   }
   const writer = followStore ? newWriterId() : undefined;
-  /** Decided once: with every limit off, the hot path does not even call a check. */
-  const checkValue = noValueLimits(limits) ? undefined : valueCheck(limits);
+  /** The limits and the storable strings, in one walk (it runs even with every limit off). */
+  const checkValue = valueCheck(limits);
 
   const errors = new Subject<EngineError>();
   const readRunes =
@@ -364,14 +383,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (closed) return rejected('closed', 'the engine is closed');
     const notAnId = notAStreamId(stream);
     if (notAnId !== undefined) return notAnId;
-    // Stored as UTF-8: a lone surrogate would come back as another id.
-    if (!isWellFormedUtf16(stream)) return rejected('invalid_stream', 'a stream id must be well-formed UTF-16: this one has a lone surrogate');
     // Own properties only: "constructor" or "__proto__" must not find Object's.
     const machine = typeof machineOrId !== 'string' ? machineOrId : Object.hasOwn(machines, machineOrId) ? machines[machineOrId] : undefined;
     if (machine === undefined) {
       return rejected('unknown_machine', `unknown machine ${JSON.stringify(String(machineOrId).slice(0, 64))}; this engine hosts: ${Object.keys(machines).join(', ')}`);
     }
-    const violation = checkValue?.(input, 'input');
+    const violation = checkValue(input, 'input');
     if (violation !== undefined) return refusedValue(violation, 'invalid_input');
     const parsed = parseBounded(machine.schemas.input, input);
     if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.issues, parsed.partial)}`);
@@ -487,7 +504,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (closed) return sink.result(rejected('closed', 'the engine is closed'), token);
     const notAnId = notAStreamId(stream);
     if (notAnId !== undefined) return sink.result(notAnId, token);
-    const violation = checkValue?.(event, 'event');
+    const violation = checkValue(event, 'event');
     if (violation !== undefined) return sink.result(refusedValue(violation, 'invalid_event'), token);
     // A rune's `at` is when its event was dispatched, even if the stream had to be hydrated first:
     // a timer that fires at its deadline stamps its rune with the deadline.
@@ -524,6 +541,30 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const call = new PromisedDispatch();
     submit(stream, event, promiseSink, call);
     return call.promise();
+  };
+
+  /**
+   * The sink of an epic's dispatch: an event refused as `invalid_string` (text a model or a tool
+   * produced with a NUL or a lone surrogate) is submitted once more with its strings made storable
+   * (see `storableValue`). The refusal comes during `submit`, before the event is applied, so the
+   * storable one keeps its place among the epic's commands.
+   */
+  const effectSink: DispatchSink<EffectDispatch> = {
+    result: (result, effect) => {
+      if (result.accepted || result.code !== 'invalid_string' || effect.event === undefined) return effect.call.settle(result);
+      const event = storableValue(effect.event, limits.maxDepth);
+      effect.event = undefined;
+      submit(effect.stream, event, effectSink, effect);
+    },
+    error: (error, effect) => effect.call.fail(error),
+  };
+
+  /** What an epic emits, dispatched or spawned: its strings made storable rather than refused (see `effectSink`). */
+  const dispatchEffect = (command: EpicCommand): Promise<DispatchResult> => {
+    if (isSpawnCommand(command)) return spawn(command.stream, command.spawn, storableValue(command.input, limits.maxDepth));
+    const effect: EffectDispatch = { stream: command.stream, event: command.event, call: new PromisedDispatch() };
+    submit(command.stream, command.event, effectSink, effect);
+    return effect.call.promise();
   };
 
   // --- a lost seq race: catch up, then try again -------------------------------------------------
@@ -707,11 +748,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
         release,
         streams: (query) => from(store.heads(query)),
         scheduler,
-        ...(checkValue === undefined ? {} : { valueCheck: checkValue }),
+        valueCheck: checkValue,
         report: (report) => errors.next(report),
         ...(ownership === undefined ? {} : { ownership, allRunes$: allRunes }),
       },
-      dispatch: (command) => (isSpawnCommand(command) ? spawn(command.stream, command.spawn, command.input) : dispatch(command.stream, command.event)),
+      dispatch: dispatchEffect,
       report: (report) => errors.next(report),
     });
   });

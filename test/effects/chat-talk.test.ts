@@ -150,6 +150,8 @@ describe('chatTalk: a chat actor that talks (seed 000 on seed 003 turns)', () =>
 
   it('refuses a chat id that is not one segment, naming it', async () => {
     const { engine } = chatEngine([]);
-    await expect(sendChatMessage(engine, 'a/b', { userId: USER, message: 'hi' })).rejects.toThrow('a chat id must be 1 to 128 characters with no "/", got "a/b"');
+    await expect(sendChatMessage(engine, 'a/b', { userId: USER, message: 'hi' })).rejects.toThrow(
+      'a chat id must be 1 to 128 characters with no "/", NUL or lone surrogate, got "a/b"',
+    );
   });
 });

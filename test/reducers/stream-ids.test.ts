@@ -46,7 +46,7 @@ describe('stream ids', () => {
   });
 
   it('refuses segments that would break the scheme, naming what was wrong', () => {
-    expect(() => conversationStream('a/b')).toThrow('a conversation id must be 1 to 128 characters with no "/", got "a/b"');
+    expect(() => conversationStream('a/b')).toThrow('a conversation id must be 1 to 128 characters with no "/", NUL or lone surrogate, got "a/b"');
     expect(() => agentStreams('conv/c', '')).toThrow('an agent id must be');
     expect(() => agentStreams('conv/c/agent/a', 'b')).toThrow("an agent's root must be a conversation stream");
     expect(() => agentStreams('conv/c', 'a').call('x'.repeat(MAX_SEGMENT + 1))).toThrow('a call id must be');
@@ -70,6 +70,6 @@ describe('plan stream ids', () => {
     expect(rootOf('conv/c1/plan/p1')).toBe('conv/c1');
     // Not a plan: under a chat, or with more or fewer segments.
     for (const stream of ['chat/c1/plan/p1', 'conv/c1/plan', 'conv/c1/plan/p1/x']) expect(parseStreamId(stream)).toBeUndefined();
-    expect(() => planStream('c1', 'a/b')).toThrow('a plan id must be 1 to 128 characters with no "/", got "a/b"');
+    expect(() => planStream('c1', 'a/b')).toThrow('a plan id must be 1 to 128 characters with no "/", NUL or lone surrogate, got "a/b"');
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { describeIssues, describePath } from '../../src/reducers/validate.js';
-import { DEFAULT_VALUE_LIMITS, isWellFormedUtf16, noValueLimits, valueCheck, type ValueLimits } from '../../src/reducers/value-limits.js';
+import { DEFAULT_VALUE_LIMITS, isStorableText, storableText, storableValue, valueCheck, type ValueLimits } from '../../src/reducers/value-limits.js';
 
 /** One value through a check of `limits`. */
 const check = (value: unknown, limits: ValueLimits, root: string) => valueCheck(limits)(value, root);
@@ -81,18 +81,55 @@ describe('valueCheck', () => {
   });
 
   it('with every limit Infinity, accepts what the defaults refuse', () => {
-    expect(noValueLimits(off)).toBe(true);
-    expect(noValueLimits(DEFAULT_VALUE_LIMITS)).toBe(false);
     expect(check({ deep: nested(200), long: Array.from({ length: 20_000 }, () => 0) }, off, 'input')).toBeUndefined();
   });
 });
 
-describe('isWellFormedUtf16', () => {
-  it('refuses lone surrogates and accepts pairs', () => {
-    expect(isWellFormedUtf16('chat-1')).toBe(true);
-    expect(isWellFormedUtf16('chat-\u{1F642}')).toBe(true);
-    expect(isWellFormedUtf16('\ud800')).toBe(false);
-    expect(isWellFormedUtf16('a\udc00b')).toBe(false);
+describe('isStorableText', () => {
+  it('refuses lone surrogates and NUL characters, and accepts pairs', () => {
+    expect(isStorableText('chat-1')).toBe(true);
+    expect(isStorableText('chat-\u{1F642}')).toBe(true);
+    expect(isStorableText('\ud800')).toBe(false);
+    expect(isStorableText('a\udc00b')).toBe(false);
+    expect(isStorableText('a\u0000b')).toBe(false);
+  });
+});
+
+describe('valueCheck: strings no store keeps', () => {
+  it('refuses a NUL or a lone surrogate in a string or a key with invalid_string, naming the path and where, whatever the limits', () => {
+    for (const limits of [DEFAULT_VALUE_LIMITS, off]) {
+      expect(check({ type: 'say', text: 'a\u0000b' }, limits, 'event')).toEqual({
+        code: 'invalid_string',
+        reason: 'event.text: a string has a NUL character (\\u0000) at index 1: PostgreSQL cannot keep one, so no store takes it',
+      });
+      expect(check({ a: [{ ok: '\u{1F642}' }, { ['k\ud800']: 1 }] }, limits, 'input')).toEqual({
+        code: 'invalid_string',
+        reason: 'input.a.1: a key has a lone surrogate (\\ud800) at index 1: it is not text UTF-8 can carry, so no store takes it',
+      });
+      expect(check(['x', 'y\udc00'], limits, 'input')).toMatchObject({
+        code: 'invalid_string',
+        reason: expect.stringMatching(/^input\.1: a string has a lone surrogate \(\\udc00\) at index 1/),
+      });
+      expect(check('\u0000', limits, 'input')).toMatchObject({ code: 'invalid_string', reason: expect.stringMatching(/^input: a string has a NUL/) });
+    }
+    // Length first: a string over the limit is string_too_long, whatever it holds.
+    expect(check({ t: '\u0000'.repeat(6) }, small, 'event')).toMatchObject({ code: 'string_too_long' });
+    expect(valueCheck(DEFAULT_VALUE_LIMITS, { storable: false })({ t: '\u0000' }, 'event')).toBeUndefined();
+  });
+});
+
+describe('storableValue', () => {
+  it('replaces each NUL and lone surrogate with U+FFFD in strings and keys, copying only what changed', () => {
+    expect(storableText('a\u0000b\ud800')).toBe('a\ufffdb\ufffd');
+    const clean = { type: 'say', list: [1, 'two', { three: '\u{1F642}' }] };
+    expect(storableValue(clean)).toBe(clean);
+    const kept = { x: 1 };
+    const dirty = { type: 'success', kept, output: { ['k\u0000']: ['ok', 'bad\udc00'] } };
+    const made = storableValue(dirty);
+    expect(made).toEqual({ type: 'success', kept, output: { 'k\ufffd': ['ok', 'bad\ufffd'] } });
+    expect(made.kept).toBe(kept);
+    expect(dirty.output).toEqual({ ['k\u0000']: ['ok', 'bad\udc00'] }); // untouched
+    expect(check(made, DEFAULT_VALUE_LIMITS, 'event')).toBeUndefined();
   });
 });
 

@@ -95,7 +95,7 @@ describe('server: input limits and untrusted names', () => {
       op: 'error',
       id: 'lone',
       code: 'invalid_message',
-      message: 'invalid "spawn" message: stream: must be well-formed UTF-16 (it has a lone surrogate)',
+      message: 'invalid "spawn" message: stream: must have no NUL character (\\u0000) and no lone surrogate',
     });
     expect(await store.head('chat-\ud800')).toBeUndefined();
     expect(await h.engine.snapshot('chat-\ud800')).toBeUndefined();

@@ -210,11 +210,49 @@ describe('CommitQueue: a batch the store refused', () => {
     expect(a.durableSeq).toBe(1);
   });
 
-  it("on any other error, fails the whole batch and the queued runes of its streams; other streams' go on", async () => {
+  it('splits a batch the store refused for one rune, until that rune fails alone: every other rune is acknowledged', async () => {
+    const log: string[] = [];
+    const recorder = loggingStore(log, { sync: false });
+    // Any cause will do: this store cannot take c:1, in whatever company it comes.
+    const picky: RuneStore = {
+      ...recorder.store,
+      append: (runes, options) => {
+        if (!runes.some((r) => id(r) === 'c:1')) return recorder.store.append(runes, options);
+        log.push(`refused ${runes.map(id).join(' ')}`);
+        return Promise.reject(new StoreError('io_error', 'c:1 cannot be written'));
+      },
+    };
+    const { queue, sink, settled } = queueOn(picky, log);
+    const release = recorder.hold();
+    for (const stream of ['a', 'b', 'c', 'd', 'e']) queue.enqueue(instanceOf(stream), runeOf(stream, 1), {}, sink, `${stream}:1`);
+    await turn(); // that batch is in the store, held
+    queue.enqueue(instanceOf('c'), runeOf('c', 2), {}, sink, 'c:2'); // built on c:1
+    queue.enqueue(instanceOf('f'), runeOf('f', 1), {}, sink, 'f:1');
+    release();
+    await settled();
+    expect(log.filter((line) => !line.startsWith('published'))).toEqual([
+      'refused a:1 b:1 c:1 d:1 e:1',
+      'refused a:1 b:1 c:1', // its first half alone; d:1 e:1 wait at the head of the queue
+      'append a:1 b:1',
+      'a:1 accepted',
+      'b:1 accepted',
+      'refused c:1', // alone: it fails, and c:2, built on it, with it
+      'refused c',
+      'c:1 failed: c:1 cannot be written',
+      'c:2 failed: c:1 cannot be written',
+      'append d:1 e:1', // the second half alone
+      'd:1 accepted',
+      'e:1 accepted',
+      'append f:1', // what was queued meanwhile
+      'f:1 accepted',
+    ]);
+  });
+
+  it("on a store that cannot be reached (unavailable), fails the whole batch, unsplit, and the queued runes of its streams; other streams' go on", async () => {
     const log: string[] = [];
     const recorder = loggingStore(log, { sync: false });
     const { queue, sink, settled } = queueOn(recorder.store, log);
-    const diskFull = new StoreError('disk_full', 'the disk is full; nothing was written');
+    const diskFull = new StoreError('unavailable', 'the connection was lost');
     const release = recorder.hold();
     recorder.failNextAppend(diskFull);
     queue.enqueue(instanceOf('a'), runeOf('a', 1), {}, sink, 'a:1');
@@ -228,9 +266,9 @@ describe('CommitQueue: a batch the store refused', () => {
       'append a:1 b:1',
       'refused a',
       'refused b',
-      'a:1 failed: the disk is full; nothing was written',
-      'b:1 failed: the disk is full; nothing was written',
-      'a:2 failed: the disk is full; nothing was written',
+      'a:1 failed: the connection was lost',
+      'b:1 failed: the connection was lost',
+      'a:2 failed: the connection was lost',
       'append c:1',
       'published c:1',
       'c:1 accepted',

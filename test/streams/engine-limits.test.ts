@@ -72,7 +72,7 @@ describe('engine: limits on spawn inputs and events', () => {
     await engine.close();
   });
 
-  it('with every limit Infinity, checks nothing before the schema', async () => {
+  it('with every limit Infinity, checks no limit before the schema (only the strings no store keeps)', async () => {
     const input = toolCall(nested(100));
     const unlimited = createEngine({ limits: { maxDepth: Infinity, maxStringLength: Infinity, maxKeys: Infinity, maxArrayLength: Infinity } });
     const limited = createEngine({ limits: { maxStringLength: Infinity, maxKeys: Infinity, maxArrayLength: Infinity } });
@@ -137,12 +137,14 @@ describe('engine: untrusted machine and stream ids', () => {
     const store = memoryStore();
     const engine = createEngine({ store });
     expect(await engine.spawn('', 'chat-actor')).toEqual({ accepted: false, code: 'invalid_stream', reason: 'a stream id must be a non-empty string, got ""' });
-    for (const id of ['\ud800', 'chat-\udc00-1']) {
-      expect(await engine.spawn(id, 'chat-actor')).toEqual({
+    for (const id of ['\ud800', 'chat-\udc00-1', 'chat-\u0000-1']) {
+      const refused = {
         accepted: false,
         code: 'invalid_stream',
-        reason: 'a stream id must be well-formed UTF-16: this one has a lone surrogate',
-      });
+        reason: 'a stream id must have no NUL character (\\u0000) and no lone surrogate: no store keeps this one as it is',
+      };
+      expect(await engine.spawn(id, 'chat-actor')).toEqual(refused);
+      expect(await engine.dispatch(id, { type: 'Ping' })).toEqual(refused);
     }
     for (const id of ['', '\ud800', 'chat-\udc00-1', 'chat-\ufffd-1']) expect(await store.head(id)).toBeUndefined();
     expect(await engine.spawn('chat-\u{1F642}', 'chat-actor')).toMatchObject({ accepted: true });

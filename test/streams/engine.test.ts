@@ -207,20 +207,20 @@ describe('engine: durability first', () => {
     await engine.close();
   });
 
-  it("fails every dispatch of a batch the store failed as a whole (a full disk), with the store's error", async () => {
+  it("fails every dispatch of a batch the store failed as a whole (unavailable: it may have been committed), with the store's error", async () => {
     const recorder = recordingStore();
     const engine = createEngine({ store: recorder.store });
     await engine.spawn('a', 'chat-actor');
     await engine.spawn('b', 'chat-actor');
-    const diskFull = new StoreError('disk_full', 'sqliteStore "/data/agents.db": the disk is full; nothing was written');
-    recorder.failNextAppend(diskFull);
+    const lost = new StoreError('unavailable', 'postgresStore: an append failed, the connection to PostgreSQL was lost');
+    recorder.failNextAppend(lost);
     const spawns = recorder.appends.length;
     const results = await Promise.allSettled([engine.dispatch('a', interact), engine.dispatch('b', interact)]);
     expect(results).toEqual([
-      { status: 'rejected', reason: diskFull },
-      { status: 'rejected', reason: diskFull },
+      { status: 'rejected', reason: lost },
+      { status: 'rejected', reason: lost },
     ]);
-    expect(recorder.appends.length - spawns).toBe(1); // not retried: the store itself failed
+    expect(recorder.appends.length - spawns).toBe(1); // not split nor retried: the store itself failed, and may have written it
     expect(await engine.dispatch('b', interact)).toMatchObject({ accepted: true, rune: { seq: 2 } });
     await engine.close();
   });

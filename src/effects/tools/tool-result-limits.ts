@@ -1,4 +1,4 @@
-import type { ValueCheck, ValueLimitCode, ValueViolation } from '../../reducers/value-limits.js';
+import { storableValue, type ValueCheck, type ValueLimitCode, type ValueViolation } from '../../reducers/value-limits.js';
 import type { ToolCallEvent } from '../../reducers/tool-call/schema.js';
 
 /**
@@ -51,7 +51,8 @@ const SIZE_LIMITS: ReadonlySet<ValueViolation['code']> = new Set<ValueLimitCode>
  */
 export function storableOutcome(event: ToolCallEvent, check: ValueCheck | undefined): ToolCallEvent {
   if (event.type !== 'success' || check === undefined) return event;
-  const violation = check(event, 'event');
+  // Checked as the engine will store it (a NUL or a lone surrogate cleaned), so a size limit past such a string is still found here.
+  const violation = check(storableValue(event), 'event');
   if (violation === undefined) return event;
   if (SIZE_LIMITS.has(violation.code)) return { type: 'execution_error', error: `${RESULT_TOO_LARGE}: ${violation.reason}` };
   if (violation.code === 'forbidden_key') return { type: 'execution_error', error: `tool result refused: ${violation.reason}` };

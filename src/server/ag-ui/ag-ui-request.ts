@@ -25,7 +25,7 @@ export type AgUiResumeEntry = z.infer<typeof AgUiResumeEntry>;
  * characters, no `/`.
  */
 export const AgUiRunInput = z.looseObject({
-  threadId: z.string().refine(isSegment, 'a thread id is 1 to 128 characters with no "/"'),
+  threadId: z.string().refine(isSegment, 'a thread id is 1 to 128 characters with no "/", NUL or lone surrogate'),
   runId: z.string().min(1),
   messages: z.array(AgUiMessage),
   resume: z.array(AgUiResumeEntry).optional(),

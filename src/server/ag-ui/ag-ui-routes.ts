@@ -70,7 +70,7 @@ class Refusal extends Error {
  *    followed live until it ends (a client that went away lost nothing: the turn is not stopped
  *    by a closed connection).
  * 4. Refusals (`{ok: false, code, message}`): 400 `invalid_json` or `invalid_message` (the body,
- *    naming each field), 403 `forbidden` (no `'drive'` on the turn stream), 404 `unknown_agent`,
+ *    naming each field), or the engine's code for a message it refuses (`invalid_string`, a limit's), 403 `forbidden` (no `'drive'` on the turn stream), 404 `unknown_agent`,
  *    409 `unknown_interrupt` (a resume naming no approval of this agent on this thread),
  *    `run_in_progress` (new messages while a turn runs), `no_run` (a rejoin with no turn yet).
  */
@@ -144,7 +144,11 @@ async function runStart(engine: Engine, streams: AgentStreams, agent: AgUiAgent,
     );
   }
   const started = await engine.dispatch(streams.turn, { type: 'start_turn', input: text });
-  if (!started.accepted) throw new Refusal(409, started.code === 'sealed' ? 'sealed' : 'run_in_progress', started.reason);
+  if (!started.accepted) {
+    // The message itself refused (a NUL, a string over the limits): 400 with the engine's code.
+    if (started.code !== 'sealed' && started.code !== 'not_allowed' && started.code !== 'terminal_state') throw new Refusal(400, started.code, started.reason);
+    throw new Refusal(409, started.code === 'sealed' ? 'sealed' : 'run_in_progress', started.reason);
+  }
   return { ...base, seq: now.seq, state: now.state };
 }
 

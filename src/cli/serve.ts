@@ -11,7 +11,8 @@ import { cliAdapters } from '../effects/cli/cli-adapters.js';
 import { agentRegistry } from '../effects/registry/agent-registry.js';
 import { registeredAgentAdmission } from '../effects/registry/registered-admission.js';
 import { registerDefinitions } from '../effects/registry/register-definitions.js';
-import { agentRegistration } from '../reducers/agent-registration/machine.js';
+import { agentRegistration, declaredAgentRegistration } from '../reducers/agent-registration/machine.js';
+import { machines } from '../reducers/machines.js';
 import { errorText } from '../reducers/error-text.js';
 import { isRuneOf } from '../reducers/rune.js';
 import { configuredAgents, type ConfiguredAgents } from '../server/config/configured-agents.js';
@@ -26,7 +27,7 @@ import { METRICS_COLLECTOR_STREAM, metricsCollectorEpic } from '../effects/metri
 import { fileMetricsSink, type MetricsSnapshot } from '../effects/metrics/metrics-sink.js';
 import type { ColdStore } from '../streams/archive/cold-store.js';
 import { writeMetricsSnapshot } from '../streams/archive/metrics-snapshot.js';
-import type { AutonomyConfig, MetricsConfig, ServerConfig } from '../server/config/server-config.js';
+import { spawnableOf, type AutonomyConfig, type MetricsConfig, type ServerConfig } from '../server/config/server-config.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import type { Command } from './args.js';
@@ -142,6 +143,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     engine = createEngine({
       store,
       ...served.engineOptions,
+      // A definition carrying an MCP server (a command) the configuration does not declare is refused at spawn and redefine.
+      machines: { ...machines, [agentRegistration.id]: declaredAgentRegistration(agents.mcpServers) },
       ...(archival === undefined ? {} : { archive: archival.cold }),
       epics: [
         chatActorLifecycle(command.config.chats ?? {}),
@@ -158,7 +161,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
           ...(command.config.toolCalls?.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: command.config.toolCalls.approvalTimeoutMs }),
         }),
         // Definitions registered at runtime become live roles of `profiles` while ACTIVE.
-        ...(registry === undefined ? [] : [agentRegistry({ ...registry, chains: agents.chains, profiles })]),
+        ...(registry === undefined ? [] : [agentRegistry({ ...registry, chains: agents.chains, profiles, mcpServers: agents.mcpServers })]),
         // ReAct agents (seed 004) on the same chain and tools, gated alike; the breakers are agentEpics'.
         ...reactAgentEpics({ ...defaults, breakers: false, ...(admission === undefined ? {} : { admission }) }),
         ...(command.config.autonomy === undefined ? [] : autonomyOf(command.config.autonomy, agents, command.config)),
@@ -190,6 +193,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       allowedOrigins,
       partialResponse: chatPartialResponse(engine),
       inspector: { store },
+      spawnable: spawnableOf(command.config),
       ...(token === undefined ? {} : { token }),
       routes: [
         // Every live role (the configured ones, and the registry's while ACTIVE) answers AG-UI at POST /agents/<role>/ag-ui, its turns under that role.

@@ -25,7 +25,8 @@ import { PromisedDispatch, promiseSink, raceRetry, registerSubmit, retrySink, ty
  * Why the engine refused a spawn or a dispatch. The machine's own codes, plus:
  * - `unknown_stream`: no stream of that id was spawned.
  * - `invalid_stream`: a dispatch's or spawn's stream id is not a non-empty string, or a spawn's is not
- *   well-formed UTF-16 (a lone surrogate).
+ *   well-formed UTF-16 (a lone surrogate), or is not where its machine's instances live (its
+ *   `streamReason`: an `agent-registration` only at `agent-def/<its definition's name>`).
  * - `stream_exists`: a second spawn of a stream.
  * - `unknown_machine`: the machine id is not one this engine hosts.
  * - `invalid_input`: the spawn input fails the machine's input schema, or has a `__proto__` key.
@@ -375,6 +376,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (violation !== undefined) return refusedValue(violation, 'invalid_input');
     const parsed = machine.schemas.input.safeParse(input);
     if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.error.issues)}`);
+    const misplaced = machine.streamReason?.(stream, parsed.data);
+    if (misplaced !== undefined) return rejected('invalid_stream', misplaced);
     if (instances.get(stream) !== undefined) return rejected('stream_exists', existsReason(machine, stream));
 
     // Claim the id at once, while a load in progress (a dispatch or subscription that came first)

@@ -80,7 +80,7 @@ describe('parseServerConfig', () => {
       'agents.assistant.model: unknown chain or model "fast"; the chains are "main", the models "local", "offline", "canned"',
     ]);
     expect(issuesOf(withAgent({ tools: ['clock', 'shell'] }))).toEqual([
-      'agents.assistant.tools[1]: unknown tool "shell": not a built-in tool ("clock", "add", "save_note") nor one of this agent\'s mcpServers ((none))',
+      'agents.assistant.tools[1]: unknown tool "shell": not a built-in tool ("clock", "add", "save_note"), one of this agent\'s mcpServers ((none)) nor of the configuration\'s ((none))',
     ]);
     expect(issuesOf({ ...good, prices: { gpt5: { inputPerMillion: 1, outputPerMillion: 2 } } })).toEqual([
       'prices.gpt5: unknown model "gpt5"; the models are "local", "offline", "canned"',

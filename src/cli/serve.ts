@@ -29,6 +29,7 @@ import type { ColdStore } from '../streams/archive/cold-store.js';
 import { writeMetricsSnapshot } from '../streams/archive/metrics-snapshot.js';
 import { spawnableOf, type AutonomyConfig, type MetricsConfig, type ServerConfig } from '../server/config/server-config.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
+import { tokenIdentities } from '../server/token-identities.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import type { Command } from './args.js';
 import { openServeStore, type ServeStore } from './serve-store.js';
@@ -109,6 +110,9 @@ export interface Serving {
  */
 export async function serve(command: Extract<Command, { command: 'serve' }>, log: Pick<Console, 'log' | 'error'>, env: NodeJS.ProcessEnv = process.env): Promise<Serving> {
   const { port, db, token, host, allowedOrigins } = command;
+  // Several identities (--tokens-file): each may only what its entry says; one token may all.
+  const identities = command.tokens === undefined ? undefined : tokenIdentities(command.tokens);
+  const authorize = identities?.authorize;
   // With the registry, a role whose MCP server does not start is held in ERROR by its checks, not fatal.
   const onMcpFailure = (role: string, server: string, error: unknown): void =>
     log.error(`runestream: role "${role}": MCP server "${server}" did not start (${errorText(error)}); its tools are left out until a restart`);
@@ -194,11 +198,11 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       partialResponse: chatPartialResponse(engine),
       inspector: { store },
       spawnable: spawnableOf(command.config),
-      ...(token === undefined ? {} : { token }),
+      ...(identities !== undefined ? identities : token === undefined ? {} : { token }),
       routes: [
         // Every live role (the configured ones, and the registry's while ACTIVE) answers AG-UI at POST /agents/<role>/ag-ui, its turns under that role.
-        ...agUiRoutes({ engine, agents: (role) => (profiles.get(role) === undefined ? undefined : { role }) }),
-        ...(archival === undefined ? [] : archivalRoutes({ engine, store, cold: archival.cold })),
+        ...agUiRoutes({ engine, agents: (role) => (profiles.get(role) === undefined ? undefined : { role }), ...(authorize === undefined ? {} : { authorize }) }),
+        ...(archival === undefined ? [] : archivalRoutes({ engine, store, cold: archival.cold, ...(authorize === undefined ? {} : { authorize }) })),
       ],
       ...(metrics === undefined ? {} : { metrics: metrics.metrics }),
     });
@@ -216,7 +220,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   logger.info({ url: server.url, httpUrl: server.httpUrl, log: served.description }, 'listening');
   log.log(`runestream: the inspector is at ${server.httpUrl}/`);
   if (metrics !== undefined) log.log(`runestream: metrics at ${server.httpUrl}/metrics; snapshots written to ${metrics.file}`);
-  if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
+  if (identities !== undefined) log.log(`runestream: ${Object.keys(command.tokens!).length} tokens from --tokens-file, each holder limited to what it may`);
+  else if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
   log.log(`runestream: ${agents.defaultRole} agent on ${agents.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);
   log.log(
     `runestream: AG-UI at ${Object.keys(agents.profiles)

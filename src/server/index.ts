@@ -6,6 +6,7 @@ export { createServer, type RunestreamServer } from './server.js';
 export type { DispatchRate, PartialResponse, ServerOptions, SlowClientPolicy } from './options.js';
 export type { AccessAction, AccessDetails, AccessRequest, Authorize, Credential, Identity, Verify } from './access.js';
 export { APPROVAL_EVENTS } from './access.js';
+export { MAX_TOKENS, TokenAction, TokenHolder, TokensFile, tokenIdentities } from './token-identities.js';
 export type { Route, RouteContext, RouteHandler } from './routes.js';
 export { archivalRoutes, type ArchivalRoutesOptions } from './archival-routes.js';
 export { agUiRoutes, type AgUiAgent, type AgUiRoutesOptions } from './ag-ui/ag-ui-routes.js';

@@ -271,3 +271,23 @@ describe('clis', () => {
     expect(configuredClis(parse({}), adapters)).toEqual({ clis: {} });
   });
 });
+
+describe('configured MCP servers and spawnable machines (issue 26, item 1)', () => {
+  const files = { command: process.execPath, args: ['--import', 'tsx', mcpServer], env: { MCP_FIXTURE_LOG: '' } };
+
+  it("a role names a top-level MCP server by name, and its tools are the role's; spawnable names machines; clientRegistration needs agent-registration spawnable", async () => {
+    const config = parseServerConfig(JSON.stringify({ ...withAgent({ tools: ['clock', 'files'] }), mcpServers: { files } }), 'runestream.json');
+    const agents = await configuredAgents(config, { LOCAL_KEY: 'k' });
+    try {
+      expect(agents.profiles.assistant?.tools?.map((tool) => tool.name)).toContain('files__echo');
+      expect(agents.mcpServers.shared).toEqual({ files: config.mcpServers!.files });
+      expect(agents.mcpServers.roles?.researcher).toEqual(config.agents.researcher!.mcpServers);
+    } finally {
+      await agents.close();
+    }
+    expect(issuesOf({ ...good, spawnable: ['chat-actor', 'shell'] })[0]).toMatch(/^spawnable\[1\]: /);
+    expect(issuesOf({ ...good, spawnable: ['chat-actor'], registry: { clientRegistration: true } })).toEqual([
+      'spawnable: registry.clientRegistration is true, so it must list "agent-registration" (or leave spawnable unset)',
+    ]);
+  });
+});

@@ -176,8 +176,9 @@ export class ClientConnection {
           answered();
           return this.sendMessage(errorMessage('rate_limited', rateLimitMessage(this.options.dispatchRate), about));
         }
-        const { spawnable } = this.options;
-        if (message.op === 'spawn' && spawnable !== undefined && !spawnable.includes(message.machine)) {
+        const { spawnable, engine } = this.options;
+        // A machine the engine does not host is the engine's to refuse (unknown_machine).
+        if (message.op === 'spawn' && !spawnable.includes(message.machine) && Object.hasOwn(engine.machines, message.machine)) {
           answered();
           const text = `clients of this server may not spawn machine ${JSON.stringify(message.machine.slice(0, 64))}: the machines they may spawn are ${spawnable.join(', ') || '(none)'} (spawnable)`;
           return this.sendMessage(errorMessage('forbidden', text, about));

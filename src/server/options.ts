@@ -170,9 +170,7 @@ export interface ServerOptions {
 }
 
 /** {@link ServerOptions} with every default filled in. */
-export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify' | 'server' | 'partialResponse' | 'metrics' | 'inspector' | 'spawnable'>> & {
-  /** The machines clients may spawn; undefined: every one. */
-  readonly spawnable: readonly string[] | undefined;
+export type ResolvedServerOptions = Required<Omit<ServerOptions, 'token' | 'verify' | 'server' | 'partialResponse' | 'metrics' | 'inspector'>> & {
   readonly partialResponse: PartialResponse | undefined;
   readonly metrics: RunestreamMetrics | undefined;
   readonly inspector: InspectorSettings | undefined;
@@ -188,6 +186,7 @@ const KNOWN_OPTIONS = [
   'port',
   'token',
   'authorize',
+  'spawnable',
   'maxFrameBytes',
   'maxPayloadBytes',
   'maxBufferedBytes',
@@ -208,7 +207,6 @@ const KNOWN_OPTIONS = [
   'partialResponse',
   'metrics',
   'inspector',
-  'spawnable',
 ] as const;
 
 const MIB = 1024 * 1024;
@@ -247,6 +245,7 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     port = typeof attachedTo === 'object' && attachedTo !== null ? attachedTo.port : 7070,
     token,
     authorize = () => true,
+    spawnable,
     maxFrameBytes = 256 * 1024,
     maxPayloadBytes = MIB,
     maxBufferedBytes = MIB,
@@ -267,7 +266,6 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     partialResponse,
     metrics,
     inspector,
-    spawnable,
   } = options;
   if (spawnable !== undefined && (!Array.isArray(spawnable) || !spawnable.every((id) => typeof id === 'string'))) {
     fail(`"spawnable" must be an array of machine ids, got ${show(spawnable)}`);
@@ -336,6 +334,8 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     host,
     port,
     authorize,
+    // Every machine the engine hosts unless listed.
+    spawnable: spawnable === undefined ? Object.keys(engine.machines) : [...spawnable],
     maxFrameBytes,
     maxPayloadBytes,
     maxBufferedBytes,
@@ -356,6 +356,5 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     partialResponse,
     metrics,
     inspector,
-    spawnable: spawnable === undefined ? undefined : [...spawnable],
   };
 }

@@ -376,9 +376,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (violation !== undefined) return refusedValue(violation, 'invalid_input');
     const parsed = machine.schemas.input.safeParse(input);
     if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.error.issues)}`);
+    if (instances.get(stream) !== undefined) return rejected('stream_exists', existsReason(machine, stream));
     const misplaced = machine.streamReason?.(stream, parsed.data);
     if (misplaced !== undefined) return rejected('invalid_stream', misplaced);
-    if (instances.get(stream) !== undefined) return rejected('stream_exists', existsReason(machine, stream));
 
     // Claim the id at once, while a load in progress (a dispatch or subscription that came first)
     // and the store are asked, so a spawn or dispatch made after this one waits for it; if the

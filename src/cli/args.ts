@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { originOf } from '../server/access.js';
 import { LOG_LEVELS, parseServerConfig, MAX_CONFIG_BYTES, ServerConfigError, type LogLevel, type ServerConfig } from '../server/config/server-config.js';
 import { COMMAND_OPTIONS, COMMANDS, type CommandName } from './help.js';
+import { TokensFile } from '../server/token-identities.js';
 import { configFromModelSpecs } from './model-specs.js';
 
 /** What the command line asks for. */
@@ -32,6 +33,8 @@ export type Command =
        */
       store?: { readonly url: string; readonly leaseMs?: number };
       token: string | undefined;
+      /** The `--tokens-file` identities, each token to its holder's id and what it may do; with it, `token` is undefined. */
+      tokens?: TokensFile;
       host: string;
       /** The `--allow-origin` origins, normalized. */
       allowedOrigins: string[];
@@ -55,6 +58,7 @@ const OPTIONS = {
   'lease-ms': { type: 'string' },
   token: { type: 'string' },
   'token-file': { type: 'string' },
+  'tokens-file': { type: 'string' },
   host: { type: 'string' },
   'allow-origin': { type: 'string', multiple: true },
   config: { type: 'string' },
@@ -90,8 +94,12 @@ export function parseCommand(args: readonly string[], env: NodeJS.ProcessEnv): C
   const port = values.port === undefined ? 7070 : Number(values.port);
   if (!/^\d+$/.test(values.port ?? '7070') || port > 65_535) throw new UsageError(`--port must be an integer from 0 to 65535, got "${values.port}"`);
   if (values.token !== undefined && values['token-file'] !== undefined) throw new UsageError('--token and --token-file are both set: use one');
+  const tokensFile = values['tokens-file'];
+  if (tokensFile !== undefined && (values.token !== undefined || values['token-file'] !== undefined))
+    throw new UsageError(`--tokens-file and --${values.token === undefined ? 'token-file' : 'token'} are both set: use one`);
   const tokenFile = values['token-file'] === undefined ? undefined : tokenFromFile(values['token-file']);
-  const token = values.token ?? tokenFile ?? (env.RUNESTREAM_TOKEN || undefined);
+  // With a tokens file, RUNESTREAM_TOKEN is not a credential.
+  const token = tokensFile !== undefined ? undefined : (values.token ?? tokenFile ?? (env.RUNESTREAM_TOKEN || undefined));
   const allowedOrigins = (values['allow-origin'] ?? []).map(
     (origin) => (origin === '*' ? origin : originOf(origin)) ?? usage(`--allow-origin must be an origin like http://localhost:5173 (or "*"), got "${origin}"`),
   );
@@ -102,6 +110,7 @@ export function parseCommand(args: readonly string[], env: NodeJS.ProcessEnv): C
     db: values.db ?? 'runestream.db',
     ...(store === undefined ? {} : { store }),
     token,
+    ...(tokensFile === undefined ? {} : { tokens: tokensOf(tokensFile) }),
     host: values.host ?? '127.0.0.1',
     allowedOrigins,
     ...configOf(values, env),
@@ -184,6 +193,27 @@ function logLevelOf(text: string): LogLevel {
 const usage = (message: string): never => {
   throw new UsageError(message);
 };
+
+/** The identities of a `--tokens-file` (JSON, at most 1 MiB); an unreadable or invalid file is a usage error naming the token's holder and field. */
+function tokensOf(path: string): TokensFile {
+  let json: unknown;
+  try {
+    if (statSync(path).size > MAX_CONFIG_BYTES) throw new UsageError(`--tokens-file "${path}" is larger than ${MAX_CONFIG_BYTES} bytes`);
+    json = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    throw new UsageError(`--tokens-file "${path}" cannot be read as JSON: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  const parsed = TokensFile.safeParse(json);
+  if (parsed.success) return parsed.data;
+  // A token is a secret: an issue is named by its holder's position, never by the token.
+  const issue = parsed.error.issues[0]!;
+  const [token, ...rest] = issue.path;
+  const at = token === undefined ? '' : `the ${Object.keys(json as object).indexOf(String(token)) + 1}. token${rest.length === 0 ? '' : `'s ${rest.join('.')}`}: `;
+  throw new UsageError(
+    `--tokens-file "${path}": ${at}${issue.message} (expected {"<token of 16+ characters>": {"id": "alice", "may": ["see", "drive", "approve"], "streams"?: ["user/alice/*"]}})`,
+  );
+}
 
 /** The token in `path`, trimmed; an unreadable or empty file is a usage error. */
 function tokenFromFile(path: string): string {

@@ -27,6 +27,11 @@ Options:
   --lease-ms <n>           with --store: how long a process that died keeps its streams'
                            effects before a survivor takes them over (default 10000)
 ${TOKEN_OPTIONS}
+  --tokens-file <file>     several identities instead of one token: JSON, each token (16+
+                           characters) to its holder, {"<token>": {"id": "alice", "may": ["see",
+                           "drive", "approve"], "streams": ["user/alice/*"]}}; a holder may only
+                           what "may" lists, on the streams "streams" matches (default: all);
+                           an approval records its id (default: none; one token may all)
   --host <h>               interface to listen on (default 127.0.0.1); without a token only
                            a loopback address is allowed
   --allow-origin <origin>  a web origin allowed to connect besides the server's own, e.g.
@@ -77,7 +82,7 @@ ${TOKEN_OPTIONS}
 
 /** The options each command takes (long names, as parseArgs reads them). */
 export const COMMAND_OPTIONS: Readonly<Record<CommandName, readonly string[]>> = {
-  serve: ['port', 'db', 'store', 'lease-ms', 'token', 'token-file', 'host', 'allow-origin', 'config', 'model', 'log-level', 'help'],
+  serve: ['port', 'db', 'store', 'lease-ms', 'token', 'token-file', 'tokens-file', 'host', 'allow-origin', 'config', 'model', 'log-level', 'help'],
   archive: ['url', 'token', 'token-file', 'help'],
   restore: ['url', 'token', 'token-file', 'help'],
 };

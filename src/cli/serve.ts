@@ -12,7 +12,8 @@ import { cliSessionOwners } from '../effects/cli/cli-session-owners.js';
 import { agentRegistry } from '../effects/registry/agent-registry.js';
 import { registeredAgentAdmission } from '../effects/registry/registered-admission.js';
 import { registerDefinitions } from '../effects/registry/register-definitions.js';
-import { agentRegistration } from '../reducers/agent-registration/machine.js';
+import { agentRegistration, declaredAgentRegistration } from '../reducers/agent-registration/machine.js';
+import { machines } from '../reducers/machines.js';
 import { errorText } from '../reducers/error-text.js';
 import { isRuneOf } from '../reducers/rune.js';
 import { configuredAgents, type ConfiguredAgents } from '../server/config/configured-agents.js';
@@ -27,8 +28,9 @@ import { METRICS_COLLECTOR_STREAM, metricsCollectorEpic } from '../effects/metri
 import { fileMetricsSink, type MetricsSnapshot } from '../effects/metrics/metrics-sink.js';
 import type { ColdStore } from '../streams/archive/cold-store.js';
 import { writeMetricsSnapshot } from '../streams/archive/metrics-snapshot.js';
-import type { AutonomyConfig, MetricsConfig, ServerConfig } from '../server/config/server-config.js';
+import { spawnableOf, type AutonomyConfig, type MetricsConfig, type ServerConfig } from '../server/config/server-config.js';
 import { createServer, type RunestreamServer } from '../server/server.js';
+import { tokenIdentities } from '../server/token-identities.js';
 import { createEngine, type Engine } from '../streams/engine.js';
 import type { Command } from './args.js';
 import { openServeStore, type ServeStore } from './serve-store.js';
@@ -109,6 +111,9 @@ export interface Serving {
  */
 export async function serve(command: Extract<Command, { command: 'serve' }>, log: Pick<Console, 'log' | 'error'>, env: NodeJS.ProcessEnv = process.env): Promise<Serving> {
   const { port, db, token, host, allowedOrigins } = command;
+  // Several identities (--tokens-file): each may only what its entry says; one token may all.
+  const identities = command.tokens === undefined ? undefined : tokenIdentities(command.tokens);
+  const authorize = identities?.authorize;
   // With the registry, a role whose MCP server does not start is held in ERROR by its checks, not fatal.
   const onMcpFailure = (role: string, server: string, error: unknown): void =>
     log.error(`runestream: role "${role}": MCP server "${server}" did not start (${errorText(error)}); its tools are left out until a restart`);
@@ -145,6 +150,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     engine = createEngine({
       store,
       ...served.engineOptions,
+      // A definition carrying an MCP server (a command) the configuration does not declare is refused at spawn and redefine.
+      machines: { ...machines, [agentRegistration.id]: declaredAgentRegistration(agents.mcpServers) },
       ...(archival === undefined ? {} : { archive: archival.cold }),
       epics: [
         chatActorLifecycle(command.config.chats ?? {}),
@@ -161,7 +168,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
           ...(command.config.toolCalls?.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: command.config.toolCalls.approvalTimeoutMs }),
         }),
         // Definitions registered at runtime become live roles of `profiles` while ACTIVE.
-        ...(registry === undefined ? [] : [agentRegistry({ ...registry, chains: agents.chains, profiles })]),
+        ...(registry === undefined ? [] : [agentRegistry({ ...registry, chains: agents.chains, profiles, mcpServers: agents.mcpServers })]),
         // ReAct agents (seed 004) on the same chain and tools, gated alike; the breakers are agentEpics'.
         ...reactAgentEpics({ ...defaults, breakers: false, ...(admission === undefined ? {} : { admission }) }),
         ...(command.config.autonomy === undefined ? [] : autonomyOf(command.config.autonomy, agents, command.config)),
@@ -197,11 +204,12 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
       allowedOrigins,
       partialResponse: chatPartialResponse(engine),
       inspector: { store },
-      ...(token === undefined ? {} : { token }),
+      spawnable: spawnableOf(command.config),
+      ...(identities !== undefined ? identities : token === undefined ? {} : { token }),
       routes: [
         // Every live role (the configured ones, and the registry's while ACTIVE) answers AG-UI at POST /agents/<role>/ag-ui, its turns under that role.
-        ...agUiRoutes({ engine, agents: (role) => (profiles.get(role) === undefined ? undefined : { role }) }),
-        ...(archival === undefined ? [] : archivalRoutes({ engine, store, cold: archival.cold })),
+        ...agUiRoutes({ engine, agents: (role) => (profiles.get(role) === undefined ? undefined : { role }), ...(authorize === undefined ? {} : { authorize }) }),
+        ...(archival === undefined ? [] : archivalRoutes({ engine, store, cold: archival.cold, ...(authorize === undefined ? {} : { authorize }) })),
       ],
       ...(metrics === undefined ? {} : { metrics: metrics.metrics }),
       ...(owners === undefined ? {} : { onDrive: owners.driven }),
@@ -220,7 +228,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   logger.info({ url: server.url, httpUrl: server.httpUrl, log: served.description }, 'listening');
   log.log(`runestream: the inspector is at ${server.httpUrl}/`);
   if (metrics !== undefined) log.log(`runestream: metrics at ${server.httpUrl}/metrics; snapshots written to ${metrics.file}`);
-  if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
+  if (identities !== undefined) log.log(`runestream: ${Object.keys(command.tokens!).length} tokens from --tokens-file, each holder limited to what it may`);
+  else if (token === undefined) log.log(`runestream: no token set (--token-file, RUNESTREAM_TOKEN or --token), so it listens on ${host} only`);
   log.log(`runestream: ${agents.defaultRole} agent on ${agents.description}: spawn "conv/<c>/agent/<a>/turn" as "turn-engine", then dispatch start_turn`);
   log.log(
     `runestream: AG-UI at ${Object.keys(agents.profiles)

@@ -77,6 +77,12 @@ export interface Machine<State, Event extends EventObject, Input = void> {
    * Absent: `stream "<id>" already exists`.
    */
   readonly existsReason?: ((stream: string) => string) | undefined;
+  /**
+   * Why an instance may not live at `stream` with this (parsed) input: a spawn there is refused
+   * with `invalid_stream` and this reason. For machines whose stream id is their identity (an
+   * agent registration lives only at `agent-def/<its name>`). Absent: any stream id.
+   */
+  readonly streamReason?: ((stream: string, input: Input) => string | undefined) | undefined;
   /** A Mermaid `stateDiagram-v2` generated from the machine's table. */
   toMermaid(): string;
 }

@@ -83,6 +83,8 @@ export interface TableDefinition<S extends FiniteState, E extends EventObject, I
   readonly spawnPayload?: (input: I, state: S) => z.infer<P[keyof P]>;
   /** What a second spawn of an existing stream is refused with (see `Machine.existsReason`). */
   readonly existsReason?: (stream: string) => string;
+  /** Why an instance may not live at a stream with an input (see `Machine.streamReason`). */
+  readonly streamReason?: (stream: string, input: I) => string | undefined;
 }
 
 /** A finite machine built from a table. The table and its payload schemas stay available as data. */
@@ -261,6 +263,7 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
     ...(definition.seals === undefined ? {} : { seals: definition.seals }),
     ...(definition.derive === undefined ? {} : { derive: definition.derive }),
     ...(definition.existsReason === undefined ? {} : { existsReason: definition.existsReason }),
+    ...(definition.streamReason === undefined ? {} : { streamReason: definition.streamReason }),
     spawnPayload: definition.spawnPayload,
     payloads: definition.payloads ?? ({} as P),
     toMermaid: () => mermaidFromTable(machine),

@@ -32,11 +32,40 @@ export interface AccessRequest extends Credential {
   readonly identity: Identity;
 }
 
-/** What a connection wants to do with a stream: `see` (subscribe, SSE) or `drive` (spawn, dispatch). */
-export type AccessAction = 'see' | 'drive';
+/**
+ * What a connection wants to do with a stream: `see` (subscribe, SSE, the inspector), `drive`
+ * (spawn, dispatch) or `approve` (dispatch an answer to a person's approval: see
+ * {@link APPROVAL_EVENTS}; AG-UI's `resume`).
+ */
+export type AccessAction = 'see' | 'drive' | 'approve';
 
-/** Decides whether `request` may `action` `stream`. */
-export type Authorize = (request: AccessRequest, stream: string, action: AccessAction) => boolean | Promise<boolean>;
+/**
+ * What the request does, beside its stream and action: the `machine` of a spawn, the `event`
+ * type of a dispatch (or of an approval's answer). Absent for `see`.
+ */
+export interface AccessDetails {
+  readonly machine?: string;
+  readonly event?: string;
+}
+
+/** Decides whether `request` may `action` `stream` (`details`: the machine of a spawn, the event type of a dispatch). */
+export type Authorize = (request: AccessRequest, stream: string, action: AccessAction, details?: AccessDetails) => boolean | Promise<boolean>;
+
+/**
+ * The event types that answer a person's approval, by machine: dispatching one is the `approve`
+ * action, not `drive`. `tool-call`'s `approved` / `denied`, `agent-manager-session`'s
+ * `approve_action` / `reject_action`, `autonomy-loop`'s `plan_approved` / `plan_rejected`.
+ */
+export const APPROVAL_EVENTS: ReadonlySet<string> = new Set(['approved', 'denied', 'approve_action', 'reject_action', 'plan_approved', 'plan_rejected']);
+
+/** The action a dispatch of an event of type `type` is: `approve` for an approval's answer, else `drive`. */
+export const dispatchAction = (type: string): AccessAction => (APPROVAL_EVENTS.has(type) ? 'approve' : 'drive');
+
+/**
+ * The event as the server dispatches it for `identity`: an `approved` event's `approver` is the
+ * authenticated identity's id, whatever the client wrote there (or left out).
+ */
+export const approvedBy = <E extends { readonly type: string }>(event: E, identity: Identity): E => (event.type === 'approved' ? { ...event, approver: identity.id } : event);
 
 /** The identity of every connection when no credential is configured (a loopback server). */
 export const ANONYMOUS: Identity = Object.freeze({ id: 'anonymous' });
@@ -211,10 +240,16 @@ function hostOf(header: string): string {
  * Asks the hook, turning a throw or a rejection into `'failed'` (the caller answers `internal`,
  * revealing nothing). Stays synchronous when the hook is, so requests keep their order cheaply.
  */
-export function askAuthorize(authorize: Authorize, request: AccessRequest, stream: string, action: AccessAction): boolean | 'failed' | Promise<boolean | 'failed'> {
+export function askAuthorize(
+  authorize: Authorize,
+  request: AccessRequest,
+  stream: string,
+  action: AccessAction,
+  details?: AccessDetails,
+): boolean | 'failed' | Promise<boolean | 'failed'> {
   let answer: boolean | Promise<boolean>;
   try {
-    answer = authorize(request, stream, action);
+    answer = details === undefined ? authorize(request, stream, action) : authorize(request, stream, action, details);
   } catch {
     return 'failed';
   }

@@ -1,6 +1,6 @@
 import { WebSocket, type RawData } from 'ws';
 import type { DispatchResult } from '../streams/engine.js';
-import { askAuthorize, type AccessAction, type AccessGate, type AccessRequest } from './access.js';
+import { approvedBy, askAuthorize, dispatchAction, type AccessAction, type AccessDetails, type AccessGate, type AccessRequest } from './access.js';
 import { sentChannel, slowClientChannel, type SentReport, type SlowClientReport } from './diagnostics.js';
 import type { Fanout } from './fanout.js';
 import { decodeFrame, encodeMessage, errorMessage } from './frames.js';
@@ -20,7 +20,10 @@ const toBuffer = (data: RawData): Buffer => (Buffer.isBuffer(data) ? data : Arra
  * it subscribed to. Nothing a client sends can throw past it.
  *
  * - Requests take effect in arrival order, even when the `authorize` hook is asynchronous.
- * - `spawn` and `dispatch` spend a token of the connection's rate limit.
+ * - `spawn` and `dispatch` spend a token of the connection's rate limit. A spawn of a machine
+ *   not in `spawnable` is refused `forbidden`; `authorize` is asked `drive` with `{machine}` for a
+ *   spawn, and `drive` (or `approve`, for an approval's answer) with `{event}` for a dispatch. An
+ *   `approved` event is dispatched with `approver` set to the connection's identity's id.
  * - Past `maxBufferedBytes` of outbound data, the `slowClient` policy applies: `'close'` closes
  *   with 4008; `'coalesce'` holds every subscription (no runes) and stops reading requests until
  *   the buffer has drained (a ping's write callback says so), then resynchronizes each
@@ -173,7 +176,16 @@ export class ClientConnection {
           answered();
           return this.sendMessage(errorMessage('rate_limited', rateLimitMessage(this.options.dispatchRate), about));
         }
-        return this.whenAllowed(message.stream, 'drive', about, answered, () => this.drive(message, answered));
+        const { spawnable, engine } = this.options;
+        // A machine the engine does not host is the engine's to refuse (unknown_machine).
+        if (message.op === 'spawn' && !spawnable.includes(message.machine) && Object.hasOwn(engine.machines, message.machine)) {
+          answered();
+          const text = `clients of this server may not spawn machine ${JSON.stringify(message.machine.slice(0, 64))}: the machines they may spawn are ${spawnable.join(', ') || '(none)'} (spawnable)`;
+          return this.sendMessage(errorMessage('forbidden', text, about));
+        }
+        const action = message.op === 'spawn' ? 'drive' : dispatchAction(message.event.type);
+        const details: AccessDetails = message.op === 'spawn' ? { machine: message.machine } : { event: message.event.type };
+        return this.whenAllowed(message.stream, action, about, answered, () => this.drive(message, answered), details);
       }
       case 'subscribe':
         return this.whenAllowed(message.stream, 'see', about, answered, () => {
@@ -195,9 +207,16 @@ export class ClientConnection {
    * Runs `then` if the hook allows `action` on `stream`, in request order; else answers
    * `forbidden` (or `internal`) and calls `refused`.
    */
-  private whenAllowed(stream: string, action: AccessAction, about: { id?: string | number; stream: string }, refused: () => void, then: () => void): void {
+  private whenAllowed(
+    stream: string,
+    action: AccessAction,
+    about: { id?: string | number; stream: string },
+    refused: () => void,
+    then: () => void,
+    details?: AccessDetails,
+  ): void {
     this.inOrder.run(
-      () => askAuthorize(this.options.authorize, this.access, stream, action),
+      () => askAuthorize(this.options.authorize, this.access, stream, action, details),
       (answer) => {
         if (this.closed) return;
         if (answer === true) return then();
@@ -217,7 +236,11 @@ export class ClientConnection {
     try {
       driven = this.options.onDrive?.(this.access.identity, message);
       // Called synchronously, so requests reach the engine in arrival order.
-      result = message.op === 'spawn' ? engine.spawn(message.stream, message.machine, message.input) : engine.dispatch(message.stream, message.event);
+      // An approval is recorded as the authenticated identity's, never as the client wrote it.
+      result =
+        message.op === 'spawn'
+          ? engine.spawn(message.stream, message.machine, message.input)
+          : engine.dispatch(message.stream, approvedBy(message.event, this.access.identity));
     } catch (error) {
       result = Promise.reject(error);
     }

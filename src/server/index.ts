@@ -6,6 +6,9 @@ export { createServer, type RunestreamServer } from './server.js';
 export type { DispatchRate, OnDrive, PartialResponse, ServerOptions, SlowClientPolicy } from './options.js';
 export type { AccessAction, AccessRequest, Authorize, Credential, Identity, Verify } from './access.js';
 export type { Route, RouteContext, RouteHandler } from './routes.js';
+// Approvals and several identities (issue 26): what a hook is told, and serve's --tokens-file.
+export { APPROVAL_EVENTS, type AccessDetails } from './access.js';
+export { MAX_TOKENS, TokenAction, TokenHolder, TokensFile, tokenIdentities } from './token-identities.js';
 export { archivalRoutes, type ArchivalRoutesOptions } from './archival-routes.js';
 export { agUiRoutes, type AgUiAgent, type AgUiRoutesOptions } from './ag-ui/ag-ui-routes.js';
 export { agUiRun$, type AgUiRunCall, type AgUiRunStart } from './ag-ui/ag-ui-run.js';

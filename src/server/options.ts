@@ -59,12 +59,23 @@ export interface ServerOptions {
    */
   verify?: Verify;
   /**
-   * Decides which streams a connection may `see` (subscribe, SSE) and `drive` (spawn,
-   * dispatch), from `request.identity`; asked on every such request, and again for every live
-   * subscription by `server.reauthorize()`. A refusal is the error `forbidden`, with the same
-   * message whether or not the stream exists. Default: allow all.
+   * Decides which streams a connection may `see` (subscribe, SSE), `drive` (spawn, dispatch)
+   * and `approve` (dispatch an approval's answer: `approved`, `denied`, ... see `APPROVAL_EVENTS`;
+   * AG-UI's `resume`), from `request.identity`; its 4th argument says what a request does:
+   * `{machine}` for a spawn, `{event}` (the type) for a dispatch or an approval. Asked on every
+   * such request, and again for every live subscription by `server.reauthorize()`. A refusal is
+   * the error `forbidden`, with the same message whether or not the stream exists. Default:
+   * allow all.
    */
   authorize?: Authorize;
+  /**
+   * The machines (by id) clients may spawn over the WebSocket; a spawn of any other is refused
+   * with `forbidden` naming the machine, before `authorize` is asked. The server's own spawns
+   * (an AG-UI run's agent, say) are not limited. Default: every machine the engine hosts
+   * (`runestream serve` passes its `spawnable`, which leaves out `agent-registration` unless the
+   * configuration lets clients register).
+   */
+  spawnable?: readonly string[];
   /** A text frame larger than this gets the error `frame_too_large`; the connection stays open. Default 256 KiB. */
   maxFrameBytes?: number;
   /** `ws`'s own hard limit (`maxPayload`): a larger message closes the connection with 1009. Must be `>= maxFrameBytes`. Default 1 MiB. */
@@ -197,6 +208,7 @@ const KNOWN_OPTIONS = [
   'port',
   'token',
   'authorize',
+  'spawnable',
   'maxFrameBytes',
   'maxPayloadBytes',
   'maxBufferedBytes',
@@ -256,6 +268,7 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     port = typeof attachedTo === 'object' && attachedTo !== null ? attachedTo.port : 7070,
     token,
     authorize = () => true,
+    spawnable,
     maxFrameBytes = 256 * 1024,
     maxPayloadBytes = MIB,
     maxBufferedBytes = MIB,
@@ -278,6 +291,9 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     inspector,
     onDrive,
   } = options;
+  if (spawnable !== undefined && (!Array.isArray(spawnable) || !spawnable.every((id) => typeof id === 'string'))) {
+    fail(`"spawnable" must be an array of machine ids, got ${show(spawnable)}`);
+  }
   if (
     inspector !== undefined &&
     (typeof inspector !== 'object' || inspector === null || typeof inspector.store?.heads !== 'function' || typeof inspector.store.read !== 'function')
@@ -344,6 +360,8 @@ export function resolveServerOptions(options: ServerOptions): ResolvedServerOpti
     host,
     port,
     authorize,
+    // Every machine the engine hosts unless listed.
+    spawnable: spawnable === undefined ? Object.keys(engine.machines) : [...spawnable],
     maxFrameBytes,
     maxPayloadBytes,
     maxBufferedBytes,

@@ -25,7 +25,9 @@ import { PromisedDispatch, promiseSink, raceRetry, registerSubmit, retrySink, ty
  * Why the engine refused a spawn or a dispatch. The machine's own codes, plus:
  * - `unknown_stream`: no stream of that id was spawned.
  * - `invalid_stream`: a dispatch's or spawn's stream id is not a non-empty string, or has a NUL
- *   character or a lone surrogate (no store keeps it as it is).
+ *   character or a lone surrogate (no store keeps it as it is), or a spawn's is not where its
+ *   machine's instances live (its `streamReason`: an `agent-registration` only at
+ *   `agent-def/<its definition's name>`).
  * - `stream_exists`: a second spawn of a stream.
  * - `unknown_machine`: the machine id is not one this engine hosts.
  * - `invalid_input`: the spawn input fails the machine's input schema, or has a `__proto__` key.
@@ -393,6 +395,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const parsed = parseBounded(machine.schemas.input, input);
     if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.issues, parsed.partial)}`);
     if (instances.get(stream) !== undefined) return rejected('stream_exists', existsReason(machine, stream));
+    const misplaced = machine.streamReason?.(stream, parsed.data);
+    if (misplaced !== undefined) return rejected('invalid_stream', misplaced);
 
     // Claim the id at once, while a load in progress (a dispatch or subscription that came first)
     // and the store are asked, so a spawn or dispatch made after this one waits for it; if the

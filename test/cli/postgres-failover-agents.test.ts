@@ -114,7 +114,7 @@ describe('runestream serve --store: agents fail over when the process running th
     const config = configFile({
       models: { offline: { type: 'demo' }, checked: { type: 'openai-compatible', baseURL: model.baseURL, model: 'm' } },
       agents: { assistant: { model: 'offline' } },
-      registry: { retryBaseMs: 600_000 },
+      registry: { retryBaseMs: 600_000, clientRegistration: true },
     });
     const { schema, owner, ownerUrl, ownerId, survivorUrls, survivorIds } = await ownerAndSurvivors(cluster, config);
     const registration = lowShardId('agent-def/writer-');

@@ -20,7 +20,7 @@ const config = (assistantSystem: string) => ({
     broken: { model: 'offline', tools: ['files'], mcpServers: { files: deadServer } },
   },
   defaultRole: 'assistant',
-  registry: { maxAttempts: 1, retryBaseMs: 600_000 },
+  registry: { maxAttempts: 1, retryBaseMs: 600_000, clientRegistration: true },
 });
 
 describe('runestream serve with the agent registry (a real process)', () => {
@@ -91,7 +91,7 @@ describe('runestream serve with the agent registry (a real process)', () => {
         },
         agents: { assistant: { model: 'offline' } },
         defaultRole: 'assistant',
-        registry: {},
+        registry: { clientRegistration: true },
       }),
     );
     const cli = runestream(['serve', '--port', '0', '--db', db, '--config', file]);

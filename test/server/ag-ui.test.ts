@@ -339,4 +339,33 @@ describe('AG-UI: bad input', () => {
     expect(await refused.json()).toMatchObject({ code: 'forbidden' });
     expect(await engine.snapshot(agentStreams('conv/secret', 'assistant').turn)).toBeUndefined();
   });
+
+  it("a resume is the approve action on the call: refused 403 for a caller who may drive but not approve, and nothing is answered; an approver's approval records its identity", async () => {
+    const notes = noteTool();
+    const script: ScriptEntry[] = [{ toolCalls: [{ toolName: 'save_note', input: { text: 'buy milk' }, toolCallId: 'n1' }] }, { text: 'Done.' }];
+    const engine = createEngine({ store: memoryStore(), epics: agentEpics({ model: scriptedModel(script), tools: [notes.tool] }) });
+    const verify = ({ token }: { token?: string }) => (token === 'dave' || token === 'carol' ? { id: token } : undefined);
+    // dave drives; only carol approves.
+    const authorize = (request: { identity: { id: string } }, _stream: string, action: string) => action !== 'approve' || request.identity.id === 'carol';
+    const h = await startServer({ engine, verify, authorize, routes: agUiRoutes({ engine, agents: { assistant: {} }, authorize }) });
+    stop = h.stop;
+    const as = (user: string) => new HttpAgent({ url: `${h.server.httpUrl}/agents/assistant/ag-ui`, threadId: 't9', headers: { authorization: `Bearer ${user}` } });
+    const dave = as('dave');
+    say(dave, 'u1', 'note: buy milk');
+    expect((await run(dave)).events.at(-1)).toMatchObject({ outcome: { type: 'interrupt' } });
+    const resume = { interruptId: 'approval:n1', status: 'resolved' as const, payload: { approved: true } };
+    const refused = await fetch(`${h.server.httpUrl}/agents/assistant/ag-ui`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer dave', 'content-type': 'application/json' },
+      body: JSON.stringify({ threadId: 't9', runId: 'r2', messages: [], resume: [resume] }),
+    });
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ code: 'forbidden', message: 'not allowed to approve stream "conv/t9/agent/assistant/call/n1"' });
+    expect((await engine.snapshot(agentStreams('conv/t9', 'assistant').call('n1')))?.state).toMatchObject({ value: 'awaiting_approval' });
+
+    const resumed = await run(as('carol'), { resume: [resume] });
+    expect(resumed.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
+    expect(notes.saved).toEqual(['buy milk']);
+    expect((await engine.snapshot(agentStreams('conv/t9', 'assistant').call('n1')))?.state).toMatchObject({ approver: 'carol' });
+  });
 });

@@ -35,9 +35,14 @@ async function agentServer() {
   const deploy = gatedDeploy();
   const model = scriptedModel([{ text: 'Deploying.', toolCalls: [{ toolName: 'deploy', input: { service: 'api' }, toolCallId: 'd1' }] }, { text: 'Done.' }]);
   const store = memoryStore();
-  const h = await startServer({}, { store, epics: agentEpics({ model, tools: [deploy.tool] }) });
+  // Each token is its holder's identity: the approver recorded is who approved.
+  const h = await startServer(
+    { verify: ({ token }) => (token === 'alice' || token === 'bob' ? { id: token } : undefined) },
+    { store, epics: agentEpics({ model, tools: [deploy.tool] }) },
+  );
   stop = h.stop;
-  return { ...h, store, deploy, model };
+  const as = (user: 'alice' | 'bob') => h.connect({ headers: { authorization: `Bearer ${user}` } });
+  return { ...h, store, deploy, model, as };
 }
 
 const a = agentStreams('conv/c1', 'a1');
@@ -69,7 +74,7 @@ async function untilAwaitingApproval(first: TestClient, second: TestClient): Pro
 describe('server: approving an agent tool call over WebSocket', () => {
   it('two clients approve the same call at once: one ack, one not_allowed; the tool runs once; both see the same runes; the turn completes', async () => {
     const h = await agentServer();
-    const [alice, bob] = [await h.connect(), await h.connect()];
+    const [alice, bob] = [await h.as('alice'), await h.as('bob')];
     await untilAwaitingApproval(alice, bob);
 
     // Sent back to back, on two sockets: whichever the server reads first is the approval.
@@ -107,7 +112,7 @@ describe('server: approving an agent tool call over WebSocket', () => {
 
   it('an approval for an unknown call stream gets unknown_stream; for a finished call, terminal_state', async () => {
     const h = await agentServer();
-    const [alice, bob] = [await h.connect(), await h.connect()];
+    const [alice, bob] = [await h.as('alice'), await h.as('bob')];
     expect(await alice.request({ op: 'dispatch', id: 1, stream: a.call('nope'), event: { type: 'approved' } })).toEqual({
       op: 'error',
       id: 1,

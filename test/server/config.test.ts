@@ -80,7 +80,7 @@ describe('parseServerConfig', () => {
       'agents.assistant.model: unknown chain or model "fast"; the chains are "main", the models "local", "offline", "canned"',
     ]);
     expect(issuesOf(withAgent({ tools: ['clock', 'shell'] }))).toEqual([
-      'agents.assistant.tools[1]: unknown tool "shell": not a built-in tool ("clock", "add", "save_note") nor one of this agent\'s mcpServers ((none))',
+      'agents.assistant.tools[1]: unknown tool "shell": not a built-in tool ("clock", "add", "save_note"), one of this agent\'s mcpServers ((none)) nor of the configuration\'s ((none))',
     ]);
     expect(issuesOf({ ...good, prices: { gpt5: { inputPerMillion: 1, outputPerMillion: 2 } } })).toEqual([
       'prices.gpt5: unknown model "gpt5"; the models are "local", "offline", "canned"',
@@ -309,6 +309,26 @@ describe('clis', () => {
       'cliSessions.maxRunningSessions: Too small: expected number to be >0',
       'cliSessions.maxSessionsPerIdentity: Invalid input: expected int, received number',
       'cliSessions: Unrecognized key: "perUser"',
+    ]);
+  });
+});
+
+describe('configured MCP servers and spawnable machines (issue 26, item 1)', () => {
+  const files = { command: process.execPath, args: ['--import', 'tsx', mcpServer], env: { MCP_FIXTURE_LOG: '' } };
+
+  it("a role names a top-level MCP server by name, and its tools are the role's; spawnable names machines; clientRegistration needs agent-registration spawnable", async () => {
+    const config = parseServerConfig(JSON.stringify({ ...withAgent({ tools: ['clock', 'files'] }), mcpServers: { files } }), 'runestream.json');
+    const agents = await configuredAgents(config, { LOCAL_KEY: 'k' });
+    try {
+      expect(agents.profiles.assistant?.tools?.map((tool) => tool.name)).toContain('files__echo');
+      expect(agents.mcpServers.shared).toEqual({ files: config.mcpServers!.files });
+      expect(agents.mcpServers.roles?.researcher).toEqual(config.agents.researcher!.mcpServers);
+    } finally {
+      await agents.close();
+    }
+    expect(issuesOf({ ...good, spawnable: ['chat-actor', 'shell'] })[0]).toMatch(/^spawnable\[1\]: /);
+    expect(issuesOf({ ...good, spawnable: ['chat-actor'], registry: { clientRegistration: true } })).toEqual([
+      'spawnable: registry.clientRegistration is true, so it must list "agent-registration" (or leave spawnable unset)',
     ]);
   });
 });

@@ -79,7 +79,7 @@ describe('server options', () => {
     ],
     [
       { heartbeat: 5 },
-      'createServer: unknown option "heartbeat"; the options are engine, host, port, token, authorize, maxFrameBytes, maxPayloadBytes, maxBufferedBytes, slowClient, dispatchRate, heartbeatMs, scheduler, verify, allowedOrigins, messageTimeoutMs, maxInboundBytes, handshakeTimeoutMs, maxSubscriptions, maxRequestsInFlight, routes, maxBodyBytes, server, partialResponse, metrics, inspector, onDrive',
+      'createServer: unknown option "heartbeat"; the options are engine, host, port, token, authorize, spawnable, maxFrameBytes, maxPayloadBytes, maxBufferedBytes, slowClient, dispatchRate, heartbeatMs, scheduler, verify, allowedOrigins, messageTimeoutMs, maxInboundBytes, handshakeTimeoutMs, maxSubscriptions, maxRequestsInFlight, routes, maxBodyBytes, server, partialResponse, metrics, inspector, onDrive',
     ],
   ])('refuses %j with a TypeError naming the option', async (options, message) => {
     // createServer is async: `await createServer(bad)` throws it.

@@ -28,7 +28,7 @@ describe('server: a rune on the WebSocket protocol carries its payload', () => {
     await live.reach('conv/c1/call/k1', 1);
     for (const [id, event] of [
       [2, { type: 'requires_approval', policyReason: 'runs a command' }],
-      [3, { type: 'approved', approver: 'ana' }],
+      [3, { type: 'approved', approver: 'ana' }], // recorded as the connection's identity's
       [4, { type: 'success', output: 'a.txt' }],
     ] as const) {
       expect(await live.request({ op: 'dispatch', id, stream: 'conv/c1/call/k1', event })).toEqual({ op: 'ack', id, seq: id });
@@ -37,7 +37,7 @@ describe('server: a rune on the WebSocket protocol carries its payload', () => {
     const expected = [
       { seq: 1, kind: 'tool.call', payload: input },
       { seq: 2, kind: 'tool.approval_requested', payload: { callId: 'k1', policyReason: 'runs a command' } },
-      { seq: 3, kind: 'tool.approved', payload: { callId: 'k1', approver: 'ana' } },
+      { seq: 3, kind: 'tool.approved', payload: { callId: 'k1', approver: 'anonymous' } },
       { seq: 4, kind: 'tool.result', payload: { callId: 'k1', status: 'success', output: 'a.txt' } },
     ];
     expect(live.runes('conv/c1/call/k1')).toMatchObject(expected);

@@ -1,4 +1,5 @@
-import type { AgentConfig, ClientTool } from '../../reducers/agent-registration/definition.js';
+import type { AgentConfig, ClientTool, McpServerConfig } from '../../reducers/agent-registration/definition.js';
+import { mcpServerOf } from '../../reducers/agent-registration/mcp-servers.js';
 import type { ProviderChain } from '../llm/provider-chain.js';
 import { builtinTools } from '../tools/builtin-tools.js';
 import { clientTool } from '../tools/client-tool.js';
@@ -21,14 +22,20 @@ export interface ProfileToolkit {
   readonly mcpMaxResultBytes: number;
   /** What becomes of the MCP servers' stderr. */
   readonly mcpStderr: 'inherit' | 'pipe' | 'ignore';
+  /** The configuration's MCP servers by name (its top-level `mcpServers`), which a role's `tools` may name besides its own. */
+  readonly mcpServers: Readonly<Record<string, McpServerConfig>>;
   /** The client tool of `spec`: the one made for an identical spec before (shared), else a new one. */
   clientTool(spec: ClientTool): AnyTool;
 }
 
-/** A toolkit over `chains`: fresh built-in tools, no client tools yet. */
+/** A toolkit over `chains` (and the shared `mcpServers`, default none): fresh built-in tools, no client tools yet. */
 export function profileToolkit(
   chains: Readonly<Record<string, ProviderChain>>,
-  options: { readonly mcpStderr?: 'inherit' | 'pipe' | 'ignore'; readonly mcpMaxResultBytes?: number } = {},
+  options: {
+    readonly mcpStderr?: 'inherit' | 'pipe' | 'ignore';
+    readonly mcpMaxResultBytes?: number;
+    readonly mcpServers?: Readonly<Record<string, McpServerConfig>>;
+  } = {},
 ): ProfileToolkit {
   const builtin = new Map(builtinTools().map((tool) => [tool.name, tool]));
   const clientTools = new Map<string, { readonly spec: string; readonly tool: AnyTool }>();
@@ -37,6 +44,7 @@ export function profileToolkit(
     builtin,
     mcpMaxResultBytes: options.mcpMaxResultBytes ?? DEFAULT_MAX_TOOL_RESULT_BYTES,
     mcpStderr: options.mcpStderr ?? 'inherit',
+    mcpServers: options.mcpServers ?? {},
     clientTool: (spec) => {
       const json = JSON.stringify(spec);
       const known = clientTools.get(spec.name);
@@ -57,8 +65,9 @@ export interface BuiltProfile {
 
 /**
  * Makes a role of a configuration, or an agent definition, live: its model is the toolkit's chain
- * it names, its tools the built-in tools it names, the tools of the MCP servers it names (each
- * started over stdio, its tools named `<server>__<tool>`) and its client tools; then its system
+ * it names, its tools the built-in tools it names, the tools of the MCP servers it names (its own
+ * `mcpServers`, else the toolkit's shared ones by name; each started over stdio, its tools named
+ * `<server>__<tool>`) and its client tools; then its system
  * prompt, budget and description. An MCP server that does not start stops the ones started and
  * rejects, unless `onMcpFailure` is given: then its tools are left out and it is told why.
  * An unknown chain or tool rejects, naming it.
@@ -73,10 +82,10 @@ export async function buildAgentProfile(agent: AgentConfig, toolkit: ProfileTool
   const tools: AnyTool[] = [];
   try {
     for (const name of agent.tools) {
-      const server = Object.hasOwn(agent.mcpServers, name) ? agent.mcpServers[name] : undefined;
+      const server = mcpServerOf(agent, name, toolkit.mcpServers);
       if (server === undefined) {
         const tool = toolkit.builtin.get(name);
-        if (tool === undefined) throw new Error(`unknown tool "${name}": not a built-in tool nor one of the agent's mcpServers`);
+        if (tool === undefined) throw new Error(`unknown tool "${name}": not a built-in tool nor an MCP server of the agent or the configuration`);
         tools.push(tool);
         continue;
       }

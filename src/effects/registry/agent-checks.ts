@@ -1,6 +1,7 @@
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { Observable, catchError, concat, defer, filter, from, mergeMap, of } from 'rxjs';
 import type { AgentDefinition } from '../../reducers/agent-registration/definition.js';
+import { mcpServerOf, undeclaredMcpServer, type DeclaredMcpServers } from '../../reducers/agent-registration/mcp-servers.js';
 import { errorText } from '../../reducers/error-text.js';
 import type { EpicCommand } from '../../streams/epic.js';
 import { chainCall$, type ChainContext, type ProviderChain } from '../llm/provider-chain.js';
@@ -13,6 +14,14 @@ import type { AnyTool } from '../tools/tool.js';
 export interface AgentChecksOptions {
   /** The chains (and models, each a chain of one) a definition's `model` may name, by name. */
   readonly chains: Readonly<Record<string, ProviderChain>>;
+  /**
+   * The MCP servers the configuration declares: a definition's `tools` name the `shared` ones, and
+   * it carries a server inline (a command) only where its configured role carries that very one
+   * (see `undeclaredMcpServer`); any other inline server fails the checks before anything starts,
+   * and is never made live. Default: none declared (a definition may start no command at all);
+   * `agentRegistry`'s `shared` default to its `profiles`' toolkit's.
+   */
+  readonly mcpServers?: DeclaredMcpServers;
   /** What becomes of a checked MCP server's stderr. Default `'ignore'`. */
   readonly mcpStderr?: 'inherit' | 'pipe' | 'ignore';
   /**
@@ -43,8 +52,9 @@ export function toolSchemaError(validator: AjvJsonSchemaValidator, tool: string,
  * The real checks of an agent definition's activation (seed 002's "init"), in order, stopping at
  * the first that fails:
  *
- * 1. its `model` names a known chain or model, each of its `tools` is a built-in tool or one of
- *    its `mcpServers`, and its client tools' input schemas compile (AJV, as MCP validates); with
+ * 1. every MCP server it carries inline (a command) is one `mcpServers` declares for its role
+ *    (never a client's command); its `model` names a known chain or model, each of its `tools`
+ *    is a built-in tool, one of its `mcpServers` or a shared one of `mcpServers`, and its client tools' input schemas compile (AJV, as MCP validates); with
  *    `profiles`, none of its built-in or client tools' names is a different tool's of another role;
  * 2. each MCP server its `tools` name starts (stdio) and lists its tools, and every tool's input
  *    JSON Schema compiles (the built-in tools' too), and (with `profiles`) no tool's name is
@@ -58,7 +68,8 @@ export function toolSchemaError(validator: AjvJsonSchemaValidator, tool: string,
  * is stopped once it has started.
  */
 export function agentChecks$(definition: AgentDefinition, options: AgentChecksOptions, context: ChainContext): Observable<AgentCheckOutput> {
-  const { chains, mcpStderr = 'ignore', profiles } = options;
+  const { chains, mcpStderr = 'ignore', profiles, mcpServers: declared = {} } = options;
+  const serverOf = (name: string) => mcpServerOf(definition, name, declared.shared);
   // A configured role's profile is fixed (built at start); any other definition's joins the live roles.
   const joins = profiles?.toolkit !== undefined && !Object.hasOwn(profiles.fixed, definition.name) ? profiles : undefined;
   const clashOf = (tools: readonly AnyTool[]): string | undefined => {
@@ -67,6 +78,8 @@ export function agentChecks$(definition: AgentDefinition, options: AgentChecksOp
   };
   const verdict = (error?: string): AgentCheckOutput => (error === undefined ? { type: 'verdict' } : { type: 'verdict', error });
   return defer(() => {
+    const undeclared = undeclaredMcpServer(definition, declared);
+    if (undeclared !== undefined) return of(verdict(undeclared.message));
     const chain = Object.hasOwn(chains, definition.model) ? chains[definition.model] : undefined;
     if (chain === undefined)
       return of(
@@ -86,8 +99,8 @@ export function agentChecks$(definition: AgentDefinition, options: AgentChecksOp
         if (tool !== undefined) {
           const error = toolSchemaError(validator, name, tool.inputSchema);
           if (error !== undefined) return error;
-        } else if (!Object.hasOwn(definition.mcpServers, name)) {
-          return `unknown tool "${name}": not a built-in tool (${[...builtin.keys()].join(', ')}) nor one of this agent's mcpServers`;
+        } else if (serverOf(name) === undefined) {
+          return `unknown tool "${name}": not a built-in tool (${[...builtin.keys()].join(', ')}) nor an MCP server of this agent or the configuration`;
         }
       }
       for (const tool of definition.clientTools ?? []) {
@@ -97,12 +110,12 @@ export function agentChecks$(definition: AgentDefinition, options: AgentChecksOp
       }
       if (joins === undefined) return undefined;
       const { toolkit } = joins;
-      const named = definition.tools.flatMap((name) => (Object.hasOwn(definition.mcpServers, name) ? [] : [toolkit!.builtin.get(name)!]));
+      const named = definition.tools.flatMap((name) => (serverOf(name) !== undefined ? [] : [toolkit!.builtin.get(name)!]));
       return clashOf([...named, ...(definition.clientTools ?? []).map((spec) => toolkit!.clientTool(spec))]);
     };
     const mcpError = async (): Promise<string | undefined> => {
       for (const name of definition.tools) {
-        const server = Object.hasOwn(definition.mcpServers, name) ? definition.mcpServers[name] : undefined;
+        const server = serverOf(name);
         if (server === undefined) continue;
         let connection;
         try {

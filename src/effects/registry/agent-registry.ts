@@ -8,6 +8,7 @@ import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey, StreamView } from '../../streams/state-effects.js';
 import { errorText } from '../../reducers/error-text.js';
 import { agentNameOf } from '../../reducers/agent-registration/definition.js';
+import { undeclaredMcpServer, type DeclaredMcpServers } from '../../reducers/agent-registration/mcp-servers.js';
 import { buildAgentProfile, type BuiltProfile } from '../agent/agent-profile-builder.js';
 import type { AgentProfiles } from '../agent/agent-profiles.js';
 import { agentChecks$, type AgentChecksOptions } from './agent-checks.js';
@@ -35,13 +36,16 @@ export const PROFILE_UNAVAILABLE = 'profile unavailable';
  * profile that cannot be built or added (an MCP server that does not start, a tool name taken)
  * pauses the registration, saying why.
  */
-function liveProfile$(role: string, state: AgentRegistrationState, profiles: AgentProfiles): Observable<Output> {
+function liveProfile$(role: string, state: AgentRegistrationState, profiles: AgentProfiles, declared: DeclaredMcpServers): Observable<Output> {
   return new Observable<Output>((subscriber) => {
     let unsubscribed = false;
     let remove: (() => void) | undefined;
     const unavailable = (error: unknown): void => {
       if (!unsubscribed) subscriber.next({ type: 'pause', reason: `${PROFILE_UNAVAILABLE}: ${errorText(error)}`.slice(0, 2000) });
     };
+    // A stored definition (an older version's, say) may carry a command the configuration does not declare: it never runs.
+    const undeclared = undeclaredMcpServer(state.definition!, declared);
+    if (undeclared !== undefined) return void unavailable(undeclared.message);
     buildAgentProfile(state.definition!, profiles.toolkit!).then((built: BuiltProfile) => {
       if (unsubscribed) return void built.close().catch(() => undefined);
       try {
@@ -76,8 +80,9 @@ const isAutoPause = (reason: string | undefined): boolean => (AUTO_PAUSE_REASONS
  *    -> DECOMMISSIONED.
  * 5. ACTIVE: with `profiles`, its definition is a live role there (`buildAgentProfile`: model,
  *    built-in, MCP and client tools, system, budget), kept while ACTIVE or PAUSED, removed (its
- *    MCP servers stopped) once it leaves them or the engine closes; one that cannot be built
- *    pauses it (reason `profile unavailable: ...`). A configured role's profile is fixed, not
+ *    MCP servers stopped) once it leaves them or the engine closes; one that cannot be built, or
+ *    that carries an MCP server `mcpServers` does not declare (a stored definition of an older
+ *    version: nothing of it starts), pauses it (reason `profile unavailable: ...`). A configured role's profile is fixed, not
  *    built here. While every provider of its chain has its breaker OPEN, it is paused (`pause` with
  *    reason `rate_limited` when each was opened by a `Retry-After`, else `providers_open`); PAUSED
  *    for one of those reasons, it is resumed as soon as one breaker is not OPEN (HALF_OPEN after
@@ -96,9 +101,12 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
     throw new TypeError('agentRegistry: "profiles" must have a toolkit (agentProfiles({ toolkit })) to build profiles from');
   if (!(retryMaxMs >= retryBaseMs)) throw new TypeError(`agentRegistry: "retryMaxMs" must be >= "retryBaseMs" (${retryBaseMs}), got ${String(retryMaxMs)}`);
 
+  // With profiles, the shared MCP servers are its toolkit's unless given: a definition is checked with the servers it is built with.
+  const declared: DeclaredMcpServers = { ...options.mcpServers, shared: options.mcpServers?.shared ?? profiles?.toolkit?.mcpServers ?? {} };
+  const checkOptions: AgentChecksOptions = { ...options, mcpServers: declared };
   return function agentRegistry(runes$, context, deps) {
     const checks$ = (state: AgentRegistrationState, retrying: boolean): Observable<Output> =>
-      agentChecks$(state.definition!, options, context).pipe(
+      agentChecks$(state.definition!, checkOptions, context).pipe(
         map((output): Output => {
           if (output.type === 'command') return output.command;
           const { error } = output;
@@ -125,7 +133,7 @@ export function agentRegistry(options: AgentRegistryOptions): Epic {
     const live = (stream: string, state: AgentRegistrationState): EffectsByKey<Registration> => {
       const role = agentNameOf(stream);
       if (profiles === undefined || role === undefined || Object.hasOwn(profiles.fixed, role)) return {};
-      return { profile: liveProfile$(role, state, profiles) };
+      return { profile: liveProfile$(role, state, profiles, declared) };
     };
     // Each state's effects have keys of their own: a key kept from one state to the next is not started again.
     const effects = (view: StreamView<Registration>, ctx: EpicContext): EffectsByKey<Registration> => {

@@ -2,6 +2,7 @@ import { AgentDefinition, agentDefinitionStream } from '../../reducers/agent-reg
 import { agentRegistration } from '../../reducers/agent-registration/machine.js';
 import type { AgentRegistrationState, AgentRegistrationStateName } from '../../reducers/agent-registration/schema.js';
 import type { Engine } from '../../streams/engine.js';
+import { canonicalJson } from '../../reducers/canonical-json.js';
 
 /** What {@link registerDefinitions} did with one definition. */
 export interface DefinitionRegistration {
@@ -19,14 +20,6 @@ export interface DefinitionRegistration {
   readonly state?: AgentRegistrationStateName;
   readonly reason?: string;
 }
-
-/** A value as JSON with its object keys sorted: two definitions with the same content have the same text. */
-const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_, v: unknown) =>
-    v !== null && typeof v === 'object' && !Array.isArray(v)
-      ? Object.fromEntries(Object.entries(v as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : v,
-  );
 
 /**
  * Registers agent definitions (a configuration file's roles, at start), idempotently across
@@ -46,11 +39,12 @@ export async function registerDefinitions(
     const stream = agentDefinitionStream(name);
     const existing = (await engine.snapshot<AgentRegistrationState>(stream))?.state;
     if (existing === undefined) {
-      const spawned = await engine.spawn(stream, agentRegistration, definition);
+      // By id: the engine's own agent-registration (the one `runestream serve` narrows to its declared MCP servers).
+      const spawned = await engine.spawn(stream, agentRegistration.id, definition);
       outcomes.push(spawned.accepted ? { name, outcome: 'registered', state: 'REGISTERED' } : { name, outcome: 'refused', reason: `${spawned.code}: ${spawned.reason}` });
       continue;
     }
-    if (existing.definition !== undefined && canonical(existing.definition) === canonical(definition)) {
+    if (existing.definition !== undefined && canonicalJson(existing.definition) === canonicalJson(definition)) {
       outcomes.push({ name, outcome: 'unchanged', state: existing.value });
       continue;
     }

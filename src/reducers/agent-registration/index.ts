@@ -9,4 +9,5 @@ export {
   agentDefinitionStream,
   agentNameOf,
 } from './definition.js';
-export { AUTO_PAUSE_REASONS, agentRegistration } from './machine.js';
+export { AUTO_PAUSE_REASONS, agentRegistration, declaredAgentRegistration } from './machine.js';
+export { mcpServerOf, undeclaredMcpServer, type DeclaredMcpServers, type UndeclaredMcpServer } from './mcp-servers.js';

@@ -1,6 +1,7 @@
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
-import { agentNameOf } from './definition.js';
+import { ConfigName, agentNameOf, type AgentDefinition } from './definition.js';
+import { undeclaredMcpServer, type DeclaredMcpServers } from './mcp-servers.js';
 import { AgentRegistrationEvent, AgentRegistrationInput, AgentRegistrationState, AgentRegistrationStateName } from './schema.js';
 
 type S = AgentRegistrationState;
@@ -56,7 +57,8 @@ const table: readonly Row<S, E>[] = [
  * An agent's registration lifecycle (seed 002): registered, activated, paused and resumed,
  * retried after a failed initialisation, and finally decommissioned (terminal). Spawned with its
  * {@link AgentDefinition} as input (the agent registry's `agent-def/<name>` streams), or without
- * one.
+ * one. It lives only at `agent-def/<name>`, `name` its definition's: a spawn anywhere else is
+ * refused with `invalid_stream`.
  *
  * @example
  * ```ts
@@ -82,4 +84,36 @@ export const agentRegistration = defineMachine<S, E, AgentRegistrationInput>({
       ? `stream "${stream}" already exists`
       : `agent name "${name}" is taken: "${stream}" is registered already (names are not reused, even once removed)`;
   },
+  // The registry reads a registration's role from its stream id: it lives only at agent-def/<its name>.
+  streamReason: (stream, definition) => {
+    const name = agentNameOf(stream);
+    if (name === undefined || !ConfigName.safeParse(name).success) return `an agent registration lives only at "agent-def/<name>" (its definition's name), not at "${stream}"`;
+    if (definition !== undefined && definition.name !== name)
+      return `an agent registration lives only at "agent-def/<name>" of its definition's name: "${stream}" is not "agent-def/${definition.name}"`;
+    return undefined;
+  },
 });
+
+/**
+ * {@link agentRegistration} as a server that declares its MCP servers hosts it: the same machine
+ * (id, table, states), whose spawn input and `redefine` refuse a definition carrying an MCP server
+ * (a command) that `declared` does not declare for its role (`undeclaredMcpServer`):
+ * `invalid_input` (or `invalid_event`) naming `mcpServers.<name>`, so nothing is stored and nothing
+ * runs. Stored runes are not checked again (hydration applies no schema); the registry's checks and
+ * profiles refuse such a stored definition themselves. `runestream serve` hosts this one.
+ */
+export function declaredAgentRegistration(declared: DeclaredMcpServers): typeof agentRegistration {
+  const refuse = (
+    definition: AgentDefinition | undefined,
+    context: { addIssue(issue: { code: 'custom'; path: string[]; message: string }): void },
+    path: readonly string[],
+  ): void => {
+    const undeclared = definition === undefined ? undefined : undeclaredMcpServer(definition, declared);
+    if (undeclared !== undefined) context.addIssue({ code: 'custom', path: [...path, ...undeclared.path], message: undeclared.message });
+  };
+  const input = AgentRegistrationInput.superRefine((definition, context) => refuse(definition, context, []));
+  const event = AgentRegistrationEvent.superRefine((e, context) => {
+    if (e.type === 'redefine') refuse(e.definition, context, ['definition']);
+  });
+  return { ...agentRegistration, schemas: { ...agentRegistration.schemas, input, event } };
+}

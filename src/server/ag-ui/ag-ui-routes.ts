@@ -30,8 +30,9 @@ export interface AgUiRoutesOptions {
   readonly agents: Readonly<Record<string, AgUiAgent>> | ((agentId: string) => AgUiAgent | undefined);
   /**
    * The server's authorization hook (give the one passed to `createServer`): a run needs
-   * `'drive'` on the agent's turn stream (`conv/<threadId>/agent/<agent>/turn`). Default: every
-   * request the server lets in may.
+   * `'drive'` on the agent's turn stream (`conv/<threadId>/agent/<agent>/turn`), and a resume
+   * `'approve'` (details `{event: 'approved' | 'denied'}`) on each call it answers; the approval
+   * records the identity's id as its approver. Default: every request the server lets in may.
    */
   readonly authorize?: Authorize;
   /** A client that lets more than this many bytes of events pile up is disconnected (its run goes on; it may rejoin). Default 1 MiB. */
@@ -70,7 +71,8 @@ class Refusal extends Error {
  *    followed live until it ends (a client that went away lost nothing: the turn is not stopped
  *    by a closed connection).
  * 4. Refusals (`{ok: false, code, message}`): 400 `invalid_json` or `invalid_message` (the body,
- *    naming each field), or the engine's code for a message it refuses (`invalid_string`, a limit's), 403 `forbidden` (no `'drive'` on the turn stream), 404 `unknown_agent`,
+ *    naming each field), or the engine's code for a message it refuses (`invalid_string`, a limit's), 403 `forbidden` (no `'drive'` on the turn stream, or no `'approve'` on
+ *    a call a resume answers: then no answer is sent), 404 `unknown_agent`,
  *    409 `unknown_interrupt` (a resume naming no approval of this agent on this thread),
  *    `run_in_progress` (new messages while a turn runs), `no_run` (a rejoin with no turn yet).
  */
@@ -87,9 +89,15 @@ export function agUiRoutes(options: AgUiRoutesOptions): Route[] {
     const allowed = await askAuthorize(authorize, access, streams.turn, 'drive');
     if (allowed === 'failed') return replyError(res, 500, 'internal', `the authorization hook failed for stream "${streams.turn}"`);
     if (!allowed) return replyError(res, 403, 'forbidden', `not allowed to drive stream "${streams.turn}"`);
+    // Answering an approval is the `approve` action on the call's stream, asked before any answer is sent.
+    const mayApprove = async (stream: string, event: string): Promise<void> => {
+      const answer = await askAuthorize(authorize, access, stream, 'approve', { event });
+      if (answer === 'failed') throw new Refusal(500, 'internal', `the authorization hook failed for stream "${stream}"`);
+      if (!answer) throw new Refusal(403, 'forbidden', `not allowed to approve stream "${stream}"`);
+    };
     let start: AgUiRunStart;
     try {
-      start = await runStart(engine, streams, agent, input, access.identity.id);
+      start = await runStart(engine, streams, agent, input, access.identity.id, mayApprove);
     } catch (error) {
       if (error instanceof Refusal) return replyError(res, error.status, error.code, error.message);
       return replyError(res, 500, 'internal', `agent "${agentId}" on thread "${input.threadId}": ${errorText(error)}`);
@@ -124,10 +132,17 @@ const agentList = (agents: AgUiRoutesOptions['agents']): string =>
         .join(', ')}`;
 
 /** Where the request's run starts: a new turn, a resume, or a rejoin of the latest run. */
-async function runStart(engine: Engine, streams: AgentStreams, agent: AgUiAgent, input: AgUiRunInput, approver: string): Promise<AgUiRunStart> {
+async function runStart(
+  engine: Engine,
+  streams: AgentStreams,
+  agent: AgUiAgent,
+  input: AgUiRunInput,
+  approver: string,
+  mayApprove: (stream: string, event: string) => Promise<void>,
+): Promise<AgUiRunStart> {
   const { threadId, runId } = input;
   const base = { engine, agent: streams, threadId, runId };
-  if (input.resume !== undefined && input.resume.length > 0) return { ...base, ...(await resume(engine, streams, input.resume, threadId, approver)) };
+  if (input.resume !== undefined && input.resume.length > 0) return { ...base, ...(await resume(engine, streams, input.resume, threadId, approver, mayApprove)) };
   const text = newUserInput(input.messages);
   const head = await engine.snapshot<TurnEngineState>(streams.turn);
   if (text === undefined) {
@@ -178,6 +193,7 @@ async function resume(
   entries: readonly AgUiResumeEntry[],
   threadId: string,
   approver: string,
+  mayApprove: (stream: string, event: string) => Promise<void>,
 ): Promise<Pick<AgUiRunStart, 'seq' | 'state' | 'calls'>> {
   const head = await engine.snapshot<TurnEngineState>(streams.turn);
   const answers: { entry: AgUiResumeEntry; call: AgUiRunCall; stream: string }[] = [];
@@ -192,6 +208,7 @@ async function resume(
         `no interrupt "${entry.interruptId}" of agent "${streams.agentId}" on thread "${threadId}": interrupts are "approval:<callId>" of its tool calls`,
       );
     }
+    await mayApprove(stream!, approves(entry) ? 'approved' : 'denied');
     answers.push({ entry, call, stream: stream! });
   }
   const calls = head!.state.value === 'tool_executing' ? await Promise.all(head!.state.callIds.map((callId) => callOf(engine, streams.call(callId)))) : [];

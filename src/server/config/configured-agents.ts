@@ -8,6 +8,7 @@ import type { Provider } from '../../effects/llm/model-types.js';
 import type { PriceTable } from '../../reducers/budget.js';
 import type { ProviderChain } from '../../effects/llm/provider-chain.js';
 import { scriptedModel } from '../../effects/llm/scripted-model.js';
+import type { DeclaredMcpServers } from '../../reducers/agent-registration/mcp-servers.js';
 import { ServerConfigError, type ModelConfig, type ServerConfig } from './server-config.js';
 
 /** Options of {@link configuredAgents}, with their defaults. */
@@ -32,6 +33,8 @@ export interface ConfiguredAgents {
   readonly profiles: Readonly<Record<string, AgentProfile>>;
   /** What the profiles were built from: the agent registry builds those of definitions registered at runtime from it too. */
   readonly toolkit: ProfileToolkit;
+  /** The MCP servers the configuration declares (its top-level ones, and each role's own): all a registered definition may start (`agentRegistry({ mcpServers })`). */
+  readonly mcpServers: DeclaredMcpServers;
   readonly defaultRole: string;
   /** The default role's model, tools and system prompt: what `runestream serve` passes to `agentEpics` (and `reactAgentEpics`). */
   readonly defaults: Pick<AgentEpicsOptions, 'model' | 'tools' | 'system'> & { readonly model: ProviderChain };
@@ -56,7 +59,8 @@ const describeModel = (name: string, model: ModelConfig): string =>
  *    or a scripted model that cycles through its answers.
  * 2. Each chain becomes a `ProviderChain` with its breaker settings; a model named where a chain
  *    may be is a chain of that one model.
- * 3. The MCP servers that the roles' `tools` name are started (stdio), their tools named
+ * 3. The MCP servers that the roles' `tools` name (a role's own `mcpServers`, else the
+ *    configuration's top-level ones by name) are started (stdio), their tools named
  *    `<server>__<tool>`; if one fails to start, the ones started are stopped and this rejects.
  * 4. Each role gets an `AgentProfile` (model, tools, system, budget, description), and the default
  *    role's model, tools and system are `defaults`, for `agentEpics`.
@@ -95,7 +99,7 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
   }
 
   const maxResultBytes = config.toolCalls?.maxResultBytes;
-  const toolkit = profileToolkit(chains, { mcpStderr, ...(maxResultBytes === undefined ? {} : { mcpMaxResultBytes: maxResultBytes }) });
+  const toolkit = profileToolkit(chains, { mcpStderr, mcpServers: config.mcpServers ?? {}, ...(maxResultBytes === undefined ? {} : { mcpMaxResultBytes: maxResultBytes }) });
   const built: BuiltProfile[] = [];
   const close = async (): Promise<void> => {
     await Promise.all(built.splice(0).map((profile) => profile.close()));
@@ -119,6 +123,7 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
     chains,
     profiles,
     toolkit,
+    mcpServers: { shared: config.mcpServers ?? {}, roles: Object.fromEntries(Object.entries(config.agents).map(([role, agent]) => [role, agent.mcpServers])) },
     defaultRole,
     defaults: { model: chains[defaultAgent.model]!, tools: profile.tools ?? [], ...(profile.system === undefined ? {} : { system: profile.system }) },
     description: descriptions[defaultAgent.model]!,

@@ -5,6 +5,7 @@ import { BUILTIN_TOOL_NAMES } from '../../effects/tools/builtin-tools.js';
 import { CliSessionLimits } from '../../effects/cli/cli-session-limits.js';
 import { ArchivalConfig } from './archival-config.js';
 import { AgentConfig, ConfigName, EnvName, McpServerConfig } from '../../reducers/agent-registration/definition.js';
+import { machines } from '../../reducers/machines.js';
 
 /** The largest configuration file {@link parseServerConfig} reads: 1 MiB. */
 export const MAX_CONFIG_BYTES = 1 << 20;
@@ -165,8 +166,34 @@ export const RegistryConfig = z.strictObject({
   retryBaseMs: z.number().int().nonnegative().max(86_400_000).optional(),
   /** The longest delay between retries, in ms. Default 300,000 (or `retryBaseMs`, if that is longer). */
   retryMaxMs: z.number().int().nonnegative().max(86_400_000).optional(),
+  /**
+   * Whether clients may register definitions over the protocol (spawn `agent-def/<name>` as
+   * `agent-registration`): it adds `agent-registration` to the default `spawnable`. Such a
+   * definition names MCP servers only by name, from the top-level `mcpServers`. Default false.
+   */
+  clientRegistration: z.boolean().optional(),
 });
 export type RegistryConfig = z.infer<typeof RegistryConfig>;
+
+/** The most MCP servers the top-level `mcpServers` declares. */
+const MAX_MCP_SERVERS = 64;
+
+/** Every machine a configuration may name (`spawnable`). */
+const MachineId = z.enum(Object.keys(machines) as [keyof typeof machines, ...(keyof typeof machines)[]]);
+
+/**
+ * The machines clients of `runestream serve` may spawn when `spawnable` is not set: every seed
+ * machine but the server's own bookkeeping (`circuit-breaker`, `metrics-collector`, `archival`:
+ * their streams are written by the server's effects, and an `archival` stream archives the stream
+ * it names) and `agent-registration` (added by `registry.clientRegistration`).
+ */
+export const DEFAULT_SPAWNABLE: readonly string[] = Object.keys(machines).filter(
+  (id) => !['circuit-breaker', 'metrics-collector', 'archival', 'agent-registration'].includes(id),
+);
+
+/** The machines clients may spawn as `config` says: its `spawnable`, else {@link DEFAULT_SPAWNABLE} (plus `agent-registration` with `registry.clientRegistration`). */
+export const spawnableOf = (config: Pick<ServerConfig, 'spawnable' | 'registry'>): readonly string[] =>
+  config.spawnable ?? [...DEFAULT_SPAWNABLE, ...(config.registry?.clientRegistration === true ? ['agent-registration'] : [])];
 
 /** A timeout of the configuration, in ms: from 100 ms to 7 days. */
 const TimeoutMs = z
@@ -213,6 +240,20 @@ export const ServerConfig = z
     models: z.record(Name, ModelConfig).refine((models) => Object.keys(models).length > 0, 'needs at least one model'),
     /** Provider fallback chains by name (names must differ from the models'). */
     chains: z.record(Name, ChainConfig).default({}),
+    /**
+     * MCP servers by name, which any role's `tools` (and any definition registered over the
+     * protocol) may name: the only way a registered definition gets an MCP server. Default: none.
+     */
+    mcpServers: z
+      .record(Name, McpServerConfig)
+      .refine((servers) => Object.keys(servers).length <= MAX_MCP_SERVERS, `at most ${MAX_MCP_SERVERS} MCP servers`)
+      .optional(),
+    /**
+     * The machines clients may spawn (`{op: "spawn"}`); a spawn of another is refused `forbidden`
+     * naming the machine. Default {@link DEFAULT_SPAWNABLE}: every machine but `circuit-breaker`,
+     * `metrics-collector`, `archival` and `agent-registration` (which `registry.clientRegistration` adds).
+     */
+    spawnable: z.array(MachineId).max(64).optional(),
     /** Agents by role. */
     agents: z.record(Name, AgentConfig).refine((agents) => Object.keys(agents).length > 0, 'needs at least one agent'),
     /** The role of an agent spawned without one (and of `runestream serve`'s agent streams). */
@@ -276,10 +317,10 @@ export const ServerConfig = z
         issue(['agents', role, 'model'], `unknown chain or model "${agent.model}"; the chains are ${list(chains)}, the models ${list(models)}`);
       }
       agent.tools.forEach((tool, index) => {
-        if (!builtin.has(tool) && !(tool in agent.mcpServers)) {
+        if (!builtin.has(tool) && !Object.hasOwn(agent.mcpServers, tool) && !Object.hasOwn(config.mcpServers ?? {}, tool)) {
           issue(
             ['agents', role, 'tools', index],
-            `unknown tool "${tool}": not a built-in tool (${list(builtin)}) nor one of this agent's mcpServers (${list(Object.keys(agent.mcpServers))})`,
+            `unknown tool "${tool}": not a built-in tool (${list(builtin)}), one of this agent's mcpServers (${list(Object.keys(agent.mcpServers))}) nor of the configuration's (${list(Object.keys(config.mcpServers ?? {}))})`,
           );
         } else if (agent.tools.indexOf(tool) !== index) issue(['agents', role, 'tools', index], `tool "${tool}" appears twice`);
       });
@@ -304,6 +345,9 @@ export const ServerConfig = z
     if (!(config.defaultRole in config.agents)) issue(['defaultRole'], `unknown role "${config.defaultRole}"; the roles are ${list(Object.keys(config.agents))}`);
     for (const model of Object.keys(config.prices)) {
       if (!models.has(model)) issue(['prices', model], `unknown model "${model}"; the models are ${list(models)}`);
+    }
+    if (config.registry?.clientRegistration === true && config.spawnable !== undefined && !config.spawnable.includes('agent-registration')) {
+      issue(['spawnable'], 'registry.clientRegistration is true, so it must list "agent-registration" (or leave spawnable unset)');
     }
     const { retryBaseMs, retryMaxMs } = config.registry ?? {};
     if (retryBaseMs !== undefined && retryMaxMs !== undefined && retryMaxMs < retryBaseMs) issue(['registry', 'retryMaxMs'], `must be at least retryBaseMs (${retryBaseMs})`);

@@ -16,6 +16,9 @@ const answering: ProviderChain = { providers: [{ name: 'offline', model: scripte
 /** An MCP server that is a real child process which exits at once. */
 const deadServer = { command: process.execPath, args: ['-e', 'process.exit(3)'], env: {} };
 
+/** The servers a configuration declares, by name: a definition names them in its `tools`. */
+const declared = { shared: { files: deadServer } };
+
 const definition = (name: string, extra: Partial<AgentDefinition> = {}): AgentDefinition => ({ name, model: 'offline', tools: [], mcpServers: {}, ...extra });
 
 /** Resolves once the registration's state is `value` (and the effects of that state had a turn to start). */
@@ -54,9 +57,9 @@ const serve = async (...replies: ScriptedReply[]): Promise<ChatCompletionsServer
 describe('agentRegistry', () => {
   it('an agent whose MCP server cannot start goes ERROR -> RETRYING -> ... -> DECOMMISSIONED, each retry after its backoff (virtual time)', async () => {
     const clock = new ManualClock(START);
-    engine = createEngine({ scheduler: clock, epics: [agentRegistry({ chains: { offline: answering }, maxAttempts: 2, retryBaseMs: 10_000 })] });
+    engine = createEngine({ scheduler: clock, epics: [agentRegistry({ chains: { offline: answering }, maxAttempts: 2, retryBaseMs: 10_000, mcpServers: declared })] });
     const stream = agentDefinitionStream('broken');
-    await engine.spawn(stream, 'agent-registration', definition('broken', { tools: ['files'], mcpServers: { files: deadServer } }));
+    await engine.spawn(stream, 'agent-registration', definition('broken', { tools: ['files'] }));
     expect(await reached(engine, stream, 'ERROR')).toMatchObject({ error: expect.stringContaining('MCP server "files" did not start') });
 
     clock.advanceTo(START + 9_999); // the first retry is due 10 s after the failure
@@ -128,8 +131,8 @@ describe('agentRegistry', () => {
   it('a retry pending when the process stops is re-armed from the log after a restart, and fires at once if it is due', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'runestream-registry-'));
     const file = join(dir, 'log.db');
-    const options = { chains: { offline: answering }, maxAttempts: 1, retryBaseMs: 60_000 };
-    const broken = definition('broken', { tools: ['files'], mcpServers: { files: deadServer } });
+    const options = { chains: { offline: answering }, maxAttempts: 1, retryBaseMs: 60_000, mcpServers: declared };
+    const broken = definition('broken', { tools: ['files'] });
     const stream = agentDefinitionStream('broken');
     try {
       const clock = new ManualClock(START);
@@ -150,7 +153,7 @@ describe('agentRegistry', () => {
       await engine.close();
 
       // Restarted long after a retry was due: it fires at once.
-      const again = definition('again', { tools: ['files'], mcpServers: { files: deadServer } });
+      const again = definition('again', { tools: ['files'] });
       engine = createEngine({ store: sqliteStore(file), scheduler: new ManualClock(START), epics: [agentRegistry(options)] });
       await engine.spawn(agentDefinitionStream('again'), 'agent-registration', again);
       await reached(engine, agentDefinitionStream('again'), 'ERROR');

@@ -24,7 +24,7 @@ function start(): Engine {
   return createEngine({
     scheduler: new ManualClock(START),
     epics: [
-      agentRegistry({ chains: { offline: chain }, retryBaseMs: 60_000 }),
+      agentRegistry({ chains: { offline: chain }, retryBaseMs: 60_000, mcpServers: { shared: { files: deadServer } } }),
       ...agentEpics({ model: chain, admission: registeredAgentAdmission({ defaultRole: 'assistant' }) }),
     ],
   });
@@ -34,7 +34,7 @@ describe('registeredAgentAdmission: new conversations start only on ACTIVE agent
   it('an agent of a role whose registration is in ERROR fails init naming why, and its turn is interrupted', async () => {
     engine = start();
     const registration = agentDefinitionStream('assistant');
-    await engine.spawn(registration, 'agent-registration', { name: 'assistant', model: 'offline', tools: ['files'], mcpServers: { files: deadServer } });
+    await engine.spawn(registration, 'agent-registration', { name: 'assistant', model: 'offline', tools: ['files'], mcpServers: {} });
     await until<AgentRegistrationState>(engine, registration, 'ERROR');
 
     const failing = whenReaches<AgentLifecycleState>(engine, 'conv/c1/agent/a1', 'failed');

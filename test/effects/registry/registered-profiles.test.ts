@@ -31,6 +31,7 @@ import {
 } from '../../../src/agents.js';
 import { sqliteStore } from '../../../src/streams/sqlite-store.js';
 import type { RuneStore } from '../../../src/streams/store.js';
+import type { McpServerConfig } from '../../../src/server/index.js';
 
 /** The fixture MCP server, writing its pid to `pids` when it starts. */
 const mcpServer = (pids: string) => ({
@@ -74,10 +75,11 @@ interface Running {
 }
 
 /** An engine as `runestream serve` makes one: a configured role `assistant` (fixed), the registry making definitions live, admission (turn-based and ReAct). */
-async function start(store?: RuneStore): Promise<Running> {
+async function start(store?: RuneStore, mcpServers: Record<string, McpServerConfig> = {}): Promise<Running> {
   const offline = model();
   const chains: Record<string, ProviderChain> = { offline: { providers: [{ name: 'offline', model: offline }] } };
-  const toolkit = profileToolkit(chains, { mcpStderr: 'ignore' });
+  // The configuration's MCP servers, which a definition names in its tools.
+  const toolkit = profileToolkit(chains, { mcpStderr: 'ignore', mcpServers });
   const fixed = await buildAgentProfile(assistant, toolkit);
   // One configured role: no delegation, as `runestream serve` has it.
   const profiles = agentProfiles({ fixed: { assistant: fixed.profile }, toolkit, delegation: false });
@@ -113,8 +115,8 @@ const tempFolder = (): string => {
   folders.push(folder);
   return folder;
 };
-const started = async (store?: RuneStore): Promise<Running> => {
-  const one = await start(store);
+const started = async (store?: RuneStore, mcpServers?: Record<string, McpServerConfig>): Promise<Running> => {
+  const one = await start(store, mcpServers);
   running.push(one);
   return one;
 };
@@ -157,13 +159,13 @@ const gone = (pid: number): boolean => {
 
 describe('agent definitions registered at runtime run like configured roles', () => {
   it("an ACTIVE definition (built-in, MCP and client tools) runs its agents: model, own tools, not another role's; retired, no new agent starts and its MCP server is stopped", async () => {
-    const { engine, profiles, offline } = await started();
     const pids = join(tempFolder(), 'pids');
+    const { engine, profiles, offline } = await started(undefined, { math: mcpServer(pids) });
     const calc: AgentDefinition = {
       name: 'calc',
       model: 'offline',
       tools: ['add', 'math'],
-      mcpServers: { math: mcpServer(pids) },
+      mcpServers: {},
       clientTools: [{ name: 'ask_user', description: 'Asks the user.', inputSchema: { type: 'object', properties: { q: { type: 'string' } } } }],
       system: 'You add.',
     };

@@ -1,14 +1,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer as createHttpServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createHttpServer, request } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { chatActor, foldEvents, type Rune } from '../../src/index.js';
+import { chatActor, createEngine, foldEvents, memoryStore, type EngineOptions, type Rune } from '../../src/index.js';
 import type { StreamHead } from '../../src/streams/store.js';
 import { sqliteStore } from '../../src/sqlite.js';
+import { createServer } from '../../src/server/index.js';
 import { inspectorAssetRoutes } from '../../src/server/inspector/inspector-assets.js';
+import { createInspector, type InspectorSettings } from '../../src/server/inspector/inspector.js';
 import { StreamDirectory, type DirectoryEntry } from '../../src/server/inspector/stream-directory.js';
 import { fetchJson, SseClient, type SseBlock } from '../support/sse-client.js';
 import { startServer } from '../support/ws-client.js';
@@ -25,9 +27,9 @@ const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 let files = 0;
 
 /** A server with the inspector on a real SQLite file. */
-async function inspected(options: Parameters<typeof startServer>[0] = {}) {
+async function inspected(options: Parameters<typeof startServer>[0] = {}, settings: Omit<InspectorSettings, 'store'> = {}, engineOptions: EngineOptions = {}) {
   const store = sqliteStore(join(dir, `inspector-${files++}.db`));
-  const h = await startServer({ inspector: { store, batchMs: 20 }, ...options }, { store });
+  const h = await startServer({ inspector: { store, batchMs: 20, ...settings }, ...options }, { store, ...engineOptions });
   cleanup.push(h.stop);
   const api = (path: string, headers: Record<string, string> = {}) => fetchJson(`${h.server.httpUrl}/inspector/api/${path}`, { headers });
   const feed = async (headers: Record<string, string> = {}) => {
@@ -148,6 +150,110 @@ describe('inspector API', () => {
     expect(await page.text()).toContain('/inspector/assets/inspector.js');
     const missing = await fetch(`${h.server.httpUrl}/inspector/assets/..%2Fpackage.json`);
     expect(missing.status).toBe(404);
+  });
+});
+
+/** A GET that resolves at its headers when it is 200 (left open, closed by the test's cleanup), else once its JSON body is in. */
+function opened(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body?: { code: string; message: string } }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers }, (res) => {
+      if (res.statusCode === 200) {
+        cleanup.push(() => void res.destroy());
+        return resolve({ status: 200 });
+      }
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += String(chunk)));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as { code: string; message: string } }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('inspector feeds', () => {
+  it('the list comes in events of at most feedPageRows streams (`streams`, then `more`), which together list every stream; changes follow', async () => {
+    const h = await inspected({}, { feedPageRows: 40 });
+    for (let batch = 0; batch < 5; batch++) await Promise.all(Array.from({ length: 50 }, (_, i) => h.engine.spawn(`chat/p${batch * 50 + i}`, 'chat-actor')));
+    const sse = await h.feed();
+    const pages: DirectoryEntry[][] = [];
+    const listed = new Set<string>();
+    while (listed.size < 250) {
+      const page = await sse.next((block) => block.kind === 'event' && (block.event === 'streams' || block.event === 'more'));
+      expect((page as Extract<SseBlock, { kind: 'event' }>).event).toBe(pages.length === 0 ? 'streams' : 'more');
+      pages.push(dataOf(page));
+      for (const entry of dataOf(page)) listed.add(entry.stream);
+    }
+    expect(Math.max(...pages.map((page) => page.length))).toBe(40);
+    expect(pages.length).toBe(Math.ceil(250 / 40));
+    expect([...listed].sort()).toEqual(Array.from({ length: 250 }, (_, i) => `chat/p${i}`).sort());
+    await h.engine.dispatch('chat/p7', { type: 'ProcessInteraction', userId });
+    expect(dataOf(await sse.next(eventNamed('changes')))).toEqual([expect.objectContaining({ stream: 'chat/p7', seq: 2, value: 'running' })]);
+  });
+
+  it('a reader that reads nothing holds one page, not the list: the next page is written once its socket took the one before; when it reads, it gets every stream', async () => {
+    // 30,000 listed streams with long ids (about 10 MB of list): more than the kernel's socket buffers take.
+    const count = 30_000;
+    const id = (i: number) => `user/${'p'.repeat(230)}/${i}`;
+    const store = Object.assign(memoryStore(), {
+      heads: async function* () {
+        for (let i = 0; i < count; i++) yield { stream: id(i), machine: 'chat-actor', seq: 1, value: 'idle', at: i };
+      },
+    });
+    const engine = createEngine({ store });
+    const inspector = createInspector({ engine, store, feedPageRows: 200 });
+    const server = await createServer({
+      engine,
+      port: 0,
+      routes: inspector.routes.filter((route) => route.open === undefined).map(({ method, path, handler }) => ({ method, path, handler })),
+    });
+    cleanup.push(async () => {
+      inspector.close();
+      await server.close();
+      await engine.close();
+    });
+    const socket = connect(server.port, '127.0.0.1');
+    cleanup.push(() => void socket.destroy());
+    socket.pause();
+    socket.write(`GET /inspector/api/feed HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`);
+    // Once the kernel's buffers are full, what the server holds for it stays at most one page.
+    await expect.poll(() => inspector.readers.bufferedBytes, { timeout: 20_000 }).toBeGreaterThan(0);
+    // A page, plus what the socket may hold of the one before when `write` still said go on (its 16 KiB high-water mark).
+    const onePage = 200 * Buffer.byteLength(JSON.stringify({ stream: id(count), machine: 'chat-actor', seq: 1, value: 'idle', at: count })) + 100;
+    const bound = onePage + 16 * 1024 + 1024;
+    expect(inspector.readers).toEqual({ open: 1, bufferedBytes: expect.any(Number) });
+    expect(inspector.readers.bufferedBytes).toBeLessThanOrEqual(bound);
+    // It reads: every stream comes, paced by its socket.
+    const seen = new Set<string>();
+    let text = '';
+    await new Promise<void>((resolve) => {
+      socket.on('data', (chunk: Buffer) => {
+        text += String(chunk);
+        for (let end = text.indexOf('\n\n'); end >= 0; end = text.indexOf('\n\n')) {
+          const data = text
+            .slice(0, end)
+            .split('\n')
+            .find((line) => line.startsWith('data: '));
+          text = text.slice(end + 2);
+          if (data !== undefined) for (const entry of JSON.parse(data.slice(6)) as DirectoryEntry[]) seen.add(entry.stream);
+        }
+        if (seen.size === count) resolve();
+      });
+      socket.resume();
+    });
+    expect(seen.size).toBe(count);
+  });
+
+  it('at most maxReaders feeds are open, maxReadersPerIdentity per identity: one more is 503 too_many_readers', async () => {
+    const h = await inspected({ verify: ({ token }) => (token === undefined ? undefined : { id: token }) }, { maxReaders: 3, maxReadersPerIdentity: 2 });
+    const feed = (who: string) => opened(`${h.server.httpUrl}/inspector/api/feed?token=${who}`);
+    expect((await feed('alice')).status).toBe(200);
+    expect((await feed('alice')).status).toBe(200);
+    expect(await feed('alice')).toMatchObject({ status: 503, body: { code: 'too_many_readers', message: expect.stringContaining('"maxReadersPerIdentity"') } });
+    expect((await feed('bob')).status).toBe(200);
+    expect(await feed('carol')).toMatchObject({ status: 503, body: { code: 'too_many_readers', message: expect.stringContaining('"maxReaders"') } });
+    // One closes: its place is free again.
+    await cleanup.pop()!();
+    await expect.poll(async () => (await feed('carol')).status).toBe(200);
   });
 });
 

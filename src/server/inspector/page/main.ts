@@ -113,7 +113,7 @@ async function start(): Promise<void> {
       refreshMachines();
     },
     open: () => feedState('open'),
-    error: () => feedState('reconnecting'),
+    error: (closed) => feedState(closed ? 'refused by the server (too many readers?): reload to try again' : 'reconnecting'),
   });
 }
 

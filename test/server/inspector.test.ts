@@ -257,6 +257,27 @@ describe('inspector feeds', () => {
   });
 });
 
+describe('the inspector page cannot be framed', () => {
+  it("sends frame-ancestors 'none' and X-Frame-Options DENY on the page and its files, and lets it connect to its own origin only", async () => {
+    const h = await inspected();
+    const host = `127.0.0.1:${h.server.port}`;
+    for (const path of ['/', '/inspector/assets/inspector.js', '/inspector/assets/inspector.css']) {
+      const answer = await fetch(`${h.server.httpUrl}${path}`);
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('x-frame-options')).toBe('DENY');
+      const policy = Object.fromEntries(
+        answer.headers
+          .get('content-security-policy')!
+          .split(';')
+          .map((directive) => directive.trim().split(' '))
+          .map(([name, ...values]) => [name, values]),
+      );
+      expect(policy['frame-ancestors']).toEqual(["'none'"]);
+      expect(policy['connect-src']).toEqual(["'self'", `ws://${host}`, `wss://${host}`]);
+    }
+  });
+});
+
 describe('the inspector page, not built', () => {
   it('answers 503 inspector_not_built, saying how to build it', async () => {
     const [page] = inspectorAssetRoutes(join(dir, 'never-built/'));

@@ -6,11 +6,12 @@ import { join } from 'node:path';
 import { Subject } from 'rxjs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { chatActor, createEngine, foldEvents, memoryStore, type EngineOptions, type Rune } from '../../src/index.js';
-import type { StreamHead } from '../../src/streams/store.js';
+import type { RuneStore, StreamHead } from '../../src/streams/store.js';
 import { sqliteStore } from '../../src/sqlite.js';
 import { createServer } from '../../src/server/index.js';
 import { inspectorAssetRoutes } from '../../src/server/inspector/inspector-assets.js';
 import { createInspector, type InspectorSettings } from '../../src/server/inspector/inspector.js';
+import { TravelCheckpoints } from '../../src/server/inspector/travel-checkpoints.js';
 import { StreamDirectory, type DirectoryEntry } from '../../src/server/inspector/stream-directory.js';
 import { fetchJson, SseClient, type SseBlock } from '../support/sse-client.js';
 import { startServer } from '../support/ws-client.js';
@@ -112,6 +113,55 @@ describe('inspector API', () => {
     const page = await h.api(`streams/${encodeURIComponent(stream)}/runes?afterSeq=2&limit=2`);
     expect((page.body as { runes: Rune[]; headSeq: number }).runes.map((rune) => rune.seq)).toEqual([3, 4]);
     expect((page.body as { headSeq: number }).headSeq).toBe(6);
+  });
+
+  it('time travel folds from the latest snapshot at or before the seq, else from a state an earlier request kept: the runes read, counted', async () => {
+    const store = sqliteStore(join(dir, `inspector-${files++}.db`));
+    // The inspector reads through this: every rune it reads is counted.
+    let read = 0;
+    const counting: RuneStore = Object.assign(Object.create(store) as RuneStore, {
+      read: async (...args: Parameters<RuneStore['read']>) => {
+        const runes = await store.read(...args);
+        read += runes.length;
+        return runes;
+      },
+      readEvents: async (...args: Parameters<RuneStore['readEvents']>) => {
+        const events = await store.readEvents(...args);
+        read += events.length;
+        return events;
+      },
+    });
+    const h = await startServer({ inspector: { store: counting } }, { store, snapshotEvery: 100 });
+    cleanup.push(h.stop);
+    const stream = 'chat/long';
+    await h.engine.spawn(stream, 'chat-actor');
+    for (let seq = 2; seq <= 2450; seq += 50) await Promise.all(Array.from({ length: Math.min(50, 2451 - seq) }, () => h.engine.dispatch(stream, { type: 'Ping' })));
+    expect((await store.head(stream))?.seq).toBe(2450);
+    await expect.poll(async () => (await store.latestSnapshot(stream))?.seq).toBe(2400);
+    const travel = async (seq: number) => {
+      read = 0;
+      const answer = await fetchJson(`${h.server.httpUrl}/inspector/api/streams/${encodeURIComponent(stream)}/state?seq=${seq}`);
+      expect(answer.status).toBe(200);
+      expect((answer.body as { state: unknown }).state).toEqual(foldEvents(chatActor, undefined, 0, await store.readEvents(stream, 0, seq)));
+      return read;
+    };
+    expect(await travel(2450)).toBe(50); // from the snapshot at 2400
+    expect(await travel(2401)).toBe(1);
+    expect(await travel(1500)).toBe(1 + 1500); // before the snapshot: from seq 1 (its first rune read to see it is there), keeping seq 1000's state
+    expect(await travel(1500)).toBe(500); // from seq 1000
+    expect(await travel(1999)).toBe(999);
+  });
+
+  it('time travel where retention pruned the runes a snapshot covers: from the snapshot on, and 410 pruned before it', async () => {
+    const h = await inspected({}, {}, { snapshotEvery: 5, retention: () => 'snapshot' });
+    const stream = 'chat/pruned';
+    await h.engine.spawn(stream, 'chat-actor');
+    for (let i = 0; i < 11; i++) await h.engine.dispatch(stream, { type: 'Ping' });
+    await expect.poll(async () => (await h.store.read(stream, 0, 1))[0]?.seq).toBe(11);
+    const state = async (seq: number) => h.api(`streams/${encodeURIComponent(stream)}/state?seq=${seq}`);
+    expect(await state(3)).toMatchObject({ status: 410, body: { code: 'pruned' } });
+    expect((await state(10)).body).toMatchObject({ state: (await h.store.latestSnapshot(stream))?.state });
+    expect((await state(12)).body).toMatchObject({ state: (await h.engine.snapshot(stream))?.state });
   });
 
   it('refuses a bad seq, a seq past the head and an unknown stream, each with its code', async () => {
@@ -337,5 +387,21 @@ describe('StreamDirectory', () => {
     runes$.next(rune('live', 1, 1, 'idle'));
     expect(directory.size).toBe(1);
     directory.close();
+  });
+});
+
+describe('TravelCheckpoints', () => {
+  it('keeps states at every 1000th seq only, at most max of them, the least recently used dropped first', () => {
+    const kept = new TravelCheckpoints(2);
+    kept.keep('s', 999, 'no');
+    expect(kept.size).toBe(0);
+    kept.keep('s', 1000, 'a');
+    kept.keep('s', 2000, 'b');
+    expect(kept.nearest('s', 1500, 0)).toEqual({ seq: 1000, state: 'a' }); // used: now the most recent
+    kept.keep('t', 1000, 'c');
+    expect(kept.size).toBe(2);
+    expect(kept.nearest('s', 2500, 0)).toEqual({ seq: 1000, state: 'a' }); // 2000 was dropped
+    expect(kept.nearest('s', 2500, 1000)).toBeUndefined(); // nothing after the start the caller has
+    expect(kept.nearest('t', 1000, 0)).toEqual({ seq: 1000, state: 'c' });
   });
 });

@@ -11,6 +11,7 @@ import { compileRoute, type CompiledRoute, type RouteContext } from '../routes.j
 import { inspectorAssetRoutes } from './inspector-assets.js';
 import { stateAt } from './state-at.js';
 import { StreamDirectory, type DirectoryEntry } from './stream-directory.js';
+import { TravelCheckpoints } from './travel-checkpoints.js';
 
 /** The inspector's settings, as `createServer({ inspector })` takes them, with their defaults. */
 export interface InspectorSettings {
@@ -30,6 +31,11 @@ export interface InspectorSettings {
   readonly feedPageRows?: number;
   /** The most feeds open at once, in total. One more is answered 503 `too_many_readers`. Default 64. */
   readonly maxReaders?: number;
+  /**
+   * How many states time travel keeps to fold from next time (a stream's state at every 1000th seq
+   * it folded past; the least recently used go first). Each holds one state. Default 64; 0 keeps none.
+   */
+  readonly travelCheckpoints?: number;
   /** The most feeds open at once per identity (the `verify` hook's `id`). One more is answered 503 `too_many_readers`. Default 8. */
   readonly maxReadersPerIdentity?: number;
 }
@@ -97,14 +103,29 @@ const seqParam = (url: URL, name: string): number | undefined | 'invalid' => {
  *   and `maxBufferedBytes` after.
  * - `GET /inspector/api/machines`: each machine's states, terminal states and table edges.
  * - `GET /inspector/api/streams/:stream/runes?afterSeq=&limit=`: a page of a stream's runes.
- * - `GET /inspector/api/streams/:stream/state?seq=`: its state folded up to rune `seq` (time travel).
+ * - `GET /inspector/api/streams/:stream/state?seq=`: its state folded up to rune `seq` (time
+ *   travel), from the stream's latest snapshot when `seq` is at or after it, else from the nearest
+ *   state an earlier request kept (`travelCheckpoints`), else from seq 1 (see `stateAt`).
  *
  * Refusals: 503 `too_many_readers` (the feed), 403 `forbidden` (not allowed to `see` the stream), 404 `unknown_stream`, 400
  * `invalid_message` (a seq that is not one), 416 `beyond_head`, 410 `pruned` (retention dropped
  * the runes before a snapshot).
  */
 export function createInspector(options: InspectorOptions): Inspector {
-  const { engine, store, authorize = () => true, maxBufferedBytes = 8 * 1024 * 1024, feedPageRows = 1000, maxReaders = 64, maxReadersPerIdentity = 8, scheduler } = options;
+  const {
+    engine,
+    store,
+    authorize = () => true,
+    maxBufferedBytes = 8 * 1024 * 1024,
+    feedPageRows = 1000,
+    maxReaders = 64,
+    maxReadersPerIdentity = 8,
+    travelCheckpoints = 64,
+    scheduler,
+  } = options;
+  if (!Number.isSafeInteger(travelCheckpoints) || travelCheckpoints < 0)
+    throw new TypeError(`inspector: "travelCheckpoints" must be a non-negative integer, got ${String(travelCheckpoints)}`);
+  const checkpoints = new TravelCheckpoints(travelCheckpoints);
   for (const [name, value] of Object.entries({ feedPageRows, maxReaders, maxReadersPerIdentity }))
     if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`inspector: "${name}" must be a positive integer, got ${String(value)}`);
   const directory = new StreamDirectory(
@@ -228,7 +249,7 @@ export function createInspector(options: InspectorOptions): Inspector {
     if (head === undefined) return replyError(res, 404, 'unknown_stream', `unknown stream "${stream}"`);
     if (machine === undefined) return replyError(res, 404, 'unknown_machine', `stream "${stream}" is of machine "${head.machine}", which this engine does not have`);
     try {
-      const folded = await stateAt(store, machine, stream, seq);
+      const folded = await stateAt(store, machine, stream, seq, checkpoints);
       if (folded.ok) return replyJson(res, 200, { stream, seq, state: folded.state });
       replyError(res, { unknown_stream: 404, beyond_head: 416, pruned: 410 }[folded.code], folded.code, folded.message);
     } catch (error) {

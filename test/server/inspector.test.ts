@@ -3,7 +3,7 @@ import { createServer as createHttpServer, request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Subject } from 'rxjs';
+import { Subject, VirtualTimeScheduler } from 'rxjs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { chatActor, createEngine, foldEvents, memoryStore, type EngineOptions, type Rune } from '../../src/index.js';
 import type { RuneStore, StreamHead } from '../../src/streams/store.js';
@@ -240,7 +240,7 @@ describe('inspector feeds', () => {
     expect(dataOf(await sse.next(eventNamed('changes')))).toEqual([expect.objectContaining({ stream: 'chat/p7', seq: 2, value: 'running' })]);
   });
 
-  it('a reader that reads nothing holds one page, not the list: the next page is written once its socket took the one before; when it reads, it gets every stream', async () => {
+  it('a reader that reads nothing holds one page, not the list: the next page is written once its socket took the one before; when it reads, it gets every stream; one that never reads is closed at the second ping', async () => {
     // 30,000 listed streams with long ids (about 10 MB of list): more than the kernel's socket buffers take.
     const count = 30_000;
     const id = (i: number) => `user/${'p'.repeat(230)}/${i}`;
@@ -250,7 +250,8 @@ describe('inspector feeds', () => {
       },
     });
     const engine = createEngine({ store });
-    const inspector = createInspector({ engine, store, feedPageRows: 200 });
+    const scheduler = new VirtualTimeScheduler();
+    const inspector = createInspector({ engine, store, feedPageRows: 200, scheduler });
     const server = await createServer({
       engine,
       port: 0,
@@ -261,10 +262,14 @@ describe('inspector feeds', () => {
       await server.close();
       await engine.close();
     });
-    const socket = connect(server.port, '127.0.0.1');
-    cleanup.push(() => void socket.destroy());
-    socket.pause();
-    socket.write(`GET /inspector/api/feed HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`);
+    const reader = () => {
+      const socket = connect(server.port, '127.0.0.1');
+      cleanup.push(() => void socket.destroy());
+      socket.pause();
+      socket.write(`GET /inspector/api/feed HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`);
+      return socket;
+    };
+    const socket = reader();
     // Once the kernel's buffers are full, what the server holds for it stays at most one page.
     await expect.poll(() => inspector.readers.bufferedBytes, { timeout: 20_000 }).toBeGreaterThan(0);
     // A page, plus what the socket may hold of the one before when `write` still said go on (its 16 KiB high-water mark).
@@ -275,6 +280,7 @@ describe('inspector feeds', () => {
     // It reads: every stream comes, paced by its socket.
     const seen = new Set<string>();
     let text = '';
+    let pings = 0;
     await new Promise<void>((resolve) => {
       socket.on('data', (chunk: Buffer) => {
         text += String(chunk);
@@ -283,6 +289,7 @@ describe('inspector feeds', () => {
             .slice(0, end)
             .split('\n')
             .find((line) => line.startsWith('data: '));
+          if (text.slice(0, end).endsWith(': ping')) pings++;
           text = text.slice(end + 2);
           if (data !== undefined) for (const entry of JSON.parse(data.slice(6)) as DirectoryEntry[]) seen.add(entry.stream);
         }
@@ -291,6 +298,17 @@ describe('inspector feeds', () => {
       socket.resume();
     });
     expect(seen.size).toBe(count);
+
+    // Another reads nothing, ever: at the second ping its socket has taken nothing since the first, and it is closed.
+    reader();
+    await expect.poll(() => inspector.readers.open).toBe(2);
+    await expect.poll(() => inspector.readers.bufferedBytes, { timeout: 20_000 }).toBeGreaterThan(0);
+    for (const ping of [1, 2]) {
+      scheduler.maxFrames = ping * 15_000;
+      scheduler.flush();
+      await expect.poll(() => pings).toBe(ping); // the one that reads took its ping
+    }
+    await expect.poll(() => inspector.readers.open).toBe(1); // the one that reads stays
   });
 
   it('at most maxReaders feeds are open, maxReadersPerIdentity per identity: one more is 503 too_many_readers', async () => {

@@ -100,7 +100,8 @@ const seqParam = (url: URL, name: string): number | undefined | 'invalid' => {
  *   `batchMs`. At most `maxReaders` feeds are open (`maxReadersPerIdentity` per identity): one
  *   more is 503 `too_many_readers`. A reader that lets `maxBufferedBytes` of changes pile up is
  *   ended (it reconnects and gets the list anew), so a feed holds at most one page while listing
- *   and `maxBufferedBytes` after.
+ *   and `maxBufferedBytes` after; one whose socket takes nothing from one ping to the next (15 s)
+ *   while bytes wait is closed, so a reader that stopped reading frees its place.
  * - `GET /inspector/api/machines`: each machine's states, terminal states and table edges.
  * - `GET /inspector/api/streams/:stream/runes?afterSeq=&limit=`: a page of a stream's runes.
  * - `GET /inspector/api/streams/:stream/state?seq=`: its state folded up to rune `seq` (time
@@ -173,19 +174,33 @@ export function createInspector(options: InspectorOptions): Inspector {
       for (const subscription of subscriptions) subscription.unsubscribe();
     });
     /** Writes `text`, unless the reader is too far behind: then it is ended. False when the socket is full. */
+    let written = 0;
     const write = (text: string): boolean => {
       if (res.writableEnded) return false;
       if (res.writableLength > maxBufferedBytes) {
         res.end(': too far behind: reconnect for the list anew\n\n');
         return false;
       }
+      written += Buffer.byteLength(text);
       return res.write(text);
+    };
+    /**
+     * What the socket had taken at the previous ping: a reader whose socket took nothing in a whole
+     * interval, with bytes waiting, is gone. (`writableLength` also counts the HTTP chunks' framing,
+     * which `written` does not: a socket that took nothing shows the same or less.)
+     */
+    let takenAtPing = 0;
+    const ping = (): void => {
+      const taken = written - res.writableLength;
+      if (res.writableLength > 0 && taken <= takenAtPing) return void res.destroy();
+      takenAtPing = taken;
+      write(': ping\n\n');
     };
     const send = (event: string, data: unknown): boolean => write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     await directory.ready;
     if (res.destroyed) return;
     startEventStream(res);
-    subscriptions.push(interval(FEED_PING_MS, scheduler).subscribe(() => void write(': ping\n\n')));
+    subscriptions.push(interval(FEED_PING_MS, scheduler).subscribe(ping));
     // The list, a page at a time, each once the socket took the one before. The cursor is live:
     // what changes meanwhile moves ahead of it and comes in a later page, so once it is done
     // every entry sent is the latest, and `changes$`, heard from then on, tells the rest.

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { Subject, VirtualTimeScheduler } from 'rxjs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { chatActor, createEngine, foldEvents, memoryStore, type EngineOptions, type Rune } from '../../src/index.js';
-import type { RuneStore, StreamHead } from '../../src/streams/store.js';
+import type { StreamHead } from '../../src/streams/store.js';
+import { countingStore } from '../support/counting-store.js';
 import { sqliteStore } from '../../src/sqlite.js';
 import { createServer } from '../../src/server/index.js';
 import { inspectorAssetRoutes } from '../../src/server/inspector/inspector-assets.js';
@@ -118,19 +119,7 @@ describe('inspector API', () => {
   it('time travel folds from the latest snapshot at or before the seq, else from a state an earlier request kept: the runes read, counted', async () => {
     const store = sqliteStore(join(dir, `inspector-${files++}.db`));
     // The inspector reads through this: every rune it reads is counted.
-    let read = 0;
-    const counting: RuneStore = Object.assign(Object.create(store) as RuneStore, {
-      read: async (...args: Parameters<RuneStore['read']>) => {
-        const runes = await store.read(...args);
-        read += runes.length;
-        return runes;
-      },
-      readEvents: async (...args: Parameters<RuneStore['readEvents']>) => {
-        const events = await store.readEvents(...args);
-        read += events.length;
-        return events;
-      },
-    });
+    const { store: counting, counted } = countingStore(store);
     const h = await startServer({ inspector: { store: counting } }, { store, snapshotEvery: 100 });
     cleanup.push(h.stop);
     const stream = 'chat/long';
@@ -139,11 +128,11 @@ describe('inspector API', () => {
     expect((await store.head(stream))?.seq).toBe(2450);
     await expect.poll(async () => (await store.latestSnapshot(stream))?.seq).toBe(2400);
     const travel = async (seq: number) => {
-      read = 0;
+      counted.runes = 0;
       const answer = await fetchJson(`${h.server.httpUrl}/inspector/api/streams/${encodeURIComponent(stream)}/state?seq=${seq}`);
       expect(answer.status).toBe(200);
       expect((answer.body as { state: unknown }).state).toEqual(foldEvents(chatActor, undefined, 0, await store.readEvents(stream, 0, seq)));
-      return read;
+      return counted.runes;
     };
     expect(await travel(2450)).toBe(50); // from the snapshot at 2400
     expect(await travel(2401)).toBe(1);

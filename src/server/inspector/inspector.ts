@@ -181,8 +181,9 @@ export function createInspector(options: InspectorOptions): Inspector {
         res.end(': too far behind: reconnect for the list anew\n\n');
         return false;
       }
-      written += Buffer.byteLength(text);
-      return res.write(text);
+      const bytes = Buffer.from(text); // held as bytes only: a string waiting on a full socket is held twice
+      written += bytes.length;
+      return res.write(bytes);
     };
     /**
      * What the socket had taken at the previous ping: a reader whose socket took nothing in a whole

@@ -300,6 +300,14 @@ describe('inspector feeds', () => {
     await expect.poll(() => inspector.readers.open).toBe(1); // the one that reads stays
   });
 
+  it('refuses a limit that is not a positive integer, naming it', () => {
+    const engine = createEngine();
+    cleanup.push(() => engine.close());
+    for (const name of ['maxReaders', 'maxReadersPerIdentity', 'feedPageRows'])
+      expect(() => createInspector({ engine, store: memoryStore(), [name]: 0 })).toThrow(`inspector: "${name}" must be a positive integer, got 0`);
+    expect(() => createInspector({ engine, store: memoryStore(), travelCheckpoints: -1 })).toThrow('inspector: "travelCheckpoints" must be a non-negative integer, got -1');
+  });
+
   it('at most maxReaders feeds are open, maxReadersPerIdentity per identity: one more is 503 too_many_readers', async () => {
     const h = await inspected({ verify: ({ token }) => (token === undefined ? undefined : { id: token }) }, { maxReaders: 3, maxReadersPerIdentity: 2 });
     const feed = (who: string) => opened(`${h.server.httpUrl}/inspector/api/feed?token=${who}`);

@@ -1,4 +1,6 @@
 import { mkdirSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { filter, firstValueFrom } from 'rxjs';
@@ -178,6 +180,51 @@ describe.skipIf(!hasChromium('test/browser/inspector'))('the inspector in a real
     } finally {
       await server.close();
       await engine.close();
+    }
+  });
+
+  it('a pending approval shows its tool and arguments, as text, before it can be approved', async () => {
+    const store = sqliteStore(tempDb());
+    const engine = createEngine({ store });
+    const server = await createServer({ engine, port: 0, inspector: { store } });
+    try {
+      const call = 'conv/c/agent/a/call/c2';
+      const markup = '<img src=x onerror="document.title=\'pwned\'">';
+      await engine.spawn(call, 'tool-call', { callId: 'c2', toolName: 'delete_files', arguments: { path: '/home', note: markup } });
+      await engine.dispatch(call, { type: 'requires_approval', policyReason: 'writes to disk' });
+      const page = await browser.newPage();
+      pages.push(page);
+      await page.goto(`${server.httpUrl}/`);
+      const item = page.locator('#approval-list li', { hasText: call });
+      await item.locator('.tool').waitFor();
+      expect(await item.locator('.tool').textContent()).toBe('delete_files');
+      expect(await item.locator('.reason').textContent()).toBe('writes to disk');
+      expect(JSON.parse((await item.locator('.arguments').textContent())!)).toEqual({ path: '/home', note: markup });
+      expect(await page.locator('#approval-list img').count()).toBe(0);
+      expect(await page.title()).not.toBe('pwned');
+      await shot(page, 'approval-arguments');
+      await item.locator('button', { hasText: 'Approve' }).click();
+      await expect.poll(async () => (await engine.snapshot<{ value: string }>(call))?.state.value).toBe('executing');
+    } finally {
+      await server.close();
+      await engine.close();
+    }
+  });
+
+  it('a page on another origin cannot frame the inspector: the frame stays empty', async () => {
+    const { httpUrl } = await inspector();
+    const framing = createHttpServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end(`<!doctype html><iframe id="victim" src="${httpUrl}/"></iframe>`));
+    await new Promise<void>((resolve) => framing.listen(0, '127.0.0.1', resolve));
+    try {
+      const page = await browser.newPage();
+      pages.push(page);
+      await page.goto(`http://127.0.0.1:${(framing.address() as AddressInfo).port}/`, { waitUntil: 'load' });
+      const frame = page.frames().find((candidate) => candidate !== page.mainFrame())!;
+      expect(frame).toBeDefined();
+      expect(await frame.locator('#approval-list').count()).toBe(0);
+      expect(frame.url()).not.toBe(`${httpUrl}/`);
+    } finally {
+      await new Promise((resolve) => framing.close(resolve));
     }
   });
 

@@ -1,14 +1,18 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer as createHttpServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createHttpServer, request } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Subject } from 'rxjs';
+import { Subject, VirtualTimeScheduler } from 'rxjs';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { chatActor, foldEvents, type Rune } from '../../src/index.js';
+import { chatActor, createEngine, foldEvents, memoryStore, type EngineOptions, type Rune } from '../../src/index.js';
 import type { StreamHead } from '../../src/streams/store.js';
+import { countingStore } from '../support/counting-store.js';
 import { sqliteStore } from '../../src/sqlite.js';
+import { createServer } from '../../src/server/index.js';
 import { inspectorAssetRoutes } from '../../src/server/inspector/inspector-assets.js';
+import { createInspector, type InspectorSettings } from '../../src/server/inspector/inspector.js';
+import { TravelCheckpoints } from '../../src/server/inspector/travel-checkpoints.js';
 import { StreamDirectory, type DirectoryEntry } from '../../src/server/inspector/stream-directory.js';
 import { fetchJson, SseClient, type SseBlock } from '../support/sse-client.js';
 import { startServer } from '../support/ws-client.js';
@@ -25,9 +29,9 @@ const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 let files = 0;
 
 /** A server with the inspector on a real SQLite file. */
-async function inspected(options: Parameters<typeof startServer>[0] = {}) {
+async function inspected(options: Parameters<typeof startServer>[0] = {}, settings: Omit<InspectorSettings, 'store'> = {}, engineOptions: EngineOptions = {}) {
   const store = sqliteStore(join(dir, `inspector-${files++}.db`));
-  const h = await startServer({ inspector: { store, batchMs: 20 }, ...options }, { store });
+  const h = await startServer({ inspector: { store, batchMs: 20, ...settings }, ...options }, { store, ...engineOptions });
   cleanup.push(h.stop);
   const api = (path: string, headers: Record<string, string> = {}) => fetchJson(`${h.server.httpUrl}/inspector/api/${path}`, { headers });
   const feed = async (headers: Record<string, string> = {}) => {
@@ -112,6 +116,43 @@ describe('inspector API', () => {
     expect((page.body as { headSeq: number }).headSeq).toBe(6);
   });
 
+  it('time travel folds from the latest snapshot at or before the seq, else from a state an earlier request kept: the runes read, counted', async () => {
+    const store = sqliteStore(join(dir, `inspector-${files++}.db`));
+    // The inspector reads through this: every rune it reads is counted.
+    const { store: counting, counted } = countingStore(store);
+    const h = await startServer({ inspector: { store: counting } }, { store, snapshotEvery: 100 });
+    cleanup.push(h.stop);
+    const stream = 'chat/long';
+    await h.engine.spawn(stream, 'chat-actor');
+    for (let seq = 2; seq <= 2450; seq += 50) await Promise.all(Array.from({ length: Math.min(50, 2451 - seq) }, () => h.engine.dispatch(stream, { type: 'Ping' })));
+    expect((await store.head(stream))?.seq).toBe(2450);
+    await expect.poll(async () => (await store.latestSnapshot(stream))?.seq).toBe(2400);
+    const travel = async (seq: number) => {
+      counted.runes = 0;
+      const answer = await fetchJson(`${h.server.httpUrl}/inspector/api/streams/${encodeURIComponent(stream)}/state?seq=${seq}`);
+      expect(answer.status).toBe(200);
+      expect((answer.body as { state: unknown }).state).toEqual(foldEvents(chatActor, undefined, 0, await store.readEvents(stream, 0, seq)));
+      return counted.runes;
+    };
+    expect(await travel(2450)).toBe(50); // from the snapshot at 2400
+    expect(await travel(2401)).toBe(1);
+    expect(await travel(1500)).toBe(1 + 1500); // before the snapshot: from seq 1 (its first rune read to see it is there), keeping seq 1000's state
+    expect(await travel(1500)).toBe(500); // from seq 1000
+    expect(await travel(1999)).toBe(999);
+  });
+
+  it('time travel where retention pruned the runes a snapshot covers: from the snapshot on, and 410 pruned before it', async () => {
+    const h = await inspected({}, {}, { snapshotEvery: 5, retention: () => 'snapshot' });
+    const stream = 'chat/pruned';
+    await h.engine.spawn(stream, 'chat-actor');
+    for (let i = 0; i < 11; i++) await h.engine.dispatch(stream, { type: 'Ping' });
+    await expect.poll(async () => (await h.store.read(stream, 0, 1))[0]?.seq).toBe(11);
+    const state = async (seq: number) => h.api(`streams/${encodeURIComponent(stream)}/state?seq=${seq}`);
+    expect(await state(3)).toMatchObject({ status: 410, body: { code: 'pruned' } });
+    expect((await state(10)).body).toMatchObject({ state: (await h.store.latestSnapshot(stream))?.state });
+    expect((await state(12)).body).toMatchObject({ state: (await h.engine.snapshot(stream))?.state });
+  });
+
   it('refuses a bad seq, a seq past the head and an unknown stream, each with its code', async () => {
     const h = await inspected();
     await h.engine.spawn('chat/x', 'chat-actor');
@@ -148,6 +189,157 @@ describe('inspector API', () => {
     expect(await page.text()).toContain('/inspector/assets/inspector.js');
     const missing = await fetch(`${h.server.httpUrl}/inspector/assets/..%2Fpackage.json`);
     expect(missing.status).toBe(404);
+  });
+});
+
+/** A GET that resolves at its headers when it is 200 (left open, closed by the test's cleanup), else once its JSON body is in. */
+function opened(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body?: { code: string; message: string } }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers }, (res) => {
+      if (res.statusCode === 200) {
+        cleanup.push(() => void res.destroy());
+        return resolve({ status: 200 });
+      }
+      let text = '';
+      res.on('data', (chunk: Buffer) => (text += String(chunk)));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as { code: string; message: string } }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('inspector feeds', () => {
+  it('the list comes in events of at most feedPageRows streams (`streams`, then `more`), which together list every stream; changes follow', async () => {
+    const h = await inspected({}, { feedPageRows: 40 });
+    for (let batch = 0; batch < 5; batch++) await Promise.all(Array.from({ length: 50 }, (_, i) => h.engine.spawn(`chat/p${batch * 50 + i}`, 'chat-actor')));
+    const sse = await h.feed();
+    const pages: DirectoryEntry[][] = [];
+    const listed = new Set<string>();
+    while (listed.size < 250) {
+      const page = await sse.next((block) => block.kind === 'event' && (block.event === 'streams' || block.event === 'more'));
+      expect((page as Extract<SseBlock, { kind: 'event' }>).event).toBe(pages.length === 0 ? 'streams' : 'more');
+      pages.push(dataOf(page));
+      for (const entry of dataOf(page)) listed.add(entry.stream);
+    }
+    expect(Math.max(...pages.map((page) => page.length))).toBe(40);
+    expect(pages.length).toBe(Math.ceil(250 / 40));
+    expect([...listed].sort()).toEqual(Array.from({ length: 250 }, (_, i) => `chat/p${i}`).sort());
+    await h.engine.dispatch('chat/p7', { type: 'ProcessInteraction', userId });
+    expect(dataOf(await sse.next(eventNamed('changes')))).toEqual([expect.objectContaining({ stream: 'chat/p7', seq: 2, value: 'running' })]);
+  });
+
+  it('a reader that reads nothing holds one page, not the list: the next page is written once its socket took the one before; when it reads, it gets every stream; one that never reads is closed at the second ping', async () => {
+    // 30,000 listed streams with long ids (about 10 MB of list): more than the kernel's socket buffers take.
+    const count = 30_000;
+    const id = (i: number) => `user/${'p'.repeat(230)}/${i}`;
+    const store = Object.assign(memoryStore(), {
+      heads: async function* () {
+        for (let i = 0; i < count; i++) yield { stream: id(i), machine: 'chat-actor', seq: 1, value: 'idle', at: i };
+      },
+    });
+    const engine = createEngine({ store });
+    const scheduler = new VirtualTimeScheduler();
+    const inspector = createInspector({ engine, store, feedPageRows: 200, scheduler });
+    const server = await createServer({
+      engine,
+      port: 0,
+      routes: inspector.routes.filter((route) => route.open === undefined).map(({ method, path, handler }) => ({ method, path, handler })),
+    });
+    cleanup.push(async () => {
+      inspector.close();
+      await server.close();
+      await engine.close();
+    });
+    const reader = () => {
+      const socket = connect(server.port, '127.0.0.1');
+      cleanup.push(() => void socket.destroy());
+      socket.pause();
+      socket.write(`GET /inspector/api/feed HTTP/1.1\r\nHost: 127.0.0.1:${server.port}\r\n\r\n`);
+      return socket;
+    };
+    const socket = reader();
+    // Once the kernel's buffers are full, what the server holds for it stays at most one page.
+    await expect.poll(() => inspector.readers.bufferedBytes, { timeout: 20_000 }).toBeGreaterThan(0);
+    // A page, plus what the socket may hold of the one before when `write` still said go on (its 16 KiB high-water mark).
+    const onePage = 200 * Buffer.byteLength(JSON.stringify({ stream: id(count), machine: 'chat-actor', seq: 1, value: 'idle', at: count })) + 100;
+    const bound = onePage + 16 * 1024 + 1024;
+    expect(inspector.readers).toEqual({ open: 1, bufferedBytes: expect.any(Number) });
+    expect(inspector.readers.bufferedBytes).toBeLessThanOrEqual(bound);
+    // It reads: every stream comes, paced by its socket.
+    const seen = new Set<string>();
+    let text = '';
+    let pings = 0;
+    await new Promise<void>((resolve) => {
+      socket.on('data', (chunk: Buffer) => {
+        text += String(chunk);
+        for (let end = text.indexOf('\n\n'); end >= 0; end = text.indexOf('\n\n')) {
+          const data = text
+            .slice(0, end)
+            .split('\n')
+            .find((line) => line.startsWith('data: '));
+          if (text.slice(0, end).endsWith(': ping')) pings++;
+          text = text.slice(end + 2);
+          if (data !== undefined) for (const entry of JSON.parse(data.slice(6)) as DirectoryEntry[]) seen.add(entry.stream);
+        }
+        if (seen.size === count) resolve();
+      });
+      socket.resume();
+    });
+    expect(seen.size).toBe(count);
+
+    // Another reads nothing, ever: at the second ping its socket has taken nothing since the first, and it is closed.
+    reader();
+    await expect.poll(() => inspector.readers.open).toBe(2);
+    await expect.poll(() => inspector.readers.bufferedBytes, { timeout: 20_000 }).toBeGreaterThan(0);
+    for (const ping of [1, 2]) {
+      scheduler.maxFrames = ping * 15_000;
+      scheduler.flush();
+      await expect.poll(() => pings).toBe(ping); // the one that reads took its ping
+    }
+    await expect.poll(() => inspector.readers.open).toBe(1); // the one that reads stays
+  });
+
+  it('refuses a limit that is not a positive integer, naming it', () => {
+    const engine = createEngine();
+    cleanup.push(() => engine.close());
+    for (const name of ['maxReaders', 'maxReadersPerIdentity', 'feedPageRows'])
+      expect(() => createInspector({ engine, store: memoryStore(), [name]: 0 })).toThrow(`inspector: "${name}" must be a positive integer, got 0`);
+    expect(() => createInspector({ engine, store: memoryStore(), travelCheckpoints: -1 })).toThrow('inspector: "travelCheckpoints" must be a non-negative integer, got -1');
+  });
+
+  it('at most maxReaders feeds are open, maxReadersPerIdentity per identity: one more is 503 too_many_readers', async () => {
+    const h = await inspected({ verify: ({ token }) => (token === undefined ? undefined : { id: token }) }, { maxReaders: 3, maxReadersPerIdentity: 2 });
+    const feed = (who: string) => opened(`${h.server.httpUrl}/inspector/api/feed?token=${who}`);
+    expect((await feed('alice')).status).toBe(200);
+    expect((await feed('alice')).status).toBe(200);
+    expect(await feed('alice')).toMatchObject({ status: 503, body: { code: 'too_many_readers', message: expect.stringContaining('"maxReadersPerIdentity"') } });
+    expect((await feed('bob')).status).toBe(200);
+    expect(await feed('carol')).toMatchObject({ status: 503, body: { code: 'too_many_readers', message: expect.stringContaining('"maxReaders"') } });
+    // One closes: its place is free again.
+    await cleanup.pop()!();
+    await expect.poll(async () => (await feed('carol')).status).toBe(200);
+  });
+});
+
+describe('the inspector page cannot be framed', () => {
+  it("sends frame-ancestors 'none' and X-Frame-Options DENY on the page and its files, and lets it connect to its own origin only", async () => {
+    const h = await inspected();
+    const host = `127.0.0.1:${h.server.port}`;
+    for (const path of ['/', '/inspector/assets/inspector.js', '/inspector/assets/inspector.css']) {
+      const answer = await fetch(`${h.server.httpUrl}${path}`);
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('x-frame-options')).toBe('DENY');
+      const policy = Object.fromEntries(
+        answer.headers
+          .get('content-security-policy')!
+          .split(';')
+          .map((directive) => directive.trim().split(' '))
+          .map(([name, ...values]) => [name, values]),
+      );
+      expect(policy['frame-ancestors']).toEqual(["'none'"]);
+      expect(policy['connect-src']).toEqual(["'self'", `ws://${host}`, `wss://${host}`]);
+    }
   });
 });
 
@@ -210,5 +402,21 @@ describe('StreamDirectory', () => {
     runes$.next(rune('live', 1, 1, 'idle'));
     expect(directory.size).toBe(1);
     directory.close();
+  });
+});
+
+describe('TravelCheckpoints', () => {
+  it('keeps states at every 1000th seq only, at most max of them, the least recently used dropped first', () => {
+    const kept = new TravelCheckpoints(2);
+    kept.keep('s', 999, 'no');
+    expect(kept.size).toBe(0);
+    kept.keep('s', 1000, 'a');
+    kept.keep('s', 2000, 'b');
+    expect(kept.nearest('s', 1500, 0)).toEqual({ seq: 1000, state: 'a' }); // used: now the most recent
+    kept.keep('t', 1000, 'c');
+    expect(kept.size).toBe(2);
+    expect(kept.nearest('s', 2500, 0)).toEqual({ seq: 1000, state: 'a' }); // 2000 was dropped
+    expect(kept.nearest('s', 2500, 1000)).toBeUndefined(); // nothing after the start the caller has
+    expect(kept.nearest('t', 1000, 0)).toEqual({ seq: 1000, state: 'c' });
   });
 });

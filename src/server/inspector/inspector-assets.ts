@@ -18,6 +18,34 @@ const ASSETS: Readonly<Record<string, string>> = {
   'inspector.js.map': 'application/json; charset=utf-8',
 };
 
+/**
+ * Where the page may connect: its own origin only, the HTTP API (`'self'`) and the WebSocket on
+ * the same host and port (`ws:` / `wss:`, named in full: browsers before CSP 3 do not count them as
+ * `'self'`). A `Host` that is not a plain host[:port] gets `'self'` alone.
+ */
+function connectSrc(host: string | undefined): string {
+  let parsed = '';
+  try {
+    parsed = host === undefined ? '' : new URL(`http://${host}`).host;
+  } catch {
+    // not a host: 'self' alone
+  }
+  return parsed === '' || parsed !== host?.toLowerCase() ? "'self'" : `'self' ws://${parsed} wss://${parsed}`;
+}
+
+/**
+ * The headers of every file of the page: it runs its own script, talks to its own origin only, and
+ * is never shown in a frame (`frame-ancestors 'none'`, and `X-Frame-Options: DENY` for browsers
+ * without CSP 2), so no other site can lay it under its own buttons and borrow a click.
+ */
+export function pageHeaders(host: string | undefined): Record<string, string> {
+  return {
+    'content-security-policy': `default-src 'self'; connect-src ${connectSrc(host)}; img-src 'self' data:; style-src 'self'; script-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'`,
+    'x-frame-options': 'DENY',
+    'x-content-type-options': 'nosniff',
+  };
+}
+
 /** Answers one of the page's files, or 503 `inspector_not_built` saying how to build it. */
 async function sendAsset(res: ServerResponse, file: string, dir: string): Promise<void> {
   let body: Buffer;
@@ -30,9 +58,7 @@ async function sendAsset(res: ServerResponse, file: string, dir: string): Promis
     'content-type': ASSETS[file]!,
     'content-length': body.length,
     'cache-control': 'no-cache',
-    // The page runs its own script and talks to its own origin only.
-    'content-security-policy': "default-src 'self'; connect-src 'self' ws: wss:; img-src 'self' data:; style-src 'self'; script-src 'self'",
-    'x-content-type-options': 'nosniff',
+    ...pageHeaders(res.req.headers.host),
   });
   res.end(body);
 }

@@ -91,6 +91,16 @@ export class StreamDirectory {
     return this.#entries.get(stream);
   }
 
+  /**
+   * Every entry, one at a time, live: in the order they last changed, and an entry that changes
+   * while a reader is part way moves to the end, so the reader meets it again in its latest form.
+   * When it is done, every entry it gave is the latest (what changes after that, `changes$` tells).
+   * Holds no copy of the list: how the inspector's feed pages it, however many streams there are.
+   */
+  cursor(): Iterator<DirectoryEntry> {
+    return this.#entries.values();
+  }
+
   /** Every entry, most recently active first. */
   entries(): DirectoryEntry[] {
     return [...this.#entries.values()].sort((a, b) => b.at - a.at || (a.stream < b.stream ? -1 : 1));
@@ -112,6 +122,7 @@ export class StreamDirectory {
   #put(entry: DirectoryEntry, announce = true): void {
     const known = this.#entries.get(entry.stream);
     if (known !== undefined && known.seq > entry.seq) return; // a rune older than what is known
+    this.#entries.delete(entry.stream); // to the end: the order of `cursor`
     this.#entries.set(entry.stream, entry);
     if (this.#entries.size > this.#maxStreams) this.#evict();
     if (announce) this.#changed.next(entry);

@@ -42,13 +42,18 @@ export class InspectorApi {
     return this.#get(`streams/${encodeURIComponent(stream)}/state?seq=${seq}`);
   }
 
-  /** The live list: `streams` once, then `changes`; `onError` when it drops (EventSource reconnects by itself). */
-  feed(handlers: { streams(entries: DirectoryEntry[]): void; changes(entries: DirectoryEntry[]): void; open(): void; error(): void }): EventSource {
+  /**
+   * The live list: `streams` (its first page) once, then `more` (its other pages) and `changes`;
+   * `error` when it drops: `closed` true when EventSource gives up (the server refused it, e.g.
+   * 503 `too_many_readers`), else it reconnects by itself.
+   */
+  feed(handlers: { streams(entries: DirectoryEntry[]): void; changes(entries: DirectoryEntry[]): void; open(): void; error(closed: boolean): void }): EventSource {
     const source = new EventSource(`/inspector/api/feed${this.token === undefined ? '' : `?token=${encodeURIComponent(this.token)}`}`);
-    source.addEventListener('streams', (event) => handlers.streams(JSON.parse((event as MessageEvent<string>).data) as DirectoryEntry[]));
-    source.addEventListener('changes', (event) => handlers.changes(JSON.parse((event as MessageEvent<string>).data) as DirectoryEntry[]));
+    const entries = (event: Event): DirectoryEntry[] => JSON.parse((event as MessageEvent<string>).data) as DirectoryEntry[];
+    source.addEventListener('streams', (event) => handlers.streams(entries(event)));
+    for (const name of ['more', 'changes']) source.addEventListener(name, (event) => handlers.changes(entries(event)));
     source.addEventListener('open', () => handlers.open());
-    source.addEventListener('error', () => handlers.error());
+    source.addEventListener('error', () => handlers.error(source.readyState === EventSource.CLOSED));
     return source;
   }
 }

@@ -73,31 +73,46 @@ async function start(): Promise<void> {
   search.addEventListener('input', applyFilter);
   machineFilter.addEventListener('change', applyFilter);
 
-  /** Tool calls waiting for a person, each with Approve and Deny. */
+  /**
+   * Tool calls waiting for a person: each shows its tool and arguments (as text, never as markup),
+   * and only once they are shown gets its Approve (Deny is there from the start).
+   */
   const approvalList = $('approval-list');
+  const approvalItems = new Map<string, HTMLLIElement>();
   let waiting = '';
   function approvals(entries: ReadonlyMap<string, DirectoryEntry>): void {
-    const calls = [...entries.values()].filter((entry) => entry.machine === 'tool-call' && entry.value === 'awaiting_approval').map((entry) => entry.stream);
-    const key = calls.join('\n');
+    const calls = [...entries.values()].filter((entry) => entry.machine === 'tool-call' && entry.value === 'awaiting_approval');
+    const key = calls.map((entry) => entry.stream).join('\n');
     if (key === waiting) return;
     waiting = key;
-    approvalList.replaceChildren(
-      ...calls.map((stream) => {
-        const item = document.createElement('li');
-        const decide = (event: { type: 'approved'; approver: string } | { type: 'denied'; reason: string }) => () => {
-          $('approval-error').textContent = '';
-          client.dispatch(stream, event).catch((error: unknown) => {
-            $('approval-error').textContent = `${stream}: ${describe(error)}`;
-          });
-        };
-        item.append(
-          text('span', stream, 'id'),
-          button('Approve', decide({ type: 'approved', approver: 'inspector' })),
-          button('Deny', decide({ type: 'denied', reason: 'denied in the inspector' })),
+    for (const stream of approvalItems.keys()) if (!entries.has(stream) || entries.get(stream)?.value !== 'awaiting_approval') approvalItems.delete(stream);
+    approvalList.replaceChildren(...calls.map((entry) => approvalItems.get(entry.stream) ?? approvalItem(entry)));
+  }
+  function approvalItem({ stream, seq }: DirectoryEntry): HTMLLIElement {
+    const item = document.createElement('li');
+    approvalItems.set(stream, item);
+    const decide = (event: { type: 'approved'; approver: string } | { type: 'denied'; reason: string }) => () => {
+      $('approval-error').textContent = '';
+      client.dispatch(stream, event).catch((error: unknown) => {
+        $('approval-error').textContent = `${stream}: ${describe(error)}`;
+      });
+    };
+    const call = text('div', 'loading the call…', 'call');
+    const deny = button('Deny', decide({ type: 'denied', reason: 'denied in the inspector' }));
+    item.append(text('span', stream, 'id'), call, deny);
+    api.state(stream, seq).then(
+      ({ state }) => {
+        const { toolName, arguments: args, policyReason } = state as { toolName?: unknown; arguments?: unknown; policyReason?: unknown };
+        call.replaceChildren(
+          text('span', String(toolName), 'tool'),
+          ...(typeof policyReason === 'string' ? [text('span', policyReason, 'reason')] : []),
+          text('pre', JSON.stringify(args, null, 2) ?? 'undefined', 'arguments'),
         );
-        return item;
-      }),
+        item.insertBefore(button('Approve', decide({ type: 'approved', approver: 'inspector' })), deny);
+      },
+      (error: unknown) => call.replaceChildren(text('span', `cannot show the call, so it cannot be approved here: ${describe(error)}`, 'error')),
     );
+    return item;
   }
 
   const feedState = (state: string): void => {
@@ -113,7 +128,7 @@ async function start(): Promise<void> {
       refreshMachines();
     },
     open: () => feedState('open'),
-    error: () => feedState('reconnecting'),
+    error: (closed) => feedState(closed ? 'refused by the server (too many readers?): reload to try again' : 'reconnecting'),
   });
 }
 

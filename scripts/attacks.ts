@@ -6,7 +6,10 @@
  *   npx tsx scripts/attacks.ts [names...]      (node --expose-gc --import tsx for exact RSS figures)
  *
  * Round one: origin, nesting, amplification, unfinished, per-connection, sse-resume, two-writers,
- * heartbeat, small. Round two: see the modules below. Every loop is bounded and every wait has a
+ * heartbeat, small. Round two: registration-frame, registration-restart, nul, ag-ui-error,
+ * ws-invalid-frame, held-bodies, metric-labels, oversized-result, mcp-100mb, mcp-crash,
+ * inspector-feeds, inspector-time-travel, inspector-framing, cli-sessions, cli-sessions-total,
+ * cli-log-flood. Every loop is bounded and every wait has a
  * deadline, so it stops by itself.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
@@ -21,7 +24,13 @@ import { WebSocket } from 'ws';
 import { chatActorLifecycle, createEngine, type Rune } from '../src/index.js';
 import { SERVER_CHANNELS } from '../src/server/index.js';
 import { sqliteStore } from '../src/sqlite.js';
+import { attacks as cliAttacks } from './attacks/cli.js';
+import { attacks as inspectorAttacks } from './attacks/inspector.js';
 import { Client, MiB, heap, mib, ms, report, rss, serve, signed, sleep, tally, turn, userId } from './attacks/kit.js';
+import { attacks as nulAttacks } from './attacks/nul.js';
+import { attacks as registrationAttacks } from './attacks/registration.js';
+import { attacks as routesAttacks } from './attacks/routes.js';
+import { attacks as toolResultAttacks } from './attacks/tool-results.js';
 
 /** 1. A page on another origin upgrades and tries to spawn. */
 async function origin(): Promise<void> {
@@ -344,6 +353,13 @@ const attacks: Record<string, () => Promise<void>> = {
   'two-writers': twoWriters,
   heartbeat,
   small,
+  // Round two (issue 26), in the issue's order.
+  ...registrationAttacks,
+  ...nulAttacks,
+  ...routesAttacks,
+  ...toolResultAttacks,
+  ...inspectorAttacks,
+  ...cliAttacks,
 };
 
 const chosen = process.argv.slice(2);

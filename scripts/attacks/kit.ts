@@ -128,6 +128,16 @@ export const heap = async () => {
   return usage.heapUsed + usage.arrayBuffers;
 };
 
+/** Samples RSS every 20 ms until stopped; returns the peak. */
+export function peakRss(): () => number {
+  let peak = process.memoryUsage().rss;
+  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+  return () => {
+    clearInterval(timer);
+    return peak;
+  };
+}
+
 /** One attack's line: the figure the issue measured on main before its fixes, and the figure now. */
 export function report(name: string, before: string, now: string, issue = 10): void {
   const label = `before (issue ${issue}):`;

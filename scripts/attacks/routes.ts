@@ -15,7 +15,7 @@ import { connect, type Socket } from 'node:net';
 import { createEngine } from '../../src/index.js';
 import { agUiRoutes } from '../../src/server/ag-ui/ag-ui-routes.js';
 import { createMetrics } from '../../src/server/index.js';
-import { Client, MiB, mib, ms, report, rss, serve, signed, sleep, tally } from './kit.js';
+import { Client, MiB, mib, ms, peakRss, report, rss, serve, signed, sleep, tally } from './kit.js';
 
 /** POSTs `body` and reads the whole answer: status, bytes, how long it took. */
 function post(url: string, body: string, deadlineMs = 60_000): Promise<{ status: number; bytes: number; ms: number }> {
@@ -30,16 +30,6 @@ function post(url: string, body: string, deadlineMs = 60_000): Promise<{ status:
     req.on('error', () => resolve({ status: 0, bytes: 0, ms: performance.now() - started }));
     req.end(body);
   });
-}
-
-/** Samples RSS every 20 ms until stopped; returns the peak. */
-function peakRss(): () => number {
-  let peak = process.memoryUsage().rss;
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
-  return () => {
-    clearInterval(timer);
-    return peak;
-  };
 }
 
 /** 3a. A ~1 MiB AG-UI body of wrong messages; then four at once while a bystander's WebSocket Ping waits. */

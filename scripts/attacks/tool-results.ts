@@ -15,7 +15,7 @@ import { filter, firstValueFrom, timeout } from 'rxjs';
 import { z } from 'zod';
 import { agentEpics, connectMcp, defineTool, scriptedModel, toolCallEffects } from '../../src/agents.js';
 import { agentStreams, createEngine, type Engine, type Rune, type ToolCallState, type TurnEngineState } from '../../src/index.js';
-import { Client, mib, ms, report, rss, serve, signed } from './kit.js';
+import { Client, mib, ms, peakRss, report, rss, serve, signed } from './kit.js';
 
 const fixture = fileURLToPath(new URL('../../test/fixtures/mcp/server.ts', import.meta.url));
 const TERMINAL = new Set(['denied', 'completed_result', 'error_result', 'timeout_result', 'cancelled_result']);
@@ -37,16 +37,6 @@ const described = (rune: Rune | undefined): string => {
   const detail = event.error ?? JSON.stringify(event.output);
   return `${rune.to} (${String(detail).slice(0, 110)})`;
 };
-
-/** Samples RSS every 20 ms until stopped; returns the peak. */
-function peakRss(): () => number {
-  let peak = process.memoryUsage().rss;
-  const timer = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
-  return () => {
-    clearInterval(timer);
-    return peak;
-  };
-}
 
 /** 4a. Three results past the engine's limits, in one turn started by a client. */
 async function oversizedResult(): Promise<void> {

@@ -106,6 +106,9 @@ export type AckMessage = z.infer<typeof AckMessage>;
  * - `forbidden`: the authorization hook refused this stream to this connection (or, from
  *   `server.reauthorize()`, no longer allows a live subscription to it).
  * - `internal`: the server failed (a store error, ...); nothing was appended.
+ * - `checksum_mismatch`, `missing_segment`, `invalid_segment`, `invalid_manifest`: replaying a
+ *   subscribed stream's archived runes found its archive damaged (the message names the segment);
+ *   the subscription ends, and the server logs it.
  */
 export const PROTOCOL_ERROR_CODES = [
   'invalid_json',
@@ -134,6 +137,10 @@ export const PROTOCOL_ERROR_CODES = [
   'string_too_long',
   'too_many_keys',
   'array_too_long',
+  'checksum_mismatch',
+  'missing_segment',
+  'invalid_segment',
+  'invalid_manifest',
 ] as const;
 export const ProtocolErrorCode = z.enum(PROTOCOL_ERROR_CODES);
 export type ProtocolErrorCode = z.infer<typeof ProtocolErrorCode>;

@@ -11,7 +11,7 @@ import { isSpawnCommand, runEpics, type Epic, type EpicReport } from './epic.js'
 import { Instances, isUnknownMachine, type Instance } from './instances.js';
 import { KeyedListeners } from './keyed-listeners.js';
 import { StreamReadError } from './stream-read-error.js';
-import type { ColdStore } from './archive/cold-store.js';
+import type { ArchiveError, ColdStore } from './archive/cold-store.js';
 import { archivedReads } from './archived-reads.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
@@ -117,14 +117,20 @@ export interface EngineOptions {
   /**
    * Where archived streams live (the archival epic's cold store): `runes$` and an epic's `read`
    * then serve the runes pruned from the hot log from their archive, read-only (an archived
-   * conversation's streams are sealed, so a dispatch to them is refused with `sealed`). Default:
+   * conversation's streams are sealed, so a dispatch to them is refused with `sealed`). A damaged
+   * archive fails the read with its `ArchiveError` (`checksum_mismatch`, naming the segment, ...),
+   * reported on `errors$` as `archive_damaged`: never served as if the runes were pruned. Default:
    * none (a read of pruned runes sees the gap).
    */
   archive?: ColdStore;
 }
 
 /** Something went wrong outside any caller's request; the engine carries on. */
-export type EngineError = { type: 'snapshot_failed'; stream: string; error: unknown } | EpicReport;
+export type EngineError =
+  | { type: 'snapshot_failed'; stream: string; error: unknown }
+  /** A read of a stream's archived runes found its archive damaged (`error.code` says how, its message names the segment). */
+  | { type: 'archive_damaged'; stream: string; error: ArchiveError }
+  | EpicReport;
 
 /** Options of `runes$(stream, options)`. */
 export interface RunesOptions {
@@ -297,7 +303,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   const errors = new Subject<EngineError>();
   const readRunes =
-    options.archive === undefined ? (stream: string, afterSeq: number, limit: number) => store.read(stream, afterSeq, limit) : archivedReads(store, options.archive);
+    options.archive === undefined
+      ? (stream: string, afterSeq: number, limit: number) => store.read(stream, afterSeq, limit)
+      : archivedReads(store, options.archive, (stream, error) => errors.next({ type: 'archive_damaged', stream, error }));
   const sampled = sampler();
   /** Per stream, the instance at each durable rune: its listeners read its durable state and seq. */
   const liveStates = new KeyedListeners<Instance>();

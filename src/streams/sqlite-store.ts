@@ -3,6 +3,7 @@ import { closeSync, constants, copyFileSync, linkSync, openSync, readSync, rmSyn
 import Database from 'better-sqlite3';
 import type { Rune } from '../reducers/rune.js';
 import { isLockedError, storeErrorOf } from './sqlite-errors.js';
+import { walDamage } from './sqlite-wal.js';
 import {
   StoreError,
   checkBatch,
@@ -178,6 +179,9 @@ type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: 
  *    version this code reads. Anything else (an empty, corrupt or truncated file, another
  *    application's SQLite database, a newer schema) throws a {@link StoreError} with code
  *    `'invalid_file'` naming the path and the problem, before anything is written to the file.
+ *    A file whose write-ahead log (`<path>-wal`, left by a crash) is damaged so that SQLite's
+ *    recovery would silently drop committed transactions (a flipped bit in a frame with intact
+ *    commits after it) is refused with code `'corrupt_wal'`, naming the frame, before SQLite opens it.
  *    A file of an older schema version (1: runes without a `payload` column) is upgraded in place,
  *    once it passed those checks and its lock is held, in one transaction.
  * 2. `append` commits the whole batch in one `BEGIN IMMEDIATE` transaction and resolves after the
@@ -356,6 +360,7 @@ function checkFile(path: string, busyTimeoutMs: number): void {
   }
   if (length < SQLITE_HEADER_BYTES) throw invalidFile(path, `its SQLite header is truncated (${length} of ${SQLITE_HEADER_BYTES} bytes)`);
   checkIds(path, header.readInt32BE(68), header.readInt32BE(60));
+  checkWal(path, header.readUInt16BE(16));
 
   let db: Database.Database | undefined;
   try {
@@ -377,6 +382,21 @@ function checkFile(path: string, busyTimeoutMs: number): void {
   } finally {
     db?.close();
   }
+}
+
+/**
+ * Refuses a file whose WAL is damaged so that SQLite's recovery would drop committed transactions
+ * without a word ({@link walDamage}): before SQLite opens it, so nothing is lost yet.
+ */
+function checkWal(path: string, pageSizeField: number): void {
+  const wal = `${path}-wal`;
+  const damage = walDamage(wal, pageSizeField === 1 ? 65_536 : pageSizeField);
+  if (damage === undefined) return;
+  const where = damage.frame < 0 ? 'its header' : `frame ${damage.frame + 1} (byte ${damage.offset})`;
+  throw new StoreError(
+    'corrupt_wal',
+    `cannot open "${path}": its write-ahead log "${wal}" is damaged at ${where}, and SQLite would silently drop the ${damage.lostCommits} transaction(s) committed after it (acknowledged runes); both files were left untouched. Keep a copy of them; to open the file anyway, losing those transactions, move "${wal}" aside`,
+  );
 }
 
 function checkIds(path: string, applicationId: number, version: number): void {

@@ -181,6 +181,7 @@ export interface RuneStore {
  *   character, `\u0000`, in a string); nothing of the batch was written.
  * - `corrupt_wal`: the file's write-ahead log is damaged so that opening it would silently drop
  *   committed transactions (checked at open, before SQLite recovers it; the message says which frame).
+ * - `corrupt_file`: SQLite's page check of the file (`quick_check`) failed at open; the message quotes its first findings.
  */
 export type StoreErrorCode =
   | 'seq_conflict'
@@ -198,7 +199,8 @@ export type StoreErrorCode =
   | 'unavailable'
   | 'batch_too_large'
   | 'invalid_rune'
-  | 'corrupt_wal';
+  | 'corrupt_wal'
+  | 'corrupt_file';
 
 /** A store refused or failed an operation; nothing of a failed write was written. */
 export class StoreError extends Error {

@@ -65,3 +65,32 @@ describe('sqliteStore: a damaged WAL (D11)', () => {
     raw.close();
   });
 });
+
+describe('sqliteStore: damaged pages, checked at open', () => {
+  it('refuses a file whose b-tree page was overwritten (its cell pointers garbled) with corrupt_file quoting quick_check; the file stays untouched; integrityCheck off opens it', async () => {
+    const path = join(dir, `pages-${++files}.db`);
+    const store = sqliteStore(path);
+    for (let s = 0; s < 20; s++) {
+      await store.append(
+        Array.from({ length: 100 }, (_, i) => ({ stream: `s${s}`, seq: i + 1, machine: 'chat-actor', kind: 'Ping', event: { type: 'Ping', text: 'y'.repeat(100) }, at: i })),
+      );
+    }
+    await store.close();
+    const bytes = readFileSync(path);
+    const page = Math.floor(bytes.length / 4096 / 2); // a page in the middle of the runes' b-tree, not a root
+    for (let i = 8; i < 24; i++) bytes[page * 4096 + i]! ^= 0x5a;
+    writeFileSync(path, bytes);
+
+    expect(() => sqliteStore(path)).toThrow(
+      expect.objectContaining({ name: 'StoreError', code: 'corrupt_file', message: expect.stringMatching(/quick_check found its pages corrupt \(.*page \d+/) }),
+    );
+    expect(readFileSync(path).equals(bytes)).toBe(true);
+    const unchecked = sqliteStore(path, { integrityCheck: 'off' });
+    expect(await unchecked.head('s0')).toMatchObject({ seq: 100 });
+    await unchecked.close();
+  });
+
+  it('refuses an integrityCheck that is not quick or off, naming the option', () => {
+    expect(() => sqliteStore(join(dir, 'never.db'), { integrityCheck: 'full' as 'quick' })).toThrow(/the "integrityCheck" option must be 'quick' or 'off'/);
+  });
+});

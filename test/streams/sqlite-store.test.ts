@@ -640,7 +640,9 @@ describe('sqliteStore: options', () => {
     const path = freshPath();
     const openWith = (options: unknown) => () => sqliteStore(path, options as SqliteStoreOptions);
     expect(openWith({ synchronous: 'fast' })).toThrow(new TypeError(`sqliteStore: the "synchronous" option must be 'normal' or 'full', got "fast"`));
-    expect(openWith({ synchronus: 'full' })).toThrow(new TypeError('sqliteStore: unknown option "synchronus"; the options are "synchronous" and "busyTimeoutMs"'));
+    expect(openWith({ synchronus: 'full' })).toThrow(
+      new TypeError('sqliteStore: unknown option "synchronus"; the options are "synchronous", "busyTimeoutMs" and "integrityCheck"'),
+    );
     expect(openWith({ busyTimeoutMs: -1 })).toThrow(new TypeError('sqliteStore: the "busyTimeoutMs" option must be a non-negative integer (milliseconds), got -1'));
     expect(openWith(null)).toThrow(new TypeError('sqliteStore: the options must be an object, got null'));
     expect(() => sqliteStore(':memory:')).toThrow(new TypeError('sqliteStore: ":memory:" is not a file; use memoryStore() for a store in memory'));

@@ -52,7 +52,7 @@ export function logLineOf(rune: Rune): RuneLogLine | undefined {
 
 /**
  * Logs, until the returned function is called: the lines {@link logLineOf} finds in the engine's
- * runes, the engine's errors nobody waits for (a damaged archive a read found: its code and segment), WebSocket connections opened and closed (debug),
+ * runes, the engine's errors nobody waits for (damaged data a read found: its code, stream and where), WebSocket connections opened and closed (debug),
  * and, with shard leases, each change of the shards this process owns.
  */
 export function logServing(engine: Engine, logger: Logger, shards?: { readonly owner: string; readonly changes$: Observable<readonly number[]> }): () => void {
@@ -61,8 +61,9 @@ export function logServing(engine: Engine, logger: Logger, shards?: { readonly o
     if (line !== undefined) logger[line.level](line.fields, line.msg);
   });
   const errors = engine.errors$.subscribe((error) => {
-    // A damaged archive: its code and the segment (in the message), on one line an operator can grep.
-    if (error.type === 'archive_damaged') return logger.error({ type: error.type, stream: error.stream, code: error.error.code }, error.error.message);
+    // Damaged data (an archive's segment, a stored rune off its hash chain): its code, the stream and where, on one line.
+    if (error.type === 'archive_damaged' || error.type === 'stream_corrupt')
+      return logger.error({ type: error.type, stream: error.stream, code: error.error.code }, error.error.message);
     logger.error({ type: error.type }, `${error.type}: ${inspect(error, { depth: 4, breakLength: Infinity })}`);
   });
   const owned = shards?.changes$.subscribe((shardIds) => logger.info({ owner: shards.owner, shards: shardIds }, `shards owned by ${shards.owner}: ${shardIds.length}`));

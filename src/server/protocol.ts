@@ -109,6 +109,8 @@ export type AckMessage = z.infer<typeof AckMessage>;
  * - `checksum_mismatch`, `missing_segment`, `invalid_segment`, `invalid_manifest`: replaying a
  *   subscribed stream's archived runes found its archive damaged (the message names the segment);
  *   the subscription ends, and the server logs it.
+ * - `chain_broken`: a stored rune of the stream does not match its hash chain (its bytes changed
+ *   after it was written); the stream is refused (subscribe, dispatch), other streams carry on.
  */
 export const PROTOCOL_ERROR_CODES = [
   'invalid_json',
@@ -141,6 +143,7 @@ export const PROTOCOL_ERROR_CODES = [
   'missing_segment',
   'invalid_segment',
   'invalid_manifest',
+  'chain_broken',
 ] as const;
 export const ProtocolErrorCode = z.enum(PROTOCOL_ERROR_CODES);
 export type ProtocolErrorCode = z.infer<typeof ProtocolErrorCode>;

@@ -5,7 +5,7 @@ import { derivingMachine } from './derived-view.js';
 import { encodeMessage, errorMessage } from './frames.js';
 import type { ErrorMessage, ProtocolErrorCode } from './protocol.js';
 import { errorText } from '../reducers/error-text.js';
-import { readFailureOf } from './read-failure.js';
+import { failureCodeOf, readFailureOf } from './read-failure.js';
 
 /** Where a subscription's frames go: its connection. */
 export interface SubscriptionOutput {
@@ -55,7 +55,7 @@ export class StreamSubscription implements FeedListener {
   start(afterSeq?: number): void {
     const generation = this.reset('joining');
     this.join(generation, afterSeq).catch((error: unknown) => {
-      if (generation === this.generation) this.fail('internal', `stream "${this.stream}": ${errorText(error)}`);
+      if (generation === this.generation) this.fail(failureCodeOf(error), `stream "${this.stream}": ${errorText(error)}`);
     });
   }
 

@@ -22,7 +22,7 @@ export type ReadRunes = (stream: string, afterSeq: number, limit: number) => Pro
  *
  * The codec is loaded on the first read that needs it: the root entry stays light.
  */
-export function archivedReads(store: RuneStore, cold: ColdStore, damaged: (stream: string, error: ArchiveError) => void = () => {}): ReadRunes {
+export function archivedReads(store: Pick<RuneStore, 'read' | 'head'>, cold: ColdStore, damaged: (stream: string, error: ArchiveError) => void = () => {}): ReadRunes {
   return async (stream, afterSeq, limit) => {
     const page = await store.read(stream, afterSeq, limit);
     if (page[0]?.seq === afterSeq + 1) return page;

@@ -4,6 +4,7 @@ import Database from 'better-sqlite3';
 import type { Rune } from '../reducers/rune.js';
 import { isLockedError, storeErrorOf } from './sqlite-errors.js';
 import { walDamage } from './sqlite-wal.js';
+import { CHAIN_START, chainHash } from './rune-chain.js';
 import {
   StoreError,
   checkBatch,
@@ -49,15 +50,24 @@ export interface SqliteStoreOptions {
    *   WAL checks still run, and each rune's hash chain is still checked as it is read.
    */
   readonly integrityCheck?: 'quick' | 'off';
+  /**
+   * Whether each rune is stored with its hash chain (a hash of the previous rune's hash and the
+   * rune's stored text; see `rune-chain.ts`) and every read checks it. Default: `true`. A read that
+   * meets a rune whose bytes changed after it was written refuses the stream with a
+   * {@link StoreError} `'chain_broken'` naming the stream and the seq; other streams are served as
+   * before. `false` writes runes without a hash and checks none (what the benchmark compares with).
+   */
+  readonly hashChain?: boolean;
 }
 
 /** `PRAGMA application_id` of every runestream file: "RUNE" in ASCII. */
 export const SQLITE_APPLICATION_ID = 0x52_55_4e_45;
 /**
- * `PRAGMA user_version` of the schema this version writes and reads. Version 1 (no `runes.payload`)
- * and version 2 (pruned runes cannot be restored) are upgraded in place when opened (see {@link sqliteStore}).
+ * `PRAGMA user_version` of the schema this version writes and reads. Version 1 (no `runes.payload`),
+ * version 2 (pruned runes cannot be restored) and version 3 (no hash chain) are upgraded in place
+ * when opened (see {@link sqliteStore}).
  */
-export const SQLITE_SCHEMA_VERSION = 3;
+export const SQLITE_SCHEMA_VERSION = 4;
 
 /** The oldest schema version this code opens, upgrading it. */
 const OLDEST_SCHEMA_VERSION = 1;
@@ -85,6 +95,8 @@ END;`;
 const UPGRADES: Readonly<Record<number, string>> = {
   1: 'ALTER TABLE runes ADD COLUMN payload TEXT;',
   2: `DROP TRIGGER runes_gapless; ${RUNES_GAPLESS}`,
+  // The runes already stored keep no hash: each stream's chain starts at its first rune written after.
+  3: 'ALTER TABLE runes ADD COLUMN hash INTEGER; ALTER TABLE streams ADD COLUMN hash INTEGER;',
 };
 
 /**
@@ -99,7 +111,8 @@ CREATE TABLE streams (
   machine TEXT    NOT NULL,
   seq     INTEGER NOT NULL CHECK (seq >= 0), -- the last seq: the stream's head
   value   TEXT,                              -- the state name after the last rune
-  at      REAL    NOT NULL DEFAULT 0         -- the last rune's time
+  at      REAL    NOT NULL DEFAULT 0,        -- the last rune's time
+  hash    INTEGER                            -- the last rune's chain hash (schema version 4)
 ) STRICT, WITHOUT ROWID;
 
 -- Resuming effects at start lists streams by machine and state (idle chat actors, executing tool calls).
@@ -111,6 +124,7 @@ CREATE TABLE runes (
   kind   TEXT    NOT NULL,
   body   TEXT    NOT NULL, -- JSON: { machine?, event, from?, to?, at }
   payload TEXT,            -- JSON: the rune's payload; NULL when it has none
+  hash   INTEGER,          -- chain hash of the previous rune's hash and this rune's kind, body, payload; NULL: none (see rune-chain.ts)
   PRIMARY KEY (stream, seq)
 ) STRICT, WITHOUT ROWID;
 
@@ -252,7 +266,7 @@ type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: 
  * @see memoryStore for a store in memory, with the same contract.
  */
 export function sqliteStore(path: string, options: SqliteStoreOptions = {}): RuneStore {
-  const { synchronous, busyTimeoutMs, integrityCheck } = checkOptions(path, options);
+  const { synchronous, busyTimeoutMs, integrityCheck, hashChain } = checkOptions(path, options);
   createIfAbsent(path);
   checkFile(path, busyTimeoutMs, integrityCheck);
 
@@ -267,7 +281,7 @@ export function sqliteStore(path: string, options: SqliteStoreOptions = {}): Run
     db.pragma(`synchronous = ${synchronous === 'full' ? 'FULL' : 'NORMAL'}`);
     db.exec('BEGIN IMMEDIATE; COMMIT'); // takes the lock now, rather than at the first append
     upgrade(db);
-    return openStore(db, path);
+    return openStore(db, path, hashChain);
   } catch (error) {
     db.close();
     throw storeErrorOf(path, error);
@@ -284,11 +298,12 @@ function checkOptions(path: unknown, options: unknown): Required<SqliteStoreOpti
     throw new TypeError(`sqliteStore: the options must be an object, got ${shown(options)}`);
   }
   for (const key of Object.keys(options)) {
-    if (key !== 'synchronous' && key !== 'busyTimeoutMs' && key !== 'integrityCheck') {
-      throw new TypeError(`sqliteStore: unknown option "${key}"; the options are "synchronous", "busyTimeoutMs" and "integrityCheck"`);
+    if (key !== 'synchronous' && key !== 'busyTimeoutMs' && key !== 'integrityCheck' && key !== 'hashChain') {
+      throw new TypeError(`sqliteStore: unknown option "${key}"; the options are "synchronous", "busyTimeoutMs", "integrityCheck" and "hashChain"`);
     }
   }
-  const { synchronous = 'normal', busyTimeoutMs = 1000, integrityCheck = 'quick' } = options as SqliteStoreOptions;
+  const { synchronous = 'normal', busyTimeoutMs = 1000, integrityCheck = 'quick', hashChain = true } = options as SqliteStoreOptions;
+  if (typeof hashChain !== 'boolean') throw new TypeError(`sqliteStore: the "hashChain" option must be a boolean, got ${shown(hashChain)}`);
   if (integrityCheck !== 'quick' && integrityCheck !== 'off') {
     throw new TypeError(`sqliteStore: the "integrityCheck" option must be 'quick' or 'off', got ${shown(integrityCheck)}`);
   }
@@ -298,7 +313,7 @@ function checkOptions(path: unknown, options: unknown): Required<SqliteStoreOpti
   if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
     throw new TypeError(`sqliteStore: the "busyTimeoutMs" option must be a non-negative integer (milliseconds), got ${shown(busyTimeoutMs)}`);
   }
-  return { synchronous, busyTimeoutMs, integrityCheck };
+  return { synchronous, busyTimeoutMs, integrityCheck, hashChain };
 }
 
 const shown = (value: unknown): string => (typeof value === 'string' ? JSON.stringify(value) : String(value));
@@ -392,6 +407,7 @@ function checkFile(path: string, busyTimeoutMs: number, integrityCheck: 'quick' 
     const version = Number(db.pragma('user_version', { simple: true }));
     const columns = db.prepare<[], string>(`SELECT name FROM pragma_table_info('runes')`).pluck().all();
     if (version >= 2 && !columns.includes('payload')) throw invalidFile(path, `its schema version is ${version}, but its runes table has no "payload" column`);
+    if (version >= 4 && !columns.includes('hash')) throw invalidFile(path, `its schema version is ${version}, but its runes table has no "hash" column`);
     if (integrityCheck === 'quick') checkPages(path, db);
   } catch (error) {
     if (isLockedError(error)) throw storeErrorOf(path, error);
@@ -459,23 +475,28 @@ function upgrade(db: Database.Database): void {
 }
 
 /** The store over an open, checked database: every statement prepared once. */
-function openStore(db: Database.Database, path: string): RuneStore {
+function openStore(db: Database.Database, path: string, hashChain: boolean): RuneStore {
   const selectHead = db.prepare<[string], StreamHeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream = ?');
+  const selectHeadHash = db.prepare<[string], { machine: string; seq: number; hash: number | null }>('SELECT machine, seq, hash FROM streams WHERE stream = ?');
   // Pages, not one open cursor: better-sqlite3 cannot write while a read iterates.
   const selectHeads = db.prepare<[string, number], StreamHeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream > ? ORDER BY stream LIMIT ?');
   const selectHeadsOf = db.prepare<[string, string, number], StreamHeadRow>(
     'SELECT stream, machine, seq, value, at FROM streams WHERE machine = ? AND stream > ? ORDER BY stream LIMIT ?',
   );
   const insertStream = db.prepare<[string, string]>('INSERT INTO streams (stream, machine, seq) VALUES (?, ?, 0)');
-  const insertRune = db.prepare<[string, number, string, string, string | null]>('INSERT INTO runes (stream, seq, kind, body, payload) VALUES (?, ?, ?, ?, ?)');
-  const advanceHead = db.prepare<[number, string | null, number, string, number]>('UPDATE streams SET seq = ?, value = ?, at = ? WHERE stream = ? AND seq = ?');
-  const selectRunes = db.prepare<[string, number, number], { seq: number; kind: string; body: string; payload: string | null }>(
-    'SELECT seq, kind, body, payload FROM runes WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?',
+  const insertRune = db.prepare<[string, number, string, string, string | null, number | null]>(
+    'INSERT INTO runes (stream, seq, kind, body, payload, hash) VALUES (?, ?, ?, ?, ?, ?)',
   );
-  // The stored texts, parsed here: never SQLite's JSON functions, which refuse JSON nested deeper
-  // than 1,000 levels ("malformed JSON") and so would leave such a stream unreadable for good.
-  // Plucked strings, not row objects: faster than extracting `$.event` in SQL was.
-  const selectBodies = db.prepare<[string, number, number], string>('SELECT body FROM runes WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?').pluck();
+  const advanceHead = db.prepare<[number, string | null, number, number | null, string, number]>(
+    'UPDATE streams SET seq = ?, value = ?, at = ?, hash = ? WHERE stream = ? AND seq = ?',
+  );
+  // From seq >= the one asked after: the rune before the first one returned is read too, so the
+  // first one's link in the hash chain is checked as well. Raw rows (arrays), the cheapest to build.
+  // The stored texts are parsed here: never SQLite's JSON functions, which refuse JSON nested
+  // deeper than 1,000 levels ("malformed JSON") and so would leave such a stream unreadable for good.
+  const selectRunes = db
+    .prepare<[string, number, number], StoredRune>('SELECT seq, kind, body, payload, hash FROM runes WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?')
+    .raw();
   const selectSnapshot = db.prepare<[string], { seq: number; state: string }>('SELECT seq, state FROM snapshots WHERE stream = ?');
   const upsertSnapshot = db.prepare<[string, number, string]>(
     'INSERT INTO snapshots (stream, seq, state) VALUES (?, ?, ?) ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, state = excluded.state',
@@ -484,10 +505,12 @@ function openStore(db: Database.Database, path: string): RuneStore {
 
   const appendBatch = db.transaction((runes: readonly Rune[]) => {
     // Each stream's row as it was before the batch (machine and head); undefined for a new stream.
-    const rows = new Map<string, { machine: string; seq: number } | undefined>();
+    // Each stream's row as it was before the batch (machine and head); undefined for a new stream.
+    // `hash`: its chain's last hash, carried through the batch's runes.
+    const rows = new Map<string, { machine: string; seq: number; hash: number | null } | undefined>();
     const lastOf = new Map<string, Rune>();
     const heads = checkBatch(runes, (stream) => {
-      const row = selectHead.get(stream);
+      const row = selectHeadHash.get(stream);
       rows.set(stream, row);
       return row?.seq ?? 0;
     });
@@ -496,14 +519,19 @@ function openStore(db: Database.Database, path: string): RuneStore {
       if (row === undefined) {
         // checkBatch let it through, so this is seq 1: the spawn creates its stream.
         insertStream.run(rune.stream, rune.machine);
-        rows.set(rune.stream, (row = { machine: rune.machine, seq: 0 }));
+        rows.set(rune.stream, (row = { machine: rune.machine, seq: 0, hash: CHAIN_START }));
       }
-      insertRune.run(rune.stream, rune.seq, rune.kind, encodeBody(rune, row.machine), rune.payload === undefined ? null : JSON.stringify(rune.payload));
+      const body = encodeBody(rune, row.machine);
+      const payload = rune.payload === undefined ? null : JSON.stringify(rune.payload);
+      // A stream without a hash yet (its runes written before the chain): it starts here.
+      if (hashChain) row.hash = chainHash(row.hash ?? CHAIN_START, rune.kind, body, payload);
+      insertRune.run(rune.stream, rune.seq, rune.kind, body, payload, hashChain ? row.hash : null);
       lastOf.set(rune.stream, rune);
     }
     for (const [stream, seq] of heads) {
       const last = lastOf.get(stream)!;
-      if (advanceHead.run(seq, last.to ?? null, last.at, stream, rows.get(stream)!.seq).changes !== 1) {
+      const row = rows.get(stream)!;
+      if (advanceHead.run(seq, last.to ?? null, last.at, hashChain ? row.hash : null, stream, row.seq).changes !== 1) {
         throw new StoreError('seq_conflict', `stream "${stream}": its head moved during the batch; nothing of the batch was written`);
       }
     }
@@ -531,10 +559,37 @@ function openStore(db: Database.Database, path: string): RuneStore {
     // Newest first: each goes in right below the oldest stored rune, as the trigger wants.
     for (let i = runes.length - 1; i >= 0; i--) {
       const rune = runes[i]!;
-      insertRune.run(rune.stream, rune.seq, rune.kind, encodeBody(rune, row!.machine), rune.payload === undefined ? null : JSON.stringify(rune.payload));
+      // Without a hash: its archive's checksum vouched for it; the chain resumes at the hot runes.
+      insertRune.run(rune.stream, rune.seq, rune.kind, encodeBody(rune, row!.machine), rune.payload === undefined ? null : JSON.stringify(rune.payload), null);
     }
     return runes.length;
   });
+
+  /**
+   * A stream's stored rows with `seq > afterSeq`, at most `limit`, each checked against its hash
+   * chain: a rune whose hash and its predecessor's (read too) do not chain is refused with
+   * `chain_broken`. A rune whose predecessor has no hash (written before the chain, restored from
+   * an archive) or is not stored (pruned) starts the chain again: its own hash is taken as it is.
+   */
+  const checkedRows = (stream: string, afterSeq: number, limit: number): StoredRune[] => {
+    const count = limit === Infinity ? -1 : Math.max(0, Math.floor(limit));
+    if (count === 0) return [];
+    const rows = selectRunes.all(stream, afterSeq, count < 0 ? -1 : afterSeq === 0 ? count : count + 1);
+    const first = rows[0]?.[0] === afterSeq ? 1 : 0; // the predecessor, read to check the first link
+    if (hashChain) {
+      let previous = first === 1 ? rows[0]![4] : afterSeq === 0 ? CHAIN_START : null;
+      let expectedSeq = afterSeq + 1;
+      for (let i = first; i < rows.length; i++) {
+        const [seq, kind, body, payload, hash] = rows[i]!;
+        if (hash !== null && previous !== null && seq === expectedSeq && chainHash(previous, kind, body, payload) !== hash) throw chainBroken(path, stream, seq);
+        previous = hash;
+        expectedSeq = seq + 1;
+      }
+    }
+    if (first === 1) rows.shift();
+    else if (count >= 0 && rows.length > count) rows.pop();
+    return rows;
+  };
 
   const { open, close } = openState();
   /** Runs `operation` on the open database; what SQLite throws becomes a {@link StoreError}. */
@@ -579,17 +634,17 @@ function openStore(db: Database.Database, path: string): RuneStore {
     async read(stream, afterSeq = 0, limit = Infinity) {
       const { head, rows } = run(() => {
         const head = selectHead.get(stream);
-        return { head, rows: head === undefined ? [] : selectRunes.all(stream, afterSeq, limit === Infinity ? -1 : Math.max(0, Math.floor(limit))) };
+        return { head, rows: head === undefined ? [] : checkedRows(stream, afterSeq, limit) };
       });
-      return rows.map(({ seq, kind, body, payload }): Rune => {
+      return rows.map(([seq, kind, body, payload]): Rune => {
         const rune: Rune = { stream, seq, machine: head!.machine, kind, ...(JSON.parse(body) as RuneBody) };
         if (payload !== null) rune.payload = JSON.parse(payload) as Rune['payload'];
         return rune;
       });
     },
     async readEvents(stream, afterSeq = 0, limit = Infinity) {
-      const bodies = run(() => selectBodies.all(stream, afterSeq, limit === Infinity ? -1 : Math.max(0, Math.floor(limit))));
-      return bodies.map((body) => (JSON.parse(body) as RuneBody).event);
+      const rows = run(() => checkedRows(stream, afterSeq, limit));
+      return rows.map((row) => (JSON.parse(row[2]) as RuneBody).event);
     },
     async latestSnapshot(stream) {
       const row = run(() => selectSnapshot.get(stream));
@@ -621,6 +676,16 @@ function openStore(db: Database.Database, path: string): RuneStore {
     },
   };
 }
+
+/** A stored rune's row as `selectRunes` reads it: seq, kind, body, payload, hash. */
+type StoredRune = [seq: number, kind: string, body: string, payload: string | null, hash: number | null];
+
+/** The refusal of a stream one of whose runes does not match its hash chain. */
+const chainBroken = (path: string, stream: string, seq: number): StoreError =>
+  new StoreError(
+    'chain_broken',
+    `sqliteStore "${path}": stream "${stream}": rune ${seq} does not match its hash chain (its stored bytes changed after it was written: a damaged page or WAL frame); the stream is refused, other streams are served as before`,
+  );
 
 /**
  * The `body` of a rune: its JSON without the row's columns. Key order follows {@link Rune}, and

@@ -182,6 +182,8 @@ export interface RuneStore {
  * - `corrupt_wal`: the file's write-ahead log is damaged so that opening it would silently drop
  *   committed transactions (checked at open, before SQLite recovers it; the message says which frame).
  * - `corrupt_file`: SQLite's page check of the file (`quick_check`) failed at open; the message quotes its first findings.
+ * - `chain_broken`: a stored rune does not match its hash chain (its bytes changed after it was
+ *   written): the read of its stream is refused, naming the stream and the seq; other streams are read as before.
  */
 export type StoreErrorCode =
   | 'seq_conflict'
@@ -200,7 +202,8 @@ export type StoreErrorCode =
   | 'batch_too_large'
   | 'invalid_rune'
   | 'corrupt_wal'
-  | 'corrupt_file';
+  | 'corrupt_file'
+  | 'chain_broken';
 
 /** A store refused or failed an operation; nothing of a failed write was written. */
 export class StoreError extends Error {

@@ -94,3 +94,65 @@ describe('sqliteStore: damaged pages, checked at open', () => {
     expect(() => sqliteStore(join(dir, 'never.db'), { integrityCheck: 'full' as 'quick' })).toThrow(/the "integrityCheck" option must be 'quick' or 'off'/);
   });
 });
+
+/** Changes the first occurrence of `from` in the closed file's bytes to `to` (same length): what a damaged page does to a rune. */
+function alterInFile(path: string, from: string, to: string): void {
+  const bytes = readFileSync(path);
+  const at = bytes.indexOf(from, 0, 'utf8');
+  expect(at).toBeGreaterThan(0);
+  bytes.write(to, at, 'utf8');
+  writeFileSync(path, bytes);
+}
+
+/** A closed file with streams s0..s4 of 30 runes each; rune n of stream s<k> says `mark-s<k>-<n>`. */
+async function markedFile(options: Parameters<typeof sqliteStore>[1] = {}): Promise<string> {
+  const path = join(dir, `chain-${++files}.db`);
+  const store = sqliteStore(path, options);
+  for (let s = 0; s < 5; s++) {
+    await store.append(
+      Array.from({ length: 30 }, (_, i) => ({
+        stream: `s${s}`,
+        seq: i + 1,
+        machine: 'chat-actor',
+        kind: 'Pause',
+        event: { type: 'Pause', reason: `mark-s${s}-${String(i + 1).padStart(4, '0')}` },
+        at: i,
+      })),
+    );
+  }
+  await store.close();
+  return path;
+}
+
+describe('sqliteStore: the hash chain (D11)', () => {
+  it('refuses the stream one of whose runes changed on disk (a character of its body) with chain_broken naming stream and seq, on read and on hydration; other streams are served as before', async () => {
+    const path = await markedFile();
+    alterInFile(path, 'mark-s2-0017', 'mark-s2-0018');
+    const store = sqliteStore(path); // the pages are sound: quick_check passes, only the chain sees it
+    const broken = { name: 'StoreError', code: 'chain_broken', message: expect.stringContaining('stream "s2": rune 17 does not match its hash chain') };
+    await expect(store.read('s2')).rejects.toMatchObject(broken);
+    await expect(store.readEvents('s2')).rejects.toMatchObject(broken);
+    await expect(store.read('s2', 16, 5)).rejects.toMatchObject(broken);
+    await expect(store.read('s2', 10, 7)).rejects.toMatchObject(broken); // the page that ends with it
+    expect((await store.read('s2', 0, 16)).map((rune) => rune.seq)).toEqual(Array.from({ length: 16 }, (_, i) => i + 1)); // before it
+    for (const stream of ['s0', 's1', 's3', 's4']) expect(await store.read(stream)).toHaveLength(30);
+    await store.close();
+  });
+
+  it('a schema version 3 file (runes without hashes) is upgraded: its old runes read as they are, each stream chains from its first rune written after, and a change to one of those is caught', async () => {
+    const path = await markedFile({ hashChain: false });
+    const raw = new (await import('better-sqlite3')).default(path);
+    raw.exec('ALTER TABLE runes DROP COLUMN hash; ALTER TABLE streams DROP COLUMN hash; PRAGMA user_version = 3');
+    raw.close();
+    const upgraded = sqliteStore(path);
+    await upgraded.append([{ stream: 's1', seq: 31, machine: 'chat-actor', kind: 'Pause', event: { type: 'Pause', reason: 'mark-s1-0031' }, at: 31 }]);
+    await upgraded.append([{ stream: 's1', seq: 32, machine: 'chat-actor', kind: 'Pause', event: { type: 'Pause', reason: 'mark-s1-0032' }, at: 32 }]);
+    expect(await upgraded.read('s1')).toHaveLength(32);
+    await upgraded.close();
+
+    alterInFile(path, 'mark-s1-0032', 'mark-s1-0033');
+    const again = sqliteStore(path);
+    await expect(again.read('s1')).rejects.toMatchObject({ code: 'chain_broken', message: expect.stringContaining('rune 32 ') });
+    await again.close();
+  });
+});

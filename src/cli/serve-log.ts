@@ -6,6 +6,7 @@ import type { Observable } from 'rxjs';
 import type { Rune } from '../reducers/rune.js';
 import type { LogLevel } from '../server/config/server-config.js';
 import { SERVER_CHANNELS, type ConnectionReport } from '../server/diagnostics.js';
+import { ENGINE_CHANNELS, type StoreAvailabilityReport } from '../streams/diagnostics.js';
 import type { Engine } from '../streams/engine.js';
 
 /**
@@ -52,7 +53,8 @@ export function logLineOf(rune: Rune): RuneLogLine | undefined {
 
 /**
  * Logs, until the returned function is called: the lines {@link logLineOf} finds in the engine's
- * runes, the engine's errors nobody waits for (damaged data a read found: its code, stream and where), WebSocket connections opened and closed (debug),
+ * runes, the engine's errors nobody waits for (damaged data a read found: its code, stream and where),
+ * the store's database going unreachable (warn) and back (info), once per outage, WebSocket connections opened and closed (debug),
  * and, with shard leases, each change of the shards this process owns.
  */
 export function logServing(engine: Engine, logger: Logger, shards?: { readonly owner: string; readonly changes$: Observable<readonly number[]> }): () => void {
@@ -72,7 +74,15 @@ export function logServing(engine: Engine, logger: Logger, shards?: { readonly o
     logger.debug({ connection, identity }, `connection ${connection} ${event}`);
   };
   subscribe(SERVER_CHANNELS.connection, onConnection);
+  // Once per outage of the store's database: a warning when it goes, an info line when it is back.
+  const onAvailability = (message: unknown): void => {
+    const { available, store, error } = message as StoreAvailabilityReport;
+    if (available) logger.info({ store }, `store ${store} is reachable again`);
+    else logger.warn({ store, error }, `store ${store} is unreachable: ${error}`);
+  };
+  subscribe(ENGINE_CHANNELS.availability, onAvailability);
   return () => {
+    unsubscribe(ENGINE_CHANNELS.availability, onAvailability);
     runes.unsubscribe();
     errors.unsubscribe();
     owned?.unsubscribe();

@@ -497,6 +497,8 @@ function openStore(db: Database.Database, path: string, hashChain: boolean): Run
   const selectRunes = db
     .prepare<[string, number, number], StoredRune>('SELECT seq, kind, body, payload, hash FROM runes WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?')
     .raw();
+  // Without the chain, hydration reads the bodies alone: plucked strings, the cheapest read there is.
+  const selectBodies = db.prepare<[string, number, number], string>('SELECT body FROM runes WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?').pluck();
   const selectSnapshot = db.prepare<[string], { seq: number; state: string }>('SELECT seq, state FROM snapshots WHERE stream = ?');
   const upsertSnapshot = db.prepare<[string, number, string]>(
     'INSERT INTO snapshots (stream, seq, state) VALUES (?, ?, ?) ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, state = excluded.state',
@@ -643,6 +645,10 @@ function openStore(db: Database.Database, path: string, hashChain: boolean): Run
       });
     },
     async readEvents(stream, afterSeq = 0, limit = Infinity) {
+      if (!hashChain) {
+        const bodies = run(() => selectBodies.all(stream, afterSeq, limit === Infinity ? -1 : Math.max(0, Math.floor(limit))));
+        return bodies.map((body) => (JSON.parse(body) as RuneBody).event);
+      }
       const rows = run(() => checkedRows(stream, afterSeq, limit));
       return rows.map((row) => (JSON.parse(row[2]) as RuneBody).event);
     },

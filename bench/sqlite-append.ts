@@ -15,6 +15,9 @@ import { compareAsync, measureAsync, report } from './harness.js';
  * exclusive locking (the store holds its file for its one writer process): at
  * least 0.7x. The store's extra work is what keeps the log honest: reading the heads inside the
  * transaction, `checkBatch`, the gapless trigger on every row, and advancing each head.
+ *
+ * Issue 26's bar: the hash chain (each rune's hash of its predecessor's and its own text) costs at
+ * most 5%: the store with it against the same store with `hashChain: false`, in the same run.
  */
 export async function benchSqliteAppend(): Promise<boolean> {
   const dir = mkdtempSync(join(tmpdir(), 'runestream-bench-'));
@@ -38,6 +41,8 @@ export async function benchSqliteAppend(): Promise<boolean> {
       for (const r of runes) insert.run(r.stream, r.seq, r.kind, JSON.stringify({ event: r.event, from: r.from, to: r.to, at: r.at }));
     });
     const nextForRaw = chatActorBatches();
+    const unchained = sqliteStore(join(dir, 'unchained.db'), { hashChain: false });
+    const nextForUnchained = chatActorBatches();
 
     // Many short alternating slices rather than a few long ones: on a loaded machine each side
     // gets its share of quiet moments, and each keeps its best slice.
@@ -58,7 +63,20 @@ export async function benchSqliteAppend(): Promise<boolean> {
 
     const ok = report(`sqliteStore: durable appends, batches of ${BATCH} chatActor runes over ${STREAMS} streams (WAL, synchronous=normal)`, ours, theirs, 0.7);
     console.log(`  ratio ${(ours.rate / theirs.rate).toFixed(2)} exactly`);
-    return ok;
+
+    const chained = sqliteStore(join(dir, 'chained.db'));
+    const nextForChained = chatActorBatches();
+    // A 5% bar on a shared machine: many short slices, each side's best.
+    const [withChain, withoutChain] = await compareAsync(
+      40,
+      () => measureAsync('sqliteStore.append, hash chain (runes/s)', BATCH, () => chained.append(nextForChained()), 100),
+      () => measureAsync('sqliteStore.append, hashChain: false', BATCH, () => unchained.append(nextForUnchained()), 100),
+    );
+    await chained.close();
+    await unchained.close();
+    const chainOk = report('sqliteStore: the hash chain on durable appends (same batches, same run)', withChain, withoutChain, 0.95);
+    console.log(`  ratio ${(withChain.rate / withoutChain.rate).toFixed(3)} exactly`);
+    return ok && chainOk;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -118,7 +118,7 @@ export {
 // Cold storage (archives of streams, metrics snapshots): the interface, the folder store, the format.
 export { ArchiveError, type ArchiveErrorCode, type ArchiveManifest, type ArchiveSegment, type ColdStore } from './streams/archive/cold-store.js';
 export { ColdKeyError, MAX_COLD_KEY_LENGTH, MAX_COLD_KEY_PART_LENGTH, checkColdKey, checkColdPrefix, streamKeyPart } from './streams/archive/cold-key.js';
-export { fsColdStore } from './streams/archive/fs-cold-store.js';
+export { fsColdStore, type FsColdStoreOptions } from './streams/archive/fs-cold-store.js';
 export { archivePrefix, manifestKey, segmentKey } from './streams/archive/archive-format.js';
 export { writeArchive, type WriteArchiveOptions } from './streams/archive/write-archive.js';
 export { readArchivedRunes, readManifest, type ReadArchivedRunesOptions } from './streams/archive/read-archive.js';

@@ -6,6 +6,7 @@ import type { Observable } from 'rxjs';
 import type { Rune } from '../reducers/rune.js';
 import type { LogLevel } from '../server/config/server-config.js';
 import { SERVER_CHANNELS, type ConnectionReport } from '../server/diagnostics.js';
+import { ENGINE_CHANNELS, type StoreAvailabilityReport } from '../streams/diagnostics.js';
 import type { Engine } from '../streams/engine.js';
 import { repeatLimitedLog, type LogRepeatOptions } from './log-repeats.js';
 
@@ -56,10 +57,12 @@ const ERROR_INSPECT = { depth: 4, breakLength: Infinity, maxStringLength: 1000, 
 
 /**
  * Logs, until the returned function is called: the lines {@link logLineOf} finds in the engine's
- * runes, the engine's errors nobody waits for, WebSocket connections opened and closed (debug),
- * and, with shard leases, each change of the shards this process owns. Lines of one kind from one
- * source are rate-limited (`repeats`, see {@link repeatLimitedLog}: by default at most 10 in 10 s,
- * then one line saying how many more came); an error's description is bounded.
+ * runes, the engine's errors nobody waits for (damaged data a read found: its code, stream and where),
+ * the store's database going unreachable (warn) and back (info), once per outage, WebSocket
+ * connections opened and closed (debug), and, with shard leases, each change of the shards this
+ * process owns. Lines of one kind from one source are rate-limited (`repeats`, see
+ * {@link repeatLimitedLog}: by default at most 10 in 10 s, then one line saying how many more
+ * came); an error's description is bounded.
  */
 export function logServing(
   engine: Engine,
@@ -73,9 +76,13 @@ export function logServing(
     // A breaker's lines are each provider's own; the others are of their machine and kind.
     if (line !== undefined) log.write(line.level, `${rune.machine} ${rune.kind}${rune.machine === 'circuit-breaker' ? ` ${rune.stream}` : ''}`, line.fields, line.msg);
   });
-  const errors = engine.errors$.subscribe((error) =>
-    log.write('error', 'epic' in error ? `${error.type} ${error.epic}` : error.type, { type: error.type }, `${error.type}: ${inspect(error, ERROR_INSPECT)}`),
-  );
+  const errors = engine.errors$.subscribe((error) => {
+    const key = 'epic' in error ? `${error.type} ${error.epic}` : error.type;
+    // Damaged data (an archive's segment, a stored rune off its hash chain): its code, the stream and where, on one line.
+    if (error.type === 'archive_damaged' || error.type === 'stream_corrupt')
+      return log.write('error', `${key} ${error.stream}`, { type: error.type, stream: error.stream, code: error.error.code }, error.error.message);
+    log.write('error', key, { type: error.type }, `${error.type}: ${inspect(error, ERROR_INSPECT)}`);
+  });
   const owned = shards?.changes$.subscribe((shardIds) =>
     log.write('info', 'shards', { owner: shards.owner, shards: shardIds }, `shards owned by ${shards.owner}: ${shardIds.length}`),
   );
@@ -84,7 +91,15 @@ export function logServing(
     log.write('debug', `connection ${event}`, { connection, identity }, `connection ${connection} ${event}`);
   };
   subscribe(SERVER_CHANNELS.connection, onConnection);
+  // Once per outage of the store's database: a warning when it goes, an info line when it is back.
+  const onAvailability = (message: unknown): void => {
+    const { available, store, error } = message as StoreAvailabilityReport;
+    if (available) logger.info({ store }, `store ${store} is reachable again`);
+    else logger.warn({ store, error }, `store ${store} is unreachable: ${error}`);
+  };
+  subscribe(ENGINE_CHANNELS.availability, onAvailability);
   return () => {
+    unsubscribe(ENGINE_CHANNELS.availability, onAvailability);
     runes.unsubscribe();
     errors.unsubscribe();
     owned?.unsubscribe();

@@ -8,6 +8,7 @@ import { InOrder } from './in-order.js';
 import type { ResolvedServerOptions } from './options.js';
 import { CLOSE_CODES, type ClientMessage, type DispatchMessage, type ErrorMessage, type ServerMessage, type SpawnMessage } from './protocol.js';
 import { rateLimitMessage, tokenBucket, type TokenBucket } from './rate-limit.js';
+import { failureCodeOf } from './read-failure.js';
 import { StreamSubscription, type SubscriptionOutput } from './subscription.js';
 import { errorText } from '../reducers/error-text.js';
 
@@ -253,7 +254,7 @@ export class ClientConnection {
       (error: unknown) => {
         answered();
         driven?.(false);
-        this.sendMessage(errorMessage('internal', `nothing was appended: ${errorText(error)}`, about));
+        this.sendMessage(errorMessage(failureCodeOf(error), `nothing was appended: ${errorText(error)}`, about));
       },
     );
   }

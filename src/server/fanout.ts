@@ -2,10 +2,12 @@ import type { Subscription } from 'rxjs';
 import type { Rune } from '../reducers/rune.js';
 import type { Engine } from '../streams/engine.js';
 import { encodeMessage } from './frames.js';
+import type { ProtocolErrorCode } from './protocol.js';
+import { failureCodeOf } from './read-failure.js';
 import { errorText } from '../reducers/error-text.js';
 
 /** How a feed started: listening to the stream, or why not. */
-export type FeedStart = { ok: true } | { ok: false; code: 'unknown_stream' | 'internal'; message: string };
+export type FeedStart = { ok: true } | { ok: false; code: ProtocolErrorCode; message: string };
 
 /** One subscriber of a stream's feed: a connection's subscription to the stream. */
 export interface FeedListener {
@@ -48,7 +50,7 @@ export class StreamFeed {
       head = await engine.snapshot(this.stream);
     } catch (error) {
       this.end();
-      return { ok: false, code: 'internal', message: `stream "${this.stream}": ${errorText(error)}` };
+      return { ok: false, code: failureCodeOf(error), message: `stream "${this.stream}": ${errorText(error)}` };
     }
     if (head === undefined) {
       this.end();

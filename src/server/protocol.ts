@@ -106,6 +106,11 @@ export type AckMessage = z.infer<typeof AckMessage>;
  * - `forbidden`: the authorization hook refused this stream to this connection (or, from
  *   `server.reauthorize()`, no longer allows a live subscription to it).
  * - `internal`: the server failed (a store error, ...); nothing was appended.
+ * - `checksum_mismatch`, `missing_segment`, `invalid_segment`, `invalid_manifest`: replaying a
+ *   subscribed stream's archived runes found its archive damaged (the message names the segment);
+ *   the subscription ends, and the server logs it.
+ * - `chain_broken`: a stored rune of the stream does not match its hash chain (its bytes changed
+ *   after it was written); the stream is refused (subscribe, dispatch), other streams carry on.
  */
 export const PROTOCOL_ERROR_CODES = [
   'invalid_json',
@@ -135,6 +140,11 @@ export const PROTOCOL_ERROR_CODES = [
   'too_many_keys',
   'array_too_long',
   'invalid_string',
+  'checksum_mismatch',
+  'missing_segment',
+  'invalid_segment',
+  'invalid_manifest',
+  'chain_broken',
 ] as const;
 export const ProtocolErrorCode = z.enum(PROTOCOL_ERROR_CODES);
 export type ProtocolErrorCode = z.infer<typeof ProtocolErrorCode>;

@@ -7,6 +7,7 @@ import type { Snapshot } from '../streams/store.js';
 import { DerivedView, derivingMachine } from './derived-view.js';
 import { sseEventsOf } from './notices.js';
 import type { PartialResponse } from './options.js';
+import { readFailureOf } from './read-failure.js';
 
 /**
  * The events of one open SSE response, from the runes after a seq.
@@ -18,6 +19,8 @@ import type { PartialResponse } from './options.js';
  * 2. Live: the runes after those. A client that lets more than `maxBufferedBytes` of them pile up
  *    is disconnected; it resumes from its `Last-Event-ID` with no gap.
  * 3. Where the runes after the seq were pruned by retention, it goes on from the current state.
+ *    A replay that fails otherwise (a damaged archive) writes an `error` event, `{code, message}`
+ *    (`checksum_mismatch` naming the segment, ...), and ends the response.
  * 4. A `stopped` event waits for its `partial_response` (`partialResponse`, when the server has
  *    one): the feed holds, subscribed to nothing, until the text is known, then goes on.
  * 5. A stream whose machine has a `derive` (an agent session's UI flags) gets a `derived` event:
@@ -69,7 +72,12 @@ export class SseFeed {
         this.lastSeq = rune.seq;
         this.write(rune, this.eventsOf(rune, notices));
       },
-      error: () => {
+      error: (error: unknown) => {
+        const failure = readFailureOf(this.stream, error);
+        if (failure !== undefined) {
+          if (!res.writableEnded) res.write(`event: error\ndata: ${JSON.stringify(failure)}\n\n`);
+          return void res.end();
+        }
         if (this.jumped || res.destroyed) return void res.end();
         this.jumped = true;
         // The runes after lastSeq are gone (retention): go on from the current state.

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { askAuthorize, type AccessGate, type AccessRequest } from './access.js';
 import { replyError } from './http-reply.js';
+import { failureCodeOf } from './read-failure.js';
 import type { ResolvedServerOptions } from './options.js';
 import { SseFeed } from './sse-feed.js';
 import { errorText } from '../reducers/error-text.js';
@@ -61,7 +62,7 @@ export class SseEndpoint {
     try {
       head = await engine.snapshot(stream);
     } catch (error) {
-      return replyError(res, 500, 'internal', `stream "${stream}": ${errorText(error)}`);
+      return replyError(res, 500, failureCodeOf(error), `stream "${stream}": ${errorText(error)}`);
     }
     if (head === undefined) return replyError(res, 404, 'unknown_stream', `unknown stream "${stream}"`);
     if (res.destroyed) return; // the client left meanwhile

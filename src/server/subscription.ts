@@ -5,6 +5,7 @@ import { derivingMachine } from './derived-view.js';
 import { encodeMessage, errorMessage } from './frames.js';
 import type { ErrorMessage, ProtocolErrorCode } from './protocol.js';
 import { errorText } from '../reducers/error-text.js';
+import { failureCodeOf, readFailureOf } from './read-failure.js';
 
 /** Where a subscription's frames go: its connection. */
 export interface SubscriptionOutput {
@@ -22,7 +23,9 @@ type Mode = 'joining' | 'live' | 'held' | 'closed';
  *
  * 1. Joining: frames of the feed are buffered. The client is brought to the feed's position
  *    (`lastSeq`): with `afterSeq`, by replaying the stored runes after it (a snapshot first where
- *    they were pruned); without, by a `snapshot` (which is never behind the feed).
+ *    they were pruned); without, by a `snapshot` (which is never behind the feed). A replay that
+ *    fails otherwise (a damaged archive: `checksum_mismatch`, ...) ends the subscription with an
+ *    `error` of that code.
  * 2. Live: the buffered frames, then every frame of the feed, each seq once and in order (a frame
  *    the catch-up already covered is skipped).
  * 3. Held: the connection is over its high-water mark; frames are dropped until `start()` again,
@@ -52,7 +55,7 @@ export class StreamSubscription implements FeedListener {
   start(afterSeq?: number): void {
     const generation = this.reset('joining');
     this.join(generation, afterSeq).catch((error: unknown) => {
-      if (generation === this.generation) this.fail('internal', `stream "${this.stream}": ${errorText(error)}`);
+      if (generation === this.generation) this.fail(failureCodeOf(error), `stream "${this.stream}": ${errorText(error)}`);
     });
   }
 
@@ -153,7 +156,12 @@ export class StreamSubscription implements FeedListener {
             this.sentSeq = rune.seq;
             this.output.send(encodeMessage({ op: 'rune', rune }));
           },
-          error: () => settle(false),
+          error: (error: unknown) => {
+            // Pruned runes: a snapshot stands in for them. Anything else (a damaged archive) ends the subscription with its code.
+            const failure = readFailureOf(this.stream, error);
+            if (failure === undefined || generation !== this.generation) return settle(false);
+            this.fail(failure.code, failure.message);
+          },
           complete: () => settle(true),
         });
       if (!settled) this.replay = { subscription, settle };

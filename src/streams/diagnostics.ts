@@ -23,6 +23,12 @@ export const ENGINE_CHANNELS = {
    * of the single-rune appends of a store that takes each at once (the memory store). A {@link StoreAppendReport}.
    */
   append: 'runestream:store:append',
+  /**
+   * A store's database became unreachable (its first operation failed for a lost or refused
+   * connection), or reachable again (its first operation that succeeded after): once per outage,
+   * never per failed call. A {@link StoreAvailabilityReport}.
+   */
+  availability: 'runestream:store:availability',
 } as const;
 
 /**
@@ -64,6 +70,37 @@ export const rejectionChannel = channel(ENGINE_CHANNELS.rejection);
 export const runeChannel = channel(ENGINE_CHANNELS.rune);
 export const hydrationChannel = channel(ENGINE_CHANNELS.hydration);
 export const appendChannel = channel(ENGINE_CHANNELS.append);
+export const availabilityChannel = channel(ENGINE_CHANNELS.availability);
+
+/** A store's database went away (`available: false`, with the error that said so) or came back. */
+export interface StoreAvailabilityReport {
+  readonly available: boolean;
+  /** Which store: its kind and where (a PostgreSQL store: its schema). */
+  readonly store: string;
+  /** Why it is unavailable: the failed operation's message. */
+  readonly error?: string;
+}
+
+/**
+ * Tracks a store's availability from the outcome of its operations and publishes each change on
+ * {@link ENGINE_CHANNELS.availability}: the first failure of an outage, then the first success
+ * after it. Calls that fail while it is down publish nothing more.
+ */
+export function availabilityTracker(store: string): { failed(error: string): void; succeeded(): void } {
+  let available = true;
+  return {
+    failed(error) {
+      if (!available) return;
+      available = false;
+      availabilityChannel.publish({ available, store, error } satisfies StoreAvailabilityReport);
+    },
+    succeeded() {
+      if (available) return;
+      available = true;
+      availabilityChannel.publish({ available, store } satisfies StoreAvailabilityReport);
+    },
+  };
+}
 
 /** What {@link reportingSink} carries per dispatch: the caller's sink and token, and when it started. */
 export interface TimedDispatch<T> {

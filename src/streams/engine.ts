@@ -11,13 +11,13 @@ import { isSpawnCommand, runEpics, type Epic, type EpicCommand, type EpicReport 
 import { Instances, isUnknownMachine, type Instance } from './instances.js';
 import { KeyedListeners } from './keyed-listeners.js';
 import { StreamReadError } from './stream-read-error.js';
-import type { ColdStore } from './archive/cold-store.js';
+import type { ArchiveError, ColdStore } from './archive/cold-store.js';
 import { archivedReads } from './archived-reads.js';
 import { memoryStore } from './memory-store.js';
 import { replayThenLive } from './replay-then-live.js';
 import { Seals } from './seals.js';
 import { Snapshots } from './snapshots.js';
-import type { Fence, RuneStore, Snapshot } from './store.js';
+import { StoreError, type Fence, type RuneStore, type Snapshot } from './store.js';
 import { foldTheirs, StoreFollower } from './follow-store.js';
 import { PromisedDispatch, promiseSink, raceRetry, registerSubmit, retrySink, type DispatchSink } from './submit.js';
 
@@ -123,14 +123,22 @@ export interface EngineOptions {
   /**
    * Where archived streams live (the archival epic's cold store): `runes$` and an epic's `read`
    * then serve the runes pruned from the hot log from their archive, read-only (an archived
-   * conversation's streams are sealed, so a dispatch to them is refused with `sealed`). Default:
+   * conversation's streams are sealed, so a dispatch to them is refused with `sealed`). A damaged
+   * archive fails the read with its `ArchiveError` (`checksum_mismatch`, naming the segment, ...),
+   * reported on `errors$` as `archive_damaged`: never served as if the runes were pruned. Default:
    * none (a read of pruned runes sees the gap).
    */
   archive?: ColdStore;
 }
 
 /** Something went wrong outside any caller's request; the engine carries on. */
-export type EngineError = { type: 'snapshot_failed'; stream: string; error: unknown } | EpicReport;
+export type EngineError =
+  | { type: 'snapshot_failed'; stream: string; error: unknown }
+  /** A read of a stream's archived runes found its archive damaged (`error.code` says how, its message names the segment). */
+  | { type: 'archive_damaged'; stream: string; error: ArchiveError }
+  /** A read of a stream's stored runes found one that does not match its hash chain (`chain_broken`, naming the seq): the stream is refused. */
+  | { type: 'stream_corrupt'; stream: string; error: StoreError }
+  | EpicReport;
 
 /** Options of `runes$(stream, options)`. */
 export interface RunesOptions {
@@ -317,8 +325,19 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const checkValue = valueCheck(limits);
 
   const errors = new Subject<EngineError>();
+  /** Reports a read that found a stream's stored runes damaged: the stream is refused, the log says so. */
+  const readFailed = (stream: string, error: unknown): void => {
+    if (error instanceof StoreError && error.code === 'chain_broken') errors.next({ type: 'stream_corrupt', stream, error });
+  };
+  const storeRead = (stream: string, afterSeq: number, limit: number) =>
+    store.read(stream, afterSeq, limit).catch((error: unknown) => {
+      readFailed(stream, error);
+      throw error;
+    });
   const readRunes =
-    options.archive === undefined ? (stream: string, afterSeq: number, limit: number) => store.read(stream, afterSeq, limit) : archivedReads(store, options.archive);
+    options.archive === undefined
+      ? storeRead
+      : archivedReads({ read: storeRead, head: (stream) => store.head(stream) }, options.archive, (stream, error) => errors.next({ type: 'archive_damaged', stream, error }));
   const sampled = sampler();
   /** Per stream, the instance at each durable rune: its listeners read its durable state and seq. */
   const liveStates = new KeyedListeners<Instance>();
@@ -327,7 +346,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   let closed = false;
 
   const seals = new Seals(store, machines);
-  const instances = new Instances(store, machines, seals, (instance, loading) => applyWaitingOn(loading, instance.stream, instance));
+  const instances = new Instances(store, machines, seals, (instance, loading) => applyWaitingOn(loading, instance.stream, instance), readFailed);
   const snapshots = new Snapshots(store, {
     every: snapshotEvery,
     retention,

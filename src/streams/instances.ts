@@ -69,6 +69,8 @@ export class Instances {
   readonly #inMemory = (stream: string): Instance | undefined => this.#memory.get(stream);
 
   readonly #onEnter: ((instance: Instance, loading: Promise<Instance | undefined>) => void) | undefined;
+  /** Told of a hydration whose read of the stream's runes failed (a damaged rune: the engine reports it). */
+  readonly #onReadFailed: ((stream: string, error: unknown) => void) | undefined;
 
   /**
    * With `seals`, every load and claim first learns whether an ancestor of its stream is sealed.
@@ -80,7 +82,9 @@ export class Instances {
     machines: Readonly<Record<string, AnyMachine>>,
     seals?: Seals,
     entered?: (instance: Instance, loading: Promise<Instance | undefined>) => void,
+    readFailed?: (stream: string, error: unknown) => void,
   ) {
+    this.#onReadFailed = readFailed;
     this.#store = store;
     this.#machines = machines;
     this.#seals = seals?.enabled === true ? seals : undefined;
@@ -224,7 +228,10 @@ export class Instances {
     let seq = snapshot?.seq ?? 0;
     // Up to the head read above, not beyond: another writer may append while this reads.
     while (seq < head.seq) {
-      const events = await this.#store.readEvents(stream, seq, Math.min(HYDRATION_PAGE, head.seq - seq));
+      const events = await this.#store.readEvents(stream, seq, Math.min(HYDRATION_PAGE, head.seq - seq)).catch((error: unknown) => {
+        this.#onReadFailed?.(stream, error);
+        throw error;
+      });
       if (events.length === 0) break;
       state = foldEvents(machine, state, seq, events);
       seq += events.length;

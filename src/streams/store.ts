@@ -179,6 +179,11 @@ export interface RuneStore {
  * - `batch_too_large`: an append carries more runes than the store takes at once (its `maxBatchRunes`).
  * - `invalid_rune`: a rune holds a value the database cannot store (PostgreSQL's jsonb takes no NUL
  *   character, `\u0000`, in a string); nothing of the batch was written.
+ * - `corrupt_wal`: the file's write-ahead log is damaged so that opening it would silently drop
+ *   committed transactions (checked at open, before SQLite recovers it; the message says which frame).
+ * - `corrupt_file`: SQLite's page check of the file (`quick_check`) failed at open; the message quotes its first findings.
+ * - `chain_broken`: a stored rune does not match its hash chain (its bytes changed after it was
+ *   written): the read of its stream is refused, naming the stream and the seq; other streams are read as before.
  */
 export type StoreErrorCode =
   | 'seq_conflict'
@@ -195,7 +200,10 @@ export type StoreErrorCode =
   | 'invalid_database'
   | 'unavailable'
   | 'batch_too_large'
-  | 'invalid_rune';
+  | 'invalid_rune'
+  | 'corrupt_wal'
+  | 'corrupt_file'
+  | 'chain_broken';
 
 /** A store refused or failed an operation; nothing of a failed write was written. */
 export class StoreError extends Error {

@@ -9,7 +9,9 @@ import { logLineOf, logServing } from '../../src/cli/serve-log.js';
 import { createEngine, type EngineError, type Rune } from '../../src/index.js';
 import { event, fakeAdapter, fakeSpec, until } from '../effects/cli/support.js';
 import { createClient } from '../../src/server/client/index.js';
-import { dropSchemas, POSTGRES_URL, randomSchema } from '../support/postgres.js';
+import { dropSchemas, POSTGRES_URL, postgresUrlVia, randomSchema } from '../support/postgres.js';
+import { tcpProxy } from '../support/tcp-proxy.js';
+import { TestClient } from '../support/ws-client.js';
 import { LISTENING, cleanUpProcesses, runestream, tempDb } from '../support/runestream-process.js';
 
 afterEach(cleanUpProcesses);
@@ -156,6 +158,48 @@ describe('the serve log under a flood', () => {
     } finally {
       stop();
       await engine.close();
+    }
+  });
+});
+
+describe('runestream serve: a PostgreSQL outage in its log', () => {
+  it('logs one warning when the database becomes unreachable, however many calls fail, and one info line when it is back', async () => {
+    const schema = randomSchema();
+    const proxy = await tcpProxy();
+    try {
+      const config = join(dirname(tempDb()), 'runestream.json');
+      writeFileSync(config, JSON.stringify({ models: { demo: { type: 'demo' } }, agents: { helper: { model: 'demo' } }, defaultRole: 'helper', metrics: { enabled: false } }));
+      const cli = runestream(['serve', '--port', '0', '--store', `${postgresUrlVia(proxy.port)}?schema=${schema}`, '--config', config]);
+      const [, url] = await cli.line(LISTENING);
+      const client = await TestClient.connect(url!);
+      expect(await client.request({ op: 'spawn', id: 'up', stream: 'chat-up', machine: 'chat-actor' })).toMatchObject({ op: 'ack' });
+
+      // PostgreSQL goes away: every connection reset, new ones refused.
+      proxy.refuse(true);
+      proxy.cut();
+      for (let i = 0; i < 3; i++)
+        expect(await client.request({ op: 'spawn', id: `down-${i}`, stream: `chat-down-${i}`, machine: 'chat-actor' })).toMatchObject({ op: 'error' });
+      await cli.line(/"msg":"store postgres schema \S+ is unreachable: /);
+
+      // Back: the next call that reaches it logs the recovery.
+      proxy.refuse(false);
+      let answer = await client.request({ op: 'spawn', id: 'back-0', stream: 'chat-back', machine: 'chat-actor' });
+      for (let i = 1; answer.op !== 'ack' && i < 20; i++) answer = await client.request({ op: 'spawn', id: `back-${i}`, stream: 'chat-back', machine: 'chat-actor' });
+      expect(answer).toMatchObject({ op: 'ack' });
+      await cli.line(/"msg":"store postgres schema \S+ is reachable again"/);
+      await client.close();
+      cli.child.kill('SIGTERM');
+      await cli.exited;
+
+      const lines = jsonLines(cli.stdout).filter((line) => String(line.msg).startsWith('store postgres schema'));
+      expect(lines.map((line) => [line.level, String(line.msg).replace(/: .*/s, '')])).toEqual([
+        [LEVEL.warn, `store postgres schema ${schema} is unreachable`],
+        [LEVEL.info, `store postgres schema ${schema} is reachable again`],
+      ]);
+      expect(lines[0]).toMatchObject({ store: `postgres schema ${schema}`, error: expect.stringContaining('the connection to PostgreSQL was lost or refused') });
+    } finally {
+      await proxy.close();
+      await dropSchemas([schema]);
     }
   });
 });

@@ -161,7 +161,7 @@ describe('sqliteStore: the file', () => {
       ['a', 2, 'tick', '{"event":{"type":"tick","n":2,"text":"é✓ \\"quoted\\" 2"},"from":"idle","to":"idle","at":20}'],
       ['a', 3, 'tick', '{"machine":"other","event":{"type":"tick","n":3,"text":"é✓ \\"quoted\\" 3"},"to":"idle","at":30}'],
     ]);
-    expect(raw.prepare('SELECT * FROM streams').all()).toEqual([{ stream: 'a', machine: 'counter', seq: 3, value: 'idle', at: 30 }]);
+    expect(raw.prepare('SELECT stream, machine, seq, value, at FROM streams').all()).toEqual([{ stream: 'a', machine: 'counter', seq: 3, value: 'idle', at: 30 }]);
   });
 
   it('keeps a payload in its own column, NULL for a rune without one', async () => {
@@ -184,7 +184,7 @@ describe('sqliteStore: a schema version 1 file (no payloads) is upgraded in plac
    */
   function backToVersionOne(path: string): void {
     const raw = new Database(path);
-    raw.exec('ALTER TABLE runes DROP COLUMN payload; PRAGMA user_version = 1');
+    raw.exec('ALTER TABLE runes DROP COLUMN hash; ALTER TABLE streams DROP COLUMN hash; ALTER TABLE runes DROP COLUMN payload; PRAGMA user_version = 1');
     expect(raw.prepare(`SELECT name FROM pragma_table_info('runes')`).pluck().all()).toEqual(['stream', 'seq', 'kind', 'body']);
     raw.close();
   }
@@ -215,7 +215,7 @@ describe('sqliteStore: a schema version 1 file (no payloads) is upgraded in plac
     await again.close();
     const raw = rawConnection(path, { readonly: true });
     expect(raw.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
-    expect(raw.prepare(`SELECT name FROM pragma_table_info('runes')`).pluck().all()).toEqual(['stream', 'seq', 'kind', 'body', 'payload']);
+    expect(raw.prepare(`SELECT name FROM pragma_table_info('runes')`).pluck().all()).toEqual(['stream', 'seq', 'kind', 'body', 'payload', 'hash']);
     // The database still defends itself after the upgrade.
     expect(() => rawConnection(path).prepare(`UPDATE runes SET payload = '{}' WHERE stream = 'a' AND seq = 1`).run()).toThrow('runestream: runes are immutable');
   });
@@ -266,7 +266,7 @@ describe('sqliteStore: a schema version 2 file (no restore) is upgraded in place
     await store.close();
     const raw = new Database(path);
     // Version 2's trigger: a rune only ever continues its stream.
-    raw.exec(`DROP TRIGGER runes_gapless;
+    raw.exec(`ALTER TABLE runes DROP COLUMN hash; ALTER TABLE streams DROP COLUMN hash; DROP TRIGGER runes_gapless;
       CREATE TRIGGER runes_gapless BEFORE INSERT ON runes BEGIN
         SELECT RAISE(ABORT, 'runestream: a rune must continue its stream without gap (seq = last seq + 1)')
         WHERE NEW.seq IS NOT 1 + coalesce((SELECT max(seq) FROM runes WHERE stream = NEW.stream), (SELECT seq FROM streams WHERE stream = NEW.stream));
@@ -603,9 +603,9 @@ describe('sqliteStore: refuses a file that is not its own, and leaves it untouch
   it('a newer schema version, or a runestream application_id without the schema', async () => {
     const newer = await runestreamFile();
     const raw = new Database(newer);
-    raw.pragma('user_version = 4');
+    raw.pragma('user_version = 5');
     raw.close();
-    expectRefused(newer, 'it was written by a newer runestream (schema version 4; this one reads version 3)');
+    expectRefused(newer, 'it was written by a newer runestream (schema version 5; this one reads version 4)');
 
     const bare = freshPath();
     const ours = new Database(bare);
@@ -640,7 +640,9 @@ describe('sqliteStore: options', () => {
     const path = freshPath();
     const openWith = (options: unknown) => () => sqliteStore(path, options as SqliteStoreOptions);
     expect(openWith({ synchronous: 'fast' })).toThrow(new TypeError(`sqliteStore: the "synchronous" option must be 'normal' or 'full', got "fast"`));
-    expect(openWith({ synchronus: 'full' })).toThrow(new TypeError('sqliteStore: unknown option "synchronus"; the options are "synchronous" and "busyTimeoutMs"'));
+    expect(openWith({ synchronus: 'full' })).toThrow(
+      new TypeError('sqliteStore: unknown option "synchronus"; the options are "synchronous", "busyTimeoutMs", "integrityCheck" and "hashChain"'),
+    );
     expect(openWith({ busyTimeoutMs: -1 })).toThrow(new TypeError('sqliteStore: the "busyTimeoutMs" option must be a non-negative integer (milliseconds), got -1'));
     expect(openWith(null)).toThrow(new TypeError('sqliteStore: the options must be an object, got null'));
     expect(() => sqliteStore(':memory:')).toThrow(new TypeError('sqliteStore: ":memory:" is not a file; use memoryStore() for a store in memory'));

@@ -10,6 +10,8 @@ export interface TcpProxy {
   release(): void;
   /** Resets every open connection (new ones are still accepted). */
   cut(): void;
+  /** While on, resets each new connection at once: the target is down, not partitioned. */
+  refuse(on: boolean): void;
   /** Closes the listener and every connection. */
   close(): Promise<void>;
 }
@@ -28,6 +30,7 @@ export async function tcpProxy(target: { readonly host?: string; readonly port?:
   const { host = '127.0.0.1', port = 5432 } = target;
   const pairs = new Set<Pair>();
   let held = false;
+  let refusing = false;
   /** Bytes read while held, per destination socket, written on release. */
   const waiting = new Map<Socket, Buffer[]>();
 
@@ -46,6 +49,7 @@ export async function tcpProxy(target: { readonly host?: string; readonly port?:
   };
 
   const server = createServer((client) => {
+    if (refusing) return void client.resetAndDestroy();
     const upstream = connect({ host, port });
     const pair: Pair = { client, upstream };
     pairs.add(pair);
@@ -98,6 +102,9 @@ export async function tcpProxy(target: { readonly host?: string; readonly port?:
       }
     },
     cut,
+    refuse(on) {
+      refusing = on;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         cut();

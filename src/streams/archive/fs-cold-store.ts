@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, readdir, rename, rm } from 'node:fs/promises';
+import { mkdir, open, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { checkColdKey, checkColdPrefix } from './cold-key.js';
 import { coldCall } from './cold-call.js';
@@ -11,11 +11,13 @@ import type { ColdStore } from './cold-store.js';
  *
  * 1. Keys are checked first ({@link checkColdKey}): a bad one is refused with a `ColdKeyError`
  *    (code `invalid_cold_key`) and touches nothing, so no key reaches outside `dir`.
- * 2. `put` is atomic: it writes a temporary file beside the target (its name starts with `.`, which
+ * 2. `put` is atomic: it writes a temporary file in `<dir>/.tmp/` (a name starting with `.`, which
  *    no key part may, so `list` never shows it), flushes it to disk, and renames it over the target.
- *    A reader sees the old object or the new one, never half of one; a crash leaves at most a
- *    stray temporary file.
- * 3. Any I/O failure is an `ArchiveError` with code `cold_store_failed`, its cause the Node error.
+ *    A reader sees the old object or the new one, never half of one. A put that fails (a full
+ *    disk, a file too large) removes its temporary file before it rejects.
+ * 3. A crash mid-put can still leave a temporary file: the store's first `put` sweeps `.tmp/` of
+ *    those older than `staleTempMs` first (younger ones may be another process's puts in progress).
+ * 4. Any I/O failure is an `ArchiveError` with code `cold_store_failed`, its cause the Node error.
  *
  * @example
  * ```ts
@@ -30,28 +32,39 @@ import type { ColdStore } from './cold-store.js';
  * console.log(await cold.get('notes/b.txt')); // Logs: undefined
  * ```
  */
-export function fsColdStore(dir: string): ColdStore {
+export function fsColdStore(dir: string, options: FsColdStoreOptions = {}): ColdStore {
   if (typeof dir !== 'string' || dir === '') throw new TypeError('fsColdStore(dir): dir is the folder that holds the objects, a non-empty path');
+  const { staleTempMs = 3_600_000 } = options;
+  if (!Number.isInteger(staleTempMs) || staleTempMs < 0)
+    throw new TypeError(`fsColdStore: "staleTempMs" is a non-negative integer (milliseconds), got ${String(staleTempMs)}`);
   const pathOf = (key: string) => join(dir, ...key.split('/'));
+  const tempDir = join(dir, TEMP_FOLDER);
+  let swept: Promise<void> | undefined;
 
   return {
     async put(key, body) {
       checkColdKey(key);
       const path = pathOf(key);
-      const temp = join(dirname(path), `.${path.slice(dirname(path).length + 1)}.${randomBytes(6).toString('hex')}.tmp`);
+      const temp = join(tempDir, `${randomBytes(8).toString('hex')}.tmp`);
       await coldCall(`put "${key}"`, async () => {
+        // Once per store; a sweep that fails fails this put, and the next one tries again.
+        await (swept ??= sweepTemporaryFiles(tempDir, staleTempMs).catch((error: unknown) => {
+          swept = undefined;
+          throw error;
+        }));
         await mkdir(dirname(path), { recursive: true });
+        await mkdir(tempDir, { recursive: true });
         const file = await open(temp, 'w');
         try {
-          await file.writeFile(body);
-          await file.sync(); // durable before it is visible: an archive is verified, then hot runes go
-        } finally {
-          await file.close();
-        }
-        try {
+          try {
+            await file.writeFile(body);
+            await file.sync(); // durable before it is visible: an archive is verified, then hot runes go
+          } finally {
+            await file.close();
+          }
           await rename(temp, path);
         } catch (error) {
-          await rm(temp, { force: true });
+          await rm(temp, { force: true }); // a full disk leaves no partial file behind
           throw error;
         }
       });
@@ -101,6 +114,39 @@ export function fsColdStore(dir: string): ColdStore {
         if (key.startsWith(prefix) || prefix.startsWith(`${key}/`)) await walk(key, keys, prefix);
       } else if (entry.isFile() && key.startsWith(prefix)) keys.push(key);
     }
+  }
+}
+
+/** Options of {@link fsColdStore}. */
+export interface FsColdStoreOptions {
+  /**
+   * A temporary file in `<dir>/.tmp/` older than this (by its modification time) is what a put
+   * that died (a crash) left: the store's first `put` removes it. Younger ones are left alone (a
+   * put in progress in another process sharing the folder). Default: 3,600,000 (an hour).
+   */
+  readonly staleTempMs?: number;
+}
+
+/** Where puts write their temporary files, beside the objects (one file system, so the rename is atomic). */
+const TEMP_FOLDER = '.tmp';
+
+/** Removes the temporary files in `tempDir` older than `staleMs`; a folder not there yet has none. */
+async function sweepTemporaryFiles(tempDir: string, staleMs: number): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(tempDir);
+  } catch (error) {
+    if (isCode(error, 'ENOENT')) return;
+    throw error;
+  }
+  const before = Date.now() - staleMs;
+  for (const name of names) {
+    const path = join(tempDir, name);
+    const modified = await stat(path).then(
+      (stats) => stats.mtimeMs,
+      () => Number.POSITIVE_INFINITY, // gone meanwhile (another process's sweep or rename)
+    );
+    if (modified < before) await rm(path, { force: true });
   }
 }
 

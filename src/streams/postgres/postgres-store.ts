@@ -16,6 +16,7 @@ import {
   type TailListener,
   headFromRow,
 } from '../store.js';
+import { availabilityTracker } from '../diagnostics.js';
 import { isConnectionError, storeErrorOf } from './postgres-errors.js';
 import { PostgresTail } from './postgres-tail.js';
 import { RUNE_COLUMNS, runeColumns, runeFromRow, type RuneRow } from './rune-rows.js';
@@ -171,6 +172,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
 
   const q = quoted(schema);
   const { open, close } = openState();
+  const availability = availabilityTracker(`postgres schema ${schema}`);
   const tail = new PostgresTail({ pool, connection: callerPool === undefined ? { connectionString } : pool.options, schema: q, channel, pollMs, scheduler, pageSize });
   /** Appends run one at a time: a listener hears them in the order they were made. */
   let appends: Promise<unknown> = Promise.resolve();
@@ -212,9 +214,14 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     })();
     attempt.catch(ignore); // when the deadline won the race
     try {
-      return await Promise.race([attempt, timedOut]);
+      const rows = await Promise.race([attempt, timedOut]);
+      availability.succeeded();
+      return rows;
     } catch (error) {
-      throw storeErrorOf(failed ?? error, doing);
+      const storeError = storeErrorOf(failed ?? error, doing);
+      if (storeError.code === 'unavailable') availability.failed(storeError.message);
+      else availability.succeeded(); // the database answered, if only to refuse
+      throw storeError;
     } finally {
       deadline!.unsubscribe();
     }

@@ -9,7 +9,7 @@
  * heartbeat, small. Round two: registration-frame, registration-restart, nul, ag-ui-error,
  * ws-invalid-frame, held-bodies, metric-labels, oversized-result, mcp-100mb, mcp-crash,
  * inspector-feeds, inspector-time-travel, inspector-framing, cli-sessions, cli-sessions-total,
- * cli-log-flood. Every loop is bounded and every wait has a
+ * cli-log-flood, archive-bit-flip, sqlite-page-corruption, wal-bit-flip. Every loop is bounded and every wait has a
  * deadline, so it stops by itself.
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
@@ -26,6 +26,7 @@ import { SERVER_CHANNELS } from '../src/server/index.js';
 import { sqliteStore } from '../src/sqlite.js';
 import { attacks as cliAttacks } from './attacks/cli.js';
 import { attacks as inspectorAttacks } from './attacks/inspector.js';
+import { attacks as integrityAttacks } from './attacks/integrity.js';
 import { Client, MiB, heap, mib, ms, report, rss, serve, signed, sleep, tally, turn, userId } from './attacks/kit.js';
 import { attacks as nulAttacks } from './attacks/nul.js';
 import { attacks as registrationAttacks } from './attacks/registration.js';
@@ -360,6 +361,7 @@ const attacks: Record<string, () => Promise<void>> = {
   ...toolResultAttacks,
   ...inspectorAttacks,
   ...cliAttacks,
+  ...integrityAttacks,
 };
 
 const chosen = process.argv.slice(2);

@@ -111,6 +111,7 @@ export type AckMessage = z.infer<typeof AckMessage>;
  *   the subscription ends, and the server logs it.
  * - `chain_broken`: a stored rune of the stream does not match its hash chain (its bytes changed
  *   after it was written); the stream is refused (subscribe, dispatch), other streams carry on.
+ * - `corrupt_file`: reading the stream met a page its SQLite file has damaged; refused the same way.
  */
 export const PROTOCOL_ERROR_CODES = [
   'invalid_json',
@@ -145,6 +146,7 @@ export const PROTOCOL_ERROR_CODES = [
   'invalid_segment',
   'invalid_manifest',
   'chain_broken',
+  'corrupt_file',
 ] as const;
 export const ProtocolErrorCode = z.enum(PROTOCOL_ERROR_CODES);
 export type ProtocolErrorCode = z.infer<typeof ProtocolErrorCode>;

@@ -12,12 +12,13 @@ export interface ReadFailure {
 
 /**
  * The code a client is told for a failure to read or load a stream: damaged data keeps its own
- * code (`chain_broken` for a stored rune off its hash chain; `checksum_mismatch`,
+ * code (`chain_broken` for a stored rune off its hash chain, `corrupt_file` for a page SQLite found
+ * damaged; `checksum_mismatch`,
  * `missing_segment`, `invalid_segment`, `invalid_manifest` for a damaged archive); anything else
  * is `internal`.
  */
 export function failureCodeOf(error: unknown): ProtocolErrorCode {
-  if (error instanceof StoreError && error.code === 'chain_broken') return 'chain_broken';
+  if (error instanceof StoreError && (error.code === 'chain_broken' || error.code === 'corrupt_file')) return error.code;
   return isArchiveDamage(error) ? error.code : 'internal';
 }
 

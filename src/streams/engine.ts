@@ -327,7 +327,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const errors = new Subject<EngineError>();
   /** Reports a read that found a stream's stored runes damaged: the stream is refused, the log says so. */
   const readFailed = (stream: string, error: unknown): void => {
-    if (error instanceof StoreError && error.code === 'chain_broken') errors.next({ type: 'stream_corrupt', stream, error });
+    if (error instanceof StoreError && (error.code === 'chain_broken' || error.code === 'corrupt_file')) errors.next({ type: 'stream_corrupt', stream, error });
   };
   const storeRead = (stream: string, afterSeq: number, limit: number) =>
     store.read(stream, afterSeq, limit).catch((error: unknown) => {

@@ -29,7 +29,9 @@ export function storeErrorOf(path: string, error: unknown): unknown {
   }
   if (code === 'SQLITE_FULL') return as('disk_full', 'the disk is full; nothing was written');
   if (code.startsWith('SQLITE_READONLY')) return as('read_only', 'the file cannot be written; nothing was written');
-  if (code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CANTOPEN')) {
+  // Damaged pages met while reading or writing: the same code as the check at open finds them with.
+  if (code.startsWith('SQLITE_CORRUPT')) return as('corrupt_file', "SQLite found the file's pages damaged (run PRAGMA quick_check on it; restore it from a copy)");
+  if (code.startsWith('SQLITE_IOERR') || code === 'SQLITE_NOTADB' || code.startsWith('SQLITE_CANTOPEN')) {
     return as('io_error', 'SQLite could not read or write the file');
   }
   return error;

@@ -170,7 +170,7 @@ export interface RuneStore {
  * - `locked`: another process has the file open for writing (checked at open: one writer process per file).
  * - `disk_full`: the disk (or the file's size limit) is full.
  * - `read_only`: the file, or its directory, cannot be written.
- * - `io_error`: the operating system failed to read or write the file, or found it corrupt; or the
+ * - `io_error`: the operating system failed to read or write the file; or the
  *   database (PostgreSQL) failed the operation.
  * - `invalid_database`: the PostgreSQL schema is not one this code reads: it holds another
  *   application's tables, or a newer schema version (checked at open, before anything is written).
@@ -181,7 +181,8 @@ export interface RuneStore {
  *   character, `\u0000`, in a string); nothing of the batch was written.
  * - `corrupt_wal`: the file's write-ahead log is damaged so that opening it would silently drop
  *   committed transactions (checked at open, before SQLite recovers it; the message says which frame).
- * - `corrupt_file`: SQLite's page check of the file (`quick_check`) failed at open; the message quotes its first findings.
+ * - `corrupt_file`: SQLite's page check of the file (`quick_check`) failed at open (the message
+ *   quotes its first findings), or a read or write met a page SQLite found damaged.
  * - `chain_broken`: a stored rune does not match its hash chain (its bytes changed after it was
  *   written): the read of its stream is refused, naming the stream and the seq; other streams are read as before.
  */

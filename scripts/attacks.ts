@@ -27,7 +27,7 @@ import { sqliteStore } from '../src/sqlite.js';
 import { attacks as cliAttacks } from './attacks/cli.js';
 import { attacks as inspectorAttacks } from './attacks/inspector.js';
 import { attacks as integrityAttacks } from './attacks/integrity.js';
-import { Client, MiB, heap, mib, ms, report, rss, serve, signed, sleep, tally, turn, userId } from './attacks/kit.js';
+import { Client, MiB, heap, mib, ms, pipelinedBeside, report, rss, serve, signed, sleep, tally, turn, userId } from './attacks/kit.js';
 import { attacks as nulAttacks } from './attacks/nul.js';
 import { attacks as registrationAttacks } from './attacks/registration.js';
 import { attacks as routesAttacks } from './attacks/routes.js';
@@ -89,23 +89,14 @@ async function amplification(): Promise<void> {
   const error = await single.find((m) => m.id === 1);
   single.ws.close();
 
-  const attackers = await Promise.all([0, 1, 2, 3].map(() => Client.open(server.url)));
-  const bystander = await Client.open(server.url);
-  for (const a of attackers) for (let i = 0; i < 10; i++) a.send(frame(i));
-  await Promise.race(attackers.map((a) => a.find((m) => m.op === 'error')));
-  const bystanderSent = performance.now();
-  bystander.send({ op: 'dispatch', id: 'b', stream: 'bystander', event: { type: 'Ping' } });
-  const ack = await bystander.find((m) => m.id === 'b');
-  const attackerErrorsBefore = attackers.reduce((n, a) => n + a.received.filter((r) => ack !== undefined && r.at <= ack.at).length, 0);
-  await Promise.all(attackers.map((a) => a.until(() => a.received.length === 10, 60_000)));
-  for (const c of [...attackers, bystander]) c.ws.close();
+  const { ack, ackMs, attackerAnswersBefore } = await pipelinedBeside(server.url, frame, 'bystander');
   await stop();
   report(
     `3. error amplification (${mib(frameBytes)} dispatch, 10,000 wrong callIds; maxFrameBytes/maxPayloadBytes 2 MiB)`,
     'a 65 MB invalid_event, 7.5-10.8 s of blocked event loop, RSS ~2.4 GB; 4 attackers stalled a bystander 29 s',
     `${error?.message.code ?? 'no answer'} of ${error === undefined ? '?' : `${error.bytes} bytes`}, answered in ${error === undefined ? '?' : ms(error.at - sentAt)}; ` +
-      `4 attackers x 10 frames: bystander's Ping ${ack?.message.op ?? 'no answer'} in ${ack === undefined ? '?' : ms(ack.at - bystanderSent)} ` +
-      `(${attackerErrorsBefore} of 40 attacker errors answered before it)`,
+      `4 attackers x 10 frames: bystander's Ping ${ack?.message.op ?? 'no answer'} in ${ackMs === undefined ? '?' : ms(ackMs)} ` +
+      `(${attackerAnswersBefore} of 40 attacker errors answered before it)`,
   );
 }
 

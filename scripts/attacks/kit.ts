@@ -8,7 +8,7 @@ export const MiB = 1024 * 1024;
 export const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 
 /** A message the server sent, with its size and when it came. */
-interface Received {
+export interface Received {
   readonly message: { op: string; id?: unknown; stream?: string; code?: string; message?: string };
   readonly bytes: number;
   readonly at: number;
@@ -127,6 +127,32 @@ export const heap = async () => {
   const usage = process.memoryUsage();
   return usage.heapUsed + usage.arrayBuffers;
 };
+
+/** What {@link pipelinedBeside} measured: the bystander's ack, how long it took, and how many attacker answers came before it. */
+export interface Beside {
+  readonly ack: Received | undefined;
+  readonly ackMs: number | undefined;
+  readonly attackerAnswersBefore: number;
+}
+
+/**
+ * Four connections each pipeline ten `frame(i)`; once the first answer comes, a bystander dispatches
+ * a Ping to `bystanderStream` (a chat actor): how long its ack takes with them in the queue. Every
+ * connection is closed before it returns.
+ */
+export async function pipelinedBeside(url: string, frame: (id: number) => string, bystanderStream: string): Promise<Beside> {
+  const attackers = await Promise.all([0, 1, 2, 3].map(() => Client.open(url)));
+  const bystander = await Client.open(url);
+  for (const a of attackers) for (let i = 0; i < 10; i++) a.send(frame(i));
+  await Promise.race(attackers.map((a) => a.find((m) => m.op === 'error')));
+  const sent = performance.now();
+  bystander.send({ op: 'dispatch', id: 'b', stream: bystanderStream, event: { type: 'Ping' } });
+  const ack = await bystander.find((m) => m.id === 'b');
+  const attackerAnswersBefore = attackers.reduce((n, a) => n + a.received.filter((r) => ack !== undefined && r.at <= ack.at).length, 0);
+  await Promise.all(attackers.map((a) => a.until(() => a.received.length === 10, 60_000)));
+  for (const c of [...attackers, bystander]) c.ws.close();
+  return { ack, ackMs: ack === undefined ? undefined : ack.at - sent, attackerAnswersBefore };
+}
 
 /** Samples RSS every 20 ms until stopped; returns the peak. */
 export function peakRss(): () => number {

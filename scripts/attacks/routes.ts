@@ -15,7 +15,7 @@ import { connect, type Socket } from 'node:net';
 import { createEngine } from '../../src/index.js';
 import { agUiRoutes } from '../../src/server/ag-ui/ag-ui-routes.js';
 import { createMetrics } from '../../src/server/index.js';
-import { Client, MiB, mib, ms, peakRss, report, rss, serve, signed, sleep, tally } from './kit.js';
+import { Client, MiB, mib, ms, peakRss, pipelinedBeside, report, rss, serve, signed, sleep, tally } from './kit.js';
 
 /** POSTs `body` and reads the whole answer: status, bytes, how long it took. */
 function post(url: string, body: string, deadlineMs = 60_000): Promise<{ status: number; bytes: number; ms: number }> {
@@ -82,21 +82,13 @@ async function wsInvalidFrame(): Promise<void> {
   const error = single.received.find((r) => r.message.id === 1);
   single.ws.close();
 
-  const attackers = await Promise.all([0, 1, 2, 3].map(() => Client.open(server.url)));
-  const bystander = await Client.open(server.url);
-  for (const a of attackers) for (let i = 0; i < 10; i++) a.send(frame(i));
-  await Promise.race(attackers.map((a) => a.find((m) => m.op === 'error')));
-  const sent = performance.now();
-  bystander.send({ op: 'dispatch', id: 'b', stream: 'bystander', event: { type: 'Ping' } });
-  const ack = await bystander.find((m) => m.id === 'b');
-  await Promise.all(attackers.map((a) => a.until(() => a.received.length === 10, 60_000)));
-  for (const c of [...attackers, bystander]) c.ws.close();
+  const { ack, ackMs } = await pipelinedBeside(server.url, frame, 'bystander');
   await stop();
   report(
     `3b. WebSocket invalid frame (${Buffer.byteLength(frame(1))} B dispatch, 10,000 wrong elements)`,
     'about 0.27 s of CPU each; four connections stalled a bystander 3.3 s',
     `${error?.message.code ?? 'no answer'} of ${error?.bytes ?? '?'} bytes, ${ms(perFrame)} of server CPU per frame (the process's, client included); ` +
-      `4 x 10 pipelined: the bystander's Ping ${ack?.message.op ?? 'no answer'} in ${ack === undefined ? '?' : ms(ack.at - sent)}`,
+      `4 x 10 pipelined: the bystander's Ping ${ack?.message.op ?? 'no answer'} in ${ackMs === undefined ? '?' : ms(ackMs)}`,
     26,
   );
 }

@@ -1,13 +1,16 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { renderMachinesDoc } from './machines-doc.js';
 import { renderReferenceDoc } from './reference-doc.js';
+import { withRestingStatesTable } from './resting-states-doc.js';
 
-// `npm run docs`: regenerate docs/machines.md and docs/reference.md; test/docs.test.ts fails while either is stale.
+// `npm run docs`: regenerate docs/machines.md, docs/reference.md and the README's table of resting
+// states; test/docs.test.ts fails while any is stale.
 for (const [file, render] of [
-  ['machines.md', renderMachinesDoc],
-  ['reference.md', renderReferenceDoc],
+  ['docs/machines.md', renderMachinesDoc],
+  ['docs/reference.md', renderReferenceDoc],
+  ['README.md', () => withRestingStatesTable(readFileSync(new URL('../README.md', import.meta.url), 'utf8'))],
 ] as const) {
-  const path = new URL(`../docs/${file}`, import.meta.url);
+  const path = new URL(`../${file}`, import.meta.url);
   writeFileSync(path, render());
   console.log(`wrote ${path.pathname}`);
 }

@@ -5,7 +5,7 @@ import { machineSeeds } from '../src/reducers/machines.js';
 const exportName = (id: string): string => id.replace(/-(\w)/g, (_, c: string) => c.toUpperCase());
 export const code = (s: string): string => `\`${s}\``;
 /** A table cell: a `|` inside it would end the cell. */
-const cell = (s: string): string => s.replaceAll('|', '\\|');
+export const cell = (s: string): string => s.replaceAll('|', '\\|');
 export const hasTable = (m: AnyMachine): m is TableMachine<any, any, any, any> => Array.isArray((m as { table?: unknown }).table);
 /** A data-state machine's table: one row per input (`reactAgent.inputs`). */
 const inputRowsOf = (m: AnyMachine): readonly AgentInputRow[] | undefined => (m as { inputs?: readonly AgentInputRow[] }).inputs;

@@ -30,6 +30,18 @@ export {
 export { eventTypesOf } from './reducers/event-types.js';
 export { stepUnknown, validateEvent, type EventCheck } from './reducers/validate.js';
 export { machines, type MachineId } from './reducers/machines.js';
+export {
+  atRest,
+  reactAgentRest,
+  restingStates,
+  type DataRestingState,
+  type FiniteMachineId,
+  type FiniteRestingState,
+  type Rest,
+  type RestCondition,
+  type RestingState,
+  type RestingStateOf,
+} from './reducers/resting-states.js';
 export { DEFAULT_VALUE_LIMITS, storableValue, type ValueLimitCode, type ValueLimits } from './reducers/value-limits.js';
 export { ERROR_TEXT_MAX_LENGTH, errorText } from './reducers/error-text.js';
 export { exponentialDelay } from './reducers/backoff.js';

@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { renderMachinesDoc } from '../scripts/machines-doc.js';
 import { renderReferenceDoc } from '../scripts/reference-doc.js';
-import { edgesOf, machines, reactAgent } from '../src/index.js';
+import { withRestingStatesTable } from '../scripts/resting-states-doc.js';
+import { edgesOf, machines, reactAgent, reactAgentRest, restingStates } from '../src/index.js';
 
 describe('docs/machines.md', () => {
   const committed = readFileSync(new URL('../docs/machines.md', import.meta.url), 'utf8');
@@ -46,5 +47,23 @@ describe('docs/reference.md', () => {
     expect(blocks.length).toBeGreaterThan(100);
     expect(blocks.every((schema) => typeof schema === 'object')).toBe(true);
     expect(sectionOf('tool-call')).toContain('"status":{"type":"string","const":"error"}');
+  });
+});
+
+describe("README.md's table of resting states", () => {
+  const committed = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+
+  it('is what `npm run docs` generates from restingStates (run it after changing the list)', () => {
+    expect(committed).toBe(withRestingStatesTable(committed));
+  });
+
+  it('has a row for each entry, with how it rests, and one for the ReAct agent', () => {
+    for (const entry of restingStates) expect(committed).toMatch(new RegExp(`\\| \`${entry.machine}\` \\| \`${entry.state}\`[^|]* \\| ${entry.rest} \\|`));
+    expect(committed).toContain(`| \`react-agent\` | *data state* when ${reactAgentRest.when.label} | idle |`);
+  });
+
+  it('regenerates a table edited by hand, and refuses a README that lost its markers', () => {
+    expect(withRestingStatesTable(committed.replace('| `turn-engine` | `idle` | idle |', '| `turn-engine` | `streaming` | idle |'))).toBe(committed);
+    expect(() => withRestingStatesTable(committed.replace('<!-- resting-states:end -->', ''))).toThrow(/resting-states:end/);
   });
 });

@@ -34,8 +34,10 @@ export function runeEventSchemas<S extends { value: string }, E extends EventObj
     if (types === undefined) typesByKind.set(edge.kind, (types = new Set()));
     types.add(edge.on);
   }
+  // A machine spawned with no input (`z.void()`) stores its spawn as `{type: 'spawn'}`: JSON keeps no undefined key.
+  const input = machine.schemas.input.safeParse(undefined).success ? machine.schemas.input.optional() : machine.schemas.input;
   const schemas: Record<string, ZodType> = {
-    [machine.spawnKind]: z.object({ type: z.literal(SPAWN_EVENT_TYPE), input: machine.schemas.input }),
+    [machine.spawnKind]: z.object({ type: z.literal(SPAWN_EVENT_TYPE), input }),
   };
   for (const [kind, types] of typesByKind) {
     const options = [...types].map((type) => memberOf.get(type) as unknown as ZodType);

@@ -34,6 +34,13 @@ describe('runeEventSchemas: a schema per rune kind for its event, from the table
     const spawn = runeEventSchemas(toolCall)[toolCall.spawnKind]!;
     expect(spawn.safeParse({ type: 'spawn', input: { callId: 'c', toolName: 't', arguments: {} } }).success).toBe(true);
     expect(spawn.safeParse({ type: 'spawn', input: { callId: 'c' } }).success).toBe(false);
+    expect(spawn.safeParse({ type: 'spawn' }).success).toBe(false);
+  });
+
+  it('the spawn of a machine without input is read back from JSON, where it has no `input` key', () => {
+    const spawn = runeEventSchemas(chatActor)[chatActor.spawnKind]!;
+    expect([spawn.safeParse({ type: 'spawn' }).success, spawn.safeParse({ type: 'spawn', input: undefined }).success]).toEqual([true, true]);
+    expect(spawn.safeParse({ type: 'spawn', input: 'x' }).success).toBe(false);
   });
 
   it.each(tableMachines.map((m) => [m.id, m] as const))('%s: every event type has a kind, and every kind a schema', (_id, machine) => {

@@ -6,8 +6,9 @@
  *
  * Offline and deterministic: every model is a `scriptedModel`, the engine's clock is a virtual one
  * that starts at {@link START} and moves only when this script says (a second between steps), the
- * ReAct agent's claim ids are fixed, and the steps run one after another. Only the claim ids of
- * the turn-based agents' tool calls are random UUIDs (`agentEpics` takes no `claimId`).
+ * claim ids are counted (`claimId`), and the steps run one after another. (The committed log of
+ * 2026-11-27 was written before `agentEpics` took a `claimId`: its turn-based agents' claims are
+ * random UUIDs.)
  *
  * One engine on one SQLite file runs, as the README's sections show them:
  * 1. "Conversations of several agents": `conv/team`, whose lead delegates a question to a
@@ -195,6 +196,7 @@ const prices = Object.fromEntries(
 );
 
 let reactClaims = 0;
+let agentClaims = 0;
 const clock = new StepClock(START);
 const engine = createEngine({
   store: sqliteStore(path),
@@ -213,6 +215,7 @@ const engine = createEngine({
       budget: { toolCalls: 10 },
       conversationBudget: { modelCalls: 50 },
       prices,
+      claimId: () => `agent-claim-${++agentClaims}`,
     }),
     ...autonomyEpics({ planner, critic, autoStart: true, parallelism: 1 }),
     ...reactAgentEpics({ model: calculator, tools: [add], breakers: false, claimId: () => `react-claim-${++reactClaims}` }),

@@ -53,6 +53,11 @@ export interface AgentEpicsOptions {
    * and its turns are interrupted. Default: none (every agent starts).
    */
   readonly admission?: AgentAdmission;
+  /**
+   * A new claim id for each tool run and delegation: unique across the processes sharing a log.
+   * Default: a random UUID. The simulation draws them from its seed, so a run replays exactly.
+   */
+  readonly claimId?: () => string;
 }
 
 /**
@@ -81,7 +86,7 @@ export interface AgentEpicsOptions {
  * ```
  */
 export function agentEpics(options: AgentEpicsOptions): Epic[] {
-  const { model, tools = [], system, approvalTimeoutMs, agents, delegation: delegationLimits, budget, conversationBudget, prices, admission } = options;
+  const { model, tools = [], system, approvalTimeoutMs, agents, delegation: delegationLimits, budget, conversationBudget, prices, admission, claimId } = options;
   const roles = agentRoles({ model, tools, system, prices, agents });
   const limits: BudgetLimits = {
     ...(budget === undefined ? {} : { budget }),
@@ -97,9 +102,10 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
       ...(approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs }),
       ...(roles.any ? { scope: roles.scope } : {}),
       ...(roles.delegation ? { runElsewhere: [DELEGATE_TOOL] } : {}),
+      ...(claimId === undefined ? {} : { claimId }),
     }),
     ...roles.chains.map((each) => providerBreakers(each)),
     conversationClose(),
-    ...(roles.delegation ? [delegation({ roles: roles.modelNames, ...delegationLimits })] : []),
+    ...(roles.delegation ? [delegation({ roles: roles.modelNames, ...delegationLimits, ...(claimId === undefined ? {} : { claimId }) })] : []),
   ];
 }

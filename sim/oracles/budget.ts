@@ -1,0 +1,51 @@
+import type { Rune } from '../../src/reducers/rune.js';
+import type { FakeLlm } from '../fake-llm.js';
+import { BusyAgents } from './busy-agents.js';
+import type { Oracle } from './oracle.js';
+
+/**
+ * Budgets from the model API's own count: the calls answered for a conversation's agents never
+ * exceed its `modelCalls` limit plus the number of its agents whose turn was open when the limit
+ * was reached (each may finish the model call it had under way: README's "next safe boundary"),
+ * whatever kind of agent made them. A `budget_replenished` with a new budget moves the limit.
+ */
+export const budgetOracle = (llm: FakeLlm, modelCalls: number): Oracle => {
+  const agents = new BusyAgents();
+  /** Per conversation: its limit now, and once reached, the bound that then holds. */
+  const limits = new Map<string, { limit: number; bound?: number }>();
+  const limitOf = (root: string) => {
+    let entry = limits.get(root);
+    if (entry === undefined) limits.set(root, (entry = { limit: modelCalls }));
+    return entry;
+  };
+  llm.onAnswered((root, book) => {
+    if (root.startsWith('plan:') || root === 'untagged') return;
+    const entry = limitOf(root);
+    if (entry.bound === undefined && book.answered >= entry.limit) entry.bound = entry.limit + agents.busyIn(root);
+  });
+  return {
+    name: 'budget',
+    see(rune: Rune) {
+      agents.see(rune);
+      if (rune.machine === 'conversation' && rune.event.type === 'budget_replenished') {
+        const budget = (rune.event as { budget?: { modelCalls?: number } }).budget;
+        if (budget !== undefined) limits.set(rune.stream, { limit: budget.modelCalls ?? Number.POSITIVE_INFINITY });
+      }
+      return undefined;
+    },
+    check() {
+      for (const [root, book] of llm.books) {
+        if (root.startsWith('plan:') || root === 'untagged') continue;
+        const { limit, bound } = limitOf(root);
+        if (book.answered > (bound ?? limit)) {
+          return {
+            oracle: 'budget',
+            message: `the model API answered ${book.answered} calls for ${root}'s agents (${book.answeredReact} of a ReAct loop); its modelCalls limit is ${limit}${bound === undefined ? '' : ` (${bound} with the turns open when it was reached)`}`,
+            stream: root,
+          };
+        }
+      }
+      return undefined;
+    },
+  };
+};

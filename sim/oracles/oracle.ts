@@ -1,0 +1,25 @@
+import type { Rune } from '../../src/reducers/rune.js';
+import type { LogView } from '../actions.js';
+import type { World } from '../world.js';
+
+/** What an oracle found wrong: its name, and a message naming the streams involved. */
+export interface Finding {
+  readonly oracle: string;
+  readonly message: string;
+  /** The stream whose runes the report prints, if one is to blame. */
+  readonly stream?: string;
+}
+
+/**
+ * A check that does not trust the code under test: it reads the log as it is published, the files
+ * the store wrote, and the books the world outside keeps (the model API's calls, the tools' runs).
+ */
+export interface Oracle {
+  readonly name: string;
+  /** Told each rune as it is published, after the view saw it. */
+  see?(rune: Rune, view: LogView): Finding | undefined;
+  /** After every step. */
+  check?(world: World, view: LogView): Finding | undefined | Promise<Finding | undefined>;
+  /** Once the run has gone quiet, at its end. */
+  final?(world: World, view: LogView): Finding | undefined | Promise<Finding | undefined>;
+}

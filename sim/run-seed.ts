@@ -1,0 +1,148 @@
+import type { Rune } from '../src/reducers/rune.js';
+import { drawAction, drawMix, LogView, type ActionRecord } from './actions.js';
+import { budgetOracle } from './oracles/budget.js';
+import { invariantsOracle, turnPerAgentOracle } from './oracles/invariants.js';
+import { livenessOracle } from './oracles/liveness.js';
+import { checkLog, logOracle } from './oracles/log-integrity.js';
+import type { Finding, Oracle } from './oracles/oracle.js';
+import { sideEffectsOracle } from './oracles/side-effects.js';
+import { staleWorkOracle } from './oracles/stale-work.js';
+import { largestTimeout, World } from './world.js';
+
+/** Options of {@link runSeed}, with their defaults. */
+export interface RunSeedOptions {
+  /** How many actions the seed takes. Default 200. */
+  readonly steps?: number;
+  /** Told each step's action, for a verbose run. Default: nothing. */
+  readonly onStep?: (step: number, record: ActionRecord, now: number) => void;
+  /** Oracles to run besides (or, with `onlyExtraOracles`, instead of) the simulation's own: how a test plants one. */
+  readonly extraOracles?: readonly Oracle[];
+  /** Planted defects: what the test does to the world before the run (wraps a tool, drops a rune, ...). */
+  readonly plant?: (world: World) => void;
+}
+
+/** What one seed did: its size, and the first finding, with the step that led to it. */
+export interface SeedResult {
+  readonly seed: number;
+  readonly steps: number;
+  readonly runes: number;
+  readonly virtualMs: number;
+  readonly crashes: number;
+  readonly failure?: Failure;
+  /** The log, one line a rune (stream, seq, kind, at, event): byte-identical for two runs of a seed. */
+  readonly transcript: string;
+}
+
+export interface Failure extends Finding {
+  /** The step after which it was found (`steps + 1`: at the end, once the run went quiet). */
+  readonly step: number;
+  /** The actions up to it, the last ones. */
+  readonly actions: readonly string[];
+  /** The runes that led there: of the stream to blame if there is one, else the last of the log. */
+  readonly runes: readonly string[];
+}
+
+const line = (rune: Rune): string => `${rune.stream} #${rune.seq} ${rune.kind}${rune.to === undefined ? '' : ` -> ${rune.to}`} @${rune.at} ${JSON.stringify(rune.event)}`;
+const describeAction = (step: number, record: ActionRecord, now: number): string =>
+  `step ${step} @${now}: ${record.kind}${record.stream === undefined ? '' : ` ${record.stream}`}${record.event === undefined ? '' : ` ${JSON.stringify(record.event)}`}${record.outcome === undefined ? '' : ` -> ${record.outcome}`}`;
+
+/**
+ * Runs one seed of the simulation: the world it makes, `steps` actions drawn from it, the oracles
+ * after every step, then, once virtual time has gone far past the last client action, the final
+ * oracles (liveness, the log against the file).
+ */
+export async function runSeed(seed: number, options: RunSeedOptions = {}): Promise<SeedResult> {
+  const { steps = 200, onStep, extraOracles = [], plant } = options;
+  const world = new World(seed);
+  const view = new LogView();
+  const oracles: Oracle[] = [
+    invariantsOracle(),
+    turnPerAgentOracle(),
+    budgetOracle(world.llm, world.settings.conversationModelCalls),
+    sideEffectsOracle(world.tools),
+    staleWorkOracle(),
+    livenessOracle(),
+    logOracle(),
+    ...extraOracles,
+  ];
+  let seen: Finding | undefined;
+  world.onRune((rune) => {
+    view.see(rune);
+    for (const oracle of oracles) {
+      const finding = oracle.see?.(rune, view);
+      if (finding !== undefined && seen === undefined) seen = finding;
+    }
+  });
+  plant?.(world);
+  const random = world.random.fork();
+  const mix = drawMix(random);
+  const history: string[] = [];
+  let failure: Failure | undefined;
+  let lastClientAt = 0;
+  const fail = (finding: Finding, step: number): Failure => {
+    const runes = finding.stream === undefined ? world.log.slice(-30) : world.log.filter((rune) => rune.stream === finding.stream).slice(-30);
+    return { ...finding, step, actions: history.slice(-15), runes: runes.map(line) };
+  };
+  world.start();
+  try {
+    for (let step = 1; step <= steps && failure === undefined; step++) {
+      const action = drawAction(random, mix);
+      const record = await action.run(world, view, random);
+      if (action.source === 'client') lastClientAt = world.clock.now;
+      history.push(describeAction(step, record, world.clock.now));
+      onStep?.(step, record, world.clock.now);
+      await world.clock.advance(random.int(0, 2_000));
+      if (record.expectRejection !== undefined && !record.expectRejection.some((code) => record.outcome === `rejected ${code}`)) {
+        failure = fail(
+          {
+            oracle: 'bad input',
+            message: `${record.kind} on ${record.stream}: expected a rejection (${record.expectRejection.join(' or ')}), got ${record.outcome}`,
+            ...(record.stream === undefined ? {} : { stream: record.stream }),
+          },
+          step,
+        );
+        break;
+      }
+      if (seen !== undefined) {
+        failure = fail(seen, step);
+        break;
+      }
+      for (const oracle of oracles) {
+        const finding = await oracle.check?.(world, view);
+        if (finding !== undefined) {
+          failure = fail(finding, step);
+          break;
+        }
+      }
+      if (failure === undefined && record.kind === 'crash and restart') {
+        const finding = await checkLog(world);
+        if (finding !== undefined) failure = fail(finding, step);
+      }
+    }
+    if (failure === undefined) {
+      // Quiet: long enough after the last client action for every timeout to have fired twice.
+      const until = lastClientAt + 2 * largestTimeout(world.settings) + 60_000;
+      if (until > world.clock.now) await world.clock.advance(until - world.clock.now);
+      for (const oracle of oracles) {
+        const finding = (seen as Finding | undefined) ?? (await oracle.check?.(world, view)) ?? (await oracle.final?.(world, view));
+        if (finding !== undefined) {
+          failure = fail(finding, steps + 1);
+          break;
+        }
+      }
+    }
+  } catch (error) {
+    failure = fail({ oracle: 'crash of the simulation', message: error instanceof Error ? (error.stack ?? error.message) : String(error) }, history.length);
+  } finally {
+    await world.close();
+  }
+  return {
+    seed,
+    steps: history.length,
+    runes: world.log.length,
+    virtualMs: world.clock.now,
+    crashes: world.processes - 1,
+    ...(failure === undefined ? {} : { failure }),
+    transcript: world.log.map(line).join('\n'),
+  };
+}

@@ -1,0 +1,189 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Subscription } from 'rxjs';
+import { agentEpics } from '../src/effects/agent/agent-epics.js';
+import { reactAgentEpics } from '../src/effects/agent/react-agent-epics.js';
+import { autonomyEpics } from '../src/effects/autonomy/autonomy-epics.js';
+import { chatActorLifecycle } from '../src/effects/chat-actor-lifecycle.js';
+import { chatTalk } from '../src/effects/chat-talk.js';
+import type { ProviderChain } from '../src/effects/llm/provider-chain.js';
+import type { Rune } from '../src/reducers/rune.js';
+import { createEngine, type Engine } from '../src/streams/engine.js';
+import type { Epic } from '../src/streams/epic.js';
+import { sqliteStore } from '../src/streams/sqlite-store.js';
+import { StoreError, type RuneStore } from '../src/streams/store.js';
+import { SimClock } from './clock.js';
+import { FakeLlm } from './fake-llm.js';
+import { fakeTools, type FakeTools } from './fake-tools.js';
+import { Random } from './random.js';
+
+/** The settings a seed draws for its world: the limits and timeouts the oracles reason with. */
+export interface WorldSettings {
+  readonly approvalTimeoutMs: number;
+  readonly conversationModelCalls: number;
+  readonly parallelism: number;
+  readonly autoStart: boolean;
+  readonly callTimeoutMs: number;
+  readonly blockedTimeoutMs: number;
+  readonly staleAfterMs: number;
+  readonly inactivityTimeoutMs: number;
+}
+
+/** The largest timeout a seed's world runs with: liveness is judged this long (twice, plus a minute) after the last client action. */
+export const largestTimeout = (settings: WorldSettings): number =>
+  Math.max(settings.approvalTimeoutMs, settings.callTimeoutMs, settings.blockedTimeoutMs, settings.staleAfterMs, settings.inactivityTimeoutMs, 60_000);
+
+/** A store whose process can die: after `kill`, every write is refused as a dead process's would be. */
+function killable(store: RuneStore): RuneStore & { kill(): void } {
+  let dead = false;
+  const refuse = (): never => {
+    throw new StoreError('closed', 'the process died');
+  };
+  return {
+    ...store,
+    append: (runes, options) => (dead ? Promise.reject(new StoreError('closed', 'the process died')) : store.append(runes, options)),
+    ...(store.appendSync === undefined ? {} : { appendSync: (rune, options) => (dead ? refuse() : store.appendSync!(rune, options)) }),
+    saveSnapshot: (snapshot) => (dead ? Promise.reject(new StoreError('closed', 'the process died')) : store.saveSnapshot(snapshot)),
+    head: (stream) => store.head(stream),
+    heads: (query) => store.heads(query),
+    read: (stream, afterSeq, limit) => store.read(stream, afterSeq, limit),
+    readEvents: (stream, afterSeq, limit) => store.readEvents(stream, afterSeq, limit),
+    latestSnapshot: (stream) => store.latestSnapshot(stream),
+    prune: (stream, throughSeq) => store.prune(stream, throughSeq),
+    close: () => store.close(),
+    kill: () => {
+      dead = true;
+    },
+  };
+}
+
+/**
+ * The seed systems together in one process, on a real SQLite file, under virtual time: chat
+ * actors talking to agents, conversations of several agents with delegation, tools with approvals,
+ * budgets, autonomy plans, ReAct agents, provider chains with breakers. Everything outside the
+ * system (the model API, the tools' side effects) keeps its own books for the oracles.
+ */
+export class World {
+  readonly random: Random;
+  readonly clock: SimClock;
+  readonly llm: FakeLlm;
+  readonly tools: FakeTools;
+  readonly settings: WorldSettings;
+  readonly file: string;
+  readonly #dir: string;
+  readonly #ids: Random;
+  /** Every rune this run saw published, in order, across processes: each was acknowledged. */
+  readonly log: Rune[] = [];
+  readonly #listeners = new Set<(rune: Rune) => void>();
+  #engine!: Engine;
+  #store!: ReturnType<typeof killable>;
+  #subscription = new Subscription();
+  /** How many processes have run: 1, then one more per crash. */
+  processes = 0;
+
+  constructor(readonly seed: number) {
+    this.random = new Random(seed);
+    const llmRandom = this.random.fork();
+    const toolRandom = this.random.fork();
+    this.#ids = this.random.fork();
+    this.clock = new SimClock(() => this.log.length + this.llm.parts + this.tools.activity());
+    this.llm = new FakeLlm({ random: llmRandom, clock: this.clock });
+    this.tools = fakeTools(toolRandom, this.clock);
+    const r = this.random;
+    this.settings = {
+      approvalTimeoutMs: r.pick([30_000, 120_000, 600_000]),
+      conversationModelCalls: r.int(3, 12),
+      parallelism: r.pick([1, 1, 2]),
+      autoStart: r.chance(0.6),
+      callTimeoutMs: r.pick([30_000, 60_000]),
+      blockedTimeoutMs: r.pick([120_000, 600_000]),
+      staleAfterMs: 600_000,
+      inactivityTimeoutMs: 600_000,
+    };
+    this.#dir = mkdtempSync(join(tmpdir(), `runestream-sim-${seed}-`));
+    this.file = join(this.#dir, 'sim.db');
+  }
+
+  get engine(): Engine {
+    return this.#engine;
+  }
+
+  /** Told each rune as it is published. */
+  onRune(listener: (rune: Rune) => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #epics(): Epic[] {
+    const { settings } = this;
+    const claimId = (): string => `claim-${this.#ids.hex(12)}`;
+    const chain: ProviderChain = {
+      providers: [
+        { name: 'p1', model: this.llm.model('p1') },
+        { name: 'p2', model: this.llm.model('p2') },
+      ],
+      breaker: { failureThreshold: 2, successThreshold: 1, openTimeoutMs: 30_000 },
+      callTimeoutMs: settings.callTimeoutMs,
+    };
+    const { tools } = this.tools;
+    return [
+      chatActorLifecycle({ staleAfterMs: settings.staleAfterMs, inactivityTimeoutMs: settings.inactivityTimeoutMs }),
+      chatTalk(),
+      ...agentEpics({
+        model: chain,
+        tools,
+        agents: { lead: { description: 'leads' }, helper: { description: 'helps' }, writer: { description: 'writes' } },
+        conversationBudget: { modelCalls: settings.conversationModelCalls },
+        approvalTimeoutMs: settings.approvalTimeoutMs,
+        claimId,
+      }),
+      ...reactAgentEpics({ model: chain, tools, breakers: false, claimId }),
+      ...autonomyEpics({
+        planner: chain,
+        critic: chain,
+        roles: { writer: { description: 'writes' }, helper: { description: 'helps' } },
+        parallelism: settings.parallelism,
+        autoStart: settings.autoStart,
+        blockedTimeoutMs: settings.blockedTimeoutMs,
+      }),
+    ];
+  }
+
+  /** Starts a process: a store on the file and an engine with every epic, on a fresh scheduler. */
+  start(): void {
+    this.processes++;
+    const scheduler = this.processes === 1 ? this.clock.scheduler : this.clock.restart();
+    this.#store = killable(sqliteStore(this.file));
+    this.#engine = createEngine({ store: this.#store, scheduler, epics: this.#epics() });
+    this.#subscription = this.#engine.runes$().subscribe((rune) => {
+      this.log.push(rune);
+      for (const listener of this.#listeners) listener(rune);
+    });
+  }
+
+  /** The process dies: nothing more is written, its effects stop, its timers are dropped. */
+  async crash(): Promise<void> {
+    this.#store.kill();
+    this.#subscription.unsubscribe();
+    await this.#engine.close().catch(() => undefined);
+  }
+
+  /** Every stream in the file, with its machine. */
+  async streams(): Promise<{ stream: string; machine: string; seq: number }[]> {
+    const out: { stream: string; machine: string; seq: number }[] = [];
+    for await (const head of this.#store.heads()) out.push({ stream: head.stream, machine: head.machine, seq: head.seq });
+    return out;
+  }
+
+  /** Every rune of a stream, from the file. */
+  read(stream: string): Promise<Rune[]> {
+    return this.#store.read(stream);
+  }
+
+  async close(): Promise<void> {
+    this.#subscription.unsubscribe();
+    await this.#engine.close().catch(() => undefined);
+    rmSync(this.#dir, { recursive: true, force: true });
+  }
+}

@@ -230,14 +230,14 @@ const actions: Record<string, Action> = {
         return dispatch(world, 'bad input: unknown stream', `conv/nobody${random.hex(4)}/agent/x/turn`, { type: 'start_turn', input: 'hi' }, ['unknown_stream']);
       }
       if (shape === 'malformed')
-        return dispatch(world, 'bad input: malformed', random.pick(streams), { type: 'no_such_event', junk: [1, 2] }, ['unknown_event', 'invalid_event']);
+        return dispatch(world, 'bad input: malformed', random.pick(streams), { type: 'no_such_event', junk: [1, 2] }, ['unknown_event', 'invalid_event', 'sealed']);
       if (shape === 'approveNeverAsked') {
         const calls = view.streams('tool-call', ['executing', 'completed_result', 'error_result', 'timeout_result', 'cancelled_result']);
         if (calls.length > 0) return dispatch(world, 'bad input: approve never asked', random.pick(calls), { type: 'approved' }, ['not_allowed', 'terminal_state', 'sealed']);
       }
       const turns = view.streams('turn-engine', ['idle']);
       if (turns.length > 0) return dispatch(world, 'bad input: out of order', random.pick(turns), { type: 'tools_finished', more: false }, ['not_allowed', 'sealed']);
-      return dispatch(world, 'bad input: malformed', random.pick(streams), { type: 7 }, ['unknown_event', 'invalid_event']);
+      return dispatch(world, 'bad input: malformed', random.pick(streams), { type: 7 }, ['unknown_event', 'invalid_event', 'sealed']);
     },
   },
 };
@@ -260,7 +260,7 @@ const WEIGHTS = {
   jump: 3,
   crash: 2,
 } as const;
-type ActionKind = keyof typeof WEIGHTS;
+export type ActionKind = keyof typeof WEIGHTS;
 
 /**
  * A seed's mix of actions (swarm testing): each kind's weight is switched off, kept or tripled by

@@ -16,7 +16,7 @@ export class SimClock {
     /** Bumped by anything that moves (a rune, a model's part): `settle` waits until it stops. */
     private readonly activity: () => number,
     /** How many quiet turns in a row mean nothing more is coming. */
-    private readonly quietTurns = 4,
+    private readonly quietTurns = 2,
     /** A bound on one settle, so a loop that never quiets is a finding, not a hang. */
     private readonly maxTurns = 20_000,
   ) {

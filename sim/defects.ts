@@ -17,7 +17,12 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
   {
     name: 'plan-hangs-on-retry',
     description: 'issue 28 (a): an autonomy plan stays "executing" after a critic\'s retry, its task pending and its agent idle',
-    matches: (failure) => failure.oracle === 'liveness' && /\(autonomy-loop\) in "executing"/.test(failure.message),
+    matches: (failure) => failure.oracle === 'liveness' && /\(autonomy-loop\) in "executing" after plan\.critique(?!, its conversation)/.test(failure.message),
+  },
+  {
+    name: 'close-leaves-plans-open',
+    description: 'found by the simulation: closing a conversation seals it with its autonomy plans still open (planning, executing), so they can never end',
+    matches: (failure) => failure.oracle === 'liveness' && /\(autonomy-loop\) in "[a-z_]+" after [a-z_.]+, its conversation \S+ closed/.test(failure.message),
   },
   {
     name: 'chat-paused-while-working',

@@ -242,7 +242,7 @@ export class FakeLlm {
     const random = this.#random;
     if (toolName === 'delegate') return { role: random.pick(['helper', 'lead', 'nobody']), task: `Look into it ${rootTag(root)}` };
     if (random.chance(0.05)) return { wrong: true }; // arguments the tool refuses
-    return { text: `n${random.hex(4)}`, steps: random.int(0, 3) };
+    return { text: `n${random.hex(12)}`, steps: random.int(0, 3) };
   }
 
   /** A planner's answer: usually a valid plan, sometimes one the loop must refuse. */

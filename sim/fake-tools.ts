@@ -19,6 +19,8 @@ export interface FakeTools {
   readonly rerunSafe: ReadonlySet<string>;
   /** Bumped by every execution step: the clock's settle waits while it moves. */
   readonly activity: () => number;
+  /** Tools whose every call runs its side effect twice: a defect a test plants. */
+  readonly runTwice: Set<string>;
 }
 
 const Input = z.object({ text: z.string().max(64), steps: z.number().int().min(0).max(5) });
@@ -26,6 +28,7 @@ const Input = z.object({ text: z.string().max(64), steps: z.number().int().min(0
 /** Tools that need approval, run long, report progress, time out, fail, and run in parallel. */
 export function fakeTools(random: Random, clock: SimClock): FakeTools {
   const executions = new Map<string, ExecutionBook>();
+  const runTwice = new Set<string>();
   let activity = 0;
   const count = (tool: string, nonce: string): void => {
     activity++;
@@ -62,6 +65,7 @@ export function fakeTools(random: Random, clock: SimClock): FakeTools {
       timeoutMs: options.timeoutMs ?? 60_000,
       execute: async ({ text, steps }, { signal, progress }) => {
         count(name, text);
+        if (runTwice.has(name)) count(name, text);
         for (let step = 1; step <= steps; step++) {
           await wait(random.int(...options.stepMs), signal);
           activity++;
@@ -76,5 +80,5 @@ export function fakeTools(random: Random, clock: SimClock): FakeTools {
     stepping('lookup', { rerunSafe: true, parallelSafe: true, stepMs: [10, 2_000], failRate: 0.1 }),
     stepping('job', { timeoutMs: 30_000, stepMs: [1_000, 20_000], failRate: 0.1 }),
   ];
-  return { tools, executions, rerunSafe: new Set(['lookup']), activity: () => activity };
+  return { tools, executions, rerunSafe: new Set(['lookup']), activity: () => activity, runTwice };
 }

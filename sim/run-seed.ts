@@ -1,5 +1,5 @@
 import type { Rune } from '../src/reducers/rune.js';
-import { drawAction, drawMix, LogView, type ActionRecord } from './actions.js';
+import { drawAction, drawMix, LogView, type ActionKind, type ActionRecord } from './actions.js';
 import { budgetOracle } from './oracles/budget.js';
 import { invariantsOracle, turnPerAgentOracle } from './oracles/invariants.js';
 import { livenessOracle } from './oracles/liveness.js';
@@ -7,7 +7,7 @@ import { checkLog, logOracle } from './oracles/log-integrity.js';
 import type { Finding, Oracle } from './oracles/oracle.js';
 import { sideEffectsOracle } from './oracles/side-effects.js';
 import { staleWorkOracle } from './oracles/stale-work.js';
-import { largestTimeout, World } from './world.js';
+import { largestTimeout, World, type PlantedDefects } from './world.js';
 
 /** Options of {@link runSeed}, with their defaults. */
 export interface RunSeedOptions {
@@ -17,8 +17,12 @@ export interface RunSeedOptions {
   readonly onStep?: (step: number, record: ActionRecord, now: number) => void;
   /** Oracles to run besides (or, with `onlyExtraOracles`, instead of) the simulation's own: how a test plants one. */
   readonly extraOracles?: readonly Oracle[];
-  /** Planted defects: what the test does to the world before the run (wraps a tool, drops a rune, ...). */
+  /** Defects a test plants in the world's parts (a store that loses runes, an epic that overspends). */
+  readonly planted?: PlantedDefects;
+  /** Told the world before it starts: how a test plants a defect in what runs beside it (a tool run twice). */
   readonly plant?: (world: World) => void;
+  /** Weights that replace the seed's own mix for some kinds of action (0 turns one off). */
+  readonly mix?: Partial<Record<ActionKind, number>>;
 }
 
 /** What one seed did: its size, and the first finding, with the step that led to it. */
@@ -46,14 +50,22 @@ const line = (rune: Rune): string => `${rune.stream} #${rune.seq} ${rune.kind}${
 const describeAction = (step: number, record: ActionRecord, now: number): string =>
   `step ${step} @${now}: ${record.kind}${record.stream === undefined ? '' : ` ${record.stream}`}${record.event === undefined ? '' : ` ${JSON.stringify(record.event)}`}${record.outcome === undefined ? '' : ` -> ${record.outcome}`}`;
 
+/** The log as the file holds it: every stream in id order, each rune a line. */
+async function fileTranscript(world: World): Promise<string> {
+  const streams = (await world.streams()).map((head) => head.stream).sort();
+  const lines: string[] = [];
+  for (const stream of streams) for (const rune of await world.read(stream)) lines.push(line(rune));
+  return lines.join('\n');
+}
+
 /**
  * Runs one seed of the simulation: the world it makes, `steps` actions drawn from it, the oracles
  * after every step, then, once virtual time has gone far past the last client action, the final
  * oracles (liveness, the log against the file).
  */
 export async function runSeed(seed: number, options: RunSeedOptions = {}): Promise<SeedResult> {
-  const { steps = 200, onStep, extraOracles = [], plant } = options;
-  const world = new World(seed);
+  const { steps = 200, onStep, extraOracles = [], plant, planted, mix: mixOverride } = options;
+  const world = new World(seed, planted);
   const view = new LogView();
   const oracles: Oracle[] = [
     invariantsOracle(),
@@ -61,8 +73,9 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
     budgetOracle(world.llm, world.settings.conversationModelCalls),
     sideEffectsOracle(world.tools),
     staleWorkOracle(),
-    livenessOracle(),
+    // The log first: a lost rune explains whatever else looks wrong after it.
     logOracle(),
+    livenessOracle(),
     ...extraOracles,
   ];
   let seen: Finding | undefined;
@@ -75,10 +88,11 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
   });
   plant?.(world);
   const random = world.random.fork();
-  const mix = drawMix(random);
+  const mix = { ...drawMix(random), ...mixOverride };
   const history: string[] = [];
   let failure: Failure | undefined;
   let lastClientAt = 0;
+  let transcript = '';
   const fail = (finding: Finding, step: number): Failure => {
     const runes = finding.stream === undefined ? world.log.slice(-30) : world.log.filter((rune) => rune.stream === finding.stream).slice(-30);
     return { ...finding, step, actions: history.slice(-15), runes: runes.map(line) };
@@ -134,6 +148,7 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
   } catch (error) {
     failure = fail({ oracle: 'crash of the simulation', message: error instanceof Error ? (error.stack ?? error.message) : String(error) }, history.length);
   } finally {
+    transcript = await fileTranscript(world).catch((error: unknown) => `the file could not be read: ${String(error)}`);
     await world.close();
   }
   return {
@@ -143,6 +158,6 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
     virtualMs: world.clock.now,
     crashes: world.processes - 1,
     ...(failure === undefined ? {} : { failure }),
-    transcript: world.log.map(line).join('\n'),
+    transcript,
   };
 }

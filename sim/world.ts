@@ -12,7 +12,7 @@ import type { Rune } from '../src/reducers/rune.js';
 import { createEngine, type Engine } from '../src/streams/engine.js';
 import type { Epic } from '../src/streams/epic.js';
 import { sqliteStore } from '../src/streams/sqlite-store.js';
-import { StoreError, type RuneStore } from '../src/streams/store.js';
+import { StoreError, type RuneStore, type StreamHead } from '../src/streams/store.js';
 import { SimClock } from './clock.js';
 import { FakeLlm } from './fake-llm.js';
 import { fakeTools, type FakeTools } from './fake-tools.js';
@@ -33,6 +33,14 @@ export interface WorldSettings {
 /** The largest timeout a seed's world runs with: liveness is judged this long (twice, plus a minute) after the last client action. */
 export const largestTimeout = (settings: WorldSettings): number =>
   Math.max(settings.approvalTimeoutMs, settings.callTimeoutMs, settings.blockedTimeoutMs, settings.staleAfterMs, settings.inactivityTimeoutMs, 60_000);
+
+/** Defects a test plants in a world, to show an oracle catches them. */
+export interface PlantedDefects {
+  /** Wraps each process's store (one that loses runes, ...). */
+  readonly store?: (store: RuneStore) => RuneStore;
+  /** Epics that run beside the system's (one that spends outside every budget, ...). */
+  readonly epics?: (world: World) => readonly Epic[];
+}
 
 /** A store whose process can die: after `kill`, every write is refused as a dead process's would be. */
 function killable(store: RuneStore): RuneStore & { kill(): void } {
@@ -82,7 +90,10 @@ export class World {
   /** How many processes have run: 1, then one more per crash. */
   processes = 0;
 
-  constructor(readonly seed: number) {
+  constructor(
+    readonly seed: number,
+    readonly planted: PlantedDefects = {},
+  ) {
     this.random = new Random(seed);
     const llmRandom = this.random.fork();
     const toolRandom = this.random.fork();
@@ -147,6 +158,7 @@ export class World {
         autoStart: settings.autoStart,
         blockedTimeoutMs: settings.blockedTimeoutMs,
       }),
+      ...(this.planted.epics?.(this) ?? []),
     ];
   }
 
@@ -154,7 +166,7 @@ export class World {
   start(): void {
     this.processes++;
     const scheduler = this.processes === 1 ? this.clock.scheduler : this.clock.restart();
-    this.#store = killable(sqliteStore(this.file));
+    this.#store = killable(this.planted.store?.(sqliteStore(this.file)) ?? sqliteStore(this.file));
     this.#engine = createEngine({ store: this.#store, scheduler, epics: this.#epics() });
     this.#subscription = this.#engine.runes$().subscribe((rune) => {
       this.log.push(rune);
@@ -170,9 +182,9 @@ export class World {
   }
 
   /** Every stream in the file, with its machine. */
-  async streams(): Promise<{ stream: string; machine: string; seq: number }[]> {
-    const out: { stream: string; machine: string; seq: number }[] = [];
-    for await (const head of this.#store.heads()) out.push({ stream: head.stream, machine: head.machine, seq: head.seq });
+  async streams(): Promise<StreamHead[]> {
+    const out: StreamHead[] = [];
+    for await (const head of this.#store.heads()) out.push(head);
     return out;
   }
 

@@ -1,4 +1,5 @@
 import { atRest } from '../../src/reducers/resting-states.js';
+import { parseStreamId } from '../../src/reducers/stream-ids.js';
 import type { Oracle } from './oracle.js';
 
 /** The machines whose every stream must have come to rest: turns, calls, plans, CLI sessions, conversations, agents, chats. */
@@ -14,11 +15,17 @@ export const livenessOracle = (): Oracle => ({
   name: 'liveness',
   async final(world) {
     const stuck: string[] = [];
-    for (const { stream, machine } of await world.streams()) {
+    const heads = await world.streams();
+    const closed = new Set(heads.filter((head) => head.machine === 'conversation' && (head.value === 'closed' || head.value === 'archived')).map((head) => head.stream));
+    for (const { stream, machine } of heads) {
       if (!JUDGED.has(machine)) continue;
       const snapshot = await world.engine.snapshot(stream);
       if (snapshot === undefined) continue;
-      if (atRest(machine, snapshot.state) === undefined) stuck.push(`${stream} (${machine}) in ${describe(snapshot.state)}`);
+      if (atRest(machine, snapshot.state) !== undefined) continue;
+      const last = (await world.read(stream)).at(-1);
+      const root = parseStreamId(stream)?.root;
+      const sealed = root !== undefined && root !== stream && closed.has(root) ? `, its conversation ${root} closed` : '';
+      stuck.push(`${stream} (${machine}) in ${describe(snapshot.state)} after ${last?.kind ?? 'nothing'}${sealed}`);
     }
     if (stuck.length === 0) return undefined;
     return {

@@ -1,0 +1,30 @@
+import { describe, expect, it } from 'vitest';
+import { defectOf, KNOWN_DEFECTS } from '../../sim/defects.js';
+import { formatFailure } from '../../sim/report.js';
+import { runSeed } from '../../sim/run-seed.js';
+import { CI_SEEDS, CI_STEPS } from '../../sim/seed-set.js';
+
+/**
+ * CI's fixed seeds: each passes, or fails with the known defect it was kept for (so the fix of
+ * that defect flips it, and this test says so); any other outcome fails with the seed's report.
+ */
+describe("the simulation's fixed seeds", () => {
+  it('names only known defects', () => {
+    const names = new Set(KNOWN_DEFECTS.map((defect) => defect.name));
+    for (const { seed, expect: expected } of CI_SEEDS) if (expected !== 'pass') expect(names.has(expected), `seed ${seed}: ${expected}`).toBe(true);
+    for (const defect of KNOWN_DEFECTS)
+      expect(
+        CI_SEEDS.some((entry) => entry.expect === defect.name),
+        `a seed that finds ${defect.name}`,
+      ).toBe(true);
+  });
+
+  for (const { seed, expect: expected } of CI_SEEDS) {
+    it(expected === 'pass' ? `seed ${seed} passes` : `seed ${seed} finds the known defect ${expected}`, async () => {
+      const result = await runSeed(seed, { steps: CI_STEPS });
+      const found = result.failure === undefined ? 'pass' : (defectOf(result.failure)?.name ?? 'a new failure');
+      const hint = found === 'pass' && expected !== 'pass' ? ` (fixed? then mark seed ${seed} 'pass' in sim/seed-set.ts)` : '';
+      expect(found, `${result.failure === undefined ? `seed ${seed}: ok` : formatFailure(result, CI_STEPS)}${hint}`).toBe(expected);
+    });
+  }
+});

@@ -1,0 +1,105 @@
+import { defer, filter, from, ignoreElements, map, mergeMap } from 'rxjs';
+import { describe, expect, it } from 'vitest';
+import type { Rune } from '../../src/reducers/rune.js';
+import type { RuneStore } from '../../src/streams/store.js';
+import { rootTag } from '../../sim/fake-llm.js';
+import { runSeed } from '../../sim/run-seed.js';
+import type { World } from '../../sim/world.js';
+
+/**
+ * The simulation's own tests: a seed replays byte for byte, and each oracle catches a defect
+ * planted where it looks (a tool that runs twice, a store that loses acknowledged runes, a turn
+ * nothing runs, a component that spends outside the budget).
+ */
+
+/** Only these actions (and time passing): a planted defect is then the first thing found. */
+const only = (...kinds: string[]) => {
+  const all = [
+    'conversation',
+    'message',
+    'chat',
+    'approve',
+    'lateApproval',
+    'interrupt',
+    'conversationControl',
+    'chatControl',
+    'plan',
+    'planControl',
+    'react',
+    'badInput',
+    'jump',
+    'crash',
+  ];
+  return Object.fromEntries(all.map((kind) => [kind, kinds.includes(kind) ? 5 : 0]));
+};
+
+describe('the simulation', () => {
+  it('replays a seed exactly: two runs of one seed write byte-identical logs', async () => {
+    const first = await runSeed(3, { steps: 80 });
+    const second = await runSeed(3, { steps: 80 });
+    expect(first.runes).toBeGreaterThan(300); // a run that did something
+    expect(first.crashes).toBeGreaterThan(0);
+    expect(second.transcript).toBe(first.transcript);
+    const other = await runSeed(4, { steps: 80 });
+    expect(other.transcript).not.toBe(first.transcript);
+  });
+
+  it('catches a tool that runs its side effect twice for one call (the side-effect oracle)', async () => {
+    const result = await runSeed(5, { steps: 60, mix: only('conversation', 'message', 'approve'), plant: (world) => world.tools.runTwice.add('note').add('job') });
+    expect(result.failure?.oracle).toBe('side effects');
+    expect(result.failure?.message).toMatch(/tool "(note|job)" ran 2 times for the call .*\/call\//);
+  });
+
+  it('catches a store that acknowledges runes it never keeps (the log oracle)', async () => {
+    /** Every rune of the first chat actor after its second is acknowledged, and lost. */
+    const losing = (store: RuneStore): RuneStore => {
+      let victim: string | undefined;
+      const kept = (rune: Rune): boolean => {
+        if (victim === undefined && rune.machine === 'chat-actor') victim = rune.stream;
+        return !(rune.stream === victim && rune.seq > 2);
+      };
+      return {
+        ...store,
+        append: (runes, options) => store.append(runes.filter(kept), options),
+      };
+    };
+    const result = await runSeed(6, { steps: 40, mix: only('chat'), planted: { store: losing } });
+    expect(result.failure?.oracle).toBe('log');
+    expect(result.failure?.message).toMatch(/^chat\/h1\/actor\/1 seq 3 was acknowledged but the file lost it/);
+  });
+
+  it('catches a turn left streaming with nobody working on it (the liveness oracle)', async () => {
+    // A turn spawned outside the agent layout (`<root>/agent/<a>/turn`): no epic runs it.
+    const stray = () => [
+      () =>
+        from([
+          { stream: 'stray/turn', spawn: 'turn-engine' },
+          { stream: 'stray/turn', event: { type: 'start_turn', input: 'hello' } },
+        ]),
+    ];
+    const result = await runSeed(7, { steps: 20, mix: only('badInput'), planted: { epics: stray } });
+    expect(result.failure?.oracle).toBe('liveness');
+    expect(result.failure?.message).toContain('stray/turn (turn-engine) in "streaming"');
+  });
+
+  it("catches model calls made for a conversation outside its budget (the budget oracle, from the model API's own count)", async () => {
+    // After each of a conversation's turns, three more calls in its name that no budget sees.
+    const overspend = (world: World) => [
+      (runes$: import('rxjs').Observable<Rune>) =>
+        runes$.pipe(
+          filter((rune) => rune.machine === 'conversation' && rune.kind === 'turn_completed'),
+          mergeMap((rune) => from([1, 2, 3]).pipe(map(() => rune.stream))),
+          mergeMap((root) =>
+            defer(async () => {
+              const call = await world.llm.model('p1').doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: `more ${rootTag(root)}` }] }] });
+              const reader = call.stream.getReader();
+              while (!(await reader.read()).done);
+            }).pipe(ignoreElements()),
+          ),
+        ),
+    ];
+    const result = await runSeed(8, { steps: 60, mix: only('conversation', 'message'), planted: { epics: overspend } });
+    expect(result.failure?.oracle).toBe('budget');
+    expect(result.failure?.message).toMatch(/^the model API answered \d+ calls for conv\/c\d+'s agents \(0 of a ReAct loop\)/);
+  });
+});

@@ -19,12 +19,10 @@ describe("the simulation's fixed seeds", () => {
       ).toBe(true);
   });
 
-  for (const { seed, expect: expected } of CI_SEEDS) {
-    it(expected === 'pass' ? `seed ${seed} passes` : `seed ${seed} finds the known defect ${expected}`, async () => {
-      const result = await runSeed(seed, { steps: CI_STEPS });
-      const found = result.failure === undefined ? 'pass' : (defectOf(result.failure)?.name ?? 'a new failure');
-      const hint = found === 'pass' && expected !== 'pass' ? ` (fixed? then mark seed ${seed} 'pass' in sim/seed-set.ts)` : '';
-      expect(found, `${result.failure === undefined ? `seed ${seed}: ok` : formatFailure(result, CI_STEPS)}${hint}`).toBe(expected);
-    });
-  }
+  it.each(CI_SEEDS)('seed $seed: $expect', async ({ seed, expect: expected }) => {
+    const result = await runSeed(seed, { steps: CI_STEPS });
+    const found = result.failure === undefined ? 'pass' : (defectOf(result.failure)?.name ?? 'a new failure');
+    const hint = found === 'pass' && expected !== 'pass' ? ` (fixed? then mark seed ${seed} 'pass' in sim/seed-set.ts)` : '';
+    expect(found, `${result.failure === undefined ? `seed ${seed}: ok` : formatFailure(result, CI_STEPS)}${hint}`).toBe(expected);
+  });
 });

@@ -13,6 +13,7 @@ import { benchMetrics } from './metrics.js';
 import { benchPostgresAppend } from './postgres-append.js';
 import { benchPostgresLatency } from './postgres-latency.js';
 import { benchPostgresSessions } from './postgres-sessions.js';
+import { benchSimulate } from './simulate.js';
 import { benchSqliteAppend } from './sqlite-append.js';
 import { benchTracing } from './tracing.js';
 import { benchWsFanout } from './ws-fanout.js';
@@ -37,6 +38,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   metrics: benchMetrics,
   'inspector-latency': benchInspectorLatency,
   tracing: benchTracing,
+  simulate: benchSimulate,
 };
 
 /**

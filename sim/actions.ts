@@ -204,8 +204,15 @@ const actions: Record<string, Action> = {
       let stream: string;
       if (reacts.length === 0 || random.chance(0.4)) {
         const roots = conversations(view);
-        const root = roots.length === 0 || random.chance(0.5) ? `conv/${nextId(view, 'c')}` : random.pick(roots);
-        stream = agentStreams(root, `react-${random.hex(3)}`).react;
+        const turns = view.streams('turn-engine').filter((turn) => turn.startsWith('conv/'));
+        if (turns.length > 0 && random.chance(0.15)) {
+          // A ReAct loop for an agent that has turns already: one agent, two kinds of stream.
+          const { root, agentId } = parseStreamId(random.pick(turns)) as { root: string; agentId: string };
+          stream = agentStreams(root, agentId).react;
+        } else {
+          const root = roots.length === 0 || random.chance(0.5) ? `conv/${nextId(view, 'c')}` : random.pick(roots);
+          stream = agentStreams(root, `react-${random.hex(3)}`).react;
+        }
         const spawned = await world.engine.spawn(stream, 'react-agent');
         if (!spawned.accepted) return { kind: 'react spawn', stream, outcome: outcomeOf(spawned) };
       } else {

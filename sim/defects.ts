@@ -20,11 +20,6 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
     matches: (failure) => failure.oracle === 'liveness' && /\(autonomy-loop\) in "executing" after plan\.critique(?!, its conversation)/.test(failure.message),
   },
   {
-    name: 'close-leaves-plans-open',
-    description: 'found by the simulation: closing a conversation seals it with its autonomy plans still open (planning, executing), so they can never end',
-    matches: (failure) => failure.oracle === 'liveness' && /\(autonomy-loop\) in "[a-z_]+" after [a-z_.]+, its conversation \S+ closed/.test(failure.message),
-  },
-  {
     name: 'chat-paused-while-working',
     description: 'issue 28 (c): a chat actor is paused as stale while its turn streams or its tool waits for a person',
     matches: (failure) => failure.oracle === 'stale work',
@@ -35,6 +30,29 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
     matches: (failure) =>
       (failure.oracle === 'budget' && !/\(0 of a ReAct loop\)/.test(failure.message)) ||
       (failure.oracle === 'invariants' && failure.message.startsWith('INV-AGENT-BUDGET') && /agent\/react-/.test(failure.message)),
+  },
+  {
+    name: 'agent-runs-two-turns',
+    description: 'issue 28 (e): one agent runs two turns at once, one on its `turn` stream and one on its `react` stream (an agent id has two kinds)',
+    matches: (failure) => failure.oracle === 'turn per agent',
+  },
+  {
+    name: 'close-leaves-work-open',
+    description:
+      'found by the simulation: closing a conversation seals it with work still open in it (a plan planning, executing or reviewing, an agent spawning, a ReAct loop calling its model), which can then never end',
+    matches: (failure) => failure.oracle === 'liveness' && /, its conversation \S+ closed/.test(failure.message),
+  },
+  {
+    name: 'budget-overrun-by-running-turns',
+    description:
+      "found by the simulation: a conversation's turns that are running when its modelCalls budget is used up go on calling the model (a turn waiting on its tools, or on a sub-agent, calls again once they finish), so its agents together overrun the budget by more than the calls they had under way",
+    matches: (failure) => failure.oracle === 'budget' && /\(0 of a ReAct loop\)/.test(failure.message),
+  },
+  {
+    name: 'react-message-left-streaming',
+    description:
+      'found by the simulation: a ReAct loop never comes to rest when a newer input supersedes its model call: the message that call started stays "streaming" in its state for ever',
+    matches: (failure) => failure.oracle === 'liveness' && /\(react-agent\) in a working state after (?!.*, its conversation)/.test(failure.message.split('; ')[0]!),
   },
 ];
 

@@ -101,6 +101,7 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
   try {
     for (let step = 1; step <= steps && failure === undefined; step++) {
       const action = drawAction(random, mix);
+      const logBefore = world.log.length;
       const record = await action.run(world, view, random);
       if (action.source === 'client') lastClientAt = world.clock.now;
       history.push(describeAction(step, record, world.clock.now));
@@ -116,6 +117,18 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
           step,
         );
         break;
+      }
+      if (record.expectRejection !== undefined) {
+        // Refused, and nothing of it in the log: no rune on its stream carries the refused event.
+        const sent = JSON.stringify(record.event);
+        const stored = world.log.slice(logBefore).find((rune) => rune.stream === record.stream && JSON.stringify(rune.event) === sent);
+        if (stored !== undefined) {
+          failure = fail(
+            { oracle: 'bad input', message: `${record.kind} was refused (${record.outcome}), yet ${record.stream} seq ${stored.seq} holds it`, stream: stored.stream },
+            step,
+          );
+          break;
+        }
       }
       if (seen !== undefined) {
         failure = fail(seen, step);

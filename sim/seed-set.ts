@@ -27,5 +27,5 @@ export const CI_SEEDS: readonly SeedExpectation[] = [
   { seed: 72, expect: 'chat-paused-while-working' },
   { seed: 52, expect: 'react-escapes-budget' },
   { seed: 73, expect: 'react-escapes-budget' },
-  { seed: 34, expect: 'close-leaves-plans-open' },
+  { seed: 34, expect: 'close-leaves-work-open' },
 ];

@@ -119,6 +119,15 @@ const actions: Record<string, Action> = {
         : dispatch(world, 'deny', call, { type: 'denied', reason: 'not now' });
     },
   },
+  cancelCall: {
+    kind: 'cancel call',
+    source: 'client',
+    async run(world, view, random) {
+      const open = view.streams('tool-call', ['awaiting_approval', 'executing']);
+      if (open.length === 0) return { kind: 'cancel call (none open)' };
+      return dispatch(world, 'cancel call', random.pick(open), { type: 'cancelled', reason: 'user cancelled the call' });
+    },
+  },
   lateApproval: {
     kind: 'late approval',
     source: 'client',
@@ -256,6 +265,7 @@ const WEIGHTS = {
   chat: 6,
   approve: 10,
   lateApproval: 2,
+  cancelCall: 2,
   interrupt: 3,
   conversationControl: 3,
   chatControl: 3,
@@ -268,6 +278,8 @@ const WEIGHTS = {
   crash: 2,
 } as const;
 export type ActionKind = keyof typeof WEIGHTS;
+/** Every kind of action a step may take. */
+export const ACTION_KINDS = Object.keys(WEIGHTS) as ActionKind[];
 
 /**
  * A seed's mix of actions (swarm testing): each kind's weight is switched off, kept or tripled by

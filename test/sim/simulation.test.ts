@@ -2,6 +2,7 @@ import { defer, filter, from, ignoreElements, map, mergeMap } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/reducers/rune.js';
 import type { RuneStore } from '../../src/streams/store.js';
+import { ACTION_KINDS, type ActionKind } from '../../sim/actions.js';
 import { rootTag } from '../../sim/fake-llm.js';
 import { runSeed } from '../../sim/run-seed.js';
 import type { World } from '../../sim/world.js';
@@ -13,25 +14,8 @@ import type { World } from '../../sim/world.js';
  */
 
 /** Only these actions (and time passing): a planted defect is then the first thing found. */
-const only = (...kinds: string[]) => {
-  const all = [
-    'conversation',
-    'message',
-    'chat',
-    'approve',
-    'lateApproval',
-    'interrupt',
-    'conversationControl',
-    'chatControl',
-    'plan',
-    'planControl',
-    'react',
-    'badInput',
-    'jump',
-    'crash',
-  ];
-  return Object.fromEntries(all.map((kind) => [kind, kinds.includes(kind) ? 5 : 0]));
-};
+const only = (...kinds: ActionKind[]): Partial<Record<ActionKind, number>> =>
+  Object.fromEntries(ACTION_KINDS.filter((kind) => kind !== 'wait').map((kind) => [kind, kinds.includes(kind) ? 5 : 0]));
 
 describe('the simulation', () => {
   it('replays a seed exactly: two runs of one seed write byte-identical logs', async () => {

@@ -1,5 +1,6 @@
 import { Subject, asyncScheduler, type Observable, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
 import { splitLines } from '../../streams/split-lines.js';
+import { idleTimeout } from '../llm/idle-timeout.js';
 import { DEFAULT_CLI_IDLE_TIMEOUT_MS, DEFAULT_CLI_KILL_GRACE_MS, type CliProcessIo } from './cli-adapter.js';
 import { CliProcessError, DEFAULT_STDERR_TAIL_BYTES, type CliProcessEvent, type CliProcessOptions } from './spawn-cli-process.js';
 
@@ -71,6 +72,8 @@ export class CliProcessOutput {
   /** Its stdout lines, for the io an adapter reads (hot from `spawned` on). */
   readonly lines$: Observable<string> = this.#lines.asObservable();
   readonly #stderr: Tail;
+  /** A stdout line (or the start): the idle clock counts from the last one. */
+  readonly #activity = new Subject<void>();
   #idle: Subscription | undefined;
   #stdout: Subscription | undefined;
 
@@ -86,7 +89,7 @@ export class CliProcessOutput {
     const { maxLineLength } = this.settings;
     this.#stdout = chunks$.pipe(splitLines(maxLineLength === undefined ? {} : { maxLineLength })).subscribe({
       next: (line) => {
-        this.#armIdle();
+        this.#activity.next();
         this.#lines.next(line);
       },
       complete: () => this.#lines.complete(),
@@ -100,7 +103,18 @@ export class CliProcessOutput {
 
   /** It runs: the idle clock starts, and `spawned` tells its pid and io. */
   spawned(pid: number, io: CliProcessIo): void {
-    this.#armIdle();
+    const { scheduler, idleTimeoutMs, command } = this.settings;
+    // One timer per quiet period, not one per line (a CLI may print thousands, and each re-armed
+    // timer would stay queued on a virtual clock until its time).
+    this.#idle = this.#activity
+      .pipe(
+        idleTimeout(
+          idleTimeoutMs,
+          scheduler,
+          () => new CliProcessError('idle_timeout', `"${command}" printed no line for ${idleTimeoutMs} ms, so it was ended`, this.#stderr.text()),
+        ),
+      )
+      .subscribe({ error: (error: unknown) => this.subscriber.error(error) });
     this.subscriber.next({ type: 'spawned', pid, io });
   }
 
@@ -116,13 +130,5 @@ export class CliProcessOutput {
     this.#idle?.unsubscribe();
     this.#stdout?.unsubscribe();
     this.#lines.complete();
-  }
-
-  #armIdle(): void {
-    const { scheduler, idleTimeoutMs, command } = this.settings;
-    this.#idle?.unsubscribe();
-    this.#idle = scheduler.schedule(() => {
-      this.subscriber.error(new CliProcessError('idle_timeout', `"${command}" printed no line for ${idleTimeoutMs} ms, so it was ended`, this.#stderr.text()));
-    }, idleTimeoutMs);
   }
 }

@@ -2,7 +2,7 @@ import { NEVER, Observable, VirtualTimeScheduler, firstValueFrom, lastValueFrom,
 import { describe, expect, it } from 'vitest';
 import { CliProcessError, inProcessCli, type CliProcessEvent, type CliProcessOptions, type CliProgram } from '../../../src/agents.js';
 import { cliProcessContract, stepsProgram, transcript } from './cli-process-contract.js';
-import type { FakeStep } from './support.js';
+import { event, type FakeStep } from './support.js';
 
 /** The fake CLI's steps, run in this process. */
 const inProcess = (steps: readonly FakeStep[], options: Partial<CliProcessOptions> = {}) => inProcessCli({ command: 'fake', cwd: '.', ...options }, stepsProgram(steps));
@@ -58,6 +58,23 @@ describe('inProcessCli', () => {
     scheduler.flush();
     expect(((await done) as Error).message).toBe('idle_timeout: "fake" printed no line for 1000 ms, so it was ended');
     expect(killed).toBe(true);
+  });
+
+  it('each line restarts the idle clock: the timeout comes idleTimeoutMs after the last line (virtual time)', async () => {
+    const scheduler = new VirtualTimeScheduler();
+    const steps = [event({ type: 'a' }), { sleep: 50_000 }, event({ type: 'b' }), { sleep: 50_000 }, event({ type: 'c' }), { hang: true }];
+    const seen: string[] = [];
+    transcript(inProcess(steps, { scheduler, idleTimeoutMs: 60_000 })).subscribe({
+      next: (line) => seen.push(`${line}@${scheduler.now()}`),
+      error: (error: Error) => seen.push(`${error.message}@${scheduler.now()}`),
+    });
+    scheduler.flush();
+    expect(seen).toEqual([
+      'line:{"type":"a"}@0',
+      'line:{"type":"b"}@50000',
+      'line:{"type":"c"}@100000',
+      'idle_timeout: "fake" printed no line for 60000 ms, so it was ended@160000',
+    ]);
   });
 
   it('refuses a bad pid or program', () => {

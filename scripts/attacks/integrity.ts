@@ -16,18 +16,8 @@ import { archiveTarget } from '../../src/effects/archival/archival-requests.js';
 import { fsColdStore } from '../../src/streams/archive/fs-cold-store.js';
 import { readManifest } from '../../src/streams/archive/read-archive.js';
 import { sqliteStore } from '../../src/streams/sqlite-store.js';
+import { seededRandom as random } from '../../test/support/seeded-random.js';
 import { Client, report, serve, tally, userId } from './kit.js';
-
-/** A small seeded generator (mulberry32): the same damage on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** Every rune of `stream` a WebSocket subscriber replaying from seq 0 is sent, or the error that ended it (within `ms`). */
 async function replayOver(url: string, stream: string, last: number, ms = 10_000): Promise<{ runes: Rune[]; snapshot: boolean; error?: string }> {

@@ -6,9 +6,11 @@ import type { Epic, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey, StreamView } from '../../streams/state-effects.js';
 import type { AgentCliSpec, CliRun, CliRunStart } from './cli-adapter.js';
 import { cliError } from './cli-errors.js';
+import { cliProcess } from './cli-process.js';
 import { cliRun$, stateNowOf } from './cli-run.js';
 import { CliSessionLimits, cliSessionSlots } from './cli-session-limits.js';
 import { RUN_STARTING_EVENTS, type CliSessionOwners } from './cli-session-owners.js';
+import type { SpawnCliProcess } from './spawn-cli-process.js';
 
 type Session = typeof agentManagerSession;
 
@@ -32,6 +34,20 @@ export interface AgentCliSessionsOptions extends CliSessionLimits {
    * `maxRunningSessions` applies.
    */
   readonly owners?: CliSessionOwners;
+  /**
+   * What makes each run's process, told its options (the CLI's command, arguments, cwd, env, idle
+   * timeout, the engine's scheduler) and whom it is for (`{stream, cli, run}`). Default
+   * `cliProcess`: an OS process. Another function replaces only the OS process: it gives what
+   * `cliProcess` gives (`spawned` with the io the adapter uses, then `exit`, or a `CliProcessError`),
+   * so the adapters, the limits, the idle timeout and the `process_error` codes work as with a real
+   * process. `inProcessCli(options, program)` makes one of a program in this process (its idle
+   * clock is `cliProcess`' own): for tests and a simulation, where no real process may run.
+   *
+   * An option of the epic rather than of a CLI's spec: specs are configuration (`runestream serve`
+   * reads them from JSON), while how processes are made is the runner's dependency, as its
+   * scheduler is; the function still sees each spec's command, so one function serves every CLI.
+   */
+  readonly spawnProcess?: SpawnCliProcess;
 }
 
 /** The states in which a session's CLI process runs: an interactive CLI's lives across turns. */
@@ -41,7 +57,7 @@ const PROCESS_STATES: Readonly<Record<'interactive' | 'oneShot', ReadonlySet<Age
 };
 /** Where a process died with the old server: the machine takes these to `error` or `paused`. */
 const LOSES_PROCESS = new Set<string>(['creating', 'streaming', 'waiting_approval']);
-const OPTIONS = ['clis', 'defaultCli', 'onIgnored', 'maxIgnoredPerRun', 'maxRunningSessions', 'maxSessionsPerIdentity', 'owners'];
+const OPTIONS = ['clis', 'defaultCli', 'onIgnored', 'maxIgnoredPerRun', 'maxRunningSessions', 'maxSessionsPerIdentity', 'owners', 'spawnProcess'];
 const SPEC_FIELDS = ['adapter', 'command', 'args', 'env', 'cwd', 'idleTimeoutMs', 'killGraceMs'];
 
 /** The reason of the `process_lost` a session gets when its process died with the server that ran it. */
@@ -53,8 +69,9 @@ export const PROCESS_LOST_REASON = 'the CLI process ended with the runestream se
  * session's events by the CLI's adapter (see {@link AgentCliAdapter}).
  *
  * 1. `start_session` starts a run `{type: 'new_task', prompt}`: the process is spawned (see
- *    `cliProcess`: its own process group, a safe environment, an idle timeout) and the adapter's
- *    events are dispatched to the session; what it ignores is told (`onIgnored`), bounded.
+ *    `cliProcess`: its own process group, a safe environment, an idle timeout; or what
+ *    `spawnProcess` makes) and the adapter's events are dispatched to the session; what it
+ *    ignores is told (`onIgnored`), bounded.
  * 2. A session naming an unknown CLI gets `process_error` `unknown_cli:` with the configured
  *    names. A client names a CLI, never a command.
  * 3. A CLI whose adapter is not `interactive` (NDJSON) cannot be answered while it runs: a session
@@ -103,7 +120,16 @@ export function agentCliSessions(options: AgentCliSessionsOptions): Epic {
   for (const key of Object.keys(options ?? {})) {
     if (!OPTIONS.includes(key)) throw new TypeError(`agentCliSessions: unknown option "${key}"; the options are ${OPTIONS.join(', ')}`);
   }
-  const { clis, defaultCli, onIgnored, maxIgnoredPerRun = 20, owners, maxRunningSessions, maxSessionsPerIdentity } = options ?? ({} as AgentCliSessionsOptions);
+  const {
+    clis,
+    defaultCli,
+    onIgnored,
+    maxIgnoredPerRun = 20,
+    owners,
+    maxRunningSessions,
+    maxSessionsPerIdentity,
+    spawnProcess = cliProcess,
+  } = options ?? ({} as AgentCliSessionsOptions);
   if (typeof clis !== 'object' || clis === null) throw new TypeError('agentCliSessions: "clis" must be an object of CLI specs by name');
   for (const [name, spec] of Object.entries(clis)) checkSpec(name, spec);
   if (defaultCli !== undefined && !Object.hasOwn(clis, defaultCli)) {
@@ -120,6 +146,8 @@ export function agentCliSessions(options: AgentCliSessionsOptions): Epic {
   if (owners !== undefined && (typeof owners.take !== 'function' || typeof owners.driven !== 'function')) {
     throw new TypeError('agentCliSessions: "owners" must be what cliSessionOwners() returns');
   }
+  if (typeof spawnProcess !== 'function')
+    throw new TypeError('agentCliSessions: "spawnProcess" must be a function (options, {stream, cli, run}) => Observable of CliProcessEvent');
   const names = Object.keys(clis);
   const specOf = (state: AgentManagerSessionState): { name: string; spec: AgentCliSpec | undefined } => {
     const name = state.cli ?? defaultCli ?? '';
@@ -152,7 +180,9 @@ export function agentCliSessions(options: AgentCliSessionsOptions): Epic {
               ...(afterTs === undefined ? {} : { afterTs }),
             };
             return cliRun$(spec, run, {
+              stream,
               cliName: name,
+              spawnProcess,
               scheduler: context.scheduler,
               later$: view.later$,
               stateNow: stateNowOf(context, stream),

@@ -2,65 +2,12 @@ import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'n
 import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { Observable, Subject, asyncScheduler, type SchedulerLike, type Subscription } from 'rxjs';
-import { splitLines } from '../../streams/split-lines.js';
-import { DEFAULT_CLI_IDLE_TIMEOUT_MS, DEFAULT_CLI_KILL_GRACE_MS, type CliProcessIo } from './cli-adapter.js';
+import { Observable } from 'rxjs';
+import type { CliProcessIo } from './cli-adapter.js';
+import { CliProcessOutput, cliProcessSettings } from './cli-process-output.js';
+import { CliProcessError, type CliProcessEvent, type CliProcessOptions } from './spawn-cli-process.js';
 
-/** Default of {@link CliProcessOptions.stderrTailBytes}: the last 4 KiB of stderr are kept for error text. */
-export const DEFAULT_STDERR_TAIL_BYTES = 4096;
-
-/** Options of {@link cliProcess}. */
-export interface CliProcessOptions {
-  /** The executable, found on PATH or given as a path. */
-  readonly command: string;
-  readonly args?: readonly string[];
-  readonly cwd: string;
-  /** Added to a safe few of the server's variables (PATH, HOME, USER, SHELL, TERM, LOGNAME): nothing else is inherited. */
-  readonly env?: Readonly<Record<string, string>>;
-  /** Written to stdin as it is once the process runs. Default nothing. */
-  readonly stdin?: string;
-  /** Whether stdin is closed after `stdin` is written. Default false. */
-  readonly endStdin?: boolean;
-  /** No stdout line for this long: the process is ended and the Observable errors (`idle_timeout:`). Default 600,000. */
-  readonly idleTimeoutMs?: number;
-  /** How long the ended process group gets between SIGTERM and SIGKILL. Default 5,000. */
-  readonly killGraceMs?: number;
-  /** The scheduler of the idle timeout and the kill grace. Default `asyncScheduler`. */
-  readonly scheduler?: SchedulerLike;
-  /** The longest stdout line kept whole (see `splitLines`). */
-  readonly maxLineLength?: number;
-  /** How much of the end of stderr is kept for error text. Default {@link DEFAULT_STDERR_TAIL_BYTES}. */
-  readonly stderrTailBytes?: number;
-}
-
-/**
- * What a process does: it `spawned` (its pid, and its stdio for an adapter: subscribe `io.lines$`
- * in the same tick, it is hot from here), then it exited once its stdout ended.
- */
-export type CliProcessEvent =
-  | { readonly type: 'spawned'; readonly pid: number; readonly io: CliProcessIo }
-  | {
-      readonly type: 'exit';
-      /** The exit code; a process ended by a signal has 128 + the signal's number (SIGTERM 143, SIGKILL 137), as shells report it. */
-      readonly code: number;
-      readonly signal?: string;
-      /** The end of its stderr (see {@link CliProcessOptions.stderrTailBytes}). */
-      readonly stderr: string;
-    };
-
-/** Why a process failed: the message starts with its code (`spawn_failed: ...`, `idle_timeout: ...`). */
-export class CliProcessError extends Error {
-  constructor(
-    readonly code: 'spawn_failed' | 'idle_timeout',
-    /** The message after its code. */
-    readonly detail: string,
-    /** The end of the process's stderr, when it ran. */
-    readonly stderr = '',
-  ) {
-    super(`${code}: ${detail}`);
-    this.name = 'CliProcessError';
-  }
-}
+export { CliProcessError, DEFAULT_STDERR_TAIL_BYTES, type CliProcessEvent, type CliProcessOptions } from './spawn-cli-process.js';
 
 /** What a spawn error code means, for the message. */
 const SPAWN_ERRNO: Readonly<Record<string, string>> = {
@@ -137,28 +84,6 @@ function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
   }
 }
 
-/** The last `limit` bytes of a byte stream. */
-class Tail {
-  #chunks: Buffer[] = [];
-  #length = 0;
-  constructor(private readonly limit: number) {}
-  push(chunk: Buffer): void {
-    this.#chunks.push(chunk);
-    this.#length += chunk.length;
-    while (this.#length - this.#chunks[0]!.length >= this.limit) this.#length -= this.#chunks.shift()!.length;
-  }
-  text(): string {
-    const all = Buffer.concat(this.#chunks);
-    return all.subarray(Math.max(0, all.length - this.limit)).toString('utf8');
-  }
-}
-
-const positive = (name: string, value: number | undefined, fallback: number): number => {
-  if (value === undefined) return fallback;
-  if (!(value > 0) || !Number.isFinite(value)) throw new TypeError(`cliProcess: "${name}" must be a positive number, got ${String(value)}`);
-  return value;
-};
-
 /**
  * A child process as an Observable: cold, so subscribing spawns it and unsubscribing ends it.
  *
@@ -180,12 +105,8 @@ const positive = (name: string, value: number | undefined, fallback: number): nu
  *    never works on for a server that is gone.
  */
 export function cliProcess(options: CliProcessOptions): Observable<CliProcessEvent> {
-  const { command, args = [], cwd, env = {}, stdin, endStdin = false, scheduler = asyncScheduler, maxLineLength } = options;
-  if (typeof command !== 'string' || command.length === 0) throw new TypeError('cliProcess: "command" must be a non-empty string');
-  if (typeof cwd !== 'string' || cwd.length === 0) throw new TypeError('cliProcess: "cwd" must be a non-empty string');
-  const idleTimeoutMs = positive('idleTimeoutMs', options.idleTimeoutMs, DEFAULT_CLI_IDLE_TIMEOUT_MS);
-  const killGraceMs = positive('killGraceMs', options.killGraceMs, DEFAULT_CLI_KILL_GRACE_MS);
-  const stderrTailBytes = positive('stderrTailBytes', options.stderrTailBytes, DEFAULT_STDERR_TAIL_BYTES);
+  const settings = cliProcessSettings('cliProcess', options);
+  const { command, args, cwd, env, stdin, endStdin, scheduler, killGraceMs } = settings;
   return new Observable<CliProcessEvent>((subscriber) => {
     let child: ChildProcessWithoutNullStreams;
     try {
@@ -195,12 +116,10 @@ export function cliProcess(options: CliProcessOptions): Observable<CliProcessEve
       subscriber.error(new CliProcessError('spawn_failed', `could not start "${command}": ${(error as Error).message}`));
       return;
     }
-    const stderr = new Tail(stderrTailBytes);
-    const lines = new Subject<string>();
+    const output = new CliProcessOutput(subscriber, settings);
     let running = false;
     let exited = false;
     let stdinOpen = true;
-    let idle: Subscription | undefined;
 
     const closeStdin = (): void => {
       if (!stdinOpen) return;
@@ -208,41 +127,28 @@ export function cliProcess(options: CliProcessOptions): Observable<CliProcessEve
       child.stdin.end();
     };
     const io: CliProcessIo = {
-      lines$: lines.asObservable(),
+      lines$: output.lines$,
       write: (line) => {
         if (stdinOpen && child.stdin.writable) child.stdin.write(`${line}\n`);
       },
       end: closeStdin,
     };
-    const armIdle = (): void => {
-      idle?.unsubscribe();
-      idle = scheduler.schedule(() => {
-        subscriber.error(new CliProcessError('idle_timeout', `"${command}" printed no line for ${idleTimeoutMs} ms, so it was ended`, stderr.text()));
-      }, idleTimeoutMs);
-    };
 
     child.stdin.on('error', () => {
       stdinOpen = false; // EPIPE: the process stopped reading; later writes are dropped
     });
-    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-    const stdoutLines = new Observable<Buffer>((chunks) => {
-      child.stdout.on('data', (chunk: Buffer) => chunks.next(chunk));
-      child.stdout.on('end', () => chunks.complete());
-    })
-      .pipe(splitLines(maxLineLength === undefined ? {} : { maxLineLength }))
-      .subscribe({
-        next: (line) => {
-          armIdle();
-          lines.next(line);
-        },
-        complete: () => lines.complete(),
-      });
+    child.stderr.on('data', (chunk: Buffer) => output.stderr(chunk));
+    output.readStdout(
+      new Observable<Buffer>((chunks) => {
+        child.stdout.on('data', (chunk: Buffer) => chunks.next(chunk));
+        child.stdout.on('end', () => chunks.complete());
+      }),
+    );
     child.on('spawn', () => {
       running = true;
       const { pid } = child;
       watchGroup(pid!, killGraceMs);
-      armIdle();
-      subscriber.next({ type: 'spawned', pid: pid!, io });
+      output.spawned(pid!, io);
       if (stdin !== undefined && stdin.length > 0) child.stdin.write(stdin);
       if (endStdin) closeStdin();
     });
@@ -259,15 +165,11 @@ export function cliProcess(options: CliProcessOptions): Observable<CliProcessEve
     });
     // 'close': the process exited and its stdio ended, so the adapter has had every line.
     child.on('close', (code: number | null, signal: NodeJS.Signals | null) => {
-      idle?.unsubscribe();
-      subscriber.next({ type: 'exit', code: code ?? exitCodeOfSignal(signal ?? ''), ...(signal === null ? {} : { signal }), stderr: stderr.text() });
-      subscriber.complete();
+      output.exited(code ?? exitCodeOfSignal(signal ?? ''), signal ?? undefined);
     });
 
     return () => {
-      idle?.unsubscribe();
-      stdoutLines.unsubscribe();
-      lines.complete();
+      output.close();
       const { pid } = child;
       if (pid === undefined) return; // never started
       if (exited && !liveGroups.has(pid)) return;

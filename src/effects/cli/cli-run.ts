@@ -5,15 +5,19 @@ import { errorText } from '../../reducers/error-text.js';
 import type { RuneOf } from '../../reducers/rune.js';
 import type { EpicContext } from '../../streams/epic.js';
 import type { AgentCliSpec, CliRun, CliUserEvent } from './cli-adapter.js';
-import { cliProcess, CliProcessError, type CliProcessEvent } from './cli-process.js';
 import { cliError } from './cli-errors.js';
+import { CliProcessError, type CliProcessEvent, type CliProcessOptions, type SpawnCliProcess } from './spawn-cli-process.js';
 
 type Session = typeof agentManagerSession;
 
 /** What one run needs besides its spec: where its events go, and what it tells. */
 export interface CliRunContext {
+  /** The session's stream. */
+  readonly stream: string;
   /** The configured CLI's name, for messages. */
   readonly cliName: string;
+  /** What makes the run's process (`agentCliSessions`' `spawnProcess`). */
+  readonly spawnProcess: SpawnCliProcess;
   readonly scheduler: SchedulerLike;
   /** The stream's later runes (the view's `later$`): the user's runes reach an interactive adapter from here. */
   readonly later$: Observable<RuneOf<Session>>;
@@ -62,7 +66,7 @@ export function cliRun$(spec: AgentCliSpec, run: CliRun, context: CliRunContext)
       const error = cliError('exit_code', `"${context.cliName}" exited with code ${event.code}${stderr.length > 0 ? `: ${stderr}` : ''}`);
       return of({ type: 'process_error' as const, error }, exit);
     };
-    return cliProcess({
+    const options: CliProcessOptions = {
       command: spec.command,
       args: [...(spec.args ?? []), ...launch.args],
       cwd: spec.cwd,
@@ -72,7 +76,9 @@ export function cliRun$(spec: AgentCliSpec, run: CliRun, context: CliRunContext)
       ...(spec.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: spec.idleTimeoutMs }),
       ...(spec.killGraceMs === undefined ? {} : { killGraceMs: spec.killGraceMs }),
       scheduler: context.scheduler,
-    }).pipe(
+    };
+    // defer: a spawn function that throws is a run that failed to start, not a failed epic.
+    return defer(() => context.spawnProcess(options, { stream: context.stream, cli: context.cliName, run })).pipe(
       // The adapter has every line before the exit is told: `exit` waits for `drive` to complete.
       concatMap((event) => {
         if (event.type === 'exit') return exited(event);

@@ -3,9 +3,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VirtualTimeScheduler, type SchedulerLike } from 'rxjs';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { agentCliSessions, PROCESS_LOST_REASON, type AgentCliSpec } from '../../../src/agents.js';
+import {
+  agentCliSessions,
+  inProcessCli,
+  PROCESS_LOST_REASON,
+  type AgentCliSpec,
+  type CliProcessOptions,
+  type CliSpawnContext,
+  type SpawnCliProcess,
+} from '../../../src/agents.js';
 import { createEngine, type Engine, type EngineError, type Rune } from '../../../src/index.js';
 import { sqliteStore } from '../../../src/sqlite.js';
+import { stepsProgram } from './cli-process-contract.js';
 import { childPidOf, event, fakeAdapter, fakeSpec, isRunning, until, type FakeStep } from './support.js';
 
 /** Agent CLI sessions through the engine on a real SQLite file, each run a real process of the fake CLI. */
@@ -28,12 +37,18 @@ afterEach(async () => {
 
 let files = 0;
 /** An engine on a new SQLite file (or `file`) running the sessions epic with `clis`. */
-function open(clis: Record<string, AgentCliSpec>, options: { file?: string; scheduler?: SchedulerLike; defaultCli?: string } = {}) {
+function open(clis: Record<string, AgentCliSpec>, options: { file?: string; scheduler?: SchedulerLike; defaultCli?: string; spawnProcess?: SpawnCliProcess } = {}) {
   const file = options.file ?? join(dir, `sessions-${++files}.db`);
   const engine = createEngine({
     store: sqliteStore(file),
     ...(options.scheduler === undefined ? {} : { scheduler: options.scheduler }),
-    epics: [agentCliSessions({ clis, defaultCli: options.defaultCli ?? Object.keys(clis)[0] })],
+    epics: [
+      agentCliSessions({
+        clis,
+        defaultCli: options.defaultCli ?? Object.keys(clis)[0],
+        ...(options.spawnProcess === undefined ? {} : { spawnProcess: options.spawnProcess }),
+      }),
+    ],
   });
   engines.push(engine);
   const errors: EngineError[] = [];
@@ -272,5 +287,47 @@ describe('agentCliSessions', () => {
     expect(adapter.runs[1]).toMatchObject({ sessionId: 'task-9', afterTs: 700 });
     expect(path(second.runes, 's2')).toEqual([]);
     expect((await until(second.engine, 's2', () => true)).value).toBe('waiting_input');
+  });
+
+  it('spawnProcess replaces the OS process: it is told the options and whom the process is for, and the session runs as with a real one', async () => {
+    const told: [CliProcessOptions, CliSpawnContext][] = [];
+    // The fake's steps, run in this process: the adapter launches them as it would the real fake.
+    const adapter = fakeAdapter({ interactive: false, script: () => [...created(), { line: 'not json' }, ...done(1002), { stderr: 'bye' }, { exit: 0 }] });
+    const spawnProcess: SpawnCliProcess = (options, context) => {
+      told.push([options, context]);
+      return inProcessCli(options, stepsProgram(JSON.parse(options.args!.at(-1)!) as FakeStep[]));
+    };
+    const { engine, runes, errors } = open({ fake: { adapter, command: 'no-such-command', cwd: '/nowhere', idleTimeoutMs: 5000 } }, { spawnProcess });
+    await engine.spawn('s1', 'agent-manager-session', { autoApprove: true });
+    await engine.dispatch('s1', { type: 'start_session', prompt: 'build it' });
+    expect(await until(engine, 's1', (s) => s.exitCode !== undefined)).toMatchObject({ value: 'completed', sessionId: 'task-1', exitCode: 0 });
+    expect(path(runes).slice(1)).toEqual([
+      'start_session->creating',
+      'session_created->creating',
+      'api_req_started->streaming',
+      'say:completion_result->streaming',
+      'ask:completion_result->completed',
+      'process_exit->completed',
+    ]);
+    expect(errors).toContainEqual({ type: 'output_ignored', epic: 'agentCliSessions', stream: 's1', reason: 'not JSON: not json' });
+    expect(told).toHaveLength(1);
+    const [options, context] = told[0]!;
+    expect(options).toMatchObject({ command: 'no-such-command', cwd: '/nowhere', idleTimeoutMs: 5000 });
+    expect(options.scheduler).toBeDefined();
+    expect(context).toEqual({ stream: 's1', cli: 'fake', run: { start: { type: 'new_task', prompt: 'build it' }, autoApprove: true, cwd: '/nowhere' } });
+  });
+
+  it('a spawnProcess that throws is a run that could not start: process_error, and the epic carries on', async () => {
+    const adapter = fakeAdapter({ interactive: false, script: () => [] });
+    const spawnProcess: SpawnCliProcess = () => {
+      throw new Error('no fake for this CLI');
+    };
+    const { engine } = open({ fake: fakeSpec(adapter) }, { spawnProcess });
+    for (const stream of ['s1', 's2']) {
+      await engine.spawn(stream, 'agent-manager-session', { autoApprove: true });
+      await engine.dispatch(stream, { type: 'start_session', prompt: 'go' });
+      expect((await until(engine, stream, (s) => s.value === 'error')).error).toBe('drive_failed: no fake for this CLI');
+    }
+    expect(() => agentCliSessions({ clis: {}, spawnProcess: 'cline' as unknown as SpawnCliProcess })).toThrow(/^agentCliSessions: "spawnProcess" must be a function/);
   });
 });

@@ -6,24 +6,12 @@ import { Observable, Subscription, VirtualTimeScheduler, firstValueFrom, lastVal
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { CliProcessError, cliProcess, type CliProcessEvent, type CliProcessOptions } from '../../../src/effects/cli/cli-process.js';
 import { runAndKill } from '../../support/kill-worker.js';
+import { cliProcessContract, transcript } from './cli-process-contract.js';
 import { FAKE_CLI, childPidOf, event, isRunning, type FakeStep } from './support.js';
 
 /** The fake CLI as a process, running `steps`. */
 const fake = (steps: readonly FakeStep[], options: Partial<CliProcessOptions> = {}) =>
   cliProcess({ command: process.execPath, args: [FAKE_CLI, JSON.stringify(steps)], cwd: process.cwd(), ...options });
-
-/** Everything a process does: its lines as `line:...`, then its exit. */
-const transcript = (process$: Observable<CliProcessEvent>): Observable<string> =>
-  new Observable<string>((subscriber) =>
-    process$.subscribe({
-      next: (e) => {
-        if (e.type === 'spawned') e.io.lines$.subscribe((line) => subscriber.next(`line:${line}`));
-        else subscriber.next(`exit:${e.code}${e.signal === undefined ? '' : `:${e.signal}`}:${e.stderr}`);
-      },
-      error: (error: unknown) => subscriber.error(error),
-      complete: () => subscriber.complete(),
-    }),
-  );
 
 const dir = mkdtempSync(join(tmpdir(), 'runestream-cli-process-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -64,10 +52,7 @@ function started(process$: Observable<CliProcessEvent>): { spawned: Promise<Extr
 }
 
 describe('cliProcess', () => {
-  it('gives stdout line by line (split writes joined, garbage kept as a line), then the exit code and the end of stderr, after the last line', async () => {
-    const steps = [event({ type: 'a' }), { raw: '{"type":' }, { sleep: 20 }, { raw: '"b"}\nlast' }, { stderr: 'bad things' }, { exit: 3 }];
-    expect(await lastValueFrom(transcript(fake(steps)).pipe(toArray()))).toEqual(['line:{"type":"a"}', 'line:{"type":"b"}', 'line:last', 'exit:3:bad things']);
-  });
+  cliProcessContract('cliProcess', fake, cliProcess);
 
   it('reports an exit by a signal as 128 + its number', async () => {
     expect(await lastValueFrom(transcript(fake([{ kill: 'SIGTERM' }])))).toBe('exit:143:SIGTERM:');
@@ -88,18 +73,6 @@ describe('cliProcess', () => {
     expect(error).toBeInstanceOf(CliProcessError);
     expect((error as CliProcessError).code).toBe('spawn_failed');
     expect((error as Error).message).toMatch(/^spawn_failed: could not start "runestream-no-such-cli" in .*: ENOENT/);
-  });
-
-  it('echoes stdin written through io.write; a write after the process exited is dropped, never thrown', async () => {
-    const { spawned, lines, done } = started(fake([{ echo: 1 }]));
-    const { io } = await spawned;
-    io.write('{"type":"hello"}');
-    expect(await done).toMatchObject({ type: 'exit', code: 0 });
-    expect(lines).toEqual(['{"type":"hello"}']);
-    expect(() => {
-      io.write('late');
-      io.end();
-    }).not.toThrow();
   });
 
   it('ends the process with idle_timeout when it prints no line for idleTimeoutMs (virtual time)', async () => {
@@ -145,10 +118,5 @@ describe('cliProcess', () => {
     expect(isRunning(pid)).toBe(true);
     scheduler.flush(); // the grace runs out: SIGKILL
     await vi.waitFor(() => expect(isRunning(pid)).toBe(false));
-  });
-
-  it('refuses bad options, naming them', () => {
-    expect(() => cliProcess({ command: '', cwd: '.' })).toThrow('"command" must be a non-empty string');
-    expect(() => cliProcess({ command: 'x', cwd: '.', killGraceMs: 0 })).toThrow('"killGraceMs" must be a positive number, got 0');
   });
 });

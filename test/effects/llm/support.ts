@@ -98,7 +98,7 @@ export class ManualClock extends VirtualTimeScheduler {
 }
 
 /** Waits until the event loop has run pending I/O and promise callbacks (the SDK's stream pipeline). */
-export const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+export { settle } from '../../support/virtual-time.js';
 
 /** Asserts and narrows. */
 export function defined<T>(value: T | undefined): T {

@@ -236,6 +236,38 @@ const actions: Record<string, Action> = {
       });
     },
   },
+  cliSession: {
+    kind: 'cli session',
+    source: 'client',
+    async run(world, view, random) {
+      const stream = `session/s${random.hex(6)}`;
+      const cli = random.pick(['fake-ndjson', 'fake-acp']);
+      // cline's NDJSON cannot be answered while it runs: its sessions run in auto-approve mode.
+      const spawned = await world.engine.spawn(stream, 'agent-manager-session', { cli, autoApprove: cli === 'fake-ndjson' || random.chance(0.3) });
+      if (!spawned.accepted) return { kind: 'cli session', stream, outcome: outcomeOf(spawned) };
+      return dispatch(world, 'cli session', stream, { type: 'start_session', prompt: 'Fix the failing test' });
+    },
+  },
+  cliControl: {
+    kind: 'cli control',
+    source: 'client',
+    async run(world, view, random) {
+      const sessions = view.streams('agent-manager-session');
+      if (sessions.length === 0) return { kind: 'cli control (none)' };
+      const session = random.pick(sessions);
+      const byState: Record<string, readonly { type: string; [key: string]: unknown }[]> = {
+        waiting_approval: [{ type: 'approve_action' }, { type: 'reject_action' }],
+        waiting_input: [{ type: 'send_message', text: 'go on' }],
+        completed: [{ type: 'send_message', text: 'one more thing' }],
+        paused: [{ type: 'resume_session' }],
+        error: [{ type: 'retry' }, { type: 'resume_session' }],
+        streaming: [{ type: 'cancel_session' }],
+        creating: [{ type: 'cancel_session' }],
+      };
+      const event = random.pick(byState[view.value.get(session) ?? ''] ?? [{ type: 'cancel_session' }]);
+      return dispatch(world, `cli ${event.type}`, session, event);
+    },
+  },
   badInput: {
     kind: 'bad input',
     source: 'client',
@@ -272,6 +304,8 @@ const WEIGHTS = {
   plan: 4,
   planControl: 4,
   react: 5,
+  cliSession: 4,
+  cliControl: 6,
   badInput: 3,
   wait: 12,
   jump: 3,

@@ -16,13 +16,18 @@ export interface KnownDefect {
 export const KNOWN_DEFECTS: readonly KnownDefect[] = [
   {
     name: 'plan-hangs-on-retry',
-    description: 'issue 28 (a): an autonomy plan stays "executing" after a critic\'s retry, its task pending and its agent idle',
-    matches: (failure) => failure.oracle === 'liveness' && /\(autonomy-loop\) in "executing" after plan\.critique(?!, its conversation)/.test(failure.message),
+    description:
+      'issue 28 (a): an autonomy plan stays "executing", a runnable task never given to an idle agent of its role: after a critic\'s retry, an operator\'s retry_task or a replan (the scheduler holds on to the agents of earlier attempts)',
+    matches: (failure) =>
+      failure.oracle === 'liveness' &&
+      /\(autonomy-loop\) in "executing" after (plan\.critique|dependency_resolved|auto_start|plan\.task_started|plan\.task_completed)(?!, its conversation)/.test(
+        failure.message,
+      ),
   },
   {
     name: 'chat-paused-while-working',
     description: 'issue 28 (c): a chat actor is paused as stale while its turn streams or its tool waits for a person',
-    matches: (failure) => failure.oracle === 'stale work',
+    matches: (failure) => failure.oracle === 'stale work' && failure.message.startsWith('chat/'),
   },
   {
     name: 'react-escapes-budget',
@@ -35,6 +40,31 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
     name: 'agent-runs-two-turns',
     description: 'issue 28 (e): one agent runs two turns at once, one on its `turn` stream and one on its `react` stream (an agent id has two kinds)',
     matches: (failure) => failure.oracle === 'turn per agent',
+  },
+  {
+    name: 'cli-session-idled-while-waiting',
+    description:
+      'found by the simulation: an ACP agent CLI session waiting for the user (for input, an approval, or the next message after completing) is ended as idle after idleTimeoutMs and goes to error: waiting for a person is not silence',
+    matches: (failure) => failure.oracle === 'stale work' && failure.message.startsWith('session/'),
+  },
+  {
+    name: 'cli-exit-strands-session',
+    description: 'issue 28 (l): a CLI that exits 0 while an ask is pending leaves its session waiting with no process; answering it then leaves it "streaming" for ever',
+    matches: (failure) => failure.oracle === 'liveness' && /\(agent-manager-session\) in "(streaming|creating)"/.test(failure.message),
+  },
+  {
+    name: 'turn-started-while-suspended',
+    description:
+      "found by the simulation: a turn-based agent starts a turn (its lifecycle's turn.started) while its conversation is suspended for budget: a plan's task, a delegated sub-agent or a user's message (INV-AGENT-BUDGET)",
+    matches: (failure) => failure.oracle === 'invariants' && failure.message.startsWith('INV-AGENT-BUDGET') && !/agent\/react-/.test(failure.message),
+  },
+  {
+    name: 'turn-left-streaming-at-suspension',
+    description:
+      'found by the simulation: a turn whose tool round ends as its conversation is suspended for budget neither calls the model nor is interrupted: it stays "streaming", its agent "running_turn", for ever',
+    matches: (failure) =>
+      failure.oracle === 'liveness' &&
+      /\/agent\/\S+ \((agent-lifecycle\) in "running_turn"|turn-engine\) in "(streaming|tool_executing)")(?!.*, its conversation)/.test(failure.message),
   },
   {
     name: 'close-leaves-work-open',

@@ -1,6 +1,5 @@
 import { parseArgs } from 'node:util';
-import { defectOf } from './defects.js';
-import { formatFailure } from './report.js';
+import { formatFailures, foundIn } from './report.js';
 import { runSeed } from './run-seed.js';
 
 // `npm run simulate -- --seeds N [--from S] [--steps M] [--verbose]`: runs seeds S .. S+N-1 of the
@@ -28,7 +27,9 @@ const steps = positive('steps', values.steps);
 const started = performance.now();
 const byDefect = new Map<string, number[]>();
 const unknown: number[] = [];
+const newLines: string[] = [];
 let stepsRun = 0;
+let failed = 0;
 for (let seed = from; seed < from + seeds; seed++) {
   const result = await runSeed(seed, {
     steps,
@@ -37,20 +38,24 @@ for (let seed = from; seed < from + seeds; seed++) {
       : {}),
   });
   stepsRun += result.steps;
-  if (result.failure === undefined) {
+  if (result.failures.length === 0) {
     if (values.verbose) console.log(`seed ${seed}: ok (${result.steps} steps, ${result.runes} runes, ${result.crashes} crashes)`);
     continue;
   }
-  const defect = defectOf(result.failure);
-  if (defect === undefined) unknown.push(seed);
-  else byDefect.set(defect.name, [...(byDefect.get(defect.name) ?? []), seed]);
-  console.log(formatFailure(result, steps));
+  failed++;
+  for (const name of foundIn(result)) {
+    if (name === 'new') {
+      unknown.push(seed);
+      newLines.push(`seed ${seed}: ${result.newFailure!.oracle}: ${result.newFailure!.message.slice(0, 200)}`);
+    } else byDefect.set(name, [...(byDefect.get(name) ?? []), seed]);
+  }
+  console.log(formatFailures(result, steps));
 }
 const minutes = (performance.now() - started) / 60_000;
-const failed = unknown.length + [...byDefect.values()].reduce((sum, list) => sum + list.length, 0);
 console.log(
   `simulate: ${seeds} seeds from ${from}, ${stepsRun} steps (${(stepsRun / Math.max(1, seeds)).toFixed(0)} a seed), ${seeds - failed} passed, ${failed} failed; ${(seeds / minutes).toFixed(0)} seeds a minute`,
 );
-for (const [name, list] of byDefect) console.log(`  known defect ${name}: seeds ${list.join(', ')}`);
-if (unknown.length > 0) console.log(`  new failures: seeds ${unknown.join(', ')}`);
+for (const [name, list] of byDefect)
+  console.log(`  known defect ${name}: ${list.length} seeds, the first ${list[0]}: ${list.slice(0, 12).join(', ')}${list.length > 12 ? ', ...' : ''}`);
+for (const line of newLines) console.log(`  new failure: ${line}`);
 process.exit(unknown.length > 0 ? 1 : 0);

@@ -1,10 +1,12 @@
 import type { Rune } from '../src/reducers/rune.js';
+import { defectOf } from './defects.js';
 import { drawAction, drawMix, LogView, type ActionKind, type ActionRecord } from './actions.js';
 import { budgetOracle } from './oracles/budget.js';
+import { cliProcessesOracle } from './oracles/cli-processes.js';
 import { invariantsOracle, turnPerAgentOracle } from './oracles/invariants.js';
 import { livenessOracle } from './oracles/liveness.js';
 import { checkLog, logOracle } from './oracles/log-integrity.js';
-import type { Finding, Oracle } from './oracles/oracle.js';
+import { findingsOf, type Finding, type Findings, type Oracle } from './oracles/oracle.js';
 import { sideEffectsOracle } from './oracles/side-effects.js';
 import { staleWorkOracle } from './oracles/stale-work.js';
 import { largestTimeout, World, type PlantedDefects } from './world.js';
@@ -32,7 +34,10 @@ export interface SeedResult {
   readonly runes: number;
   readonly virtualMs: number;
   readonly crashes: number;
-  readonly failure?: Failure;
+  /** What the oracles found, in order: each known defect's first finding, then the first new failure (which ended the run). */
+  readonly failures: readonly Failure[];
+  /** A failure no known defect explains, if one was found. */
+  readonly newFailure?: Failure;
   /** The log, one line a rune (stream, seq, kind, at, event): byte-identical for two runs of a seed. */
   readonly transcript: string;
 }
@@ -73,33 +78,46 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
     budgetOracle(world.llm, world.settings.conversationModelCalls),
     sideEffectsOracle(world.tools),
     staleWorkOracle(),
+    cliProcessesOracle(world.cli),
     // The log first: a lost rune explains whatever else looks wrong after it.
     logOracle(),
     livenessOracle(),
     ...extraOracles,
   ];
-  let seen: Finding | undefined;
+  let step = 0;
+  /** Each known defect's first finding, in order, then the first new failure, which ends the run. */
+  const failures: Failure[] = [];
+  const defectsSeen = new Set<string>();
+  let newFailure: Failure | undefined;
+  const history: string[] = [];
+  const fail = (finding: Finding, at: number): Failure => {
+    const runes = finding.stream === undefined ? world.log.slice(-30) : world.log.filter((rune) => rune.stream === finding.stream).slice(-30);
+    return { ...finding, step: at, actions: history.slice(-15), runes: runes.map(line) };
+  };
+  /** Takes what an oracle found: a known defect once (the run goes on: it may hide others), a new failure ends the run. */
+  const take = (findings: Findings, at = step): void => {
+    for (const finding of findingsOf(findings)) {
+      if (newFailure !== undefined) return;
+      const failure = fail(finding, at);
+      const defect = defectOf(failure);
+      if (defect !== undefined && defectsSeen.has(defect.name)) continue;
+      if (defect === undefined) newFailure = failure;
+      else defectsSeen.add(defect.name);
+      failures.push(failure);
+    }
+  };
   world.onRune((rune) => {
     view.see(rune);
-    for (const oracle of oracles) {
-      const finding = oracle.see?.(rune, view);
-      if (finding !== undefined && seen === undefined) seen = finding;
-    }
+    for (const oracle of oracles) take(oracle.see?.(rune, view));
   });
   plant?.(world);
   const random = world.random.fork();
   const mix = { ...drawMix(random), ...mixOverride };
-  const history: string[] = [];
-  let failure: Failure | undefined;
   let lastClientAt = 0;
   let transcript = '';
-  const fail = (finding: Finding, step: number): Failure => {
-    const runes = finding.stream === undefined ? world.log.slice(-30) : world.log.filter((rune) => rune.stream === finding.stream).slice(-30);
-    return { ...finding, step, actions: history.slice(-15), runes: runes.map(line) };
-  };
   world.start();
   try {
-    for (let step = 1; step <= steps && failure === undefined; step++) {
+    for (step = 1; step <= steps && newFailure === undefined; step++) {
       const action = drawAction(random, mix);
       const logBefore = world.log.length;
       const record = await action.run(world, view, random);
@@ -107,59 +125,34 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
       history.push(describeAction(step, record, world.clock.now));
       onStep?.(step, record, world.clock.now);
       await world.clock.advance(random.int(0, 2_000));
-      if (record.expectRejection !== undefined && !record.expectRejection.some((code) => record.outcome === `rejected ${code}`)) {
-        failure = fail(
-          {
+      if (record.expectRejection !== undefined) {
+        const stream = record.stream === undefined ? {} : { stream: record.stream };
+        if (!record.expectRejection.some((code) => record.outcome === `rejected ${code}`)) {
+          take({
             oracle: 'bad input',
             message: `${record.kind} on ${record.stream}: expected a rejection (${record.expectRejection.join(' or ')}), got ${record.outcome}`,
-            ...(record.stream === undefined ? {} : { stream: record.stream }),
-          },
-          step,
-        );
-        break;
-      }
-      if (record.expectRejection !== undefined) {
+            ...stream,
+          });
+        }
         // Refused, and nothing of it in the log: no rune on its stream carries the refused event.
         const sent = JSON.stringify(record.event);
         const stored = world.log.slice(logBefore).find((rune) => rune.stream === record.stream && JSON.stringify(rune.event) === sent);
-        if (stored !== undefined) {
-          failure = fail(
-            { oracle: 'bad input', message: `${record.kind} was refused (${record.outcome}), yet ${record.stream} seq ${stored.seq} holds it`, stream: stored.stream },
-            step,
-          );
-          break;
-        }
+        if (stored !== undefined)
+          take({ oracle: 'bad input', message: `${record.kind} was refused (${record.outcome}), yet ${record.stream} seq ${stored.seq} holds it`, ...stream });
       }
-      if (seen !== undefined) {
-        failure = fail(seen, step);
-        break;
-      }
-      for (const oracle of oracles) {
-        const finding = await oracle.check?.(world, view);
-        if (finding !== undefined) {
-          failure = fail(finding, step);
-          break;
-        }
-      }
-      if (failure === undefined && record.kind === 'crash and restart') {
-        const finding = await checkLog(world);
-        if (finding !== undefined) failure = fail(finding, step);
-      }
+      for (const oracle of oracles) take(await oracle.check?.(world, view));
+      if (record.kind === 'crash and restart') take(await checkLog(world));
     }
-    if (failure === undefined) {
+    if (newFailure === undefined) {
       // Quiet: long enough after the last client action for every timeout to have fired twice.
       const until = lastClientAt + 2 * largestTimeout(world.settings) + 60_000;
       if (until > world.clock.now) await world.clock.advance(until - world.clock.now);
-      for (const oracle of oracles) {
-        const finding = (seen as Finding | undefined) ?? (await oracle.check?.(world, view)) ?? (await oracle.final?.(world, view));
-        if (finding !== undefined) {
-          failure = fail(finding, steps + 1);
-          break;
-        }
-      }
+      step = history.length + 1;
+      for (const oracle of oracles) take(await oracle.check?.(world, view));
+      for (const oracle of oracles) take(await oracle.final?.(world, view));
     }
   } catch (error) {
-    failure = fail({ oracle: 'crash of the simulation', message: error instanceof Error ? (error.stack ?? error.message) : String(error) }, history.length);
+    take({ oracle: 'crash of the simulation', message: error instanceof Error ? (error.stack ?? error.message) : String(error) });
   } finally {
     transcript = await fileTranscript(world).catch((error: unknown) => `the file could not be read: ${String(error)}`);
     await world.close();
@@ -170,7 +163,8 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
     runes: world.log.length,
     virtualMs: world.clock.now,
     crashes: world.processes - 1,
-    ...(failure === undefined ? {} : { failure }),
+    failures,
+    ...(newFailure === undefined ? {} : { newFailure }),
     transcript,
   };
 }

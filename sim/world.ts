@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Subscription } from 'rxjs';
+import { Subscription, type SchedulerLike } from 'rxjs';
 import { agentEpics } from '../src/effects/agent/agent-epics.js';
 import { reactAgentEpics } from '../src/effects/agent/react-agent-epics.js';
 import { autonomyEpics } from '../src/effects/autonomy/autonomy-epics.js';
 import { chatActorLifecycle } from '../src/effects/chat-actor-lifecycle.js';
 import { chatTalk } from '../src/effects/chat-talk.js';
+import { agentCliSessions } from '../src/effects/cli/agent-cli-sessions.js';
 import type { ProviderChain } from '../src/effects/llm/provider-chain.js';
 import type { Rune } from '../src/reducers/rune.js';
 import { createEngine, type Engine } from '../src/streams/engine.js';
@@ -14,6 +15,7 @@ import type { Epic } from '../src/streams/epic.js';
 import { sqliteStore } from '../src/streams/sqlite-store.js';
 import { StoreError, type RuneStore, type StreamHead } from '../src/streams/store.js';
 import { SimClock } from './clock.js';
+import { createFakeCli, type FakeCli } from './fake-cli.js';
 import { FakeLlm } from './fake-llm.js';
 import { fakeTools, type FakeTools } from './fake-tools.js';
 import { Random } from './random.js';
@@ -77,6 +79,8 @@ export class World {
   readonly clock: SimClock;
   readonly llm: FakeLlm;
   readonly tools: FakeTools;
+  /** The agent CLIs (cline's NDJSON, an ACP agent), run in this process. */
+  readonly cli: FakeCli;
   readonly settings: WorldSettings;
   readonly file: string;
   readonly #dir: string;
@@ -98,9 +102,18 @@ export class World {
     const llmRandom = this.random.fork();
     const toolRandom = this.random.fork();
     this.#ids = this.random.fork();
-    this.clock = new SimClock(() => this.log.length + this.llm.parts + this.tools.activity());
+    this.clock = new SimClock(() => this.log.length + this.llm.parts + this.tools.activity() + this.cli.stats().runs.length);
     this.llm = new FakeLlm({ random: llmRandom, clock: this.clock });
     this.tools = fakeTools(toolRandom, this.clock);
+    const cliRandom = this.random.fork();
+    // The CLIs' clock is whichever process's scheduler runs now: a crash kills their runs, and the
+    // next process's runs wait on its clock.
+    const clock = this.clock;
+    const scheduler: SchedulerLike = {
+      now: () => clock.scheduler.now(),
+      schedule: (...args: Parameters<SchedulerLike['schedule']>) => clock.scheduler.schedule(...(args as [any, number?, any?])),
+    };
+    this.cli = createFakeCli({ random: () => cliRandom.next(), scheduler });
     const r = this.random;
     this.settings = {
       approvalTimeoutMs: r.pick([30_000, 120_000, 600_000]),
@@ -158,6 +171,7 @@ export class World {
         autoStart: settings.autoStart,
         blockedTimeoutMs: settings.blockedTimeoutMs,
       }),
+      agentCliSessions({ clis: this.cli.clis, spawnProcess: this.cli.spawnProcess }),
       ...(this.planted.epics?.(this) ?? []),
     ];
   }

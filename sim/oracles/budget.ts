@@ -1,7 +1,7 @@
 import type { Rune } from '../../src/reducers/rune.js';
 import type { FakeLlm } from '../fake-llm.js';
 import { BusyAgents } from './busy-agents.js';
-import type { Oracle } from './oracle.js';
+import type { Finding, Oracle } from './oracle.js';
 
 /**
  * Budgets from the model API's own count: the calls answered for a conversation's agents never
@@ -34,18 +34,19 @@ export const budgetOracle = (llm: FakeLlm, modelCalls: number): Oracle => {
       return undefined;
     },
     check() {
+      const findings: Finding[] = [];
       for (const [root, book] of llm.books) {
         if (root.startsWith('plan:') || root === 'untagged') continue;
         const { limit, bound } = limitOf(root);
         if (book.answered > (bound ?? limit)) {
-          return {
+          findings.push({
             oracle: 'budget',
             message: `the model API answered ${book.answered} calls for ${root}'s agents (${book.answeredReact} of a ReAct loop); its modelCalls limit is ${limit}${bound === undefined ? '' : ` (${bound} with the turns open when it was reached)`}`,
             stream: root,
-          };
+          });
         }
       }
-      return undefined;
+      return findings;
     },
   };
 };

@@ -7,8 +7,11 @@ import type { Oracle } from './oracle.js';
 export const invariantsOracle = (): Oracle => ({
   name: 'invariants',
   check(world) {
-    const [violation] = checkInvariants(world.log, { complete: false });
-    return violation === undefined ? undefined : { oracle: 'invariants', message: `${violation.invariant}: ${violation.message}`, stream: violation.rune.stream };
+    return checkInvariants(world.log, { complete: false }).map((violation) => ({
+      oracle: 'invariants',
+      message: `${violation.invariant}: ${violation.message}`,
+      stream: violation.rune.stream,
+    }));
   },
 });
 

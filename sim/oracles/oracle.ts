@@ -17,9 +17,15 @@ export interface Finding {
 export interface Oracle {
   readonly name: string;
   /** Told each rune as it is published, after the view saw it. */
-  see?(rune: Rune, view: LogView): Finding | undefined;
+  see?(rune: Rune, view: LogView): Findings;
   /** After every step. */
-  check?(world: World, view: LogView): Finding | undefined | Promise<Finding | undefined>;
+  check?(world: World, view: LogView): Findings | Promise<Findings>;
   /** Once the run has gone quiet, at its end. */
-  final?(world: World, view: LogView): Finding | undefined | Promise<Finding | undefined>;
+  final?(world: World, view: LogView): Findings | Promise<Findings>;
 }
+
+/** What an oracle says: nothing, one finding, or several (each is classified on its own). */
+export type Findings = Finding | readonly Finding[] | undefined;
+
+/** Findings as a list. */
+export const findingsOf = (findings: Findings): readonly Finding[] => (findings === undefined ? [] : 'oracle' in findings ? [findings] : findings);

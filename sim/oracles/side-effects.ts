@@ -1,6 +1,6 @@
 import type { Rune } from '../../src/reducers/rune.js';
 import type { FakeTools } from '../fake-tools.js';
-import type { Oracle } from './oracle.js';
+import type { Finding, Oracle } from './oracle.js';
 
 /** The nonce the fake model puts in a call's arguments (`{"text":"n…"}`). */
 const NONCE = /"text":"(n[0-9a-f]+)"/;
@@ -46,21 +46,22 @@ export const sideEffectsOracle = (tools: FakeTools): Oracle => {
       return undefined;
     },
     check() {
+      const findings: Finding[] = [];
       for (const [tool, book] of tools.executions) {
         for (const [nonce, runs] of book) {
           const call = byNonce.get(nonce);
           if (call === undefined) continue; // arguments the model made but no call the log shows yet
           const allowed = tools.rerunSafe.has(tool) ? call.claims : Math.min(1, call.claims);
           if (runs > allowed) {
-            return {
+            findings.push({
               oracle: 'side effects',
               message: `tool "${tool}" ran ${runs} times for the call ${call.key} (nonce ${nonce}), which was claimed ${call.claims} times; at most ${allowed} ${tools.rerunSafe.has(tool) ? '(rerunSafe: once per claim)' : '(once per call, and only once claimed)'}`,
               stream: call.key.split('#')[0]!,
-            };
+            });
           }
         }
       }
-      return undefined;
+      return findings;
     },
   };
 };

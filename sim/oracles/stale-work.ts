@@ -3,14 +3,26 @@ import type { LogView } from '../actions.js';
 import type { Oracle } from './oracle.js';
 
 const WORKING = new Set(['streaming', 'tool_executing']);
+/** An agent CLI session's states that wait on a person: its process idles by design. */
+const SESSION_WAITING = new Set(['waiting_approval', 'waiting_input', 'completed']);
 
 /**
- * No clock stops work that is under way: a chat actor is never paused as stale, nor timed out,
- * while its agent's turn streams or runs tools (a tool waiting for a person included).
+ * No clock stops work that is under way, nor takes waiting on a person for silence: a chat actor is
+ * never paused as stale, nor timed out, while its agent's turn streams or runs tools (a tool
+ * waiting for a person included); an agent CLI session waiting for the user is not ended as idle.
  */
 export const staleWorkOracle = (): Oracle => ({
   name: 'stale work',
   see(rune: Rune, view: LogView) {
+    if (rune.machine === 'agent-manager-session') {
+      const event = rune.event as { type: string; error?: string };
+      if (event.type !== 'process_error' || event.error?.startsWith('idle_timeout') !== true || !SESSION_WAITING.has(rune.from ?? '')) return undefined;
+      return {
+        oracle: 'stale work',
+        message: `${rune.stream} got process_error "${event.error}" (seq ${rune.seq}) while it was "${rune.from}", waiting on a person`,
+        stream: rune.stream,
+      };
+    }
     if (rune.machine !== 'chat-actor') return undefined;
     const event = rune.event as { type: string; reason?: string };
     const byClock = (event.type === 'Pause' && event.reason?.startsWith('stale') === true) || event.type === 'InactivityTimeout';

@@ -1,9 +1,6 @@
 import { reactAgentRest, restingStates, type RestingState } from '../src/index.js';
 import { cell, code } from './machines-doc.js';
-
-/** The markers around the README's generated table of resting states. */
-export const RESTING_STATES_START = '<!-- resting-states:start -->';
-export const RESTING_STATES_END = '<!-- resting-states:end -->';
+import { withReadmeSection } from './readme-section.js';
 
 /** A state's cell: its name (a data state has none), and the condition it rests on if its name is not enough. */
 const stateCell = (entry: RestingState): string => cell(`${entry.state === null ? '*data state*' : code(entry.state)}${entry.when ? ` when ${entry.when.label}` : ''}`);
@@ -16,12 +13,5 @@ export function renderRestingStatesTable(): string {
   );
 }
 
-/** `readme` with the text between its resting-states markers generated anew; it must have both markers, once each, in order. */
-export function withRestingStatesTable(readme: string): string {
-  const start = readme.indexOf(RESTING_STATES_START);
-  const end = readme.indexOf(RESTING_STATES_END);
-  if (start < 0 || end < start || readme.indexOf(RESTING_STATES_START, start + 1) >= 0) {
-    throw new Error(`README.md must hold "${RESTING_STATES_START}" once, then "${RESTING_STATES_END}"`);
-  }
-  return `${readme.slice(0, start + RESTING_STATES_START.length)}\n${renderRestingStatesTable()}\n${readme.slice(end)}`;
-}
+/** `readme` with its table of resting states generated anew (between its `resting-states` markers). */
+export const withRestingStatesTable = (readme: string): string => withReadmeSection(readme, 'resting-states', renderRestingStatesTable());

@@ -2,7 +2,9 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { renderMachinesDoc } from '../scripts/machines-doc.js';
 import { renderReferenceDoc } from '../scripts/reference-doc.js';
+import { withKnownDefectsTable } from '../scripts/known-defects-doc.js';
 import { withRestingStatesTable } from '../scripts/resting-states-doc.js';
+import { KNOWN_DEFECTS } from '../sim/defects.js';
 import { edgesOf, machines, reactAgent, reactAgentRest, restingStates } from '../src/index.js';
 
 describe('docs/machines.md', () => {
@@ -65,5 +67,14 @@ describe("README.md's table of resting states", () => {
   it('regenerates a table edited by hand, and refuses a README that lost its markers', () => {
     expect(withRestingStatesTable(committed.replace('| `turn-engine` | `idle` | idle |', '| `turn-engine` | `streaming` | idle |'))).toBe(committed);
     expect(() => withRestingStatesTable(committed.replace('<!-- resting-states:end -->', ''))).toThrow(/resting-states:end/);
+  });
+});
+
+describe("README.md's table of the simulation's known defects", () => {
+  const committed = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+
+  it('is what `npm run docs` generates from sim/defects.ts and sim/seed-set.ts (run it after naming or fixing a defect)', () => {
+    expect(committed).toBe(withKnownDefectsTable(committed));
+    for (const defect of KNOWN_DEFECTS) expect(committed).toContain(`| \`${defect.name}\` |`);
   });
 });

@@ -43,7 +43,11 @@ export async function benchSimulate(): Promise<boolean> {
   const perRune = simMs / runes;
   const anchorPerRune = anchorMs / runes;
   console.log(`\nsimulate: ${SEEDS} seeds of up to ${CI_STEPS} steps (information, no bar)`);
-  console.log(`  ${((SEEDS / simMs) * 60_000).toFixed(0)} seeds a minute; ${(simMs / SEEDS).toFixed(0)} ms a seed; ${(steps / SEEDS).toFixed(0)} steps and ${(runes / SEEDS).toFixed(0)} runes a seed; ${failed} of ${SEEDS} found a failure`);
-  console.log(`  ${(perRune * 1000).toFixed(0)} µs a rune simulated; anchor, runes dispatched straight to the engine on SQLite: ${(anchorPerRune * 1000).toFixed(0)} µs a rune (${(perRune / anchorPerRune).toFixed(1)}x)`);
+  console.log(
+    `  ${((SEEDS / simMs) * 60_000).toFixed(0)} seeds a minute; ${(simMs / SEEDS).toFixed(0)} ms a seed; ${(steps / SEEDS).toFixed(0)} steps and ${(runes / SEEDS).toFixed(0)} runes a seed; ${failed} of ${SEEDS} found a failure`,
+  );
+  console.log(
+    `  ${(perRune * 1000).toFixed(0)} µs a rune simulated; anchor, runes dispatched straight to the engine on SQLite: ${(anchorPerRune * 1000).toFixed(0)} µs a rune (${(perRune / anchorPerRune).toFixed(1)}x)`,
+  );
   return true;
 }

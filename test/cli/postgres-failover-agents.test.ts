@@ -5,7 +5,7 @@ import { shardOf } from '../../src/postgres.js';
 import { dropSchemas } from '../support/postgres.js';
 import { cleanUpProcesses } from '../support/runestream-process.js';
 import { startChatCompletionsServer, type ChatCompletionsServer, type ScriptedReply } from '../support/chat-completions-server.js';
-import { clientOf, configFile, eventually, leaseOf, lowShardId, ownerAndSurvivors, query, serveCluster, storedKinds } from '../support/serve-cluster.js';
+import { clientOf, configFile, eventually, leaseOf, lowShardId, ownerAndSurvivors, query, serveCluster, storedKinds, CLUSTER_TEST_TIMEOUT } from '../support/serve-cluster.js';
 
 const cluster = serveCluster();
 const servers: ChatCompletionsServer[] = [];
@@ -31,7 +31,7 @@ const writersOf = async (schema: string, stream: string, kind: string): Promise<
 /** How many of `kinds` are `kind`. */
 const count = (kinds: readonly string[], kind: string): number => kinds.filter((each) => each === kind).length;
 
-describe('runestream serve --store: agents fail over when the process running them is killed', () => {
+describe('runestream serve --store: agents fail over when the process running them is killed', { timeout: CLUSTER_TEST_TIMEOUT }, () => {
   it("kill -9 of the process timing a provider's OPEN breaker: a survivor half-opens it once, at its cooldown's end", async () => {
     // A provider whose breaker stream lands in a shard the owner keeps; its model always fails, and one failure opens it.
     const breaker = lowShardId('provider/flaky-');

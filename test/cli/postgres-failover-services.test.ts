@@ -11,7 +11,18 @@ import type { RunestreamClient } from '../../src/server/client/index.js';
 import { dropSchemas } from '../support/postgres.js';
 import { alive, descendants } from '../support/process-tree.js';
 import { cleanUpProcesses, tempDb } from '../support/runestream-process.js';
-import { clientOf, configFile, eventually, leaseOf, lowShardId, ownerAndSurvivors, serveCluster, storedKinds, storedSeqs } from '../support/serve-cluster.js';
+import {
+  clientOf,
+  configFile,
+  eventually,
+  leaseOf,
+  lowShardId,
+  ownerAndSurvivors,
+  serveCluster,
+  storedKinds,
+  storedSeqs,
+  CLUSTER_TEST_TIMEOUT,
+} from '../support/serve-cluster.js';
 
 /**
  * Issue 15's failover of the services beyond chats and tools: real `runestream serve --store`
@@ -48,7 +59,7 @@ async function ownedStream(config: string, stream: string) {
 /** The survivor now holding `stream`'s shard is one of `survivorIds`. */
 const takenOver = async (schema: string, stream: string, survivorIds: readonly string[]) => expect(survivorIds).toContain((await leaseOf(schema, shardOf(stream, 64)))?.owner);
 
-describe('runestream serve --store: kill -9 of the process running a service, a survivor takes it over once', () => {
+describe('runestream serve --store: kill -9 of the process running a service, a survivor takes it over once', { timeout: CLUSTER_TEST_TIMEOUT }, () => {
   it('an agent CLI session: its CLI process ends with its server, a survivor pauses the session once, and resumed there it runs to its end', async () => {
     const work = dirname(tempDb());
     // Resumed (`-T t1`), the fake CLI prints the task's end and exits.

@@ -23,6 +23,7 @@ import {
   serveOn,
   storedKinds,
   storedSeqs,
+  CLUSTER_TEST_TIMEOUT,
 } from '../support/serve-cluster.js';
 
 const cluster = serveCluster();
@@ -57,7 +58,7 @@ const until = (seqs: number[], seq: number) =>
 
 const range = (from: number, to: number): number[] => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 
-describe('runestream serve --store: 3 processes on one PostgreSQL log', () => {
+describe('runestream serve --store: 3 processes on one PostgreSQL log', { timeout: CLUSTER_TEST_TIMEOUT }, () => {
   it('dispatches from all three to the same streams interleave with no gap and no duplicate, every subscriber on every process sees seqs 1..N once, and each runs its own metrics collector', async () => {
     const {
       schema,

@@ -95,6 +95,12 @@ export const ownerOf = async (cli: ServeProcess): Promise<string> => (await cli.
 export const lowShardId = (prefix: string, suffix = ''): string => Array.from({ length: 500 }, (_, i) => `${prefix}${i}`).find((id) => shardOf(`${id}${suffix}`, 64) < 8)!;
 
 /**
+ * A test's deadline when it runs several serve processes (each starts node with tsx, then waits for
+ * leases to settle): alone such a test takes 10-20 s; under CI's parallel load one took over 30 s.
+ */
+export const CLUSTER_TEST_TIMEOUT = 90_000;
+
+/**
  * One process started alone on a fresh schema (so it holds every shard; it keeps the lowest ones
  * when the others join), then `survivors` more, once every process holds shards: the owner is the
  * one to kill -9, a survivor takes its shards over.

@@ -170,6 +170,49 @@ describe('metricsCollectorEpic: the MetricsCollector lifecycle under virtual tim
     expect(errors).toEqual([]);
   });
 
+  it('an archive retry cut by a restart goes on in the next process, where the log says, and only its success is archive_done', async () => {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} }; // the log outlives the process, as a file would
+    const archiving = (clock: ManualClock, archiveSnapshot: (snapshot: MetricsSnapshot) => Promise<void>) =>
+      createEngine({
+        store: kept,
+        scheduler: clock,
+        epics: [
+          metricsCollectorEpic({
+            metrics: createMetrics(),
+            sink: flakySink(clock, 0).sink,
+            flushEveryMs: 1000,
+            archiveEveryMs: 500,
+            archiveSnapshot,
+            backoff: { baseMs: 100, maxMs: 1000 },
+            random: () => 1,
+          }),
+        ],
+      });
+    const first = new ManualClock();
+    engine = archiving(first, async () => {
+      throw new Error('cold storage offline');
+    });
+    await runTo(first, 550); // the first write failed at 500; its retry is due at 600
+    await engine.close();
+
+    const archived: number[] = [];
+    const clock = new ManualClock(580); // the next process starts before the retry is due
+    engine = archiving(clock, async (snapshot) => void archived.push(snapshot.at));
+    await runTo(clock, 700);
+    const runes = await store.read(`${METRICS_COLLECTOR_STREAM}/archive`);
+    expect(runes.map((r) => r.to)).toEqual(['IDLE', 'ARCHIVING', 'WRITING_TO_R2', 'ERROR', 'RETRYING', 'WRITING_TO_R2', 'COMPLETED', 'IDLE']);
+    const retried = runes.find((r) => r.to === 'RETRYING')!;
+    expect(retried.at).toBe(600); // the backoff counted from the failure's rune, not from the restart
+    const written = runes.find((r) => r.to === 'COMPLETED')!;
+    // The first snapshot died with its process: the retry writes a fresh one.
+    expect(archived).toHaveLength(1);
+    expect(archived[0]).toBeGreaterThanOrEqual(600);
+    const collector = await store.read(METRICS_COLLECTOR_STREAM);
+    expect(collector.map((r) => r.to)).toEqual(['INITIALIZING', 'RUNNING', 'ARCHIVING', 'RUNNING']);
+    expect(collector.at(-1)!.at).toBeGreaterThanOrEqual(written.at);
+  });
+
   it('refuses bad options with a TypeError naming the option', () => {
     const metrics = createMetrics();
     const sink = flakySink(new ManualClock(), 0).sink;

@@ -1,10 +1,11 @@
-import { EMPTY, Observable, catchError, concat, defaultIfEmpty, defer, of, switchMap, take } from 'rxjs';
+import { EMPTY, Observable, catchError, concat, defaultIfEmpty, defer, exhaustMap, filter, map, merge, of, startWith, switchMap, take } from 'rxjs';
 import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { ChatActorEvent } from '../reducers/chat-actor/schema.js';
 import { durableDeadline } from '../streams/durable-deadline.js';
 import { stateEffects } from '../streams/effect-host.js';
 import type { Epic, EpicContext } from '../streams/epic.js';
-import type { EffectsByKey } from '../streams/state-effects.js';
+import type { Effect, EffectsByKey, StreamView } from '../streams/state-effects.js';
+import { ChatWork, chatOfActor, waitsForPerson$ } from './chat-work.js';
 import { INTERRUPTED_BY_RESTART } from './tool-call-recovery.js';
 
 /** Options of {@link chatActorLifecycle}, with their defaults. */
@@ -12,10 +13,13 @@ export interface ChatActorLifecycleOptions {
   /** Idle or paused this long, an actor gets `InactivityTimeout` (seed 000: 10 minutes). Default 600,000 ms. */
   inactivityTimeoutMs?: number;
   /**
-   * Running this long without a rune, an actor is seen stale: its interaction went silent, and it
+   * Running this long without activity, an actor is seen stale: its interaction went silent, and it
    * gets one `Pause` with the reason "stale: no activity" (so the user can resume it and its
-   * inactivity clock runs). Any rune on the actor, a client's `Ping` included, restarts the window.
-   * 0 turns it off. Default 600,000 ms.
+   * inactivity clock runs). Activity is any rune on the actor, a client's `Ping` included, and
+   * any rune of its interaction's work (its chat `chat/<c>`: the agent, its turn's deltas and tool
+   * rounds, its tool calls); each restarts the window. While a tool call of the chat waits for a
+   * person (`awaiting_approval`) the actor is never seen stale: waiting for a person is not
+   * silence. 0 turns it off. Default 600,000 ms.
    */
   staleAfterMs?: number;
   /** How late a timeout or a stale check may fire: the timer wheels' bucket size. Default 1,000 ms. */
@@ -40,10 +44,13 @@ const RESTART_PAUSE = { type: 'Pause', reason: INTERRUPTED_BY_RESTART } as const
  *    (and completes). While it is `running` no clock runs. Every clock is a `durableDeadline` on
  *    one shared timer wheel: a million idle actors are a million map entries and one scheduled action.
  * 2. Heartbeat (seed 000's heartbeat task), kept in memory: while this process owns a `running`
- *    actor, the epic holds its heartbeat as a deadline moved by each of the actor's runes, and
- *    appends nothing for it. An actor that goes `staleAfterMs` without a rune
- *    is seen stale and gets one `Pause` ("stale: no activity"); paused, its inactivity clock runs.
- *    So a running actor costs the log at most that one rune, however long it runs.
+ *    actor, the epic holds its heartbeat as a deadline moved by each of the actor's runes and
+ *    each rune of its chat's work (`chat/<c>`'s agent, turn and tool calls, whoever owns them),
+ *    and appends nothing for it. An actor whose interaction goes `staleAfterMs` without one is
+ *    seen stale and gets one `Pause` ("stale: no activity"), unless a tool call of its chat waits
+ *    for a person's approval (then it is asked again a minute later, and the approval's end
+ *    restarts the window); paused, its inactivity clock runs. So a running actor costs the log
+ *    at most that one rune, however long it runs.
  * 3. Shutdown: a terminal state or `Shutdown` releases the actor from memory; its state stays in
  *    the log, and the next dispatch respawns it from there (seed 000 "Respawning").
  *
@@ -80,43 +87,75 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
   // A timeout or stale pause whose dispatch fails (a store error) is tried again this much later;
   // one that succeeds ends the clock or the heartbeat with its own rune.
   const retryMs = Math.min(inactivityTimeoutMs, 60_000);
-  return stateEffects({
-    name: 'chatActorLifecycle',
-    machine: chatActor,
-    states: ['idle', 'paused', 'running'],
-    // Every rune of an actor (a Ping included) restarts its clock or its heartbeat.
-    restartOn: () => true,
-    effects: (view, context): EffectsByKey<typeof chatActor> => {
-      const deadline = <E extends ChatActorEvent>(ms: number, event: E) => durableDeadline(view.at + ms, event, { scheduler: context.scheduler, resolutionMs, retryMs });
-      if (view.rune?.kind === 'Shutdown') return { release: released(view.stream, context) };
-      if (view.value === 'running') {
-        // Its interaction died with the process that ran it: pause it, so the user can resume it.
-        if (view.origin === 'resumed') return { interrupted: of(RESTART_PAUSE) };
-        return staleAfterMs > 0 ? { heartbeat: deadline(staleAfterMs, STALE_PAUSE) } : {};
-      }
-      const timeout$ = deadline(inactivityTimeoutMs, INACTIVITY_TIMEOUT);
-      if (view.rune !== undefined) return { inactivity: timeout$ };
-      // Found in the store: its last rune, read only once the clock runs out, may be a Shutdown, and
-      // a shut-down actor has no clock, here as in the process that shut it down. Otherwise it times
-      // out as soon as that is read, and is retried like any deadline.
-      const unlessShutDown$ = view.lastRune$.pipe(
-        take(1),
-        defaultIfEmpty(undefined),
-        catchError(() => of(undefined)),
-        switchMap((last) =>
-          last?.kind === 'Shutdown'
-            ? EMPTY
-            : concat(of(INACTIVITY_TIMEOUT), durableDeadline(context.scheduler.now() + retryMs, INACTIVITY_TIMEOUT, { scheduler: context.scheduler, resolutionMs, retryMs })),
+  const clock = { resolutionMs, retryMs };
+
+  /**
+   * A running actor's heartbeat: `staleAfterMs` after its last rune or its chat's last work rune,
+   * the stale `Pause`, unless a call of the chat waits for a person. An actor outside the chat
+   * scheme has no work to hear: its own runes only, as a plain durable deadline.
+   */
+  const heartbeat = (view: StreamView<typeof chatActor>, context: EpicContext, work: ChatWork): Effect<typeof chatActor> => {
+    const chat = chatOfActor(view.stream);
+    const options = { scheduler: context.scheduler, ...clock };
+    if (chat === undefined) return durableDeadline(view.at + staleAfterMs, STALE_PAUSE, options);
+    return work.of(chat).pipe(
+      map((rune) => rune.at),
+      startWith(view.at),
+      switchMap((at) =>
+        durableDeadline(at + staleAfterMs, STALE_PAUSE, options).pipe(
+          exhaustMap((pause) =>
+            waitsForPerson$(chat, context).pipe(
+              filter((waiting) => !waiting),
+              map(() => pause),
+            ),
+          ),
         ),
-      );
-      return {
-        inactivity: timeout$.pipe(
+      ),
+    );
+  };
+
+  return function chatActorLifecycle(runes$, context, deps) {
+    const work = new ChatWork();
+    const lifecycle = stateEffects({
+      name: 'chatActorLifecycle',
+      machine: chatActor,
+      states: ['idle', 'paused', 'running'],
+      // Every rune of an actor (a Ping included) restarts its clock or its heartbeat.
+      restartOn: () => true,
+      effects: (view, context): EffectsByKey<typeof chatActor> => {
+        const deadline = <E extends ChatActorEvent>(ms: number, event: E) => durableDeadline(view.at + ms, event, { scheduler: context.scheduler, ...clock });
+        if (view.rune?.kind === 'Shutdown') return { release: released(view.stream, context) };
+        if (view.value === 'running') {
+          // Its interaction died with the process that ran it: pause it, so the user can resume it.
+          if (view.origin === 'resumed') return { interrupted: of(RESTART_PAUSE) };
+          return staleAfterMs > 0 ? { heartbeat: heartbeat(view, context, work) } : {};
+        }
+        const timeout$ = deadline(inactivityTimeoutMs, INACTIVITY_TIMEOUT);
+        if (view.rune !== undefined) return { inactivity: timeout$ };
+        // Found in the store: its last rune, read only once the clock runs out, may be a Shutdown, and
+        // a shut-down actor has no clock, here as in the process that shut it down. Otherwise it times
+        // out as soon as that is read, and is retried like any deadline.
+        const unlessShutDown$ = view.lastRune$.pipe(
           take(1),
-          switchMap(() => unlessShutDown$),
-        ),
-      };
-    },
-  });
+          defaultIfEmpty(undefined),
+          catchError(() => of(undefined)),
+          switchMap((last) =>
+            last?.kind === 'Shutdown'
+              ? EMPTY
+              : concat(of(INACTIVITY_TIMEOUT), durableDeadline(context.scheduler.now() + retryMs, INACTIVITY_TIMEOUT, { scheduler: context.scheduler, ...clock })),
+          ),
+        );
+        return {
+          inactivity: timeout$.pipe(
+            take(1),
+            switchMap(() => unlessShutDown$),
+          ),
+        };
+      },
+    });
+    // The chat's work is heard whoever owns its streams: all the runes, where processes share a log.
+    return merge(work.follow(context.allRunes$ ?? runes$), lifecycle(runes$, context, deps));
+  };
 }
 
 /** Releases a shut-down actor from memory; its state stays in the log, where the next dispatch respawns it from. */

@@ -1,7 +1,7 @@
-import { VirtualTimeScheduler, filter, firstValueFrom } from 'rxjs';
+import { EMPTY, VirtualTimeScheduler, filter, firstValueFrom, of } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import { chatActorLifecycle, chatActorNotices, type ChatActorState, type Rune, type StreamHead } from '../../src/index.js';
+import { chatActorLifecycle, chatActorNotices, type ChatActorState, type HeadsQuery, type Rune, type StreamHead } from '../../src/index.js';
 import { createEngine } from '../../src/streams/engine.js';
 import { memoryStore } from '../../src/streams/memory-store.js';
 import { epicContext } from '../support/epic-context.js';
@@ -55,6 +55,50 @@ describe('chatActorLifecycle epic', () => {
       const commands = chatActorLifecycle({ staleAfterMs: 60_000, inactivityTimeoutMs: 3_600_000 })(runes, epicContext(scheduler), undefined);
       // a is stale at 92 s; that Pause's rune never comes (as if its dispatch failed): tried again a minute later.
       expectObservable(commands, '^ 30m !').toBe('92s p 59.999s p', { p: { stream: 'a', event: { type: 'Pause', reason: 'stale: no activity' } } });
+    });
+  });
+
+  it("a chat actor's window restarts with each rune of its chat's work (not another chat's), and stands still while a call of its chat awaits approval", () => {
+    const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
+    scheduler.run(({ hot, expectObservable }) => {
+      const work = (stream: string, seq: number, kind: string, at: number, from?: string, to?: string): Rune => ({
+        stream,
+        seq,
+        machine: 'turn-engine',
+        kind,
+        event: { type: kind },
+        ...(from === undefined ? {} : { from }),
+        ...(to === undefined ? {} : { to }),
+        at,
+      });
+      const c1 = 'chat/c1/actor/1';
+      const c3 = 'chat/c3/actor/1';
+      const call = 'chat/c3/agent/assistant/call/call_1';
+      // c1 runs at 1 s; its turn streams at 31 s and 61 s; chat/c10's turn (another chat) at 100 s.
+      // c3 runs at 1 s; its call waits for approval until it is approved at 200 s.
+      const runes = hot<Rune>('(abcd) 29999ms e 29999ms f 38999ms g 29999ms i 69999ms h 69999ms j', {
+        a: rune(c1, 1, 'spawned', undefined, 'idle'),
+        b: rune(c3, 1, 'spawned', undefined, 'idle'),
+        c: rune(c1, 2, 'ProcessInteraction', 'idle', 'running', 1000),
+        d: rune(c3, 2, 'ProcessInteraction', 'idle', 'running', 1000),
+        e: work('chat/c1/agent/assistant/turn', 3, 'turn.assistant_delta', 31_000, 'streaming', 'streaming'),
+        f: work('chat/c1/agent/assistant/turn', 4, 'turn.assistant_delta', 61_000, 'streaming', 'streaming'),
+        g: work('chat/c10/agent/assistant/turn', 2, 'turn.assistant_delta', 100_000, 'streaming', 'streaming'),
+        h: { ...work(call, 3, 'tool.approved', 200_000, 'awaiting_approval', 'executing'), machine: 'tool-call' },
+        // Each stale Pause lands (else it would be tried again a minute later).
+        i: rune(c1, 3, 'Pause', 'running', 'paused', 121_000),
+        j: rune(c3, 3, 'Pause', 'running', 'paused', 260_000),
+      });
+      const streams = (query?: HeadsQuery) =>
+        query?.machine === 'tool-call' && query.prefix === 'chat/c3/agent/' && query.values?.includes('awaiting_approval') === true && scheduler.now() < 200_000
+          ? of<StreamHead>({ stream: call, seq: 2, machine: 'tool-call', value: 'awaiting_approval', at: 1000 })
+          : EMPTY;
+      const commands = chatActorLifecycle({ staleAfterMs: 60_000, inactivityTimeoutMs: 3_600_000 })(runes, epicContext(scheduler, { streams }), undefined);
+      // c1: 60 s after its chat's last work (61 s), not its own last rune (1 s). c3: 60 s after the approval ended the wait.
+      expectObservable(commands, '^ 30m !').toBe('121s p 138.999s q', {
+        p: { stream: c1, event: { type: 'Pause', reason: 'stale: no activity' } },
+        q: { stream: c3, event: { type: 'Pause', reason: 'stale: no activity' } },
+      });
     });
   });
 

@@ -1,17 +1,16 @@
 import { EMPTY, Observable, catchError, defer, exhaustMap, firstValueFrom, from, interval, merge, mergeMap, of, retry, timer } from 'rxjs';
 import { archival } from '../../reducers/archival/machine.js';
 import { exponentialDelay } from '../../reducers/backoff.js';
-import type { ArchivalEvent } from '../../reducers/archival/schema.js';
 import { errorText } from '../../reducers/error-text.js';
 import type { AnyMachine } from '../../reducers/machine.js';
 import { machines as builtInMachines } from '../../reducers/machines.js';
 import type { ColdStore } from '../../streams/archive/cold-store.js';
 import { readManifest } from '../../streams/archive/read-archive.js';
-import { durableDeadline } from '../../streams/durable-deadline.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import type { RuneStore, StreamHead } from '../../streams/store.js';
+import { archivalRunEffects, type ArchivalRunOutput } from './archival-run.js';
 import { archivalStream, targetOf } from './archival-streams.js';
 import { archiveStream, notSealed, pruneArchived, streamsUnder } from './archive-steps.js';
 import { checkRetentionRules, dueForRetention, keepOf, retentionCut, type RetentionRule } from './retention.js';
@@ -39,7 +38,7 @@ export interface ArchivalOptions {
   readonly beforePrune?: (target: string) => void;
 }
 
-type Out = ArchivalEvent | EpicCommand;
+type Out = ArchivalRunOutput;
 
 /** Whether a stream's head is a closed conversation, which its archived run moves on to `archived`. */
 const isClosedConversation = (head: StreamHead | undefined, machines: Readonly<Record<string, AnyMachine>>): boolean =>
@@ -125,26 +124,13 @@ export function archivalEpic(options: ArchivalOptions): Epic {
     withState: true,
     effects: (view, context): EffectsByKey<typeof archival> => {
       const target = targetOf(view.stream);
-      const attempts = view.state?.attempts ?? 0;
       if (target === undefined) return {};
-      switch (view.value) {
-        case 'ARCHIVING':
-          return { serialize: of({ type: 'serialized' as const }) };
-        case 'WRITING_TO_R2':
-          return { [`write#${attempts}`]: write$(target, context) };
-        case 'ERROR': {
-          const delay = exponentialDelay(attempts, retryBaseMs, retryMaxMs);
-          return {
-            [`retry#${attempts}`]: durableDeadline(view.at + delay, { type: 'retry' as const }, { scheduler: context.scheduler, resolutionMs: Math.min(1000, retryBaseMs) }),
-          };
-        }
-        case 'RETRYING':
-          return { rewrite: of({ type: 'rewrite' as const }) };
-        case 'COMPLETED':
-          return { prune: prune$(target, context) };
-        default:
-          return {};
-      }
+      return archivalRunEffects(view, context, {
+        write: () => write$(target, context),
+        retryDelayMs: (attempts) => exponentialDelay(attempts, retryBaseMs, retryMaxMs),
+        completed: () => prune$(target, context),
+        resolutionMs: Math.min(1000, retryBaseMs),
+      });
     },
   });
 

@@ -1,4 +1,5 @@
-import { Observable, catchError, concat, defer, exhaustMap, ignoreElements, interval, map, merge, of, switchMap, toArray } from 'rxjs';
+import { EMPTY, Observable, catchError, concat, defer, exhaustMap, from, ignoreElements, interval, map, merge, mergeMap, of, switchMap, take, toArray } from 'rxjs';
+import { archival } from '../../reducers/archival/machine.js';
 import { backoffDelay, resolveBackoff, type BackoffOptions } from '../../reducers/backoff.js';
 import { errorText } from '../../reducers/error-text.js';
 import { metricsCollector } from '../../reducers/metrics-collector/machine.js';
@@ -7,6 +8,7 @@ import { durableDeadline } from '../../streams/durable-deadline.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey, StreamView } from '../../streams/state-effects.js';
+import { archivalRunEffects, type ArchivalRunOutput } from '../archival/archival-run.js';
 import type { RunestreamMetrics } from './metrics.js';
 import type { MetricsSink, MetricsSnapshot } from './metrics-sink.js';
 
@@ -27,12 +29,18 @@ export interface MetricsCollectorOptions {
    */
   readonly archiveEveryMs?: number;
   /**
-   * Hands a snapshot to long-term storage (the archival service) in ARCHIVING; `archive_done`
-   * follows whether it resolves or rejects (a rejection is reported on `errors$` as
-   * `effect_failed`). Default: none, and the collector never archives.
+   * Hands a snapshot to long-term storage in ARCHIVING, as the write of an archival run (seed
+   * 002's ArchivalService, stream `<stream>/archive`): the snapshot is taken when the run starts;
+   * a rejection is `write_failed` (-> ERROR), retried after `backoff` (-> RETRYING) with the same
+   * snapshot until it resolves, and only then `archive_done` (ARCHIVING -> RUNNING). So a snapshot
+   * is never lost to a failed write, and the collector stays ARCHIVING while it is retried.
+   * Default: none, and the collector never archives.
    */
   readonly archiveSnapshot?: (snapshot: MetricsSnapshot) => Promise<void>;
-  /** The wait before each `retry` out of ERROR: exponential with full jitter. Default `{ baseMs: 1000, maxMs: 60_000 }`. */
+  /**
+   * The wait before each `retry` out of ERROR, the collector's and its archival run's: exponential
+   * with full jitter. Default `{ baseMs: 1000, maxMs: 60_000 }`.
+   */
   readonly backoff?: BackoffOptions;
   /** The jitter's random numbers in [0, 1). Default `Math.random`. */
   readonly random?: () => number;
@@ -76,7 +84,10 @@ function failuresInARow(view: View, context: EpicContext): Observable<number> {
  *    `archiveEveryMs` after RUNNING was entered: a durable deadline, kept across a restart.
  * 3. ERROR: `retry` after the backoff of the failures in a row (counted from the log); RECOVERING
  *    writes a snapshot: `recovered` if it is written, else `runtime_error` (back to ERROR, waiting longer).
- * 4. ARCHIVING: the snapshot handed to `archiveSnapshot`, then `archive_done`.
+ * 4. ARCHIVING: an archival run `<stream>/archive` (spawned on first use) takes a snapshot and
+ *    hands it to `archiveSnapshot`; a failed write goes ERROR -> RETRYING after the backoff and is
+ *    written again, the same snapshot, until it succeeds; then `archive_done`. After a restart a
+ *    run under way goes on where the log says (with a fresh snapshot: the old one died with the process).
  *
  * Every timer runs on the engine's scheduler, so the lifecycle runs in virtual time in tests.
  *
@@ -139,19 +150,60 @@ export function metricsCollectorEpic(options: MetricsCollectorOptions): Epic {
       case 'RECOVERING':
         return { probe: concat(write(context), of<Event>({ type: 'recovered' })).pipe(catchError(failed('runtime_error'))) };
       case 'ARCHIVING':
+        // Starts the archival run, unless one is under way (resumed after a restart): its end brings archive_done.
         return {
-          archive: defer(async () => archiveSnapshot?.(await metrics.snapshot(scheduler.now()))).pipe(
-            catchError((error: unknown) => {
-              context.report?.({ type: 'effect_failed', epic: 'metricsCollector', stream: view.stream, key: 'archive', error });
-              return of(undefined);
+          archive: context.snapshot(archiveRun, archival).pipe(
+            take(1),
+            mergeMap((run): Observable<EpicCommand> => {
+              const start: EpicCommand = { stream: archiveRun, event: { type: 'start' } };
+              if (run === undefined) return from([{ stream: archiveRun, spawn: archival.id }, start]);
+              return run.state.value === 'IDLE' ? of(start) : EMPTY;
             }),
-            map((): Event => ({ type: 'archive_done' })),
           ),
         };
       default:
         return {};
     }
   };
+
+  /** The archival run of the collector's snapshots, and the snapshot it writes (taken when the run starts, kept for its retries). */
+  const archiveRun = `${stream}/archive`;
+  let toArchive: MetricsSnapshot | undefined;
+  const archiveRuns = stateEffects({
+    name: 'metricsArchival',
+    machine: archival,
+    states: ['ARCHIVING', 'WRITING_TO_R2', 'COMPLETED', 'ERROR', 'RETRYING'],
+    withState: true,
+    everyProcess: true,
+    effects: (view, context): EffectsByKey<typeof archival> => {
+      if (view.stream !== archiveRun || archiveSnapshot === undefined) return {};
+      const { scheduler } = context;
+      const take$ = defer(async () => {
+        toArchive = await metrics.snapshot(scheduler.now());
+      }).pipe(ignoreElements());
+      return archivalRunEffects(view, context, {
+        serialize: () => take$,
+        write: () =>
+          defer(async (): Promise<ArchivalRunOutput> => {
+            // Resumed after a restart: the snapshot died with the old process; a fresh one goes instead.
+            toArchive ??= await metrics.snapshot(scheduler.now());
+            await archiveSnapshot(toArchive);
+            return { type: 'write_succeeded' };
+          }).pipe(catchError((error: unknown) => of<ArchivalRunOutput>({ type: 'write_failed', error: errorText(error) }))),
+        retryDelayMs: (attempts) => backoffDelay(attempts, backoff, random),
+        completed: () =>
+          context.snapshot(stream, metricsCollector).pipe(
+            take(1),
+            mergeMap((collector) => {
+              toArchive = undefined;
+              const done: ArchivalRunOutput[] = collector?.state.value === 'ARCHIVING' ? [{ stream, event: { type: 'archive_done' } }] : [];
+              return from([...done, { type: 'reset' } as const]);
+            }),
+          ),
+        resolutionMs: 1,
+      });
+    },
+  });
 
   const lifecycle = stateEffects({
     name: 'metricsCollector',
@@ -161,7 +213,8 @@ export function metricsCollectorEpic(options: MetricsCollectorOptions): Epic {
     effects,
   });
   // Spawned at start; a collector already in the log is left as it is and resumed from its state.
-  const epic: Epic = (runes$, context, deps) => merge(of<EpicCommand>({ stream, spawn: metricsCollector.id }), lifecycle(runes$, context, deps));
+  const epic: Epic = (runes$, context, deps) =>
+    merge(of<EpicCommand>({ stream, spawn: metricsCollector.id }), lifecycle(runes$, context, deps), archiveRuns(runes$, context, deps));
   Object.defineProperty(epic, 'name', { value: 'metricsCollector' });
   return epic;
 }

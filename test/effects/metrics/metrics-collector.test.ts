@@ -121,10 +121,12 @@ describe('metricsCollectorEpic: the MetricsCollector lifecycle under virtual tim
     expect(written).toEqual([100, 1100, 2100]);
   });
 
-  it('an archive that fails is reported and the collector runs on', async () => {
+  it('an archive that fails is retried through the archival run (ERROR -> RETRYING -> success); archive_done only once it is written', async () => {
     const clock = new ManualClock();
     const metrics = createMetrics();
     const errors: EngineError[] = [];
+    const tried: number[] = [];
+    const archived: MetricsSnapshot[] = [];
     engine = createEngine({
       scheduler: clock,
       epics: [
@@ -133,20 +135,82 @@ describe('metricsCollectorEpic: the MetricsCollector lifecycle under virtual tim
           sink: flakySink(clock, 0).sink,
           flushEveryMs: 1000,
           archiveEveryMs: 500,
-          archiveSnapshot: async () => {
-            throw new Error('cold storage offline');
+          archiveSnapshot: async (snapshot) => {
+            tried.push(clock.now());
+            if (tried.length === 1) throw new Error('cold storage offline');
+            archived.push(snapshot);
           },
+          backoff: { baseMs: 100, maxMs: 1000 },
+          random: () => 1, // no jitter: the full backoff, so the times are exact
         }),
       ],
     });
     const runes: Rune[] = [];
     engine.runes$().subscribe((rune) => runes.push(rune));
     engine.errors$.subscribe((error) => errors.push(error));
-    await runTo(clock, 600);
-    expect(path(runes).slice(0, 4)).toEqual([' -> INITIALIZING @ 0', 'INITIALIZING -> RUNNING @ 0', 'RUNNING -> ARCHIVING @ 500', 'ARCHIVING -> RUNNING @ 500']);
-    expect(errors).toMatchObject([
-      { type: 'effect_failed', epic: 'metricsCollector', stream: METRICS_COLLECTOR_STREAM, key: 'archive', error: { message: 'cold storage offline' } },
+    await runTo(clock, 700);
+    // The collector stays ARCHIVING until the snapshot is written: archive_done after the retry's success.
+    expect(path(runes).slice(0, 4)).toEqual([' -> INITIALIZING @ 0', 'INITIALIZING -> RUNNING @ 0', 'RUNNING -> ARCHIVING @ 500', 'ARCHIVING -> RUNNING @ 600']);
+    // The archival run (seed 002's ArchivalService) of the collector's snapshots: the failed write waits the backoff (100 ms), then is written again.
+    const run = runes.filter((r) => r.stream === `${METRICS_COLLECTOR_STREAM}/archive`).map((r) => `${r.from ?? ''} -> ${r.to} @ ${r.at}`);
+    expect(run).toEqual([
+      ' -> IDLE @ 500',
+      'IDLE -> ARCHIVING @ 500',
+      'ARCHIVING -> WRITING_TO_R2 @ 500',
+      'WRITING_TO_R2 -> ERROR @ 500',
+      'ERROR -> RETRYING @ 600',
+      'RETRYING -> WRITING_TO_R2 @ 600',
+      'WRITING_TO_R2 -> COMPLETED @ 600',
+      'COMPLETED -> IDLE @ 600',
     ]);
+    expect(runes.find((r) => r.to === 'ERROR' && r.stream.endsWith('/archive'))?.event).toEqual({ type: 'write_failed', error: 'cold storage offline' });
+    // The same snapshot, taken when ARCHIVING began, is the one written on the retry.
+    expect(tried).toEqual([500, 600]);
+    expect(archived.map((s) => s.at)).toEqual([500]);
+    expect(errors).toEqual([]);
+  });
+
+  it('an archive retry cut by a restart goes on in the next process, where the log says, and only its success is archive_done', async () => {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} }; // the log outlives the process, as a file would
+    const archiving = (clock: ManualClock, archiveSnapshot: (snapshot: MetricsSnapshot) => Promise<void>) =>
+      createEngine({
+        store: kept,
+        scheduler: clock,
+        epics: [
+          metricsCollectorEpic({
+            metrics: createMetrics(),
+            sink: flakySink(clock, 0).sink,
+            flushEveryMs: 1000,
+            archiveEveryMs: 500,
+            archiveSnapshot,
+            backoff: { baseMs: 100, maxMs: 1000 },
+            random: () => 1,
+          }),
+        ],
+      });
+    const first = new ManualClock();
+    engine = archiving(first, async () => {
+      throw new Error('cold storage offline');
+    });
+    await runTo(first, 550); // the first write failed at 500; its retry is due at 600
+    await engine.close();
+
+    const archived: number[] = [];
+    const clock = new ManualClock(580); // the next process starts before the retry is due
+    engine = archiving(clock, async (snapshot) => void archived.push(snapshot.at));
+    await runTo(clock, 700);
+    const runes = await store.read(`${METRICS_COLLECTOR_STREAM}/archive`);
+    expect(runes.map((r) => r.to)).toEqual(['IDLE', 'ARCHIVING', 'WRITING_TO_R2', 'ERROR', 'RETRYING', 'WRITING_TO_R2', 'COMPLETED', 'IDLE']);
+    const retried = runes.find((r) => r.to === 'RETRYING')!;
+    expect(retried.at).toBe(600); // the backoff counted from the failure's rune, not from the restart
+    const written = runes.find((r) => r.to === 'COMPLETED')!;
+    // The first snapshot died with its process: the retry writes a fresh one.
+    expect(archived).toHaveLength(1);
+    expect(archived[0]).toBeGreaterThanOrEqual(600);
+    const collector = await store.read(METRICS_COLLECTOR_STREAM);
+    expect(collector.map((r) => r.to)).toEqual(['INITIALIZING', 'RUNNING', 'ARCHIVING', 'RUNNING']);
+    expect(collector.at(-1)!.at).toBeGreaterThanOrEqual(written.at);
   });
 
   it('refuses bad options with a TypeError naming the option', () => {

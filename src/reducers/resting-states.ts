@@ -78,7 +78,7 @@ const decisions: Decisions = {
     waiting_approval: waiting("a person's approve_action or reject_action of the CLI's tool, command, browser or MCP request"),
     waiting_input: waiting("a person's answer to the CLI's question (send_message)"),
     completed: idle,
-    paused: waiting("a person's resume_session (the CLI offered to resume the task, or its process was lost)"),
+    paused: waiting("a person's resume_session (the CLI offered to resume the task, its process was lost, or it exited with an approval pending)"),
     error: waiting("a person's retry, resume_session or cancel_session"),
     stopped: idle,
   },

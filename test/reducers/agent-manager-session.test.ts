@@ -116,15 +116,18 @@ describe('agentManagerSession: seed 001 transition table, row by row', () => {
     expect(expectRow(agentManagerSession, state, event, row.to)).not.toBe(state);
   });
 
-  it('a clean exit with an ask pending is rejected, and the reason says so', () => {
-    for (const value of ['waiting_approval', 'waiting_input'] as const) {
-      expectNotAllowed(
-        agentManagerSession,
-        at(value),
-        { type: 'process_exit', code: 0 },
-        `event "process_exit" is not allowed in state "${value}": it needs non-zero exit code or zero exit code, no pending ask`,
-      );
-    }
+  it('a clean exit with an approval pending pauses the session, saying why; with a question pending the question stays', () => {
+    const exit = { type: 'process_exit', code: 0 } as const;
+    expect(agentManagerSession.transition(at('waiting_approval', { lastAsk: 'command' }), exit)).toMatchObject({
+      value: 'paused',
+      exitCode: 0,
+      error: 'the CLI exited (code 0) while its ask:command awaited approval, so no process can be told the answer; resume_session starts it again',
+    });
+    expect(agentManagerSession.transition(at('waiting_input', { lastAsk: 'followup', lastText: 'Which branch?' }), exit)).toMatchObject({
+      value: 'waiting_input',
+      exitCode: 0,
+      lastText: 'Which branch?',
+    });
   });
 
   it('rejects an event that does not apply with the same object and a reason', () => {
@@ -215,6 +218,8 @@ describe('agentManagerSession: extensions', () => {
       'streaming --process_lost--> paused',
       'waiting_approval --process_lost--> paused',
       'waiting_input --process_lost--> paused',
+      'waiting_approval --process_exit--> paused',
+      'waiting_input --process_exit--> waiting_input',
       'creating --cancel_session--> stopped',
     ]);
     for (const edge of extensions) expect(edge.note).toBeTruthy();

@@ -103,7 +103,10 @@ export interface AgentCliSpec {
   readonly env?: Readonly<Record<string, string>>;
   /** The working directory of its processes. */
   readonly cwd: string;
-  /** A process that prints nothing for this long is ended with `process_error`. Default {@link DEFAULT_CLI_IDLE_TIMEOUT_MS}. */
+  /**
+   * A process that prints nothing for this long while its session is `creating` or `streaming` is
+   * ended with `process_error` (waiting for a person is not silence). Default {@link DEFAULT_CLI_IDLE_TIMEOUT_MS}.
+   */
   readonly idleTimeoutMs?: number;
   /** How long an ended process gets between SIGTERM and SIGKILL. Default {@link DEFAULT_CLI_KILL_GRACE_MS}. */
   readonly killGraceMs?: number;

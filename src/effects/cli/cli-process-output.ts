@@ -1,4 +1,16 @@
-import { Subject, asyncScheduler, type Observable, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
+import {
+  NEVER,
+  Subject,
+  asyncScheduler,
+  distinctUntilChanged,
+  isObservable,
+  startWith,
+  switchMap,
+  type Observable,
+  type SchedulerLike,
+  type Subscriber,
+  type Subscription,
+} from 'rxjs';
 import { splitLines } from '../../streams/split-lines.js';
 import { idleTimeout } from '../llm/idle-timeout.js';
 import { DEFAULT_CLI_IDLE_TIMEOUT_MS, DEFAULT_CLI_KILL_GRACE_MS, type CliProcessIo } from './cli-adapter.js';
@@ -15,6 +27,8 @@ export interface CliProcessSettings {
   readonly scheduler: SchedulerLike;
   readonly maxLineLength: number | undefined;
   readonly idleTimeoutMs: number;
+  /** Whether the idle clock runs (see {@link CliProcessOptions.working$}); undefined: always. */
+  readonly working$: Observable<boolean> | undefined;
   readonly killGraceMs: number;
   readonly stderrTailBytes: number;
 }
@@ -30,6 +44,7 @@ export function cliProcessSettings(caller: string, options: CliProcessOptions): 
   const { command, args = [], cwd, env = {}, stdin, endStdin = false, scheduler = asyncScheduler, maxLineLength } = options;
   if (typeof command !== 'string' || command.length === 0) throw new TypeError(`${caller}: "command" must be a non-empty string`);
   if (typeof cwd !== 'string' || cwd.length === 0) throw new TypeError(`${caller}: "cwd" must be a non-empty string`);
+  if (options.working$ !== undefined && !isObservable(options.working$)) throw new TypeError(`${caller}: "working$" must be an Observable of booleans`);
   return {
     command,
     args,
@@ -40,6 +55,7 @@ export function cliProcessSettings(caller: string, options: CliProcessOptions): 
     scheduler,
     maxLineLength,
     idleTimeoutMs: positive(caller, 'idleTimeoutMs', options.idleTimeoutMs, DEFAULT_CLI_IDLE_TIMEOUT_MS),
+    working$: options.working$,
     killGraceMs: positive(caller, 'killGraceMs', options.killGraceMs, DEFAULT_CLI_KILL_GRACE_MS),
     stderrTailBytes: positive(caller, 'stderrTailBytes', options.stderrTailBytes, DEFAULT_STDERR_TAIL_BYTES),
   };
@@ -101,20 +117,28 @@ export class CliProcessOutput {
     this.#stderr.push(chunk);
   }
 
-  /** It runs: the idle clock starts, and `spawned` tells its pid and io. */
+  /** It runs: the idle clock starts (while it is working), and `spawned` tells its pid and io. */
   spawned(pid: number, io: CliProcessIo): void {
-    const { scheduler, idleTimeoutMs, command } = this.settings;
+    const { scheduler, idleTimeoutMs, command, working$ } = this.settings;
     // One timer per quiet period, not one per line (a CLI may print thousands, and each re-armed
     // timer would stay queued on a virtual clock until its time).
-    this.#idle = this.#activity
-      .pipe(
-        idleTimeout(
-          idleTimeoutMs,
-          scheduler,
-          () => new CliProcessError('idle_timeout', `"${command}" printed no line for ${idleTimeoutMs} ms, so it was ended`, this.#stderr.text()),
-        ),
-      )
-      .subscribe({ error: (error: unknown) => this.subscriber.error(error) });
+    const idle$ = this.#activity.pipe(
+      idleTimeout(
+        idleTimeoutMs,
+        scheduler,
+        () => new CliProcessError('idle_timeout', `"${command}" printed no line for ${idleTimeoutMs} ms, so it was ended`, this.#stderr.text()),
+      ),
+    );
+    // A process waiting for a person has no clock: its quiet is not a hang.
+    const clock$ =
+      working$ === undefined
+        ? idle$
+        : working$.pipe(
+            startWith(true),
+            distinctUntilChanged(),
+            switchMap((working) => (working ? idle$ : NEVER)),
+          );
+    this.#idle = clock$.subscribe({ error: (error: unknown) => this.subscriber.error(error) });
     this.subscriber.next({ type: 'spawned', pid, io });
   }
 

@@ -1,6 +1,7 @@
-import { EMPTY, Observable, ReplaySubject, catchError, concatMap, defer, filter, finalize, map, mergeMap, of, type SchedulerLike } from 'rxjs';
+import { BehaviorSubject, EMPTY, Observable, ReplaySubject, catchError, concatMap, defer, filter, finalize, map, mergeMap, of, type SchedulerLike } from 'rxjs';
 import { agentManagerSession } from '../../reducers/agent-manager-session/machine.js';
-import type { AgentManagerSessionEvent } from '../../reducers/agent-manager-session/schema.js';
+import type { AgentManagerSessionEvent, AgentManagerSessionStateName } from '../../reducers/agent-manager-session/schema.js';
+import { agentManagerUiFlags } from '../../reducers/agent-manager-session/ui-flags.js';
 import { errorText } from '../../reducers/error-text.js';
 import type { RuneOf } from '../../reducers/rune.js';
 import type { EpicContext } from '../../streams/epic.js';
@@ -21,8 +22,8 @@ export interface CliRunContext {
   readonly scheduler: SchedulerLike;
   /** The stream's later runes (the view's `later$`): the user's runes reach an interactive adapter from here. */
   readonly later$: Observable<RuneOf<Session>>;
-  /** The session's state now, when it is in memory: whether an exit's error text applies. */
-  readonly stateNow: () => { readonly value: string } | undefined;
+  /** The session's state now, when it is in memory: whether an exit's error text applies, whether the CLI works. */
+  readonly stateNow: () => { readonly value: AgentManagerSessionStateName } | undefined;
   /** Told what the adapter ignored, at most `maxIgnored` times a run, then how many more. */
   readonly ignored: (reason: string) => void;
   readonly maxIgnored: number;
@@ -36,11 +37,18 @@ const USER_BUFFER = 64;
 const ERROR_TEXT_STATES = new Set<string>(['creating', 'streaming', 'waiting_approval', 'waiting_input', 'completed', 'paused']);
 
 /**
+ * Whether the CLI is expected to print in a session state: where seed 001 shows its spinner
+ * (`creating`, `streaming`). Elsewhere it waits for a person, so its process's idle clock stops.
+ */
+const works = (value: AgentManagerSessionStateName | undefined): boolean => value === undefined || agentManagerUiFlags({ value, autoApprove: false }).showSpinner;
+
+/**
  * One run of a configured CLI for a session, as the session's events: the process is spawned on
  * subscribe and ended on unsubscribe; the adapter's events in order, then the exit: a non-zero one
  * as `process_error` (`exit_code:`, with the end of stderr) where the state takes it, then
  * `process_exit{code}`. A spawn failure, an idle timeout or an adapter's error is one
- * `process_error`, and the run ends (its process with it).
+ * `process_error`, and the run ends (its process with it). The idle timeout counts only while the
+ * session is `creating` or `streaming` (the process's `working$`): not while it waits for a person.
  */
 export function cliRun$(spec: AgentCliSpec, run: CliRun, context: CliRunContext): Observable<AgentManagerSessionEvent> {
   return defer(() => {
@@ -54,6 +62,8 @@ export function cliRun$(spec: AgentCliSpec, run: CliRun, context: CliRunContext)
         map((rune) => rune.event as CliUserEvent),
       )
       .subscribe(user);
+    const working = new BehaviorSubject(works(context.stateNow()?.value));
+    userSubscription.add(context.later$.subscribe((rune) => rune.to !== undefined && working.next(works(rune.to))));
     let ignoredCount = 0;
     const ignore = (reason: string): void => {
       if (++ignoredCount <= context.maxIgnored) context.ignored(reason);
@@ -74,6 +84,7 @@ export function cliRun$(spec: AgentCliSpec, run: CliRun, context: CliRunContext)
       ...(launch.stdin === undefined ? {} : { stdin: launch.stdin }),
       ...(launch.endStdin === undefined ? {} : { endStdin: launch.endStdin }),
       ...(spec.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: spec.idleTimeoutMs }),
+      working$: working.asObservable(),
       ...(spec.killGraceMs === undefined ? {} : { killGraceMs: spec.killGraceMs }),
       scheduler: context.scheduler,
     };

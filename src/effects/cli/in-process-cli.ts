@@ -48,8 +48,9 @@ export interface InProcessCliOptions extends CliProcessOptions {
  * 3. The program's `exit` (or its completion: exit 0) ends stdout, then `exit` tells the code and
  *    the end of its stderr, and the Observable completes. An error after `spawned` is the
  *    Observable's error (the run's `drive_failed`).
- * 4. No stdout line for `idleTimeoutMs` on `scheduler`: the program is unsubscribed and the
- *    Observable errors with `idle_timeout`, as `cliProcess` does (the same code keeps both clocks).
+ * 4. No stdout line for `idleTimeoutMs` on `scheduler` while `working$` says it works: the program
+ *    is unsubscribed and the Observable errors with `idle_timeout`, as `cliProcess` does (the same
+ *    code keeps both clocks).
  * 5. Unsubscribed: the program is unsubscribed at once (no signal, no grace: `killGraceMs` is not used).
  *
  * ## Example

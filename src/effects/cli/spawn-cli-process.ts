@@ -18,6 +18,13 @@ export interface CliProcessOptions {
   readonly endStdin?: boolean;
   /** No stdout line for this long: the process is ended and the Observable errors (`idle_timeout:`). Default 600,000. */
   readonly idleTimeoutMs?: number;
+  /**
+   * Whether the process is expected to print now: the idle clock runs only while the latest value
+   * is true (true until the first), and counts afresh from the next true. A session's run passes
+   * false while its session waits for a person (an approval, an answer, the next message), since
+   * that is not silence. Default: always true.
+   */
+  readonly working$?: Observable<boolean>;
   /** How long the ended process group gets between SIGTERM and SIGKILL. Default 5,000. */
   readonly killGraceMs?: number;
   /** The scheduler of the idle timeout and the kill grace. Default `asyncScheduler`. */
@@ -73,6 +80,8 @@ export interface CliSpawnContext {
  * process. Cold: subscribing starts it and unsubscribing ends it. It emits `spawned` with the io the
  * adapter reads and writes, then `exit` once stdout has ended, or errors with a
  * {@link CliProcessError} (`spawn_failed`, `idle_timeout` after `options.idleTimeoutMs` on
- * `options.scheduler` without a stdout line); any other error is the run's `drive_failed`.
+ * `options.scheduler` without a stdout line while `options.working$` says it works); any other
+ * error is the run's `drive_failed`. A function that wraps `cliProcess` or `inProcessCli` passes
+ * the options on as they are.
  */
 export type SpawnCliProcess = (options: CliProcessOptions, context: CliSpawnContext) => Observable<CliProcessEvent>;

@@ -44,6 +44,11 @@ const askFailed = (s: S, e: CliMessage & { type: AgentManagerSessionAskType }): 
 });
 const processFailed = (_: S, e: { error: string }): Partial<S> => ({ error: e.error });
 const exited = (_: S, e: { code: number }): Partial<S> => ({ exitCode: e.code });
+/** A clean exit that leaves an approval unanswerable: the state says why it paused. */
+const exitedAwaitingApproval = (s: S, e: { code: number }): Partial<S> => ({
+  exitCode: e.code,
+  error: `the CLI exited (code ${e.code}) while its ask:${s.lastAsk ?? 'tool'} awaited approval, so no process can be told the answer; resume_session starts it again`,
+});
 /** The user owes the CLI an answer: a clean exit now would drop the question. */
 const pendingAsk = (s: S): boolean => s.value === 'waiting_approval' || s.value === 'waiting_input';
 
@@ -201,6 +206,27 @@ const table: readonly Row<S, E>[] = [
     ...extension('the CLI died with the server that ran it: seed 001 "State Persistence" has a running session without a process as paused, offered for resume'),
   },
   {
+    from: 'waiting_approval',
+    on: 'process_exit',
+    to: 'paused',
+    when: (_, e) => e.code === 0,
+    label: 'zero exit code, approval pending',
+    assign: exitedAwaitingApproval,
+    ...extension(
+      "the seed's table has no row for a clean exit with an ask pending: an approval can reach only the process that asked, so the task is interrupted and offered for resume, as when the process is lost",
+    ),
+  },
+  {
+    from: 'waiting_input',
+    on: 'process_exit',
+    when: (_, e) => e.code === 0,
+    label: 'zero exit code, question pending',
+    assign: exited,
+    ...extension(
+      "a clean exit with a question pending is recorded and the question stays: its answer (send_message) starts the CLI again as a follow-up, as a one-shot CLI's does",
+    ),
+  },
+  {
     from: 'creating',
     on: 'cancel_session',
     to: 'stopped',
@@ -223,8 +249,8 @@ const table: readonly Row<S, E>[] = [
  * console.log(s.value);                                      // Logs: streaming
  * s = agentManagerSession.transition(s, { type: 'ask:followup', text: 'Which branch?' });
  * console.log(s.value);                                      // Logs: waiting_input
- * // An ask is pending, so the process may not exit:
- * console.log(agentManagerSession.step(s, { type: 'process_exit', code: 0 }).accepted); // Logs: false
+ * // The CLI exits while its question is pending: the question stays, its answer starts the CLI again.
+ * console.log(agentManagerSession.transition(s, { type: 'process_exit', code: 0 }).value); // Logs: waiting_input
  * ```
  */
 export const agentManagerSession = defineMachine<S, E, AgentManagerSessionInput | void>({

@@ -85,7 +85,7 @@ export const CliConfig = z.strictObject({
   env: z.record(EnvName, Text(32_768)).default({}),
   /** The working directory of its processes: where it reads and writes files. */
   cwd: z.string().min(1).max(4096),
-  /** A process that prints nothing for this long is ended with `process_error`. Default 600,000 (10 minutes). */
+  /** A process that prints nothing for this long while it works (not while its session waits for a person) is ended with `process_error`. Default 600,000 (10 minutes). */
   idleTimeoutMs: z.number().int().positive().max(MAX_CLI_IDLE_TIMEOUT_MS).optional(),
   /** How long an ended process gets between SIGTERM and SIGKILL. Default 5,000. */
   killGraceMs: z.number().int().positive().max(MAX_CLI_KILL_GRACE_MS).optional(),

@@ -1,4 +1,20 @@
-import { Observable, ReplaySubject, VirtualTimeScheduler, concat, defer, lastValueFrom, map, mergeMap, of, skip, take, timer, toArray, type Subscription } from 'rxjs';
+import {
+  BehaviorSubject,
+  Observable,
+  ReplaySubject,
+  VirtualTimeScheduler,
+  concat,
+  defer,
+  lastValueFrom,
+  map,
+  mergeMap,
+  of,
+  skip,
+  take,
+  timer,
+  toArray,
+  type Subscription,
+} from 'rxjs';
 import { afterEach, expect, it, vi } from 'vitest';
 import { CliProcessError, type CliProcessEvent, type CliProcessOptions, type CliProgram, type CliProgramOutput } from '../../../src/agents.js';
 import { event, type FakeStep } from './support.js';
@@ -119,6 +135,38 @@ export function cliProcessContract(caller: string, runSteps: RunSteps, make: (op
     const error = await done;
     expect(error).toBeInstanceOf(CliProcessError);
     expect((error as Error).message).toMatch(/^idle_timeout: ".*" printed no line for 60000 ms, so it was ended$/);
+  });
+
+  it('counts idle time only while working$ says it works, afresh from each true (virtual time)', async () => {
+    const scheduler = new VirtualTimeScheduler();
+    /** Moves the clock `ms` on, running the timers due by then. */
+    const advance = (ms: number) => {
+      scheduler.schedule(() => {}, ms); // virtual time moves only from action to action
+      scheduler.maxFrames = scheduler.now() + ms;
+      scheduler.flush();
+    };
+    const working$ = new BehaviorSubject(true);
+    const lines: string[] = [];
+    let outcome: unknown;
+    subscriptions.push(
+      runSteps([event({ type: 'ready' }), { hang: true }], { scheduler, idleTimeoutMs: 60_000, killGraceMs: 1000, working$ }).subscribe({
+        next: (e) => e.type === 'spawned' && e.io.lines$.subscribe((line) => lines.push(line)),
+        error: (error: unknown) => (outcome = error),
+        complete: () => (outcome = 'complete'),
+      }),
+    );
+    await vi.waitFor(() => expect(lines).toEqual(['{"type":"ready"}']));
+    advance(50_000);
+    working$.next(false); // waiting for a person: an hour of quiet is not a hang
+    advance(3_600_000);
+    expect(outcome).toBeUndefined();
+    working$.next(true); // a whole idleTimeoutMs again
+    advance(59_999);
+    expect(outcome).toBeUndefined();
+    advance(1);
+    expect(outcome).toBeInstanceOf(CliProcessError);
+    expect((outcome as Error).message).toMatch(/^idle_timeout: ".*" printed no line for 60000 ms, so it was ended$/);
+    expect(() => make({ command: 'x', cwd: '.', working$: true as unknown as Observable<boolean> })).toThrow(`${caller}: "working$" must be an Observable of booleans`);
   });
 
   it('refuses bad options, naming them', () => {

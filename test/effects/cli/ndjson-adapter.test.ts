@@ -95,8 +95,8 @@ describe('ndjsonCliAdapter.drive on recorded cline 2.18.0 transcripts', () => {
       'ask:resume_task after SIGTERM: cline marks the task interrupted for a later -T, the process is ending',
       'ask:resume_task after SIGTERM: cline marks the task interrupted for a later -T, the process is ending',
     ]);
-    // A clean exit with the question pending is refused: the session keeps waiting for the answer.
-    expect(agentManagerSession.step(asked.state, { type: 'process_exit', code: 0 }).accepted).toBe(false);
+    // A clean exit with the question pending is recorded: the session keeps waiting for the answer.
+    expect(agentManagerSession.transition(asked.state, { type: 'process_exit', code: 0 })).toMatchObject({ value: 'waiting_input', exitCode: 0 });
 
     const sessionId = (first[0] as { sessionId: string }).sessionId;
     const answer = eventsOf(await drive([fixture('question-2-answer')], run({ type: 'follow_up', text: 'Howdy' }, { sessionId, afterTs: lastTs(first) })));

@@ -25,11 +25,6 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
       ),
   },
   {
-    name: 'chat-paused-while-working',
-    description: 'issue 28 (c): a chat actor is paused as stale while its turn streams or its tool waits for a person',
-    matches: (failure) => failure.oracle === 'stale work' && failure.message.startsWith('chat/'),
-  },
-  {
     name: 'react-escapes-budget',
     description: "issue 28 (d): a ReAct agent answers past its conversation's modelCalls budget, or starts a turn while it is suspended for budget",
     matches: (failure) =>
@@ -40,17 +35,6 @@ export const KNOWN_DEFECTS: readonly KnownDefect[] = [
     name: 'agent-runs-two-turns',
     description: 'issue 28 (e): one agent runs two turns at once, one on its `turn` stream and one on its `react` stream (an agent id has two kinds)',
     matches: (failure) => failure.oracle === 'turn per agent',
-  },
-  {
-    name: 'cli-session-idled-while-waiting',
-    description:
-      'found by the simulation: an ACP agent CLI session waiting for the user (for input, an approval, or the next message after completing) is ended as idle after idleTimeoutMs and goes to error: waiting for a person is not silence',
-    matches: (failure) => failure.oracle === 'stale work' && failure.message.startsWith('session/'),
-  },
-  {
-    name: 'cli-exit-strands-session',
-    description: 'issue 28 (l): a CLI that exits 0 while an ask is pending leaves its session waiting with no process; answering it then leaves it "streaming" for ever',
-    matches: (failure) => failure.oracle === 'liveness' && /\(agent-manager-session\) in "(streaming|creating)"/.test(failure.message),
   },
   {
     name: 'turn-started-while-suspended',

@@ -18,10 +18,14 @@ import { evidenceOf, findTurn, outcomeOf, turnEnded$, turnIdle$ } from './task-t
 
 type Out = AutonomyLoopEvent | EpicCommand;
 
-/** An agent this process has picked for a task, held while the task's assign effect runs (until its `task_assigned` is applied). */
-interface Reservation {
-  readonly plan: string;
-  readonly taskId: string;
+/**
+ * One assign effect's hold on an agent for its task: made by its pick (in the same synchronous
+ * step as the choice), released when the effect ends; a pick that settles after the end holds nothing.
+ */
+interface Claim {
+  /** The agent (its lifecycle stream) it holds, once picked. */
+  agent?: string;
+  ended: boolean;
 }
 
 /** The conversation a plan stream (`conv/<c>/plan/<p>`) belongs to. */
@@ -38,7 +42,9 @@ const rootOfPlan = (stream: string): string | undefined => {
  *    tasks with an agent at once, are each given an agent of the conversation with the task's
  *    `ownerRole` that is idle and not busy with another task; with none, one is spawned
  *    (`<role>-<n>`, role in its `agent.spawning`), at most `parallelism` agents of a role; else
- *    the task waits for one to be idle -> `task_assigned`.
+ *    the task looks again whenever an agent is idle or ended or the plan changes -> `task_assigned`.
+ *    An agent is held for a task only until the plan shows it assigned, so a task run again (a
+ *    critic's retry, `retry_task`, a replan) finds the agents of its earlier runs free.
  * 2. An assigned task's agent, once its turn is idle: its turn starts with the task, the goal and
  *    its dependencies' results, and `task_started {turnNumber}`.
  * 3. The turn's end -> `task_completed`: `success` with its final output, or `failure` with why;
@@ -59,7 +65,7 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
      * task is assigned (its agent busy in the plan's state from then on) or the plan leaves
      * `executing`, so no attempt's reservation outlives it, and a restart starts with none.
      */
-    const reserved = new Map<string, Reservation>();
+    const reserved = new Map<string, Claim>();
     /** Task turns this process started (`<plan>#<task>@<turn>`): their run only waits for the end. */
     const startedHere = new Set<string>();
     /** Each agent's role, by lifecycle stream: it never changes. */
@@ -70,8 +76,8 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
       return roles.get(lifecycle);
     };
 
-    /** An agent for `task`, reserved: an idle one of its role, or a new one; `undefined` while every one it may have is busy. */
-    const pick = async (stream: string, root: string, task: TaskState): Promise<{ agent: AgentStreams; spawn: boolean; reservation: Reservation } | undefined> => {
+    /** An agent for `task`, held by `claim`: an idle one of its role, or a new one; `undefined` while every one it may have is busy. */
+    const pick = async (stream: string, root: string, task: TaskState, claim: Claim): Promise<{ agent: AgentStreams; spawn: boolean } | undefined> => {
       const heads = await lastValueFrom(context.streams({ prefix: `${root}/agent/`, machine: agentLifecycle.id }).pipe(toArray()));
       const live = heads.filter((head) => head.value === undefined || !agentLifecycle.terminal.includes(head.value));
       const ofRole: { head: (typeof heads)[number]; agent: AgentStreams }[] = [];
@@ -81,6 +87,7 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
         if ((await roleOf(head.stream)) === task.ownerRole) ofRole.push({ head, agent: agentStreams(root, parts.agentId) });
       }
       // From here on synchronous: the reservations read are the ones this choice competes with.
+      if (claim.ended) return undefined;
       const plan = context.state(stream, autonomyLoop);
       const busy = new Set((plan?.tasks ?? []).filter(isTaskActive).map((each) => each.agentId));
       const taken = (agent: AgentStreams): boolean => busy.has(agent.agentId) || reserved.has(agent.lifecycle);
@@ -93,9 +100,9 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
         agent = agentStreams(root, `${task.ownerRole}-${n}`);
       }
       if (agent === undefined) return undefined;
-      const reservation = { plan: stream, taskId: task.id };
-      reserved.set(agent.lifecycle, reservation);
-      return { agent, spawn: idle === undefined, reservation };
+      claim.agent = agent.lifecycle;
+      reserved.set(agent.lifecycle, claim);
+      return { agent, spawn: idle === undefined };
     };
 
     /**
@@ -116,27 +123,28 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
      * the first pick, so nothing is missed in between). It never completes: its reservation is
      * released when the effect's key goes (see `reserved`).
      */
-    const assign$ = (stream: string, root: string, task: TaskState): Observable<Out> => {
-      let held: { agent: AgentStreams; reservation: Reservation } | undefined;
-      return merge(of(undefined), mayFree$(stream, root)).pipe(
-        concatMap(() => pick(stream, root, task)),
-        filter((chosen) => chosen !== undefined),
-        take(1),
-        mergeMap(({ agent, spawn, reservation }): Observable<Out> => {
-          held = { agent, reservation };
-          const spawns: EpicCommand[] = spawn
-            ? [
-                { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId, role: task.ownerRole } },
-                { stream: agent.turn, spawn: turnEngine.id, input: { agentId: agent.agentId } },
-              ]
-            : [];
-          return concat(from<Out[]>([...spawns, { type: 'task_assigned', taskId: task.id, agentId: agent.agentId }]), NEVER);
-        }),
-        finalize(() => {
-          if (held !== undefined && reserved.get(held.agent.lifecycle) === held.reservation) reserved.delete(held.agent.lifecycle);
-        }),
-      );
-    };
+    const assign$ = (stream: string, root: string, task: TaskState): Observable<Out> =>
+      defer(() => {
+        const claim: Claim = { ended: false };
+        return merge(of(undefined), mayFree$(stream, root)).pipe(
+          concatMap(() => pick(stream, root, task, claim)),
+          filter((chosen) => chosen !== undefined),
+          take(1),
+          mergeMap(({ agent, spawn }): Observable<Out> => {
+            const spawns: EpicCommand[] = spawn
+              ? [
+                  { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId, role: task.ownerRole } },
+                  { stream: agent.turn, spawn: turnEngine.id, input: { agentId: agent.agentId } },
+                ]
+              : [];
+            return concat(from<Out[]>([...spawns, { type: 'task_assigned', taskId: task.id, agentId: agent.agentId }]), NEVER);
+          }),
+          finalize(() => {
+            claim.ended = true;
+            if (claim.agent !== undefined && reserved.get(claim.agent) === claim) reserved.delete(claim.agent);
+          }),
+        );
+      });
 
     /** The task's turn started on its agent, once the agent's turn is idle: `start_turn`, then `task_started`. */
     const start$ = (plan: AutonomyLoopState, agent: AgentStreams, task: TaskState): Observable<Out> =>

@@ -166,6 +166,8 @@ describe('runestream serve --config (a real process)', () => {
       'x.json: autonomy.planner: unknown chain or model "gpt"; the chains are (none), the models "m"',
     );
     expect(() => parseServerConfig(config({ planner: 'm', parallelism: 0 }), 'x.json')).toThrow(/^x\.json: autonomy\.parallelism: Too small/);
+    expect(() => parseServerConfig(config({ planner: 'm', executingStallMs: 0 }), 'x.json')).toThrow(/^x\.json: autonomy\.executingStallMs: Too small/);
+    expect(parseServerConfig(config({ planner: 'm', executingStallMs: 120_000 }), 'x.json').autonomy?.executingStallMs).toBe(120_000);
   });
 
   it("applies the default role's budget and the prices: a turn past the budget is interrupted naming the limit, and each response has its cost", async () => {

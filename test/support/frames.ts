@@ -104,7 +104,7 @@ export function playEpic(epic: Epic, context: EpicContext, scheduler: VirtualTim
   const runes$ = new Subject<Rune>();
   const frames: Frame[] = [];
   let emitted = 0;
-  epic(runes$, context, undefined).subscribe((command) => frames.push({ frame: scheduler.now(), command }));
+  const subscription = epic(runes$, context, undefined).subscribe((command) => frames.push({ frame: scheduler.now(), command }));
   /** The commands emitted since the last call, once the epic is quiet: every due timer run, every awaited step settled. */
   const drain = async (): Promise<EpicCommand[]> => {
     const now = scheduler.now();
@@ -126,6 +126,8 @@ export function playEpic(epic: Epic, context: EpicContext, scheduler: VirtualTim
       for (const rune of runes) runes$.next(rune);
       return drain();
     },
+    /** Unsubscribes the epic, as a process that dies: its effects and timers end with it. */
+    stop: (): void => subscription.unsubscribe(),
   };
 }
 

@@ -1,5 +1,6 @@
 import { EMPTY, Observable, concatMap, defer, filter, from, lastValueFrom, mergeMap, startWith, takeWhile, tap, toArray } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import { autonomyLoop } from '../../reducers/autonomy-loop/machine.js';
 import type { AgentStats } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import type { Rune } from '../../reducers/rune.js';
@@ -18,18 +19,20 @@ export const CONVERSATION_CLOSING = 'conversation closing';
 /** Turn states in which a turn is in flight: it is interrupted. */
 const IN_FLIGHT = new Set(['streaming', 'tool_executing']);
 
-/** Every head under `root` of `machine`. */
-const headsUnder = (context: EpicContext, root: string, machine: string): Promise<StreamHead[]> =>
-  lastValueFrom(context.streams({ prefix: `${root}/agent/`, machine }).pipe(toArray()));
+/** Every head under `root`'s `kind` streams (`agent`, `plan`) of `machine`. */
+const headsUnder = (context: EpicContext, root: string, machine: string, kind = 'agent'): Promise<StreamHead[]> =>
+  lastValueFrom(context.streams({ prefix: `${root}/${kind}/`, machine }).pipe(toArray()));
 
 /**
- * One look at a closing conversation: the commands that take it a step further (interrupt the
- * turns in flight, cancel calls left open, terminate the agents that are idle), or, once every
- * agent is terminated and every call terminal, `cleanup_complete` with the final stats.
+ * One look at a closing conversation: the commands that take it a step further (stop its open
+ * plans, interrupt the turns in flight, cancel calls left open, terminate the agents that are
+ * idle), or, once every plan has ended, every agent is terminated and every call terminal,
+ * `cleanup_complete` with the final stats.
  * `asked` holds the turns asked to stop and the agents asked to end, so each is asked once.
  */
 async function closeStep(root: string, context: EpicContext, asked: Set<string>): Promise<{ commands: EpicCommand[]; done: boolean }> {
-  const [lifecycles, turns, calls] = await Promise.all([
+  const [plans, lifecycles, turns, calls] = await Promise.all([
+    headsUnder(context, root, autonomyLoop.id, 'plan'),
     headsUnder(context, root, agentLifecycle.id),
     headsUnder(context, root, turnEngine.id),
     headsUnder(context, root, toolCall.id),
@@ -44,6 +47,15 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
   }
   const commands: EpicCommand[] = [];
   let open = 0;
+  // Plans first: a plan left open would be sealed working (and would give its agents new tasks);
+  // stopped, it interrupts its tasks' turns itself, and no task completion is logged after.
+  for (const plan of plans) {
+    if (autonomyLoop.terminal.includes(plan.value ?? '')) continue;
+    open++;
+    if (asked.has(plan.stream)) continue;
+    asked.add(plan.stream);
+    commands.push({ stream: plan.stream, event: { type: 'user_cancel', reason: CONVERSATION_CLOSING } });
+  }
   const stats = { agents: lifecycles.length, turns: 0, toolCalls: calls.length, cancelledToolCalls: 0 };
   // A turn in flight is interrupted whatever its agent's state (one started as its agent was
   // terminated); top-down: a sub-agent's turn is left alone until its parent's turn is idle again
@@ -94,13 +106,15 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
  * The closing of a conversation (seed 003: "All agents terminated. Final runes appended. Runelog
  * sealed."), an effect of its `closing` state, so it resumes after a restart:
  *
+ * 0. Every plan of the conversation (`conv/<c>/plan/<p>`) not ended is stopped first:
+ *    `user_cancel`, "conversation closing" (the plan then interrupts its running tasks' turns).
  * 1. Every turn in flight is interrupted, "conversation closing" (`agentTurns` then cancels the
  *    open calls of its round, `cancelled_result`, and the agent hears the turn ended); parents
  *    first, as a cancelled delegate call interrupts its sub-agent's turn.
  * 2. Every agent whose turn is idle (or that has none) is terminated with `parent_closed`, its
  *    `agent.terminated` rune carrying its stats (turns run, tool calls made); a call still open
  *    under it is cancelled first.
- * 3. Once every agent is terminated (or failed) and every call terminal: `cleanup_complete`, with
+ * 3. Once every plan has ended, every agent is terminated (or failed) and every call terminal: `cleanup_complete`, with
  *    the final stats (`agents`, `turns`, `toolCalls`, `cancelledToolCalls`, and `usage`: what all
  *    its turns used). The conversation is
  *    then `closed`, which seals every stream under it (the engine refuses them with `sealed`).

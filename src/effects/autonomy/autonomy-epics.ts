@@ -3,6 +3,7 @@ import { resolveAutonomyOptions, type AutonomyOptions } from './autonomy-options
 import { autonomyCritic } from './critic.js';
 import { autonomyBudget } from './plan-budget.js';
 import { autonomyPlanner } from './planner.js';
+import { autonomyStall } from './plan-stall.js';
 import { autonomyScheduler } from './scheduler.js';
 
 /**
@@ -10,7 +11,7 @@ import { autonomyScheduler } from './scheduler.js';
  * `conv/<c>/plan/<p>`, see `planStream`) is planned by the planner model, executed by the
  * conversation's agents, reviewed by the critic and finished, every step a rune. Its epics, each
  * an effect of the plan's state (so a restart resumes them): `autonomyPlanner`,
- * `autonomyScheduler`, `autonomyCritic`, `autonomyBudget`. The agents are `agentEpics`': pass both.
+ * `autonomyScheduler`, `autonomyCritic`, `autonomyBudget`, `autonomyStall`. The agents are `agentEpics`': pass both.
  *
  * ## Example
  * ```ts
@@ -33,5 +34,5 @@ import { autonomyScheduler } from './scheduler.js';
  */
 export function autonomyEpics(options: AutonomyOptions): Epic[] {
   resolveAutonomyOptions(options); // a bad option fails here, naming it
-  return [autonomyPlanner(options), autonomyScheduler(options), autonomyCritic(options), autonomyBudget(options)];
+  return [autonomyPlanner(options), autonomyScheduler(options), autonomyCritic(options), autonomyBudget(options), autonomyStall(options)];
 }

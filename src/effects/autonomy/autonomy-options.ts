@@ -35,6 +35,13 @@ export interface AutonomyOptions {
   readonly maxReplans?: number;
   /** How long a blocked plan waits for an operator's `retry_task` before it stops (`unresolvable`). Default 600,000 ms. */
   readonly blockedTimeoutMs?: number;
+  /**
+   * How long an executing plan may go with no rune of its own and none of its tasks' agents (their
+   * turns, tool calls, sub-agents) before it stops as stalled (`unresolvable`, reason `stalled: ...`):
+   * no plan hangs silently. A task waiting on a person (a tool call awaiting approval) is not
+   * stalled. Default 600,000 ms (10 minutes).
+   */
+  readonly executingStallMs?: number;
   /** Limits on the conversation's usage (all its agents' turns) while a plan executes: over one, `budget_exhausted`. Default: none. */
   readonly budget?: Budget;
 }
@@ -50,6 +57,7 @@ export interface ResolvedAutonomyOptions {
   readonly maxTaskAttempts: number;
   readonly maxReplans: number;
   readonly blockedTimeoutMs: number;
+  readonly executingStallMs: number;
   readonly budget: Budget | undefined;
 }
 
@@ -62,7 +70,7 @@ const positive = (name: string, value: number, integer = true): number => {
 /** Checks the options (a TypeError names the bad one) and applies the defaults. */
 export function resolveAutonomyOptions(options: AutonomyOptions): ResolvedAutonomyOptions {
   const { planner, critic = planner, roles, parallelism = 4, autoStart = false, maxPlannerAttempts = 3, maxTaskAttempts = 3, maxReplans = 2 } = options;
-  const { blockedTimeoutMs = 600_000, budget } = options;
+  const { blockedTimeoutMs = 600_000, executingStallMs = 600_000, budget } = options;
   if (planner === undefined) throw new TypeError('autonomyEpics: "planner" (a model or a provider chain) is required');
   const caller = (model: AutonomyModel): StructuredCaller => {
     if (typeof model === 'function') return model;
@@ -80,6 +88,7 @@ export function resolveAutonomyOptions(options: AutonomyOptions): ResolvedAutono
     maxTaskAttempts: positive('maxTaskAttempts', maxTaskAttempts),
     maxReplans,
     blockedTimeoutMs: positive('blockedTimeoutMs', blockedTimeoutMs, false),
+    executingStallMs: positive('executingStallMs', executingStallMs, false),
     budget,
   };
 }

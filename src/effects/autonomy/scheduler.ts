@@ -1,8 +1,8 @@
-import { Observable, defer, filter, first, from, lastValueFrom, map, merge, mergeMap, of, toArray } from 'rxjs';
+import { NEVER, Observable, concat, concatMap, defer, filter, finalize, from, lastValueFrom, map, merge, mergeMap, of, take, toArray } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import { autonomyLoop } from '../../reducers/autonomy-loop/machine.js';
 import type { AutonomyLoopEvent, AutonomyLoopState, TaskState } from '../../reducers/autonomy-loop/schema.js';
-import { allRunnableBlocked, allTasksTerminal, isTaskActive, isTaskTerminal, runnableTasks } from '../../reducers/autonomy-loop/tasks.js';
+import { allRunnableBlocked, allTasksTerminal, isTaskActive, runnableTasks } from '../../reducers/autonomy-loop/tasks.js';
 import type { Rune } from '../../reducers/rune.js';
 import { agentStreams, parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
@@ -18,10 +18,14 @@ import { evidenceOf, findTurn, outcomeOf, turnEnded$, turnIdle$ } from './task-t
 
 type Out = AutonomyLoopEvent | EpicCommand;
 
-/** An agent this process has picked for a task whose `task_assigned` may not be applied yet. */
-interface Reservation {
-  readonly plan: string;
-  readonly taskId: string;
+/**
+ * One assign effect's hold on an agent for its task: made by its pick (in the same synchronous
+ * step as the choice), released when the effect ends; a pick that settles after the end holds nothing.
+ */
+interface Claim {
+  /** The agent (its lifecycle stream) it holds, once picked. */
+  agent?: string;
+  ended: boolean;
 }
 
 /** The conversation a plan stream (`conv/<c>/plan/<p>`) belongs to. */
@@ -38,7 +42,9 @@ const rootOfPlan = (stream: string): string | undefined => {
  *    tasks with an agent at once, are each given an agent of the conversation with the task's
  *    `ownerRole` that is idle and not busy with another task; with none, one is spawned
  *    (`<role>-<n>`, role in its `agent.spawning`), at most `parallelism` agents of a role; else
- *    the task waits for one to be idle -> `task_assigned`.
+ *    the task looks again whenever an agent is idle or ended or the plan changes -> `task_assigned`.
+ *    An agent is held for a task only until the plan shows it assigned, so a task run again (a
+ *    critic's retry, `retry_task`, a replan) finds the agents of its earlier runs free.
  * 2. An assigned task's agent, once its turn is idle: its turn starts with the task, the goal and
  *    its dependencies' results, and `task_started {turnNumber}`.
  * 3. The turn's end -> `task_completed`: `success` with its final output, or `failure` with why;
@@ -53,27 +59,25 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
   const options = resolveAutonomyOptions(autonomyOptions);
   const { parallelism, blockedTimeoutMs } = options;
   return function autonomyScheduler(runes$, context, deps) {
-    /** Agents picked and not yet shown busy by their plan's state, by agent stream. */
-    const reserved = new Map<string, Reservation>();
+    /**
+     * Agents picked and not yet shown busy by their plan's state, by agent stream. A reservation
+     * lives exactly as long as the assign effect that made it: that effect's key goes once the
+     * task is assigned (its agent busy in the plan's state from then on) or the plan leaves
+     * `executing`, so no attempt's reservation outlives it, and a restart starts with none.
+     */
+    const reserved = new Map<string, Claim>();
     /** Task turns this process started (`<plan>#<task>@<turn>`): their run only waits for the end. */
     const startedHere = new Set<string>();
     /** Each agent's role, by lifecycle stream: it never changes. */
     const roles = new Map<string, string | undefined>();
-
-    /** Whether a reservation still holds: its task, in the plan as this process has it, is not ended. */
-    const holds = ({ plan, taskId }: Reservation): boolean => {
-      const state = context.state(plan, autonomyLoop);
-      const task = state?.tasks.find((each) => each.id === taskId);
-      return state?.value === 'executing' && task !== undefined && !isTaskTerminal(task);
-    };
 
     const roleOf = async (lifecycle: string): Promise<string | undefined> => {
       if (!roles.has(lifecycle)) roles.set(lifecycle, (await stateOf(context, lifecycle, agentLifecycle))?.role);
       return roles.get(lifecycle);
     };
 
-    /** An agent for `task`: an idle one of its role, or a new one; `undefined` while every one it may have is busy. */
-    const pick = async (stream: string, root: string, task: TaskState): Promise<{ agent: AgentStreams; spawn: boolean } | undefined> => {
+    /** An agent for `task`, held by `claim`: an idle one of its role, or a new one; `undefined` while every one it may have is busy. */
+    const pick = async (stream: string, root: string, task: TaskState, claim: Claim): Promise<{ agent: AgentStreams; spawn: boolean } | undefined> => {
       const heads = await lastValueFrom(context.streams({ prefix: `${root}/agent/`, machine: agentLifecycle.id }).pipe(toArray()));
       const live = heads.filter((head) => head.value === undefined || !agentLifecycle.terminal.includes(head.value));
       const ofRole: { head: (typeof heads)[number]; agent: AgentStreams }[] = [];
@@ -83,47 +87,64 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
         if ((await roleOf(head.stream)) === task.ownerRole) ofRole.push({ head, agent: agentStreams(root, parts.agentId) });
       }
       // From here on synchronous: the reservations read are the ones this choice competes with.
+      if (claim.ended) return undefined;
       const plan = context.state(stream, autonomyLoop);
       const busy = new Set((plan?.tasks ?? []).filter(isTaskActive).map((each) => each.agentId));
-      const taken = (agent: AgentStreams): boolean => {
-        const reservation = reserved.get(agent.lifecycle);
-        return busy.has(agent.agentId) || (reservation !== undefined && holds(reservation));
-      };
+      const taken = (agent: AgentStreams): boolean => busy.has(agent.agentId) || reserved.has(agent.lifecycle);
       const idle = ofRole.find(({ head, agent }) => head.value === 'idle' && !taken(agent));
-      let chosen = idle === undefined ? undefined : { agent: idle.agent, spawn: false };
-      if (chosen === undefined && ofRole.length < parallelism) {
+      let agent = idle?.agent;
+      if (agent === undefined && ofRole.length < parallelism) {
         const ids = new Set(heads.map((head) => head.stream));
         let n = 1;
         while (ids.has(agentStreams(root, `${task.ownerRole}-${n}`).lifecycle) || reserved.has(agentStreams(root, `${task.ownerRole}-${n}`).lifecycle)) n++;
-        chosen = { agent: agentStreams(root, `${task.ownerRole}-${n}`), spawn: true };
+        agent = agentStreams(root, `${task.ownerRole}-${n}`);
       }
-      if (chosen !== undefined) reserved.set(chosen.agent.lifecycle, { plan: stream, taskId: task.id });
-      return chosen;
+      if (agent === undefined) return undefined;
+      claim.agent = agent.lifecycle;
+      reserved.set(agent.lifecycle, claim);
+      return { agent, spawn: idle === undefined };
     };
 
-    /** An agent of the conversation idle again, or ended: time to look for one once more. */
-    const agentFreed$ = (root: string): Observable<Rune> =>
+    /**
+     * What may free an agent for a waiting task: an agent of the conversation idle again or ended,
+     * or a rune of the plan (a task of it ended, its agent no longer busy).
+     */
+    const mayFree$ = (stream: string, root: string): Observable<Rune> =>
       runes$.pipe(
         filter(
-          (rune) => rune.stream.startsWith(`${root}/agent/`) && rune.machine === agentLifecycle.id && (rune.to === 'idle' || agentLifecycle.terminal.includes(rune.to ?? '')),
+          (rune) =>
+            rune.stream === stream ||
+            (rune.stream.startsWith(`${root}/agent/`) && rune.machine === agentLifecycle.id && (rune.to === 'idle' || agentLifecycle.terminal.includes(rune.to ?? ''))),
         ),
-        first(),
       );
 
+    /**
+     * The task given an agent: picked now, else again on whatever may free one (heard from before
+     * the first pick, so nothing is missed in between). It never completes: its reservation is
+     * released when the effect's key goes (see `reserved`).
+     */
     const assign$ = (stream: string, root: string, task: TaskState): Observable<Out> =>
-      defer(() => pick(stream, root, task)).pipe(
-        mergeMap((chosen): Observable<Out> => {
-          if (chosen === undefined) return agentFreed$(root).pipe(mergeMap(() => assign$(stream, root, task)));
-          const { agent, spawn } = chosen;
-          const spawns: EpicCommand[] = spawn
-            ? [
-                { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId, role: task.ownerRole } },
-                { stream: agent.turn, spawn: turnEngine.id, input: { agentId: agent.agentId } },
-              ]
-            : [];
-          return from<Out[]>([...spawns, { type: 'task_assigned', taskId: task.id, agentId: agent.agentId }]);
-        }),
-      );
+      defer(() => {
+        const claim: Claim = { ended: false };
+        return merge(of(undefined), mayFree$(stream, root)).pipe(
+          concatMap(() => pick(stream, root, task, claim)),
+          filter((chosen) => chosen !== undefined),
+          take(1),
+          mergeMap(({ agent, spawn }): Observable<Out> => {
+            const spawns: EpicCommand[] = spawn
+              ? [
+                  { stream: agent.lifecycle, spawn: agentLifecycle.id, input: { agentId: agent.agentId, role: task.ownerRole } },
+                  { stream: agent.turn, spawn: turnEngine.id, input: { agentId: agent.agentId } },
+                ]
+              : [];
+            return concat(from<Out[]>([...spawns, { type: 'task_assigned', taskId: task.id, agentId: agent.agentId }]), NEVER);
+          }),
+          finalize(() => {
+            claim.ended = true;
+            if (claim.agent !== undefined && reserved.get(claim.agent) === claim) reserved.delete(claim.agent);
+          }),
+        );
+      });
 
     /** The task's turn started on its agent, once the agent's turn is idle: `start_turn`, then `task_started`. */
     const start$ = (plan: AutonomyLoopState, agent: AgentStreams, task: TaskState): Observable<Out> =>

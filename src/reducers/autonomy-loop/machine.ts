@@ -209,6 +209,13 @@ const table: readonly Row<S, E, P>[] = [
     source: 'extension',
     note: "the critic's retries (maxTaskAttempts) or replans (maxReplans) are used up, or it gave no usable verdict",
   },
+  {
+    from: 'executing',
+    on: 'unresolvable',
+    ...stop,
+    source: 'extension',
+    note: "stalled: no rune of the plan or of its tasks' agents for executingStallMs, so no plan hangs silently",
+  },
 ];
 
 /**

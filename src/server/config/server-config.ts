@@ -113,6 +113,8 @@ export const AutonomyConfig = z.strictObject({
   maxReplans: z.number().int().nonnegative().max(100).optional(),
   /** How long a blocked plan waits for a `retry_task`. Default 600,000 ms. */
   blockedTimeoutMs: z.number().int().positive().optional(),
+  /** How long an executing plan may go with no rune of its own or of its tasks' agents before it stops as stalled. Default 600,000 ms. */
+  executingStallMs: z.number().int().positive().optional(),
   /** Limits on the conversation's usage while a plan executes. */
   budget: Budget.optional(),
 });

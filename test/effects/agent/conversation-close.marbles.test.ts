@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { agentStreams, type EpicCommand } from '../../../src/index.js';
+import { agentStreams, planStream, type AutonomyLoopState, type EpicCommand } from '../../../src/index.js';
 import { CONVERSATION_CLOSING, conversationClose } from '../../../src/effects/agent/conversation-close.js';
 import { applyAll, machineWorld, playEpic } from '../../support/frames.js';
 
@@ -126,6 +126,35 @@ describe('conversationClose: a closing conversation, step by step', () => {
     expect(await play.send(w.dispatch(root.call('c9'), { type: 'cancelled', reason: CONVERSATION_CLOSING }))).toEqual([]);
     expect(await play.send(w.dispatch(root.lifecycle, { type: 'parent_closed', stats: { turns: 0, toolCalls: 1 } }))).toMatchObject([
       { stream: ROOT, event: { type: 'cleanup_complete' } },
+    ]);
+  });
+
+  it('stops the open plans of the conversation first (user_cancel, "conversation closing"); cleanup_complete only once they are stopped', async () => {
+    const w = machineWorld();
+    w.spawn(ROOT, 'conversation', { conversationId: 'c1' });
+    w.dispatch(ROOT, { type: 'agent_ready', rootAgentId: 'root' });
+    const [asking, executing, met] = ['p1', 'p2', 'p3'].map((id) => planStream('c1', id));
+    const tasks = [{ id: 'a', description: 'do a', dependsOn: [], priority: 0, ownerRole: 'dev' }];
+    for (const plan of [asking, executing, met]) w.spawn(plan!, 'autonomy-loop', { goal: 'ship it' });
+    for (const plan of [executing, met]) {
+      w.dispatch(plan!, { type: 'decompose_goal', planId: 'p', tasks });
+      w.dispatch(plan!, { type: 'auto_start' });
+    }
+    w.dispatch(met!, { type: 'task_assigned', taskId: 'a', agentId: 'dev-1' });
+    w.dispatch(met!, { type: 'task_completed', taskId: 'a', outcome: 'success', result: 'done' });
+    w.dispatch(met!, { type: 'all_tasks_terminal' });
+    w.dispatch(met!, { type: 'critique_passed' });
+    const play = playEpic(conversationClose(), w.context(), w.scheduler);
+
+    const first = await play.send(w.dispatch(ROOT, { type: 'close_requested' }));
+    const cancel = (stream: string): EpicCommand => ({ stream, event: { type: 'user_cancel', reason: CONVERSATION_CLOSING } });
+    expect(first).toEqual([cancel(asking!), cancel(executing!)]);
+    const last = await applyAll(play, w, first);
+    expect(last).toMatchObject([{ stream: ROOT, event: { type: 'cleanup_complete', finalStats: { agents: 0 } } }]);
+    expect([asking, executing, met].map((plan) => w.state<AutonomyLoopState>(plan!)).map((state) => [state?.value, state?.reason])).toEqual([
+      ['stopped', CONVERSATION_CLOSING],
+      ['stopped', CONVERSATION_CLOSING],
+      ['goal_met', undefined],
     ]);
   });
 

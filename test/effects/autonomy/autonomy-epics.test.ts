@@ -231,3 +231,12 @@ describe('autonomyEpics: bad planner answers', () => {
     expect(await reach(run, 'stopped')).toMatchObject({ reason: 'planner: no valid answer in 1 attempt: task "a" has ownerRole "dev"; the roles are writer' });
   });
 });
+
+describe('autonomyEpics: options', () => {
+  it('refuses an executingStallMs that is not a positive number, naming it', () => {
+    const planner = scriptedModel([planText(task('a'))]);
+    for (const executingStallMs of [0, -1, Number.NaN])
+      expect(() => autonomyEpics({ planner, executingStallMs })).toThrow(`autonomyEpics: "executingStallMs" must be a positive number, got ${String(executingStallMs)}`);
+    expect(() => autonomyEpics({ planner, executingStallMs: 1500.5 })).not.toThrow();
+  });
+});

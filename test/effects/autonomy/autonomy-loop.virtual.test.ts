@@ -1,10 +1,12 @@
-import { from, merge, mergeMap, throwError, timer, type Observable, type SchedulerLike } from 'rxjs';
+import { from, merge, mergeMap, take, throwError, timer, type Observable, type SchedulerLike } from 'rxjs';
+import { z } from 'zod';
 import { describe, expect, it } from 'vitest';
-import { autonomyEpics, type AutonomyOptions, type StructuredCaller } from '../../../src/agents.js';
+import { autonomyEpics, defineTool, type AutonomyOptions, type StructuredCaller } from '../../../src/agents.js';
 import { agentModel } from '../../../src/effects/agent/agent-model.js';
 import { agentTurns } from '../../../src/effects/agent/agent-turns.js';
 import type { ChainOutput, ModelRequest } from '../../../src/effects/llm/model-types.js';
-import { planStream, type AutonomyLoopState, type Epic, type EpicCommand, type PlanTaskInput, type Rune } from '../../../src/index.js';
+import { toolCallEffects } from '../../../src/effects/tools/tool-call-effects.js';
+import { agentStreams, planStream, type AutonomyLoopState, type Epic, type EpicCommand, type PlanTaskInput, type Rune } from '../../../src/index.js';
 import { machineWorld, playEpic } from '../../support/frames.js';
 
 /**
@@ -51,12 +53,13 @@ function loopWorld(
   w: ReturnType<typeof machineWorld>,
   options: Omit<AutonomyOptions, 'planner'> & { planner: StructuredCaller; worker: StructuredCaller },
   epics: (options: AutonomyOptions) => Epic[] = autonomyEpics,
+  others: readonly Epic[] = [],
 ) {
   const { worker, ...loop } = options;
-  const all = [...epics({ autoStart: true, ...loop }), agentModel({ call: worker }), agentTurns()];
+  const all = [...epics({ autoStart: true, ...loop }), agentModel({ call: worker }), agentTurns(), ...others];
   const epic: Epic = (runes$, context, deps) => merge(...all.map((each) => each(runes$, context, deps)));
   const runes: Rune[] = [w.spawn(PLAN, 'autonomy-loop', { goal: 'ship it' })];
-  const play = playEpic(epic, w.context(), w.scheduler);
+  let play = playEpic(epic, w.context(), w.scheduler);
   let until: (value: string | undefined) => boolean = ended;
   const apply = async (commands: EpicCommand[]): Promise<void> => {
     for (let pending = commands; ; ) {
@@ -80,18 +83,28 @@ function loopWorld(
       until = stopAt;
       await apply(await play.send());
     },
-    /** Sends a client's event to the plan, then drives on until the plan ends. */
-    dispatch: async (event: Rune['event']) => {
+    /** Sends a client's event to the plan (or to `stream`), then drives on until the plan ends. */
+    dispatch: async (event: Rune['event'], stream = PLAN) => {
       until = ended;
-      const rune = w.dispatch(PLAN, event);
+      const rune = w.dispatch(stream, event);
       runes.push(rune);
       await apply(await play.send(rune));
+    },
+    /** A restart: the epics die with their process (every effect, timer and in-memory note) and fresh ones resume from the log. */
+    restart: (epics: readonly Epic[] = all) => {
+      play.stop();
+      play = playEpic((runes$, context, deps) => merge(...epics.map((each) => each(runes$, context, deps))), w.context(), w.scheduler);
     },
     /** The plan's runes as `kind@second`. */
     plan: () => runes.filter((rune) => rune.stream === PLAN).map((rune) => `${rune.kind}@${rune.at / SECOND}`),
     state: () => w.state<AutonomyLoopState>(PLAN)!,
   };
 }
+
+/** The agents the plan's tasks were given, in order. */
+const assignedAgents = (runes: readonly Rune[]): string[] =>
+  runes.filter((rune) => rune.kind === 'plan.task_assigned').map((rune) => (rune.payload as { agentId: string }).agentId);
+const spawnedAgents = (runes: readonly Rune[]): unknown[] => runes.filter((rune) => rune.kind === 'agent.spawning').map((rune) => rune.event.input);
 
 describe('the autonomy loop under virtual time', () => {
   it('goal -> plan -> tasks run in dependency order -> review -> goal_met, every rune in order at its virtual time', async () => {
@@ -182,26 +195,31 @@ describe('the scheduler under virtual time', () => {
 });
 
 describe('review under virtual time', () => {
-  it('a failed task is retried after the critique (plan.critique), and the second review passes', async () => {
-    const w = machineWorld();
-    const planner = modelAfter(w.scheduler, SECOND, () => JSON.stringify({ tasks: [task('a')] }));
-    const critic = modelAfter(w.scheduler, SECOND, (_, n) => (n === 1 ? '{"verdict":"retry","findings":"a broke","tasks":["a"]}' : '{"verdict":"pass","summary":"fixed"}'));
-    const worker = modelAfter(w.scheduler, 2 * SECOND, (request, n) => (n === 1 ? new Error('HTTP 500: a broke') : `done ${taskOf(request)}`));
-    const loop = loopWorld(w, { planner: planner.call, critic: critic.call, worker: worker.call });
-    await loop.drive();
-    expect(loop.plan()).toEqual([
-      ...FIRST_TASK_RAN,
-      'all_tasks_terminal@3',
-      'plan.critique@4',
-      'plan.task_assigned@4',
-      'plan.task_started@4',
-      'plan.task_completed@6',
-      'all_tasks_terminal@6',
-      'plan.goal_met@7',
-    ]);
-    expect(loop.state().tasks[0]).toMatchObject({ id: 'a', status: 'done', attempts: 2, result: 'done a' });
-    expect(JSON.stringify(critic.requests[0]!.messages)).toContain('the turn failed: HTTP 500: a broke');
-  });
+  // Parallelism 1 is issue 28 (a): the retry waited for ever on the agent its first run had held.
+  it.each([4, 1])(
+    'a failed task is retried after the critique (plan.critique) on the idle agent that ran it, and the second review passes (parallelism %i)',
+    async (parallelism) => {
+      const w = machineWorld();
+      const planner = modelAfter(w.scheduler, SECOND, () => JSON.stringify({ tasks: [task('a')] }));
+      const critic = modelAfter(w.scheduler, SECOND, (_, n) => (n === 1 ? '{"verdict":"retry","findings":"a broke","tasks":["a"]}' : '{"verdict":"pass","summary":"fixed"}'));
+      const worker = modelAfter(w.scheduler, 2 * SECOND, (request, n) => (n === 1 ? new Error('HTTP 500: a broke') : `done ${taskOf(request)}`));
+      const loop = loopWorld(w, { planner: planner.call, critic: critic.call, worker: worker.call, parallelism });
+      await loop.drive();
+      expect(loop.plan()).toEqual([
+        ...FIRST_TASK_RAN,
+        'all_tasks_terminal@3',
+        'plan.critique@4',
+        'plan.task_assigned@4',
+        'plan.task_started@4',
+        'plan.task_completed@6',
+        'all_tasks_terminal@6',
+        'plan.goal_met@7',
+      ]);
+      expect(loop.state().tasks[0]).toMatchObject({ id: 'a', status: 'done', attempts: 2, result: 'done a' });
+      expect(assignedAgents(loop.runes)).toEqual(['dev-1', 'dev-1']);
+      expect(JSON.stringify(critic.requests[0]!.messages)).toContain('the turn failed: HTTP 500: a broke');
+    },
+  );
 
   it('a replan: the critic sends the plan back, the planner revises it (plan.updated), a done task kept is not run again', async () => {
     const w = machineWorld();
@@ -265,5 +283,134 @@ describe('the plan budget under virtual time', () => {
     expect(loop.runes.find((rune) => rune.kind === 'plan.budget_started')?.payload).toEqual({ usage: before });
     expect(loop.state()).toMatchObject({ value: 'stopped', reason: 'budget: outputTokens 20 of 20', usageAtStart: before });
     expect(worker.requests.map(taskOf)).toEqual(['a', 'b']);
+  });
+});
+
+describe('issue 28 (a): a task run again meets an idle agent of its role', () => {
+  it("parallelism 1: an operator's retry_task of a failed task runs it again on the same idle agent", async () => {
+    const w = machineWorld();
+    const planner = modelAfter(w.scheduler, SECOND, () => JSON.stringify({ tasks: [task('a'), task('b', ['a'])] }));
+    const critic = modelAfter(w.scheduler, SECOND, () => '{"verdict":"pass","summary":"shipped"}');
+    const worker = modelAfter(w.scheduler, 2 * SECOND, (request, n) => (n === 1 ? new Error('HTTP 500: a broke') : `done ${taskOf(request)}`));
+    const loop = loopWorld(w, { planner: planner.call, critic: critic.call, worker: worker.call, parallelism: 1, blockedTimeoutMs: 60 * SECOND });
+    await loop.drive((value) => value === 'blocked');
+    w.scheduler.frame = 13 * SECOND;
+    await loop.dispatch({ type: 'retry_task', taskId: 'a' });
+    expect(loop.state().value).toBe('goal_met');
+    expect(loop.plan().slice(7, 12)).toEqual(['plan.task_retried@13', 'dependency_resolved@13', 'plan.task_assigned@13', 'plan.task_started@13', 'plan.task_completed@15']);
+    expect(assignedAgents(loop.runes)).toEqual(['dev-1', 'dev-1', 'dev-1']);
+    expect(spawnedAgents(loop.runes)).toEqual([{ agentId: 'dev-1', role: 'dev' }]);
+  });
+
+  it('parallelism 2: a task the critic sends back twice runs a third time, on an idle agent, and the goal is met', async () => {
+    const w = machineWorld();
+    const planner = modelAfter(w.scheduler, SECOND, () => JSON.stringify({ tasks: [task('a')] }));
+    const retry = '{"verdict":"retry","findings":"a broke","tasks":["a"]}';
+    const critic = modelAfter(w.scheduler, SECOND, (_, n) => (n <= 2 ? retry : '{"verdict":"pass","summary":"fixed"}'));
+    const worker = modelAfter(w.scheduler, 2 * SECOND, (request, n) => (n <= 2 ? new Error('HTTP 500: a broke') : `done ${taskOf(request)}`));
+    const loop = loopWorld(w, { planner: planner.call, critic: critic.call, worker: worker.call, parallelism: 2 });
+    await loop.drive();
+    expect(loop.state().value).toBe('goal_met');
+    expect(loop.plan().filter((kind) => kind.startsWith('plan.task_assigned') || kind.startsWith('plan.goal_met'))).toEqual([
+      'plan.task_assigned@1',
+      'plan.task_assigned@4',
+      'plan.task_assigned@7',
+      'plan.goal_met@10',
+    ]);
+    expect(loop.state().tasks[0]).toMatchObject({ status: 'done', attempts: 3 });
+    expect(assignedAgents(loop.runes)).toEqual(['dev-1', 'dev-1', 'dev-1']);
+  });
+
+  it('a restart mid-plan: the task the critic sends back after it still meets the idle agent, as often as it is sent back', async () => {
+    const w = machineWorld();
+    const attempts = (): number => w.state<AutonomyLoopState>(PLAN)!.tasks[0]!.attempts;
+    const planner = modelAfter(w.scheduler, SECOND, () => JSON.stringify({ tasks: [task('a')] }));
+    // Answers from the plan's state, not the call count: a call the restart cut is made again.
+    const critic = modelAfter(w.scheduler, SECOND, () => (attempts() < 3 ? '{"verdict":"retry","findings":"a broke","tasks":["a"]}' : '{"verdict":"pass","summary":"fixed"}'));
+    const worker = modelAfter(w.scheduler, 2 * SECOND, (request) => (attempts() < 3 ? new Error('HTTP 500: a broke') : `done ${taskOf(request)}`));
+    const loop = loopWorld(w, { planner: planner.call, critic: critic.call, worker: worker.call, parallelism: 1 });
+    await loop.drive(() => w.state<AutonomyLoopState>(PLAN)!.findings !== undefined);
+    loop.restart();
+    await loop.drive();
+    expect(loop.state().value).toBe('goal_met');
+    expect(loop.state().tasks[0]).toMatchObject({ status: 'done', attempts: 3, result: 'done a' });
+    expect(assignedAgents(loop.runes)).toEqual(['dev-1', 'dev-1', 'dev-1']);
+    expect(spawnedAgents(loop.runes)).toEqual([{ agentId: 'dev-1', role: 'dev' }]);
+  });
+});
+
+describe('issue 28 (a): a plan executing with nothing happening stops as stalled (executingStallMs)', () => {
+  const STALLED = "stalled: no rune of the plan or of its tasks' agents for 60000 ms (executingStallMs)";
+
+  it('a task whose turn never answers: executingStallMs after the last rune the plan stops, "stalled", and the turn is interrupted', async () => {
+    const w = machineWorld();
+    const planner = modelAfter(w.scheduler, SECOND, () => JSON.stringify({ tasks: [task('a')] }));
+    const worker = modelAfter(w.scheduler, 3600 * SECOND, () => 'too late');
+    const loop = loopWorld(w, { planner: planner.call, worker: worker.call, executingStallMs: 60 * SECOND });
+    await loop.drive();
+    expect(loop.plan()).toEqual(['plan.goal_received@0', 'plan.created@1', 'auto_start@1', 'plan.task_assigned@1', 'plan.task_started@1', 'plan.stopped@61']);
+    expect(loop.state().reason).toBe(STALLED);
+    const interrupted = loop.runes.find((rune) => rune.kind === 'turn.interrupted');
+    expect(interrupted?.payload).toMatchObject({ reason: `plan stopped: ${STALLED}` });
+  });
+
+  it('the stall deadline survives a restart: it fires at the instant the log gives, not a full executingStallMs after the restart', async () => {
+    const w = machineWorld();
+    const planner = modelAfter(w.scheduler, SECOND, () => JSON.stringify({ tasks: [task('a')] }));
+    const worker = modelAfter(w.scheduler, 3600 * SECOND, () => 'too late');
+    const options = { planner: planner.call, executingStallMs: 60 * SECOND };
+    const loop = loopWorld(w, { ...options, worker: worker.call });
+    w.scheduler.schedule(() => {}, 30 * SECOND); // a moment mid-wait to restart at
+    await loop.drive(() => w.scheduler.now() >= 30 * SECOND);
+    // Restarted with the loop's epics only (the agents' streams another process's, say): nothing
+    // at the restart touches the turn, so the last rune stays the task's start at 1 s.
+    loop.restart(autonomyEpics({ autoStart: true, ...options }));
+    await loop.drive();
+    expect(loop.plan().slice(-1)).toEqual(['plan.stopped@61']);
+    expect(loop.state().reason).toBe(STALLED);
+  });
+
+  it('a task whose turn keeps streaming is not stalled, however long it runs', async () => {
+    const w = machineWorld();
+    const planner = modelAfter(w.scheduler, SECOND, () => JSON.stringify({ tasks: [task('a')] }));
+    const critic = modelAfter(w.scheduler, SECOND, () => '{"verdict":"pass","summary":"shipped"}');
+    // A delta every 40 s for 4 minutes: the plan has no rune of its own all that while.
+    const worker: StructuredCaller = () =>
+      timer(40 * SECOND, 40 * SECOND, w.scheduler).pipe(
+        take(6),
+        mergeMap((n) => (n < 5 ? [text(`part ${n} `)] : [text('done'), finish()])),
+      );
+    const loop = loopWorld(w, { planner: planner.call, critic: critic.call, worker, executingStallMs: 60 * SECOND });
+    await loop.drive();
+    expect(loop.state()).toMatchObject({ value: 'goal_met', summary: 'shipped' });
+    expect(loop.plan().slice(-3)).toEqual(['plan.task_completed@241', 'all_tasks_terminal@241', 'plan.goal_met@242']);
+  });
+
+  it("a task whose tool call waits for a person's approval is not stalled: the approval has its own timeout", async () => {
+    const w = machineWorld();
+    const planner = modelAfter(w.scheduler, SECOND, () => JSON.stringify({ tasks: [task('a')] }));
+    const critic = modelAfter(w.scheduler, SECOND, () => '{"verdict":"pass","summary":"shipped"}');
+    let calls = 0;
+    const worker: StructuredCaller = () =>
+      timer(SECOND, w.scheduler).pipe(
+        mergeMap((): ChainOutput[] =>
+          ++calls === 1
+            ? [
+                { type: 'part', part: { type: 'tool-call', toolCallId: 'c1', toolName: 'deploy', input: {} } },
+                { type: 'part', part: { type: 'finish', finishReason: 'tool-calls' } },
+              ]
+            : [text('deployed'), finish()],
+        ),
+      );
+    const deploy = defineTool({ name: 'deploy', description: 'Deploys.', inputSchema: z.object({}), needsApproval: true, execute: () => 'deployed' });
+    const tools = toolCallEffects({ tools: [deploy], approvalTimeoutMs: 3600 * SECOND });
+    const loop = loopWorld(w, { planner: planner.call, critic: critic.call, worker, executingStallMs: 60 * SECOND }, autonomyEpics, [tools]);
+    const call = agentStreams(ROOT, 'dev-1').call('c1');
+    await loop.drive(() => w.value(call) === 'awaiting_approval');
+    w.scheduler.schedule(() => {}, 20 * 60 * SECOND); // a person answers 20 minutes later
+    await loop.drive(() => w.scheduler.now() >= 20 * 60 * SECOND);
+    expect(loop.state().value).toBe('executing');
+    await loop.dispatch({ type: 'approved', approver: 'ops' }, call);
+    expect(loop.state()).toMatchObject({ value: 'goal_met', summary: 'shipped' });
   });
 });

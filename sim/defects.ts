@@ -15,16 +15,6 @@ export interface KnownDefect {
 
 export const KNOWN_DEFECTS: readonly KnownDefect[] = [
   {
-    name: 'plan-hangs-on-retry',
-    description:
-      'issue 28 (a): an autonomy plan stays "executing", a runnable task never given to an idle agent of its role: after a critic\'s retry, an operator\'s retry_task or a replan (the scheduler holds on to the agents of earlier attempts)',
-    matches: (failure) =>
-      failure.oracle === 'liveness' &&
-      /\(autonomy-loop\) in "executing" after (plan\.critique|dependency_resolved|auto_start|plan\.task_started|plan\.task_completed)(?!, its conversation)/.test(
-        failure.message,
-      ),
-  },
-  {
     name: 'react-escapes-budget',
     description: "issue 28 (d): a ReAct agent answers past its conversation's modelCalls budget, or starts a turn while it is suspended for budget",
     matches: (failure) =>

@@ -1,6 +1,7 @@
 import type { ZodType } from 'zod';
 import { NO_USAGE, addUsage, responseUsage } from '../budget.js';
 import { eventTypesOf } from '../event-types.js';
+import { agentLayoutReason, otherAgentKindOf } from '../stream-ids.js';
 import { defineMachine, type Row } from '../table.js';
 import { TurnEngineEvent, TurnEngineInput, TurnEnginePayloads, TurnEngineState, TurnEngineStateName } from './schema.js';
 
@@ -136,4 +137,7 @@ export const turnEngine = defineMachine<S, E, TurnEngineInput | void, P>({
       : { value: 'idle', agentId: input.agentId, turn: 0, input: '', output: '', callIds: [], turnUsage: NO_USAGE },
   table,
   payloads: TurnEnginePayloads,
+  // The agent epics run a turn stream only where the agent layout puts it; an agent has one kind.
+  layoutReason: (stream) => agentLayoutReason('turn-engine', stream, 'turn'),
+  otherKindOf: otherAgentKindOf,
 });

@@ -1,6 +1,6 @@
 // Talks to the demo agent of a running `runestream serve` (`npm start`): sends one message,
-// prints the answer as it streams, approves only the tools it trusts (and denies the rest),
-// and exits when the turn is over.
+// approves only the tools it trusts (and denies the rest), prints what the agent said, one line
+// per model call, and exits when the turn is over.
 //
 //   npm start                                              # in one terminal
 //   npm run example -- examples/demo-client.ts "note: buy milk"
@@ -55,7 +55,9 @@ try {
   await client.dispatch(turnStream, { type: 'start_turn', input });
   const end = await ended;
   const turn = await firstValueFrom(client.state$<TurnEngineState>(turnStream));
-  console.log(`${end.kind}: ${turn.output ?? ''}`);
+  // One message per model call: "Let me look at the clock." before the tool, the answer after it.
+  for (const message of turn.messages ?? [turn.output]) if (message !== '') console.log(`assistant: ${message}`);
+  console.log(end.kind);
 } catch (error) {
   console.error(`demo-client: ${error instanceof ClientError ? `${error.code}: ${error.message}` : String(error)}`);
   process.exitCode = 1;

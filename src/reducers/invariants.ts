@@ -3,6 +3,7 @@ import { agentLifecycle } from './agent-lifecycle/machine.js';
 import { conversation } from './conversation/machine.js';
 import { Rune } from './rune.js';
 import { rootOf } from './stream-ids.js';
+import { turnEdgeOf } from './turn-edges.js';
 
 /** The runelog invariants of seed 003 that `checkInvariants` enforces. */
 export const InvariantName = z.enum(['INV-TOOL-TERMINAL', 'INV-TOOL-CALL-BEFORE-RESULT', 'INV-TOOL-APPROVAL-BEFORE-EXEC', 'INV-TURN-SEQUENTIAL', 'INV-AGENT-BUDGET']);
@@ -54,8 +55,13 @@ const executes = (rune: Rune): boolean =>
  * 3. INV-TOOL-APPROVAL-BEFORE-EXEC: after `tool.approval_requested`, each rune that executes the
  *    call (enters `executing` other than by `tool.approved`, a `tool.progress`, or a `tool.result`
  *    from `executing`) before a `tool.approved`.
- * 4. INV-TURN-SEQUENTIAL: a `turn.started` while the stream's previous turn has not ended
- *    (`turn.completed`, `turn.interrupted` or `turn.error`).
+ * 4. INV-TURN-SEQUENTIAL: at most one turn active per agent. On an agent's streams
+ *    (`<root>/agent/<a>/turn` and `.../react`, both together: see `turnEdgeOf`), a turn's start
+ *    while another turn of the same agent has not ended: a `turn.started` while its turn stream's
+ *    previous turn has not ended (`turn.completed`, `turn.interrupted` or `turn.error`), or a
+ *    start on one of its streams while a turn is open on the other (a ReAct loop's model call,
+ *    `llm-message-started` to `llm-message-completed`, is its turn). On any other stream, a
+ *    `turn.started` while that stream's previous turn has not ended.
  * 5. INV-AGENT-BUDGET: a turn started over budget. A turn is started by an agent's lifecycle's
  *    `turn.started` rune (machine `agent-lifecycle`; a turn stream's own `turn.started` that is
  *    interrupted at once, never assigned to the agent, is no turn of it). It breaks the invariant
@@ -78,6 +84,8 @@ const executes = (rune: Rune): boolean =>
 export function checkInvariants(runes: readonly Rune[], options: CheckInvariantsOptions = {}): InvariantViolation[] {
   const { complete = true } = options;
   const streams = new Map<string, StreamTrack>();
+  /** Per agent (`<root>/agent/<a>`), the rune that opened its turn that has not ended yet. */
+  const agentTurns = new Map<string, Rune>();
   const found: Array<{ index: number; violation: InvariantViolation }> = [];
   const report = (invariant: InvariantName, rune: Rune, index: number, message: string): void => {
     found.push({ index, violation: { invariant, rune, message: `${at(rune)}: ${message}` } });
@@ -86,6 +94,21 @@ export function checkInvariants(runes: readonly Rune[], options: CheckInvariants
   runes.forEach((rune, index) => {
     let track = streams.get(rune.stream);
     if (track === undefined) streams.set(rune.stream, (track = {}));
+
+    const edge = turnEdgeOf(rune);
+    if (edge !== undefined) {
+      const open = agentTurns.get(edge.agent);
+      if (edge.edge === 'end') {
+        if (open?.stream === rune.stream) agentTurns.delete(edge.agent);
+      } else {
+        if (open !== undefined && open.stream !== rune.stream) {
+          report('INV-TURN-SEQUENTIAL', rune, index, `${rune.kind} while the same agent's turn on "${open.stream}" (started at seq ${open.seq}) has not ended`);
+        } else if (open !== undefined && rune.kind === 'turn.started') {
+          report('INV-TURN-SEQUENTIAL', rune, index, `turn.started while the turn started at seq ${open.seq} has not ended`);
+        }
+        agentTurns.set(edge.agent, rune);
+      }
+    }
 
     switch (rune.kind) {
       case 'tool.call':
@@ -98,6 +121,7 @@ export function checkInvariants(runes: readonly Rune[], options: CheckInvariants
         track.approvalPending = undefined;
         break;
       case 'turn.started':
+        if (edge !== undefined) break; // an agent's turn: checked per agent above
         if (track.openTurn !== undefined) {
           report('INV-TURN-SEQUENTIAL', rune, index, `turn.started while the turn started at seq ${track.openTurn.seq} has not ended`);
         }

@@ -83,6 +83,20 @@ export interface Machine<State, Event extends EventObject, Input = void> {
    * agent registration lives only at `agent-def/<its name>`). Absent: any stream id.
    */
   readonly streamReason?: ((stream: string, input: Input) => string | undefined) | undefined;
+  /**
+   * Why an instance may not live at `stream` in the agent layout (`agentStreams`: a turn engine
+   * only at `<root>/agent/<a>/turn`, an agent's lifecycle only at `<root>/agent/<a>`), where the
+   * agent epics would never run it: a spawn there is refused with `invalid_layout` and this
+   * reason. Absent: any stream id.
+   */
+  readonly layoutReason?: ((stream: string) => string | undefined) | undefined;
+  /**
+   * For a machine that is one kind of agent (its turns, its ReAct loop): the stream of the same
+   * agent's other kind at `stream`'s place (`.../react` for `.../turn` and the reverse), or
+   * `undefined`. An agent id has one kind: while that stream exists, in memory or only in the
+   * store, a spawn at `stream` is refused with `agent_kind_conflict`. Absent: no such stream.
+   */
+  readonly otherKindOf?: ((stream: string) => string | undefined) | undefined;
   /** A Mermaid `stateDiagram-v2` generated from the machine's table. */
   toMermaid(): string;
 }

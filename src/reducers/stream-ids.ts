@@ -112,3 +112,29 @@ export function parseStreamId(stream: string): StreamIdParts | undefined {
 
 /** The conversation (or chat) stream `stream` belongs to, or `undefined` outside the scheme. */
 export const rootOf = (stream: string): string | undefined => parseStreamId(stream)?.root;
+
+/** The agent streams a machine of this scheme must live at (see {@link agentLayoutReason}). */
+export type AgentStreamKind = 'agent' | 'turn' | 'react';
+
+/**
+ * Why `stream` is not an agent's stream of `kind` (`<root>/agent/<a>`, or `.../turn`, `.../react`),
+ * or `undefined` when it is: the reason an instance of `machine` there is refused, since the agent
+ * epics find an agent only by these ids, so one elsewhere would wait for ever.
+ */
+export function agentLayoutReason(machine: string, stream: string, kind: AgentStreamKind): string | undefined {
+  if (parseStreamId(stream)?.kind === kind) return undefined;
+  const layout = kind === 'agent' ? '<root>/agent/<a>' : `<root>/agent/<a>/${kind}`;
+  return `a "${machine}" lives only at "${layout}" (<root> is conv/<c> or chat/<c>; see agentStreams), not at "${stream}": no agent runs it elsewhere`;
+}
+
+/**
+ * The same agent's stream of the other kind, for an agent's turn stream (its ReAct stream) or
+ * ReAct stream (its turn stream), else `undefined`: an agent id has one kind, so the two never
+ * both exist (the engine refuses the second with `agent_kind_conflict`).
+ */
+export function otherAgentKindOf(stream: string): string | undefined {
+  const parts = parseStreamId(stream);
+  if (parts?.kind !== 'turn' && parts?.kind !== 'react') return undefined;
+  const agent = agentStreams(parts.root, parts.agentId);
+  return parts.kind === 'turn' ? agent.react : agent.turn;
+}

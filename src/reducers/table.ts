@@ -85,6 +85,10 @@ export interface TableDefinition<S extends FiniteState, E extends EventObject, I
   readonly existsReason?: (stream: string) => string;
   /** Why an instance may not live at a stream with an input (see `Machine.streamReason`). */
   readonly streamReason?: (stream: string, input: I) => string | undefined;
+  /** Why an instance may not live at a stream of the agent layout (see `Machine.layoutReason`). */
+  readonly layoutReason?: (stream: string) => string | undefined;
+  /** The same agent's stream of its other kind (see `Machine.otherKindOf`). */
+  readonly otherKindOf?: (stream: string) => string | undefined;
 }
 
 /** A finite machine built from a table. The table and its payload schemas stay available as data. */
@@ -264,6 +268,8 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
     ...(definition.derive === undefined ? {} : { derive: definition.derive }),
     ...(definition.existsReason === undefined ? {} : { existsReason: definition.existsReason }),
     ...(definition.streamReason === undefined ? {} : { streamReason: definition.streamReason }),
+    ...(definition.layoutReason === undefined ? {} : { layoutReason: definition.layoutReason }),
+    ...(definition.otherKindOf === undefined ? {} : { otherKindOf: definition.otherKindOf }),
     spawnPayload: definition.spawnPayload,
     payloads: definition.payloads ?? ({} as P),
     toMermaid: () => mermaidFromTable(machine),

@@ -28,6 +28,13 @@ import { PromisedDispatch, promiseSink, raceRetry, registerSubmit, retrySink, ty
  *   character or a lone surrogate (no store keeps it as it is), or a spawn's is not where its
  *   machine's instances live (its `streamReason`: an `agent-registration` only at
  *   `agent-def/<its definition's name>`).
+ * - `invalid_layout`: a spawn's stream is not where the agent layout puts its machine's instances
+ *   (its `layoutReason`: a `turn-engine` only at `<root>/agent/<a>/turn`, an `agent-lifecycle`
+ *   only at `<root>/agent/<a>`; see `agentStreams`), where no agent epic would ever run it.
+ * - `agent_kind_conflict`: a spawn of one kind of agent where the same agent's other kind exists
+ *   (its `otherKindOf`: `<root>/agent/<a>/react` beside `.../turn`, or the reverse), in memory or
+ *   only in the store: an agent id has one kind. The reason names the existing stream. Of two
+ *   such spawns racing in one engine, the first wins.
  * - `stream_exists`: a second spawn of a stream.
  * - `unknown_machine`: the machine id is not one this engine hosts.
  * - `invalid_input`: the spawn input fails the machine's input schema, or has a `__proto__` key.
@@ -51,6 +58,8 @@ export type EngineRejectionCode =
   | 'invalid_string'
   | 'unknown_stream'
   | 'invalid_stream'
+  | 'invalid_layout'
+  | 'agent_kind_conflict'
   | 'stream_exists'
   | 'unknown_machine'
   | 'invalid_input'
@@ -416,6 +425,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
     if (instances.get(stream) !== undefined) return rejected('stream_exists', existsReason(machine, stream));
     const misplaced = machine.streamReason?.(stream, parsed.data);
     if (misplaced !== undefined) return rejected('invalid_stream', misplaced);
+    const outOfLayout = machine.layoutReason?.(stream);
+    if (outOfLayout !== undefined) return rejected('invalid_layout', outOfLayout);
+    const otherKind = machine.otherKindOf?.(stream);
+    let conflict: DispatchResult | undefined;
 
     // Claim the id at once, while a load in progress (a dispatch or subscription that came first)
     // and the store are asked, so a spawn or dispatch made after this one waits for it; if the
@@ -452,12 +465,20 @@ export function createEngine(options: EngineOptions = {}): Engine {
         commits.enqueue(instance, rune, instance.state, promiseSink, call);
         spawned = call.promise();
       },
+      otherKind === undefined
+        ? undefined
+        : {
+            stream: otherKind,
+            found: () => {
+              conflict = rejected('agent_kind_conflict', `an agent has one kind: "${otherKind}" exists, so "${stream}" (${machine.id}) cannot be spawned beside it`);
+            },
+          },
     );
     // Stored already, under a machine this engine does not host: it exists all the same.
     const existing = await claim.catch((error: unknown) => (isUnknownMachine(error) ? null : Promise.reject(error)));
     const sealedBy = existing === undefined ? seals.refusal(stream) : undefined;
     if (sealedBy !== undefined) return rejected('sealed', sealedBy);
-    return spawned ?? rejected('stream_exists', existsReason(machine, stream));
+    return spawned ?? conflict ?? rejected('stream_exists', existsReason(machine, stream));
   };
 
   // --- dispatch ---------------------------------------------------------------------------------

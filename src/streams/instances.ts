@@ -144,16 +144,27 @@ export class Instances {
    * nothing is created and it resolves to `undefined`. The claim is taken at once, even while a
    * load of the stream is in progress (it waits for that load first): a dispatch made right after
    * the spawn waits for the claim, never for the load that finds nothing.
+   *
+   * With `rival`, a stream that may not exist beside this one (the same agent's other kind): if
+   * it is in memory or in the store, nothing is created, `rival.found()` is called and the claim
+   * resolves to `undefined`. It is looked up in the store beside the stream, then in memory again
+   * in the step that creates the instance, so of two claims racing for rivals only the first to
+   * create wins (within this engine).
    */
-  claim(stream: string, create: () => Instance, admit: (instance: Instance) => void): Promise<Instance | undefined> {
+  claim(stream: string, create: () => Instance, admit: (instance: Instance) => void, rival?: { readonly stream: string; found(): void }): Promise<Instance | undefined> {
     const before = this.#loading.get(stream);
     const claiming: Promise<Instance | undefined> = (async () => {
       const found = before === undefined ? undefined : await before.catch(() => undefined);
       if (found !== undefined) return found;
       const inMemory = this.#memory.get(stream);
       if (inMemory !== undefined) return inMemory;
-      if ((await this.#head(stream)) !== undefined) return this.#hydrate(stream);
+      const [head, rivalHead] = await Promise.all([this.#head(stream), rival === undefined ? undefined : this.#store.head(rival.stream)]);
+      if (head !== undefined) return this.#hydrate(stream);
       if (this.#seals?.refusal(stream) !== undefined) return undefined;
+      if (rival !== undefined && (rivalHead !== undefined || this.#memory.has(rival.stream))) {
+        rival.found();
+        return undefined;
+      }
       const instance = create();
       this.#memory.set(stream, instance);
       admit(instance);

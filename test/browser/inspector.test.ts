@@ -131,7 +131,10 @@ describe.skipIf(!hasChromium('test/browser/inspector'))('the inspector in a real
     await page.locator('#talk-input').fill('what time is it');
     await page.keyboard.press('Enter');
     // The demo model looks at the clock (a tool), then answers with the ISO 8601 time it read.
-    await expect.poll(() => page.locator('#talk-answer').textContent(), { timeout: 15_000 }).toMatch(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/);
+    // Each model call's text apart: the preamble before the tool, then the answer.
+    await expect
+      .poll(() => page.locator('#talk-answer .talk-message').allTextContents(), { timeout: 15_000 })
+      .toEqual(['Let me look at the clock.', expect.stringMatching(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/)]);
     await shot(page, 'agent');
   });
 

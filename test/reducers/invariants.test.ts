@@ -252,6 +252,42 @@ describe('checkInvariants: each invariant, found at its rune', () => {
     expect(checkInvariants(interleave([a, b]))).toEqual([]);
   });
 
+  describe('INV-TURN-SEQUENTIAL is per agent: its turn stream and its ReAct stream together', () => {
+    const agent = agentStreams('conv/c1', 'a1');
+    /** A hand-made rune of the agent's ReAct stream (its machine is not a table; only the kind and stream matter here). */
+    const react = (seq: number, kind: 'llm-message-started' | 'llm-message-completed'): Rune => ({
+      stream: agent.react,
+      seq,
+      machine: 'react-agent',
+      kind,
+      event: { type: kind, messageId: 'm1', timestamp: seq },
+      at: seq,
+    });
+    const turns = validRun(agent.turn, turnEngine, undefined, [{ type: 'start_turn', input: 'one' }, { type: 'response_done' }]);
+
+    it('a bad log: a turn starts on one stream while a turn of the same agent is open on the other', () => {
+      const [spawned, started, done] = turns as [Rune, Rune, Rune];
+      // The ReAct loop calls the model while the turn streams, and the reverse.
+      expect(checkInvariants([spawned, started, react(1, 'llm-message-started')])).toEqual([
+        {
+          invariant: 'INV-TURN-SEQUENTIAL',
+          rune: react(1, 'llm-message-started'),
+          message: `stream "${agent.react}" seq 1: llm-message-started while the same agent's turn on "${agent.turn}" (started at seq 2) has not ended`,
+        },
+      ]);
+      expect(checkInvariants([spawned, react(1, 'llm-message-started'), started, done]).map((v) => v.message)).toEqual([
+        `stream "${agent.turn}" seq 2: turn.started while the same agent's turn on "${agent.react}" (started at seq 1) has not ended`,
+      ]);
+    });
+
+    it('a clean log: the two kinds one after the other, the agent lifecycle beside its turn, and two agents at once', () => {
+      const [spawned, started, done] = turns as [Rune, Rune, Rune];
+      const lifecycle = validRun(agent.lifecycle, agentLifecycle, { agentId: 'a1' }, [{ type: 'init_complete' }, { type: 'turn_assigned' }, { type: 'turn_completed' }]);
+      const other = validRun(agentStreams('conv/c1', 'a2').turn, turnEngine, undefined, [{ type: 'start_turn', input: 'two' }, { type: 'response_done' }]);
+      expect(checkInvariants([spawned, react(1, 'llm-message-started'), react(2, 'llm-message-completed'), ...interleave([[started, done], lifecycle, other])])).toEqual([]);
+    });
+  });
+
   describe('INV-AGENT-BUDGET: no turn started over budget', () => {
     const lifecycle = agentStreams('conv/c1', 'a1').lifecycle;
     const turnsOf = (stream: string) => validRun(stream, agentLifecycle, { agentId: 'a' }, [{ type: 'init_complete' }, { type: 'turn_assigned' }, { type: 'turn_completed' }]);

@@ -55,13 +55,13 @@ describe('runeEventSchemas: a schema per rune kind for its event, from the table
     await engine.spawn('chat-1', chatActor);
     await engine.dispatch('chat-1', { type: 'ProcessInteraction', userId: '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21' });
     await engine.dispatch('chat-1', { type: 'Pause', reason: 'lunch' });
-    await engine.spawn('turn-1', turnEngine);
-    await engine.dispatch('turn-1', { type: 'start_turn', input: 'hi' });
-    await engine.dispatch('turn-1', { type: 'assistant_delta', content: 'Hel' });
-    await engine.dispatch('turn-1', { type: 'interrupt', reason: 'stop' });
+    await engine.spawn('conv/c/agent/a/turn', turnEngine);
+    await engine.dispatch('conv/c/agent/a/turn', { type: 'start_turn', input: 'hi' });
+    await engine.dispatch('conv/c/agent/a/turn', { type: 'assistant_delta', content: 'Hel' });
+    await engine.dispatch('conv/c/agent/a/turn', { type: 'interrupt', reason: 'stop' });
     for (const [stream, machine] of [
       ['chat-1', chatActor],
-      ['turn-1', turnEngine],
+      ['conv/c/agent/a/turn', turnEngine],
     ] as const) {
       const events: Readonly<Record<string, z.ZodType>> = runeEventSchemas(machine as TableMachine<any, any, any, any>);
       const runes = await new Promise<{ kind: string; event: unknown }[]>((resolve) => {

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { edgesOf, stepUnknown, turnEngine, type Edge, type TurnEngineEvent, type TurnEngineState } from '../../src/index.js';
+import { edgesOf, runePayloadSchemas, stepUnknown, turnEngine, type Edge, type TurnEngineEvent, type TurnEngineState } from '../../src/index.js';
 import { checkMachineProperties, expectNeverThrows, expectNotAllowed, expectRow, stateAt } from '../support/machine-properties.js';
 import { drawnEdges, eventsBeforeParens, expectRuneKind, missingDrawnEdges, readSeed, runeKindRows } from '../support/seed-diagram.js';
 
@@ -81,11 +81,47 @@ describe('turnEngine: context', () => {
       turn: 1,
       input: 'list files',
       output: 'Let me look. Done.',
+      messages: ['Let me look.', ' Done.'],
       callIds: ['c1', 'c2'],
       usage: { inputTokens: 12, outputTokens: 7 },
       // Summed over both responses: two model calls, the two tool calls asked for, both costs.
       turnUsage: { inputTokens: 22, outputTokens: 11, modelCalls: 2, toolCalls: 2, wallClockMs: 0, cost: 0.75 },
     });
+  });
+
+  it("keeps each model call's text as a message of its own: output and finalOutput are still their concatenation", () => {
+    const steps: TurnEngineEvent[] = [
+      { type: 'start_turn', input: 'what time is it?' },
+      { type: 'assistant_delta', content: 'Let me look at the clock.' },
+      { type: 'tool_calls_received', callIds: ['c1'] },
+      { type: 'tools_finished', more: true },
+      { type: 'assistant_delta', content: 'Done: "' },
+      { type: 'assistant_delta', content: '12:00"' },
+    ];
+    const streaming = steps.reduce((s, e) => turnEngine.transition(s, e), turnEngine.initial());
+    expect(streaming.messages).toEqual(['Let me look at the clock.', 'Done: "12:00"']);
+    const done = turnEngine.step(streaming, { type: 'response_done' });
+    expect(done).toMatchObject({
+      accepted: true,
+      kind: 'turn.completed',
+      payload: { finalOutput: 'Let me look at the clock.Done: "12:00"', messages: ['Let me look at the clock.', 'Done: "12:00"'] },
+    });
+    // A call with no text is an empty message; the next turn starts with none of these.
+    const silent = turnEngine.transition(turnEngine.transition(turnEngine.transition(done.state, { type: 'turn_finalized' }), { type: 'start_turn', input: 'and?' }), {
+      type: 'tool_calls_received',
+      callIds: ['c2'],
+    });
+    expect(silent.messages).toEqual(['']);
+    expect(turnEngine.transition(silent, { type: 'tools_finished', more: false }).messages).toEqual(['']);
+  });
+
+  it('reads a turn.completed stored before messages were kept, and a turn hydrated from such a snapshot keeps its output', () => {
+    const stored = { finalOutput: 'Hello', usage: { inputTokens: 1, outputTokens: 1, modelCalls: 1, toolCalls: 0, wallClockMs: 0 } };
+    expect(runePayloadSchemas(turnEngine)['turn.completed'].safeParse(stored)).toMatchObject({ success: true, data: stored });
+    // An older snapshot mid-turn: no messages, its output so far counts as one.
+    const old: TurnEngineState = { value: 'streaming', turn: 1, input: 'hi', output: 'Hel', callIds: [], turnUsage: turnEngine.initial().turnUsage };
+    const step = turnEngine.step(turnEngine.transition(old, { type: 'assistant_delta', content: 'lo' }), { type: 'response_done' });
+    expect(step).toMatchObject({ accepted: true, payload: { finalOutput: 'Hello', messages: ['Hello'] } });
   });
 
   it('sums a response without usage as a model call with no tokens, and the next turn starts its usage from zero', () => {

@@ -53,21 +53,21 @@ describe('validation errors: the work of describing them stops growing with the 
   it('over the WebSocket: a dispatch of 1,000 and one of 10,000 wrong elements get the same error, of the same size', async () => {
     const h = await startServer({ heartbeatMs: 0 });
     stop = h.stop;
-    await h.engine.spawn('turn', 'turn-engine');
+    await h.engine.spawn('conv/c/agent/a/turn', 'turn-engine');
     const client = await h.connect();
     const errors = [];
     for (const [id, n] of [
       [1, 1_000],
       [2, 10_000],
     ] as const) {
-      errors.push(await client.request({ op: 'dispatch', id, stream: 'turn', event: wrongCalls(n) }));
+      errors.push(await client.request({ op: 'dispatch', id, stream: 'conv/c/agent/a/turn', event: wrongCalls(n) }));
     }
     expect(errors.map((e) => e.op === 'error' && e.code)).toEqual(['invalid_event', 'invalid_event']);
     const [a, b] = errors.map((e) => (e.op === 'error' ? e.message : ''));
     expect(a).toBe(b);
     expect(Buffer.byteLength(a!)).toBeLessThan(400);
     // The stream took nothing, and answers the next good event.
-    expect(await client.request({ op: 'dispatch', id: 3, stream: 'turn', event: { type: 'start_turn', input: 'hi' } })).toMatchObject({ op: 'ack', seq: 2 });
+    expect(await client.request({ op: 'dispatch', id: 3, stream: 'conv/c/agent/a/turn', event: { type: 'start_turn', input: 'hi' } })).toMatchObject({ op: 'ack', seq: 2 });
   });
 });
 

@@ -36,21 +36,21 @@ describe('server: input limits and untrusted names', () => {
   it('answers an event of 10,000 wrong elements with a bounded invalid_event, checked up to the first; and a bystander dispatch is acked', async () => {
     const h = await startServer();
     stop = h.stop;
-    await h.engine.spawn('turns', 'turn-engine');
-    await h.engine.dispatch('turns', { type: 'start_turn', input: 'hi' });
+    await h.engine.spawn('conv/c/agent/a/turn', 'turn-engine');
+    await h.engine.dispatch('conv/c/agent/a/turn', { type: 'start_turn', input: 'hi' });
     await h.engine.spawn('chat', 'chat-actor');
     const [attacker, bystander] = [await h.connect(), await h.connect()];
     const event = { type: 'tool_calls_received', callIds: Array.from({ length: 10_000 }, (_, i) => i) };
-    const answer = attacker.request({ op: 'dispatch', id: 'big', stream: 'turns', event });
+    const answer = attacker.request({ op: 'dispatch', id: 'big', stream: 'conv/c/agent/a/turn', event });
     const bystanderAnswer = bystander.request({ op: 'dispatch', id: 'ping', stream: 'chat', event: { type: 'Ping' } });
 
     const error = await answer;
-    expect(error).toMatchObject({ op: 'error', id: 'big', stream: 'turns', code: 'invalid_event' });
+    expect(error).toMatchObject({ op: 'error', id: 'big', stream: 'conv/c/agent/a/turn', code: 'invalid_event' });
     expect(Buffer.byteLength(JSON.stringify(error))).toBeLessThan(2_048);
     // Checked up to the first wrong element: the rest are neither described nor counted.
     expect(error.op === 'error' && error.message).toMatch(/^invalid "tool_calls_received" event: callIds\.0: [^;]*; maybe more \(a value of over 256 parts/);
     expect(await bystanderAnswer).toMatchObject({ op: 'ack', id: 'ping', seq: 2 });
-    expect(await h.engine.snapshot('turns')).toMatchObject({ seq: 2 });
+    expect(await h.engine.snapshot('conv/c/agent/a/turn')).toMatchObject({ seq: 2 });
   });
 
   it('answers an event with a __proto__ key (as JSON.parse keeps it) with invalid_event, appending nothing', async () => {

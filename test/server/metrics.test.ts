@@ -222,7 +222,7 @@ describe('GET /metrics', () => {
       expect(await h.engine.spawn(calls, 'tool-call', { callId: `t${i}`, toolName: long('t', i), arguments: {} })).toMatchObject({ accepted: true });
       expect(await h.engine.dispatch(calls, { type: 'no_approval_needed' })).toMatchObject({ accepted: true });
       expect(await h.engine.dispatch(calls, { type: 'execution_error', error: 'boom' })).toMatchObject({ accepted: true });
-      const turn = `turns/t${i}`;
+      const turn = `conv/t${i}/agent/a/turn`;
       expect(await h.engine.spawn(turn, 'turn-engine')).toMatchObject({ accepted: true });
       expect(await h.engine.dispatch(turn, { type: 'start_turn', input: 'hi' })).toMatchObject({ accepted: true });
       expect(await h.engine.dispatch(turn, { type: 'response_done', model: long('m', i), usage: { inputTokens: 1 } })).toMatchObject({ accepted: true });

@@ -52,18 +52,12 @@ describe('the simulation', () => {
     expect(result.newFailure?.message).toMatch(/^chat\/h1\/actor\/1 seq 3 was acknowledged but the file lost it/);
   });
 
-  it('catches a turn left streaming with nobody working on it (the liveness oracle)', async () => {
-    // A turn spawned outside the agent layout (`<root>/agent/<a>/turn`): no epic runs it.
-    const stray = () => [
-      () =>
-        from([
-          { stream: 'stray/turn', spawn: 'turn-engine' },
-          { stream: 'stray/turn', event: { type: 'start_turn', input: 'hello' } },
-        ]),
-    ];
+  it('catches an agent left spawning with nobody working on it (the liveness oracle)', async () => {
+    // An agent whose turn stream (`<root>/agent/<a>/turn`) never comes: nothing readies it.
+    const stray = () => [() => from([{ stream: 'conv/stray/agent/a', spawn: 'agent-lifecycle', input: { agentId: 'a' } }])];
     const result = await runSeed(7, { steps: 20, mix: only('badInput'), planted: { epics: stray } });
     expect(result.newFailure?.oracle).toBe('liveness');
-    expect(result.newFailure?.message).toContain('stray/turn (turn-engine) in "streaming"');
+    expect(result.newFailure?.message).toContain('conv/stray/agent/a (agent-lifecycle) in "spawning"');
   });
 
   it("catches model calls made for a conversation outside its budget (the budget oracle, from the model API's own count)", async () => {

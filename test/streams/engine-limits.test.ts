@@ -31,25 +31,25 @@ describe('engine: limits on spawn inputs and events', () => {
   it('refuses an event over a limit with the limit code, appending nothing, and the stream carries on', async () => {
     const store = memoryStore();
     const engine = createEngine({ store, limits: { maxArrayLength: 3, maxStringLength: 20, maxKeys: 4 } });
-    await engine.spawn('turns', 'turn-engine');
-    await engine.dispatch('turns', { type: 'start_turn', input: 'hi' });
-    expect(await engine.dispatch('turns', { type: 'tool_calls_received', callIds: ['a', 'b', 'c', 'd'] })).toEqual({
+    await engine.spawn('conv/c/agent/a/turn', 'turn-engine');
+    await engine.dispatch('conv/c/agent/a/turn', { type: 'start_turn', input: 'hi' });
+    expect(await engine.dispatch('conv/c/agent/a/turn', { type: 'tool_calls_received', callIds: ['a', 'b', 'c', 'd'] })).toEqual({
       accepted: false,
       code: 'array_too_long',
       reason: 'event.callIds: an array of 4 elements is over 3 (limits.maxArrayLength)',
     });
-    expect(await engine.dispatch('turns', { type: 'assistant_delta', content: 'a delta far too long for this' })).toEqual({
+    expect(await engine.dispatch('conv/c/agent/a/turn', { type: 'assistant_delta', content: 'a delta far too long for this' })).toEqual({
       accepted: false,
       code: 'string_too_long',
       reason: 'event.content: a string of 29 characters is over 20 (limits.maxStringLength)',
     });
-    expect(await engine.dispatch('turns', { type: 'steer', input: 'x', a: 1, b: 2, c: 3 })).toEqual({
+    expect(await engine.dispatch('conv/c/agent/a/turn', { type: 'steer', input: 'x', a: 1, b: 2, c: 3 })).toEqual({
       accepted: false,
       code: 'too_many_keys',
       reason: 'event: more than 4 keys (limits.maxKeys)',
     });
-    expect((await store.read('turns')).map((r: Rune) => r.kind)).toEqual(['spawned', 'turn.started']);
-    expect(await engine.dispatch('turns', { type: 'tool_calls_received', callIds: ['a', 'b', 'c'] })).toMatchObject({ accepted: true, rune: { seq: 3 } });
+    expect((await store.read('conv/c/agent/a/turn')).map((r: Rune) => r.kind)).toEqual(['spawned', 'turn.started']);
+    expect(await engine.dispatch('conv/c/agent/a/turn', { type: 'tool_calls_received', callIds: ['a', 'b', 'c'] })).toMatchObject({ accepted: true, rune: { seq: 3 } });
     await engine.close();
   });
 
@@ -83,14 +83,14 @@ describe('engine: limits on spawn inputs and events', () => {
 
   it('describes an event of 10,000 wrong elements in a bounded reason, checked up to its first; a small one counts them all', async () => {
     const engine = createEngine();
-    await engine.spawn('turns', 'turn-engine');
-    const result = await engine.dispatch('turns', { type: 'tool_calls_received', callIds: Array.from({ length: 10_000 }, (_, i) => i) });
+    await engine.spawn('conv/c/agent/a/turn', 'turn-engine');
+    const result = await engine.dispatch('conv/c/agent/a/turn', { type: 'tool_calls_received', callIds: Array.from({ length: 10_000 }, (_, i) => i) });
     expect(result).toMatchObject({ accepted: false, code: 'invalid_event' });
     const { reason } = result as { reason: string };
     expect(reason.length).toBeLessThan(2_000);
     expect(reason).toMatch(/^invalid "tool_calls_received" event: callIds\.0: Invalid input: expected string, received number; maybe more \(a value of over 256 parts/);
     // A small one is checked whole: every issue counted.
-    const small = await engine.dispatch('turns', { type: 'tool_calls_received', callIds: Array.from({ length: 100 }, (_, i) => i) });
+    const small = await engine.dispatch('conv/c/agent/a/turn', { type: 'tool_calls_received', callIds: Array.from({ length: 100 }, (_, i) => i) });
     expect((small as { reason: string }).reason).toMatch(/^invalid "tool_calls_received" event: callIds\.0: .*; and 95 more issues$/);
     await engine.close();
   });

@@ -91,7 +91,7 @@ const scenarios: readonly Scenario[] = [
       ],
       ['turn.assistant_delta', { content: 'ing.' }],
       // The whole turn's usage: both model responses, the tool calls they asked for.
-      ['turn.completed', { finalOutput: 'Looking.', usage: { inputTokens: 12, outputTokens: 5, modelCalls: 2, toolCalls: 2, wallClockMs: 0 } }],
+      ['turn.completed', { finalOutput: 'Looking.', usage: { inputTokens: 12, outputTokens: 5, modelCalls: 2, toolCalls: 2, wallClockMs: 0 }, messages: ['Look', 'ing.'] }],
       ['turn_finalized', undefined],
       ['turn.started', { turnId: '2', agentId: 'a1', input: 'again' }],
       ['turn.assistant_delta', { content: 'Par' }],
@@ -110,7 +110,7 @@ const scenarios: readonly Scenario[] = [
       ['turn.started', { turnId: '6', agentId: 'a1', input: 'sixth' }],
       ['turn.assistant_delta', { content: 'Done' }],
       ['turn.tool_calls_received', { callIds: ['k4'] }],
-      ['turn.completed', { finalOutput: 'Done', usage: { inputTokens: 0, outputTokens: 0, modelCalls: 1, toolCalls: 1, wallClockMs: 0 } }],
+      ['turn.completed', { finalOutput: 'Done', usage: { inputTokens: 0, outputTokens: 0, modelCalls: 1, toolCalls: 1, wallClockMs: 0 }, messages: ['Done'] }],
     ],
   },
   ...(

@@ -156,12 +156,12 @@ describe('engine: what epics emit', () => {
     const store = await stores.postgres!();
     const model: Epic = () =>
       of<EpicCommand[]>(
-        { stream: 'turn', spawn: 'turn-engine' },
-        { stream: 'turn', event: { type: 'start_turn', input: 'hi' } },
-        { stream: 'turn', event: { type: 'assistant_delta', content: 'a' } },
-        { stream: 'turn', event: { type: 'assistant_delta', content: 'b\u0000c' } },
-        { stream: 'turn', event: { type: 'assistant_delta', content: '\ud800d' } },
-        { stream: 'turn', event: { type: 'assistant_delta', content: 'e' } },
+        { stream: 'conv/c/agent/a/turn', spawn: 'turn-engine' },
+        { stream: 'conv/c/agent/a/turn', event: { type: 'start_turn', input: 'hi' } },
+        { stream: 'conv/c/agent/a/turn', event: { type: 'assistant_delta', content: 'a' } },
+        { stream: 'conv/c/agent/a/turn', event: { type: 'assistant_delta', content: 'b\u0000c' } },
+        { stream: 'conv/c/agent/a/turn', event: { type: 'assistant_delta', content: '\ud800d' } },
+        { stream: 'conv/c/agent/a/turn', event: { type: 'assistant_delta', content: 'e' } },
       );
     const engine = createEngine({ store, epics: [model] });
     engines.push(engine);
@@ -176,7 +176,12 @@ describe('engine: what epics emit', () => {
       ),
     );
     expect(deltas).toEqual(['a', 'b\ufffdc', '\ufffdd', 'e']);
-    expect((await store.read('turn')).flatMap((rune) => (rune.kind === 'turn.assistant_delta' ? [rune.event.content] : []))).toEqual(['a', 'b\ufffdc', '\ufffdd', 'e']);
+    expect((await store.read('conv/c/agent/a/turn')).flatMap((rune) => (rune.kind === 'turn.assistant_delta' ? [rune.event.content] : []))).toEqual([
+      'a',
+      'b\ufffdc',
+      '\ufffdd',
+      'e',
+    ]);
     expect(reports).toEqual([]);
   });
 });

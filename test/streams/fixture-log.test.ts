@@ -59,6 +59,15 @@ const logOf = (stream: string): StreamLog => {
   if (log === undefined) throw new Error(`the fixture has no stream "${stream}"`);
   return log;
 };
+/**
+ * State fields each machine has gained since the fixture was written (optional, additive): its
+ * stored snapshots lack them, and so does a state hydrated from one until the runes after it
+ * rebuild them (a turn's `messages` at its next model call).
+ */
+const ADDED_SINCE: Readonly<Record<string, readonly string[]>> = { 'turn-engine': ['messages'] };
+/** `state` without the fields its machine gained since the fixture that `as` lacks. */
+const withoutAdded = (machine: string, state: unknown, as: unknown = {}): unknown =>
+  Object.fromEntries(Object.entries(state as object).filter(([key]) => !(ADDED_SINCE[machine] ?? []).includes(key) || Object.hasOwn(as as object, key)));
 const kindsOf = (stream: string): string[] => logOf(stream).runes.map((rune) => rune.kind);
 const valueOf = (state: unknown): unknown => (state as { value?: unknown }).value;
 const isTableMachine = (machine: AnyMachine): machine is AnyMachine & TableMachine<{ value: string }, { type: string }, unknown, never> => 'payloads' in machine;
@@ -169,12 +178,17 @@ describe('the fixture log of 2026-11-27', () => {
     let snapshots = 0;
     for (const { head, runes, states } of logs) {
       const hydrated = await engine.snapshot(head.stream);
-      expect({ stream: head.stream, ...hydrated }).toEqual({ stream: head.stream, seq: runes.length, state: states.at(-1) });
+      expect({ stream: head.stream, ...hydrated }).toEqual({ stream: head.stream, seq: runes.length, state: withoutAdded(head.machine, states.at(-1), hydrated?.state) });
       const stored = await store.latestSnapshot(head.stream);
       if (stored === undefined) continue;
       snapshots++;
       if (stored.seq < 1 || stored.seq > runes.length) problems.push(`${head.stream}: a snapshot at seq ${stored.seq} of ${runes.length}`);
-      else expect({ stream: head.stream, seq: stored.seq, state: stored.state }).toEqual({ stream: head.stream, seq: stored.seq, state: states[stored.seq - 1] });
+      else
+        expect({ stream: head.stream, seq: stored.seq, state: stored.state }).toEqual({
+          stream: head.stream,
+          seq: stored.seq,
+          state: withoutAdded(head.machine, states[stored.seq - 1]),
+        });
     }
     expect(problems).toEqual([]);
     expect(snapshots).toBe(7);

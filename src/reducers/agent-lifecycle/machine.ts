@@ -1,5 +1,6 @@
 import { NO_USAGE, addUsage } from '../budget.js';
 import { eventTypesOf } from '../event-types.js';
+import { agentLayoutReason } from '../stream-ids.js';
 import { defineMachine, type Row } from '../table.js';
 import { AgentLifecycleEvent, AgentLifecycleInput, AgentLifecyclePayloads, AgentLifecycleState, AgentLifecycleStateName } from './schema.js';
 
@@ -135,4 +136,6 @@ export const agentLifecycle = defineMachine<S, E, AgentLifecycleInput, P>({
   spawnKind: 'agent.spawning',
   payloads: AgentLifecyclePayloads,
   spawnPayload: ({ agentId, role, model, parentId }) => ({ agentId, role, model, parentId }),
+  // Readied by its agent's turn (or ReAct) stream `<stream>/turn`, which exists only in the layout.
+  layoutReason: (stream) => agentLayoutReason('agent-lifecycle', stream, 'agent'),
 });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { DEFAULT_SPAWN_KIND, type Machine, type RunePayload, type Step } from '../machine.js';
 import { mermaidFromTable } from '../mermaid.js';
+import { otherAgentKindOf } from '../stream-ids.js';
 import type { RowSource } from '../table.js';
 import { initialAgentState } from './initial.js';
 import { AGENT_INPUT_TYPES, AgentInput } from './input.js';
@@ -80,6 +81,8 @@ export const reactAgent: Machine<AgentState, AgentInput> & { readonly inputs: re
   events: AGENT_INPUT_TYPES,
   inputs,
   spawnKind: DEFAULT_SPAWN_KIND,
+  // An agent has one kind: no ReAct loop where the same agent has a turn stream.
+  otherKindOf: otherAgentKindOf,
   // One state, "agent", with a self-loop per input.
   toMermaid: () => mermaidFromTable({ states: ['agent'], terminal: [], table: inputs.map(({ on }) => ({ from: 'agent', on })) }),
 };

@@ -1,6 +1,7 @@
 import type { ZodType } from 'zod';
 import { NO_USAGE, addUsage, responseUsage } from '../budget.js';
 import { eventTypesOf } from '../event-types.js';
+import { agentLayoutReason, otherAgentKindOf } from '../stream-ids.js';
 import { defineMachine, type Row } from '../table.js';
 import { TurnEngineEvent, TurnEngineInput, TurnEnginePayloads, TurnEngineState, TurnEngineStateName } from './schema.js';
 
@@ -8,8 +9,20 @@ type S = TurnEngineState;
 type E = TurnEngineEvent;
 type P = typeof TurnEnginePayloads;
 
-/** The `turn.completed` payload: the output so far is the final output. */
-const completed = (_: S, __: E, after: S) => ({ finalOutput: after.output, usage: after.turnUsage });
+/** The `turn.completed` payload: the output so far is the final output, and its messages. */
+const completed = (_: S, __: E, after: S) => ({ finalOutput: after.output, usage: after.turnUsage, messages: [...messagesOf(after)] });
+/**
+ * The turn's messages so far. A state hydrated from a snapshot saved before messages were kept
+ * has none: its output so far counts as one message, so `output` stays their concatenation.
+ */
+const messagesOf = (s: S): readonly string[] => s.messages ?? [s.output];
+/** A model call begins: its text is a message of its own. */
+const newMessage = (s: S): string[] => [...messagesOf(s), ''];
+/** A delta of the model call in progress: its message grows. */
+const grown = (s: S, content: string): string[] => {
+  const messages = messagesOf(s);
+  return [...messages.slice(0, -1), (messages.at(-1) ?? '') + content];
+};
 /** The `turn.interrupted` payload of an `interrupt`: the output streamed before it. */
 const interrupted = (_: S, e: { reason?: string | undefined }, after: S) => ({ reason: e.reason, partialOutput: after.output });
 /** The `turn.error` payload: which event failed the turn, and its error. */
@@ -27,6 +40,7 @@ const table: readonly Row<S, E, P>[] = [
       turn: s.turn + 1,
       input: e.input,
       output: '',
+      messages: [''],
       callIds: [],
       reason: undefined,
       error: undefined,
@@ -41,7 +55,7 @@ const table: readonly Row<S, E, P>[] = [
     from: 'streaming',
     on: 'assistant_delta',
     kind: 'turn.assistant_delta',
-    assign: (s, e) => ({ output: s.output + e.content }),
+    assign: (s, e) => ({ output: s.output + e.content, messages: grown(s, e.content) }),
     payload: (_, e) => ({ content: e.content }),
   },
   {
@@ -80,6 +94,8 @@ const table: readonly Row<S, E, P>[] = [
     when: (_, e) => e.more,
     label: 'continue',
     kind: 'turn.tools_finished',
+    // The model is called again: what it says next is a new message.
+    assign: (s) => ({ messages: newMessage(s) }),
     payload: (before, e) => ({ callIds: before.callIds, resultSummaries: e.resultSummaries }),
   },
   {
@@ -136,4 +152,7 @@ export const turnEngine = defineMachine<S, E, TurnEngineInput | void, P>({
       : { value: 'idle', agentId: input.agentId, turn: 0, input: '', output: '', callIds: [], turnUsage: NO_USAGE },
   table,
   payloads: TurnEnginePayloads,
+  // The agent epics run a turn stream only where the agent layout puts it; an agent has one kind.
+  layoutReason: (stream) => agentLayoutReason('turn-engine', stream, 'turn'),
+  otherKindOf: otherAgentKindOf,
 });

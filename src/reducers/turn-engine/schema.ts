@@ -39,6 +39,13 @@ export const TurnEngineState = z.object({
   input: z.string(),
   /** The assistant's deltas of the current turn, concatenated: the partial output if it is interrupted. */
   output: z.string(),
+  /**
+   * The same text, one entry per model call of the current turn, in order (`output` is their
+   * concatenation): a call that asked for tools with only a preamble ("Let me look at the clock.")
+   * is its own message, apart from the answer after the tools; a call with no text is `''`.
+   * Absent before the first turn, and in a snapshot saved before messages were kept.
+   */
+  messages: z.array(z.string()).optional(),
   /** The tool calls of the current turn's latest tool round. */
   callIds: z.array(z.string()),
   /** Why the turn was interrupted. */
@@ -95,7 +102,12 @@ export const TurnEnginePayloads = {
   'turn.tool_calls_received': z.object({ callIds: z.array(z.string()) }),
   /** The assistant's whole output, and the usage the provider reported. */
   /** `usage`: the whole turn's, summed over its model responses (tokens, model calls, tool calls, cost). */
-  'turn.completed': z.object({ finalOutput: z.string(), usage: BudgetUsage }),
+  'turn.completed': z.object({
+    finalOutput: z.string(),
+    usage: BudgetUsage,
+    /** `finalOutput` as one entry per model call (see `TurnEngineState.messages`); absent in runes stored before it was kept. */
+    messages: z.array(z.string()).optional(),
+  }),
   /** The output streamed before the stop; a steer's input, for the next turn, when a steer stopped it. */
   'turn.interrupted': z.object({ reason: z.string().optional(), partialOutput: z.string(), steerInput: z.string().optional() }),
   /** `errorType` is the event that failed the turn: the model stream's error, or an unrecoverable tool crash. */

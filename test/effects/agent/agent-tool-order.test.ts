@@ -60,13 +60,17 @@ describe('a tool round of an agent on a SQLite file: unsafe calls one at a time 
       await engine.spawn(a.turn, 'turn-engine');
       const done = firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
       await engine.dispatch(a.turn, { type: 'start_turn', input: 'write three, read two' });
-      expect((await done).output).toBe('On it.Done.');
+      const turn = await done;
+      expect(turn.output).toBe('On it.Done.');
+      // Each model call's text apart, in the state and in turn.completed (issue 28 j).
+      expect(turn.messages).toEqual(['On it.', 'Done.']);
 
       expect(events).toEqual(['start w1', 'end w1', 'start w2', 'end w2', 'start w3', 'end w3']);
       expect(mostWriting).toBe(1);
       expect(mostReading).toBe(2);
       const log = await storeLog(store);
       expect(log.filter((r) => r.kind === 'tool.result').map((r) => r.event.type)).toEqual(['success', 'success', 'success', 'success', 'success']);
+      expect(log.find((r) => r.kind === 'turn.completed')?.payload).toMatchObject({ finalOutput: 'On it.Done.', messages: ['On it.', 'Done.'] });
       expect(checkInvariants(log)).toEqual([]);
     } finally {
       await engine.close();

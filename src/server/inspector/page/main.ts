@@ -150,6 +150,11 @@ function askForToken(why: string): void {
   );
 }
 
+/** A turn's text in the talk box, one paragraph per model call (its `messages`), so a preamble before a tool round stands apart from the answer. */
+const showMessages = (messages: readonly string[]): void => {
+  $('talk-answer').replaceChildren(...messages.filter((message) => message !== '').map((message) => text('p', message, 'talk-message')));
+};
+
 /** The open stream: its state and diagram, live; its runes; time travel; its actions. */
 class StreamView {
   #subscriptions: Subscription[] = [];
@@ -180,7 +185,7 @@ class StreamView {
     $('action-error').textContent = '';
     $('travel-state').textContent = '';
     $('travel-diff').replaceChildren();
-    $('talk-answer').textContent = '';
+    $('talk-answer').replaceChildren();
     $('talk').hidden = entry.machine !== 'turn-engine';
     $('timeline').replaceChildren();
     const machine = this.machines.get(entry.machine);
@@ -196,12 +201,12 @@ class StreamView {
     let subscribed!: () => void;
     const first = new Promise<void>((resolve) => (subscribed = resolve));
     this.#subscriptions.push(
-      this.client.state$<{ value?: string; output?: string }>(stream).subscribe({
+      this.client.state$<{ value?: string; output?: string; messages?: string[] }>(stream).subscribe({
         next: (state) => {
           subscribed();
           $('stream-state').textContent = `state: ${state?.value ?? '(no state name)'}`;
           this.#diagram?.highlight(state?.value);
-          if (typeof state?.output === 'string') $('talk-answer').textContent = state.output;
+          if (typeof state?.output === 'string') showMessages(state.messages ?? [state.output]);
         },
         error: (error: unknown) => {
           subscribed();
@@ -278,7 +283,7 @@ class StreamView {
     const stream = this.#stream;
     const input = $<HTMLInputElement>('talk-input');
     if (stream === undefined || input.value.trim() === '') return;
-    $('talk-answer').textContent = '';
+    $('talk-answer').replaceChildren();
     try {
       await this.client.dispatch(stream, { type: 'start_turn', input: input.value });
       input.value = '';

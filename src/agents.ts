@@ -81,6 +81,7 @@ export { CliSessionLimits, DEFAULT_MAX_RUNNING_SESSIONS, DEFAULT_MAX_SESSIONS_PE
 export { cliSessionOwners, type CliSessionOwners } from './effects/cli/cli-session-owners.js';
 export { CliProcessError, DEFAULT_STDERR_TAIL_BYTES, cliProcess, exitCodeOfSignal, type CliProcessEvent, type CliProcessOptions } from './effects/cli/cli-process.js';
 export type { CliSpawnContext, SpawnCliProcess } from './effects/cli/spawn-cli-process.js';
+export { cliContainment, type CliContainment } from './effects/cli/cli-containment.js';
 export { inProcessCli, type CliProgram, type CliProgramOutput, type CliProgramStart, type InProcessCliOptions } from './effects/cli/in-process-cli.js';
 export { ACP_MAX_TOOL_TEXT, ACP_RESUME_PROMPT, acpCliAdapter } from './effects/cli/acp-adapter.js';
 export { NDJSON_RESUME_TEXT, ndjsonCliAdapter } from './effects/cli/ndjson-adapter.js';

@@ -8,6 +8,7 @@ import { chatPartialResponse } from '../effects/chat-partial-response.js';
 import { autonomyEpics } from '../effects/autonomy/autonomy-epics.js';
 import { agentCliSessions } from '../effects/cli/agent-cli-sessions.js';
 import { cliAdapters } from '../effects/cli/cli-adapters.js';
+import { cliContainment } from '../effects/cli/cli-containment.js';
 import { cliSessionOwners } from '../effects/cli/cli-session-owners.js';
 import { agentRegistry } from '../effects/registry/agent-registry.js';
 import { registeredAgentAdmission } from '../effects/registry/registered-admission.js';
@@ -240,6 +241,13 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
   if (clis !== undefined) {
     const names = Object.entries(command.config.clis ?? {}).map(([name, cli]) => `${name} (${cli.protocol})`);
     log.log(`runestream: agent CLIs ${names.join(', ')}: spawn any stream as "agent-manager-session" with input {cli}, then dispatch start_session`);
+    const containment = await cliContainment();
+    if (containment.kind === 'pid_namespace') log.log('runestream: each agent CLI runs in a PID namespace of its own: whatever it starts ends with it');
+    else {
+      const msg = `agent CLIs run in their process group only (${containment.reason}): a process a CLI starts in a group or session of its own may outlive it`;
+      log.log(`runestream: ${msg}`);
+      logger.warn({ reason: containment.reason }, msg);
+    }
   }
   return {
     engine,

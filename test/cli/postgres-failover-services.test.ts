@@ -74,7 +74,8 @@ describe('runestream serve --store: kill -9 of the process running a service, a 
     const steps = [{ json: { type: 'task_started', taskId: 't1' } }, { json: { ts: 1, type: 'say', say: 'api_req_started' } }, { hang: true }];
     await client.dispatch(session, { type: 'start_session', prompt: JSON.stringify(steps) });
     await until<AgentManagerSessionState>(watcher, session, (state) => state.value === 'streaming');
-    const [cli, ...others] = descendants(owner.child.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(FAKE_CLI));
+    // The fake itself (on Linux under unshare and its init, whose arguments name it too).
+    const [cli, ...others] = descendants(owner.child.pid!).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(`${process.execPath}\0${FAKE_CLI}\0`));
     expect(others).toEqual([]);
     cliPids.push(cli!);
     owner.child.kill('SIGKILL');

@@ -36,3 +36,34 @@ export function alive(pid: number): boolean {
     return false;
   }
 }
+
+/**
+ * The live processes with `marker` as one of their arguments (Linux, from /proc): how a test finds
+ * what a CLI started in a PID namespace, whose pids there are not this machine's.
+ */
+export function processesWith(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(marker) && alive(Number(entry))) found.push(Number(entry));
+    } catch {
+      // it ended meanwhile
+    }
+  }
+  return found;
+}
+
+/** A marker no other process's arguments hold, for {@link processesWith}. */
+export const uniqueMarker = (what: string): string => `runestream-test-${what}-${process.pid}-${Math.random().toString(36).slice(2)}`;
+
+/** SIGKILL to every live process with `marker` as an argument: a test's clean-up, whatever it asserted. */
+export function killProcessesWith(marker: string): void {
+  for (const pid of processesWith(marker)) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+}

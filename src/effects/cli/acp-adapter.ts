@@ -54,6 +54,8 @@ interface ToolInfo {
   kind?: string;
   status?: string;
   rawInput?: unknown;
+  /** Its permission was requested: its ask is complete, so later updates change nothing. */
+  asked?: true;
 }
 
 /** A request we sent, waiting for its response. */
@@ -181,6 +183,9 @@ function acpDriver(io: CliProcessIo, run: CliRun, subscriber: Subscriber<CliOutp
         tools.delete(call.data.toolCallId);
         return ignore(`tool call ${call.data.toolCallId} ${tool.status}: its result has no agentManagerSession event`);
       }
+      // kilo may send it while the session waits for the approval (seen on a loaded machine),
+      // where a partial ask is refused: it adds nothing to the complete ask.
+      if (tool.asked) return ignore(`tool call ${call.data.toolCallId} updated after its permission request: its ask is complete already`);
       return event(toolAsk(tool, true));
     }
     return ignore(`session/update ${kind} has no agentManagerSession event`);
@@ -202,7 +207,9 @@ function acpDriver(io: CliProcessIo, run: CliRun, subscriber: Subscriber<CliOutp
     }
     endMessage();
     const { toolCall, options } = parsed.data;
-    event(toolAsk(mergeTool(toolCall), false));
+    const tool = mergeTool(toolCall);
+    tool.asked = true;
+    event(toolAsk(tool, false));
     if (run.autoApprove) answerPermission(id, options, true);
     else permissions.push({ id, options });
   };

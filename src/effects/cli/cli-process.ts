@@ -2,9 +2,11 @@ import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'n
 import type { Socket } from 'node:net';
 import { constants } from 'node:os';
 import { getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { Observable } from 'rxjs';
+import { Observable, from, switchMap } from 'rxjs';
 import type { CliProcessIo } from './cli-adapter.js';
-import { CliProcessOutput, cliProcessSettings } from './cli-process-output.js';
+import { type CliContainment, cliContainment, containedCommand } from './cli-containment.js';
+import { executablePath } from './executable-path.js';
+import { CliProcessOutput, type CliProcessSettings, cliProcessSettings } from './cli-process-output.js';
 import { CliProcessError, type CliProcessEvent, type CliProcessOptions } from './spawn-cli-process.js';
 
 export { CliProcessError, DEFAULT_STDERR_TAIL_BYTES, type CliProcessEvent, type CliProcessOptions } from './spawn-cli-process.js';
@@ -74,6 +76,12 @@ const forgetGroup = (pid: number): void => {
   liveGroups.delete(pid);
 };
 
+/** The `spawn_failed` error of a command that could not start, by its errno code. */
+const spawnFailed = (command: string, cwd: string, code: string | undefined, message = code ?? 'unknown error'): CliProcessError => {
+  const reason = code !== undefined && SPAWN_ERRNO[code] !== undefined ? `${code}: ${SPAWN_ERRNO[code]}` : message;
+  return new CliProcessError('spawn_failed', `could not start "${command}" in ${cwd}: ${reason}`);
+};
+
 /** Signals a process group; false when it has no process left (or is not ours to signal). */
 function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
   try {
@@ -87,30 +95,51 @@ function signalGroup(pid: number, signal: NodeJS.Signals | 0): boolean {
 /**
  * A child process as an Observable: cold, so subscribing spawns it and unsubscribing ends it.
  *
- * 1. It runs `command` with `args` in `cwd` as the leader of its own process group, with only
- *    PATH, HOME, USER, SHELL, TERM and LOGNAME of the server's environment (the MCP SDK's
- *    `getDefaultEnvironment`) plus `env`: the server's secrets stay with the server.
+ * 1. It runs `command` with `args` in `cwd` in its own process group, with only PATH, HOME, USER,
+ *    SHELL, TERM and LOGNAME of the server's environment (the MCP SDK's `getDefaultEnvironment`)
+ *    plus `env`: the server's secrets stay with the server. On Linux, where `unshare` can (see
+ *    `cliContainment`, checked once), in a PID namespace of its own too: `unshare` leads the group
+ *    and holds the namespace, whose init (`sh`) runs the command, so whatever it starts, in any
+ *    group or session, ends with it (SIGKILL) once the command exits or is ended; elsewhere the
+ *    process group alone, which a process of another group or session leaves.
  * 2. Once it runs: `spawned` with its stdio. Its stdout is `io.lines$` (split by `splitLines`,
  *    bounded); `io.write` and `io.end` are its stdin, and a write after stdin closed (the process
  *    exited, EPIPE) is dropped: it never throws.
- * 3. It exits: `exit` with its code (a signal as 128 + its number) once stdout has ended, then
- *    completes. A process that cannot start errors with {@link CliProcessError} `spawn_failed`,
+ * 3. It exits: `exit` with its code (a signal as 128 + its number; in a PID namespace, where its
+ *    init reports the code only, without `signal`) once stdout has ended, then completes. A process that cannot start errors with {@link CliProcessError} `spawn_failed`,
  *    naming the command and the reason (ENOENT, EACCES).
  * 4. No stdout line for `idleTimeoutMs` (on `scheduler`): the process is ended and the Observable
  *    errors with `idle_timeout`.
  * 5. Ended (unsubscribed, idle): SIGTERM to its group, so its children end with it, then SIGKILL
- *    after `killGraceMs` on `scheduler` to whatever of the group is left. Groups still alive when
- *    the server process exits get SIGKILL then; a server process killed outright (SIGKILL, where
- *    no exit hook runs) leaves a watchdog (`sh`, one per live group) that does the same: a CLI
- *    never works on for a server that is gone.
+ *    after `killGraceMs` on `scheduler` to whatever of the group is left (`unshare` among them: its
+ *    namespace goes with it). Groups still alive when the server process exits get SIGKILL then; a
+ *    server process killed outright (SIGKILL, where no exit hook runs) leaves a watchdog (`sh`,
+ *    one per live group) that does the same: a CLI never works on for a server that is gone.
  */
 export function cliProcess(options: CliProcessOptions): Observable<CliProcessEvent> {
   const settings = cliProcessSettings('cliProcess', options);
+  return from(cliContainment()).pipe(switchMap((containment) => containedCliProcess(settings, containment)));
+}
+
+/** `cliProcess` contained as `containment` says. */
+export function containedCliProcess(settings: CliProcessSettings, containment: CliContainment): Observable<CliProcessEvent> {
   const { command, args, cwd, env, stdin, endStdin, scheduler, killGraceMs } = settings;
   return new Observable<CliProcessEvent>((subscriber) => {
+    const childEnv = { ...getDefaultEnvironment(), ...env };
+    let file = command;
+    if (containment.kind === 'pid_namespace') {
+      // Looked up here as `spawn` would, so a missing command is `spawn_failed`, not the wrapper's exit 127.
+      const found = executablePath(command, cwd, childEnv.PATH ?? process.env.PATH);
+      if (!('path' in found)) {
+        subscriber.error(spawnFailed(command, cwd, found.code));
+        return;
+      }
+      file = found.path;
+    }
+    const contained = containedCommand(containment, file, args);
     let child: ChildProcessWithoutNullStreams;
     try {
-      child = spawn(command, [...args], { cwd, env: { ...getDefaultEnvironment(), ...env }, detached: true, stdio: 'pipe' });
+      child = spawn(contained.file, [...contained.args], { cwd, env: childEnv, detached: true, stdio: 'pipe' });
     } catch (error) {
       // A bad argument (a NUL in it) throws at once rather than emitting `error`.
       subscriber.error(new CliProcessError('spawn_failed', `could not start "${command}": ${(error as Error).message}`));
@@ -154,8 +183,7 @@ export function cliProcess(options: CliProcessOptions): Observable<CliProcessEve
     });
     child.on('error', (error: NodeJS.ErrnoException) => {
       if (running) return; // a failed kill or write after it started: its exit says the rest
-      const reason = error.code !== undefined && SPAWN_ERRNO[error.code] !== undefined ? `${error.code}: ${SPAWN_ERRNO[error.code]}` : error.message;
-      subscriber.error(new CliProcessError('spawn_failed', `could not start "${command}" in ${cwd}: ${reason}`));
+      subscriber.error(spawnFailed(command, cwd, error.code, error.message));
     });
     child.on('exit', () => {
       exited = true;

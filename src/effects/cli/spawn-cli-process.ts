@@ -45,6 +45,7 @@ export type CliProcessEvent =
       readonly type: 'exit';
       /** The exit code; a process ended by a signal has 128 + the signal's number (SIGTERM 143, SIGKILL 137), as shells report it. */
       readonly code: number;
+      /** The signal that ended it, where the OS tells it (not for a CLI in a PID namespace: its init reports the code only). */
       readonly signal?: string;
       /** The end of its stderr (see {@link CliProcessOptions.stderrTailBytes}). */
       readonly stderr: string;

@@ -102,7 +102,7 @@ describe('acpCliAdapter on kilo 7.7.7 transcripts', () => {
     expect(s.events.some((e) => e.type === 'ask:tool' && e.partial === false)).toBe(true);
   });
 
-  it('a command (kind execute) is ask:command with the command as its text, partial while it streams', async () => {
+  it('a command (kind execute) is ask:command with the command as its text, partial while it streams, and its updates after the permission request are ignored', async () => {
     const s = await replay(kiloTranscript('command-approved'), newTask('Write hi.txt with a shell command.'), { permissions: ['approve'] });
     expectClean(s);
     expect(s.states).toEqual(['idle', 'creating', 'streaming', 'waiting_approval', 'streaming', 'completed']);
@@ -110,10 +110,27 @@ describe('acpCliAdapter on kilo 7.7.7 transcripts', () => {
       [true, 'bash'],
       [true, 'echo hi > hi.txt'],
       [false, 'echo hi > hi.txt'],
-      [true, 'echo hi > hi.txt'],
-      [true, 'echo hi > hi.txt'],
-      [true, 'echo hi > hi.txt'],
     ]);
+    expect(s.ignored.filter((reason) => reason.includes('updated after its permission request'))).toHaveLength(3);
+  });
+
+  it('a tool_call_update arriving after its permission request (a loaded machine) changes nothing: no partial ask follows the complete one', async () => {
+    // As recorded, kilo's in_progress updates come after the answer; under load one came between the
+    // request and the answer, while the session waits for approval.
+    const entries = kiloTranscript('command-approved');
+    const request = entries.findIndex((entry) => 'message' in entry && entry.message.method === 'session/request_permission');
+    const late = entries.findIndex((entry, index) => index > request && 'message' in entry && entry.message.method === 'session/update');
+    expect(JSON.stringify(entries[late])).toContain('"status":"in_progress"');
+    const reordered = [...entries.slice(0, request + 1), entries[late]!, ...entries.slice(request + 1, late), ...entries.slice(late + 1)];
+    const s = await replay(reordered, newTask('Write hi.txt with a shell command.'), { permissions: ['approve'] });
+    expectClean(s);
+    expect(s.states).toEqual(['idle', 'creating', 'streaming', 'waiting_approval', 'streaming', 'completed']);
+    expect(s.events.filter((e) => e.type === 'ask:command').map((e) => [e.partial, e.text])).toEqual([
+      [true, 'bash'],
+      [true, 'echo hi > hi.txt'],
+      [false, 'echo hi > hi.txt'],
+    ]);
+    expect(s.ignored).toContain('tool call call_bash_1 updated after its permission request: its ask is complete already');
   });
 
   it('follow-up: send_message after completion is a second session/prompt in the same process', async () => {

@@ -1,11 +1,14 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Observable, Subscription, VirtualTimeScheduler, firstValueFrom, lastValueFrom, toArray } from 'rxjs';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import { CliProcessError, cliProcess, type CliProcessEvent, type CliProcessOptions } from '../../../src/effects/cli/cli-process.js';
+import { cliContainment } from '../../../src/effects/cli/cli-containment.js';
+import { CliProcessError, cliProcess, containedCliProcess, type CliProcessEvent, type CliProcessOptions } from '../../../src/effects/cli/cli-process.js';
+import { cliProcessSettings } from '../../../src/effects/cli/cli-process-output.js';
 import { runAndKill } from '../../support/kill-worker.js';
+import { killProcessesWith, processesWith, uniqueMarker } from '../../support/process-tree.js';
 import { cliProcessContract, transcript } from './cli-process-contract.js';
 import { FAKE_CLI, childPidOf, event, isRunning, type FakeStep } from './support.js';
 
@@ -54,8 +57,9 @@ function started(process$: Observable<CliProcessEvent>): { spawned: Promise<Extr
 describe('cliProcess', () => {
   cliProcessContract('cliProcess', fake, cliProcess);
 
-  it('reports an exit by a signal as 128 + its number', async () => {
-    expect(await lastValueFrom(transcript(fake([{ kill: 'SIGTERM' }])))).toBe('exit:143:SIGTERM:');
+  it('reports an exit by a signal as 128 + its number (and the signal, where the OS tells it: not through a PID namespace)', async () => {
+    const signal = (await cliContainment()).kind === 'pid_namespace' ? '' : ':SIGTERM';
+    expect(await lastValueFrom(transcript(fake([{ kill: 'SIGTERM' }])))).toBe(`exit:143${signal}:`);
   });
 
   it('hands the CLI only the safe variables of the server and its own env', async () => {
@@ -75,6 +79,27 @@ describe('cliProcess', () => {
     expect((error as Error).message).toMatch(/^spawn_failed: could not start "runestream-no-such-cli" in .*: ENOENT/);
   });
 
+  it('errors with spawn_failed when the command is not executable (EACCES), a path or a name on PATH alike', async () => {
+    const script = join(dir, 'not-executable');
+    writeFileSync(script, '#!/bin/sh\n', { mode: 0o644 });
+    for (const options of [{ command: script }, { command: 'not-executable', env: { PATH: dir } }]) {
+      const error = await firstValueFrom(cliProcess({ cwd: process.cwd(), ...options })).catch((e: unknown) => e);
+      expect((error as Error).message).toMatch(/^spawn_failed: could not start "(.*\/)?not-executable" in .*: EACCES: permission denied/);
+    }
+  });
+
+  it('where the PID namespace cannot be had, its process group: unsubscribed, it ends the process and its children', async () => {
+    const settings = cliProcessSettings('cliProcess', { command: process.execPath, args: [FAKE_CLI, JSON.stringify([{ child: true }, { hang: true }])], cwd: process.cwd() });
+    const { spawned, lines } = started(containedCliProcess(settings, { kind: 'process_group', reason: 'a test' }));
+    const { pid } = await spawned;
+    await vi.waitFor(() => expect(lines).toHaveLength(1), { timeout: 10_000 });
+    const child = childPidOf(lines[0]);
+    pids.push(child);
+    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[0]).toBe(process.execPath); // the CLI itself, no unshare
+    subscriptions.pop()!.unsubscribe();
+    await vi.waitFor(() => expect([isRunning(pid), isRunning(child)]).toEqual([false, false]));
+  });
+
   it('ends the process with idle_timeout when it prints no line for idleTimeoutMs (virtual time)', async () => {
     const scheduler = new VirtualTimeScheduler();
     const { spawned, lines, done } = started(fake([event({ type: 'ready' }), { hang: true }], { scheduler, idleTimeoutMs: 60_000, killGraceMs: 1000 }));
@@ -90,7 +115,7 @@ describe('cliProcess', () => {
   it('unsubscribed, it ends the process and its children (its process group)', async () => {
     const { spawned, lines } = started(fake([{ child: true }, { hang: true }]));
     const { pid } = await spawned;
-    await vi.waitFor(() => expect(lines).toHaveLength(1));
+    await vi.waitFor(() => expect(lines).toHaveLength(1), { timeout: 10_000 }); // the child has started
     const child = childPidOf(lines[0]);
     pids.push(child);
     expect(isRunning(child)).toBe(true);
@@ -105,6 +130,44 @@ describe('cliProcess', () => {
     const { cli, child } = JSON.parse(line) as { cli: number; child: number };
     pids.push(cli, child);
     await vi.waitFor(() => expect([isRunning(cli), isRunning(child)]).toEqual([false, false]), { timeout: 10_000 });
+  });
+
+  // kilo's bash tool starts commands in a session and group of their own: the process group alone misses them.
+  describe('every process the CLI started ends with it, one in a session and process group of its own (setsid) too', () => {
+    const markers: string[] = [];
+    afterEach(() => {
+      for (const marker of markers.splice(0)) killProcessesWith(marker);
+    });
+    const escaping = (): string => {
+      const marker = uniqueMarker('escape');
+      markers.push(marker);
+      return marker;
+    };
+
+    it('unsubscribed', async () => {
+      const marker = escaping();
+      const { spawned, lines } = started(fake([{ escape: marker }, { hang: true }]));
+      await spawned;
+      await vi.waitFor(() => expect(lines).toEqual([`{"type":"say:text","text":"escaped:${marker}"}`]));
+      expect(processesWith(marker)).toHaveLength(1);
+      subscriptions.pop()!.unsubscribe();
+      await vi.waitFor(() => expect(processesWith(marker)).toEqual([]), { timeout: 5_000 });
+    });
+
+    it('once the CLI exited', async () => {
+      const marker = escaping();
+      const { done } = started(fake([{ escape: marker }, { exit: 0 }]));
+      expect(await done).toMatchObject({ type: 'exit', code: 0 });
+      await vi.waitFor(() => expect(processesWith(marker)).toEqual([]), { timeout: 5_000 });
+    });
+
+    it('once the server process was killed outright (SIGKILL)', async () => {
+      const marker = escaping();
+      const worker = fileURLToPath(new URL('../../fixtures/cli-process-crash-worker.ts', import.meta.url));
+      const { signal } = await runAndKill(worker, [marker]);
+      expect(signal).toBe('SIGKILL');
+      await vi.waitFor(() => expect(processesWith(marker)).toEqual([]), { timeout: 10_000 });
+    });
   });
 
   it('gives a CLI that ignores SIGTERM a SIGKILL once killGraceMs has passed (virtual time)', async () => {

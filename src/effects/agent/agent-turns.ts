@@ -131,7 +131,8 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
             ? { type: 'turn_error', ...('error' in event ? { error: event.error } : {}), usage }
             : { type: 'turn_interrupted', ...(event.type === 'interrupt' && event.reason !== undefined ? { reason: event.reason } : {}), usage },
     });
-    commands.push({ stream: agent.root, event: { type: 'turn_completed', usage } });
+    // Its outcome too: the conversation counts errors in a row (`errorThreshold`).
+    commands.push({ stream: agent.root, event: { type: 'turn_completed', usage, outcome: rune.to } });
   }
   commands.push({ stream: agent.turn, event: { type: 'turn_finalized' } });
   if (event.type === 'steer') commands.push({ stream: agent.turn, event: { type: 'start_turn', input: event.input } });
@@ -221,7 +222,7 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
           if (lifecycle?.value === 'running_turn') {
             const usage = await usageOfTurn(agent, view.at, context);
             commands.push({ stream: agent.lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART, usage } });
-            commands.push({ stream: agent.root, event: { type: 'turn_completed', usage } });
+            commands.push({ stream: agent.root, event: { type: 'turn_completed', usage, outcome: 'interrupted' } });
           }
           commands.push({ stream: view.stream, event: { type: 'turn_finalized' } });
           return commands;

@@ -5,7 +5,7 @@ import { conversation } from '../../reducers/conversation/machine.js';
 import { SPAWN_EVENT_TYPE, isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall, toolCallStatus } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
-import { TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js';
+import { STEERED, TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { ToolResultSummary } from '../../reducers/turn-engine/schema.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
@@ -119,6 +119,7 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
       commands.push({ stream, event: { type: 'cancelled', reason } });
     }
   }
+  const interruption = event.type === 'interrupt' ? event.reason : event.type === 'steer' ? STEERED : undefined;
   // Assigned by this process (its `turn_assigned` may not be durable yet), or found running.
   if (assigned || (await stateOf(context, agent.lifecycle, agentLifecycle))?.value === 'running_turn') {
     const usage = await usageOfTurn(agent, rune.at, context);
@@ -129,7 +130,7 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
           ? { type: 'turn_completed', usage }
           : rune.to === 'error'
             ? { type: 'turn_error', ...('error' in event ? { error: event.error } : {}), usage }
-            : { type: 'turn_interrupted', ...(event.type === 'interrupt' && event.reason !== undefined ? { reason: event.reason } : {}), usage },
+            : { type: 'turn_interrupted', ...(interruption === undefined ? {} : { reason: interruption }), usage },
     });
     // Its outcome too: the conversation counts errors in a row (`errorThreshold`).
     commands.push({ stream: agent.root, event: { type: 'turn_completed', usage, outcome: rune.to } });

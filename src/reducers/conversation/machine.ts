@@ -138,4 +138,6 @@ export const conversation = defineMachine<S, E, ConversationInput, P>({
   spawnKind: 'session.created',
   // Seed 003: closing ends with the runelog sealed; archival moves it, sealed, to cold storage.
   seals: ['closed', 'archived'],
+  // Seed 003, paused: "No new turns accepted" (the turn in flight goes on): a start is refused, nothing appended.
+  holds: { paused: ['start_turn'] },
 });

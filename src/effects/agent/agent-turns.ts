@@ -148,12 +148,14 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
  *    first with a role), ready (or `init_error` if `options.initError` says why not), and its conversation
  *    (`<root>`) if none is there yet, with it as the root agent.
  * 2. A turn started: the conversation counts it (`new_turn`) and the agent runs it
- *    (`turn_assigned`); if the conversation is paused, suspended or closed, the agent terminated,
- *    or the agent's or conversation's budget (`options`) exhausted, the turn is interrupted with why.
+ *    (`turn_assigned`); if the conversation is suspended or closed (or paused: the engine refuses
+ *    such a start, `held`, unless it was applied first), the agent terminated, or the agent's or
+ *    conversation's budget (`options`) exhausted, the turn is interrupted with why.
  * 3. The model asked for tools (`tool_calls_received`): a `toolCall` stream per call.
  * 4. The last call of a round is done: `tools_finished`, and the model gets the results.
  * 5. A turn ended: calls not done are cancelled (`cancelled_result`), the agent and conversation
- *    hear of it with the turn's usage, the turn is finalized; a steer starts the next turn.
+ *    hear of it with the turn's usage (the conversation with its `outcome` too, for its
+ *    `errorThreshold`), the turn is finalized; a steer starts the next turn.
  *
  * After a restart the engine resumes, from the stored turns, what is left to do (its effects of
  * state, see `stateEffects`): a tool round's missing calls are created and a finished round goes

@@ -134,7 +134,7 @@ export const TURN_ENDINGS: ReadonlySet<string> = new Set<TurnEngineStateName>(['
  * s = turnEngine.transition(s, { type: 'start_turn', input: 'hi' }); // streaming, turn 1
  * s = turnEngine.transition(s, { type: 'assistant_delta', content: 'Hel' });
  * console.log(turnEngine.step(s, { type: 'steer', input: 'be brief' }));
- * // Logs: { accepted: true, state: { value: 'interrupted', ... output: 'Hel', reason: 'steered', steerInput: 'be brief', ... }, kind: 'turn.interrupted', payload: { reason: 'steered', partialOutput: 'Hel', steerInput: 'be brief' } }
+ * // Logs: { accepted: true, state: { value: 'interrupted', ... output: 'Hel', ... reason: 'steered', ... steerInput: 'be brief', ... }, kind: 'turn.interrupted', payload: { reason: 'steered', partialOutput: 'Hel', steerInput: 'be brief' } }
  * ```
  */
 export const turnEngine = defineMachine<S, E, TurnEngineInput | void, P>({

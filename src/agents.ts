@@ -53,6 +53,8 @@ export type { AgentProfile } from './effects/agent/agent-profile.js';
 export { agentProfiles, type AgentProfiles, type AgentProfilesOptions } from './effects/agent/agent-profiles.js';
 export { buildAgentProfile, profileToolkit, type BuiltProfile, type ProfileToolkit } from './effects/agent/agent-profile-builder.js';
 export { conversationClose, CONVERSATION_CLOSING } from './effects/agent/conversation-close.js';
+export { conversationErrors, type ConversationErrorsOptions } from './effects/agent/conversation-errors.js';
+export { InvalidOptionError } from './effects/invalid-option.js';
 export { DELEGATE_TOOL, DelegateInput, subAgentId, type DelegationLimits } from './effects/agent/delegation.js';
 export { transcriptOf } from './effects/agent/transcript.js';
 export { reactAgentRuntime, type ReactAgentRuntime, type ReactAgentRuntimeOptions } from './effects/agent/react-agent-runtime.js';

@@ -164,6 +164,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
           // The default role's budget is every agent's without a role (a root spawned by a client).
           ...(agents.profiles[agents.defaultRole]?.budget === undefined ? {} : { budget: agents.profiles[agents.defaultRole]!.budget }),
           ...(command.config.conversationBudget === undefined ? {} : { conversationBudget: command.config.conversationBudget }),
+          ...(command.config.errorThreshold === undefined ? {} : { errorThreshold: command.config.errorThreshold }),
           prices: agents.prices,
           ...(admission === undefined ? {} : { admission }),
           ...(command.config.toolCalls?.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: command.config.toolCalls.approvalTimeoutMs }),

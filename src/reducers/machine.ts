@@ -13,8 +13,10 @@ export interface EventObject {
  * - `not_allowed`: the event exists but does not apply in the current state (or its guard fails).
  * - `sealed`: the engine's, never a transition's: the stream is under one whose machine `seals` it
  *   (a closed conversation's agents, turns and calls).
+ * - `held`: the engine's too: a stream above it holds back events of that type in its state (a
+ *   paused conversation takes no `start_turn` for its agents' turns).
  */
-export type RejectionCode = 'unknown_event' | 'invalid_event' | 'terminal_state' | 'not_allowed' | 'sealed';
+export type RejectionCode = 'unknown_event' | 'invalid_event' | 'terminal_state' | 'not_allowed' | 'sealed' | 'held';
 
 /**
  * A rune's payload: the fields its seed's rune table gives for its kind (camelCase), computed when
@@ -64,6 +66,13 @@ export interface Machine<State, Event extends EventObject, Input = void> {
    */
   readonly seals?: readonly string[];
   /**
+   * Events the streams under an instance refuse while it is in a state, by state: the engine
+   * refuses a dispatch of one of those event types to a stream under it (`<stream>/...`) with
+   * `held`, nothing appended. A paused conversation takes no new turn (`{ paused: ['start_turn'] }`).
+   * Unlike a seal, a hold ends when the instance leaves the state. Absent: it holds nothing back.
+   */
+  readonly holds?: Readonly<Record<string, readonly string[]>>;
+  /**
    * A view computed from a state for UIs (seed 001's UI flags, say): sent to clients beside the
    * state (a snapshot frame's `derived`, the client's `derived$`), computed again from each state,
    * never stored. Pure and cheap: it runs for every state a client is sent. Absent: none.
@@ -97,6 +106,13 @@ export interface Machine<State, Event extends EventObject, Input = void> {
    * store, a spawn at `stream` is refused with `agent_kind_conflict`. Absent: no such stream.
    */
   readonly otherKindOf?: ((stream: string) => string | undefined) | undefined;
+  /**
+   * The input an instance at `stream` gets from the (parsed) input it was spawned with, for a
+   * machine whose stream id names part of its input: a turn engine spawned at
+   * `<root>/agent/<a>/turn` with no `agentId` gets `a`. Its spawn rune stores the input so
+   * completed, so the state folded from the log is the same. Absent: the input as given.
+   */
+  readonly inputAt?: ((stream: string, input: Input) => Input) | undefined;
   /** A Mermaid `stateDiagram-v2` generated from the machine's table. */
   toMermaid(): string;
 }

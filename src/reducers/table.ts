@@ -71,6 +71,8 @@ export interface TableDefinition<S extends FiniteState, E extends EventObject, I
   readonly spawnKind?: string;
   /** States in which an instance seals the streams under it (see `Machine.seals`). Default: none. */
   readonly seals?: readonly S['value'][];
+  /** Event types the streams under an instance refuse in a state, by state (see `Machine.holds`). Default: none. */
+  readonly holds?: Readonly<Partial<Record<S['value'], readonly string[]>>>;
   /** A view derived from each state for UIs, never stored (see `Machine.derive`). Default: none. */
   readonly derive?: (state: S) => unknown;
   /**
@@ -89,6 +91,8 @@ export interface TableDefinition<S extends FiniteState, E extends EventObject, I
   readonly layoutReason?: (stream: string) => string | undefined;
   /** The same agent's stream of its other kind (see `Machine.otherKindOf`). */
   readonly otherKindOf?: (stream: string) => string | undefined;
+  /** The input an instance at a stream gets from the one it was spawned with (see `Machine.inputAt`). */
+  readonly inputAt?: (stream: string, input: I) => I;
 }
 
 /** A finite machine built from a table. The table and its payload schemas stay available as data. */
@@ -265,11 +269,13 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
     table,
     spawnKind: definition.spawnKind ?? DEFAULT_SPAWN_KIND,
     ...(definition.seals === undefined ? {} : { seals: definition.seals }),
+    ...(definition.holds === undefined ? {} : { holds: definition.holds as Readonly<Record<string, readonly string[]>> }),
     ...(definition.derive === undefined ? {} : { derive: definition.derive }),
     ...(definition.existsReason === undefined ? {} : { existsReason: definition.existsReason }),
     ...(definition.streamReason === undefined ? {} : { streamReason: definition.streamReason }),
     ...(definition.layoutReason === undefined ? {} : { layoutReason: definition.layoutReason }),
     ...(definition.otherKindOf === undefined ? {} : { otherKindOf: definition.otherKindOf }),
+    ...(definition.inputAt === undefined ? {} : { inputAt: definition.inputAt }),
     spawnPayload: definition.spawnPayload,
     payloads: definition.payloads ?? ({} as P),
     toMermaid: () => mermaidFromTable(machine),

@@ -45,6 +45,9 @@ import { PromisedDispatch, promiseSink, raceRetry, registerSubmit, retrySink, ty
  *   on every store alike, in the same walk as the limits; the reason names the path, what and where.
  * - `sealed`: the stream is under one whose machine seals it in its state (a closed or archived
  *   conversation's `conv/<c>/...`); the reason names the sealing stream. Known after a restart.
+ * - `held`: the event's type is held back by a stream above it in its state (its machine's
+ *   `holds`: a paused conversation takes no `start_turn` for `conv/<c>/agent/<a>/turn`); the
+ *   reason names that stream and its state. Known after a restart; released when it leaves the state.
  * - `contention`: the dispatch lost the race for its stream's next seq to other writers
  *   `maxRaceLosses` times in a row (each time applied again to the newer state); nothing was
  *   appended. The reason names the stream.
@@ -376,7 +379,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         liveRunes.next(rune.stream, rune);
         if (allRunes.observed) allRunes.next(rune);
         if (runeChannel.hasSubscribers) runeChannel.publish(rune);
-        if (instance.machine.seals !== undefined) seals.reached(rune.stream, rune.machine, rune.to);
+        if (instance.machine.seals !== undefined || instance.machine.holds !== undefined) seals.reached(rune.stream, rune.machine, rune.to);
         // A terminal state accepts no event: keeping the instance would only hold memory. Its state
         // stays in the log, where a later subscriber hydrates it from.
         if (rune.to !== undefined && instance.machine.terminal.length > 0 && instance.machine.terminal.includes(rune.to)) instance.releasing = true;
@@ -423,7 +426,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const parsed = parseBounded(machine.schemas.input, input);
     if (!parsed.success) return rejected('invalid_input', `invalid input for "${machine.id}": ${describeIssues(parsed.issues, parsed.partial)}`);
     if (instances.get(stream) !== undefined) return rejected('stream_exists', existsReason(machine, stream));
-    const misplaced = machine.streamReason?.(stream, parsed.data);
+    // What the stream id says of the input, filled in (a turn engine's agent): stored so, in the spawn rune.
+    const completed = machine.inputAt === undefined ? parsed.data : machine.inputAt(stream, parsed.data);
+    const misplaced = machine.streamReason?.(stream, completed);
     if (misplaced !== undefined) return rejected('invalid_stream', misplaced);
     const outOfLayout = machine.layoutReason?.(stream);
     if (outOfLayout !== undefined) return rejected('invalid_layout', outOfLayout);
@@ -437,7 +442,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
     const claim = instances.claim(
       stream,
       () => {
-        const state = machine.initial(parsed.data);
+        const state = machine.initial(completed);
         return {
           stream,
           machine,
@@ -449,18 +454,19 @@ export function createEngine(options: EngineOptions = {}): Engine {
           sinceSnapshot: 0,
           releasing: false,
           sealedBy: undefined,
+          heldBy: undefined,
           sealGeneration: -1,
         };
       },
       (instance) => {
         const to = valueOf(instance.state);
-        const event = { type: SPAWN_EVENT_TYPE, input: parsed.data };
+        const event = { type: SPAWN_EVENT_TYPE, input: completed };
         const { at } = instance;
         const rune: Rune =
           to === undefined
             ? { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, at }
             : { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, to, at };
-        if (machine.spawnPayload !== undefined) rune.payload = machine.spawnPayload(parsed.data, instance.state);
+        if (machine.spawnPayload !== undefined) rune.payload = machine.spawnPayload(completed, instance.state);
         const call = new PromisedDispatch();
         commits.enqueue(instance, rune, instance.state, promiseSink, call);
         spawned = call.promise();
@@ -488,9 +494,16 @@ export function createEngine(options: EngineOptions = {}): Engine {
     // Looked up again only after a new seal: one comparison a dispatch on the hot path.
     if (instance.sealGeneration !== seals.generation) {
       instance.sealedBy = seals.refusal(instance.stream);
+      instance.heldBy = seals.hold(instance.stream);
       instance.sealGeneration = seals.generation;
     }
     if (instance.sealedBy !== undefined) return sink.result(rejected('sealed', instance.sealedBy), token);
+    if (instance.heldBy !== undefined) {
+      const type = typeof value === 'object' && value !== null ? (value as { type?: unknown }).type : undefined;
+      if (typeof type === 'string' && instance.heldBy.types.has(type)) {
+        return sink.result(rejected('held', `event "${type}" is held back: ${instance.heldBy.by} (its streams take no ${type} until it is not)`), token);
+      }
+    }
     const { machine } = instance;
     const parsed = parseBounded(machine.schemas.event, value);
     if (!parsed.success) {

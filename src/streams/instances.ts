@@ -2,7 +2,7 @@ import { foldEvents, foldRune } from '../reducers/fold.js';
 import type { AnyMachine } from '../reducers/machine.js';
 import type { Rune } from '../reducers/rune.js';
 import type { Committable } from './commit-queue.js';
-import type { Seals } from './seals.js';
+import type { Hold, Seals } from './seals.js';
 import type { SnapshotSubject } from './snapshots.js';
 import { StreamReadError } from './stream-read-error.js';
 import type { RuneStore, StreamHead } from './store.js';
@@ -26,6 +26,8 @@ export interface Instance extends Committable, SnapshotSubject {
   releasing: boolean;
   /** Why it is sealed (see `Seals`), as of the seal generation `sealGeneration`: checked again only when a new seal is made. */
   sealedBy: string | undefined;
+  /** What holds back some of its events (see `Seals.hold`), as of the same generation. */
+  heldBy: Hold | undefined;
   sealGeneration: number;
 }
 
@@ -267,6 +269,7 @@ export class Instances {
       sinceSnapshot,
       releasing: false,
       sealedBy: undefined,
+      heldBy: undefined,
       sealGeneration: -1,
     };
     this.#memory.set(stream, instance);

@@ -98,7 +98,7 @@ const scenarios: readonly Scenario[] = [
       ['turn.interrupted', { reason: 'user stop', partialOutput: 'Par' }],
       ['turn_finalized', undefined],
       ['turn.started', { turnId: '3', agentId: 'a1', input: 'third' }],
-      ['turn.interrupted', { partialOutput: '', steerInput: 'be brief' }],
+      ['turn.interrupted', { reason: 'steered', partialOutput: '', steerInput: 'be brief' }],
       ['turn_finalized', undefined],
       ['turn.started', { turnId: '4', agentId: 'a1', input: 'fourth' }],
       ['turn.error', { errorType: 'stream_error', message: '503 upstream' }],

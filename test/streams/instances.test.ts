@@ -30,6 +30,7 @@ const spawned = (stream: string): Instance => ({
   sinceSnapshot: 0,
   releasing: false,
   sealedBy: undefined,
+  heldBy: undefined,
   sealGeneration: -1,
 });
 

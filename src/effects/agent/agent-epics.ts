@@ -13,6 +13,7 @@ import type { AgentProfiles } from './agent-profiles.js';
 import { agentRoles } from './agent-roles.js';
 import { agentTurns } from './agent-turns.js';
 import { conversationClose } from './conversation-close.js';
+import { conversationErrors, errorThresholdOf } from './conversation-errors.js';
 import { DELEGATE_TOOL, delegation, type DelegationLimits } from './delegation.js';
 
 /** Options of {@link agentEpics}. */
@@ -45,6 +46,12 @@ export interface AgentEpicsOptions {
   readonly budget?: Budget;
   /** Limits on each conversation's usage, all its agents together (see `agentBudgets`). Default: none. */
   readonly conversationBudget?: Budget;
+  /**
+   * How many turns of a conversation may end in error in a row before it is suspended (seed 003's
+   * `error_threshold`; see `conversationErrors`): an integer from 1 to 1,000, else an
+   * `InvalidOptionError` (code `invalid_option`). Default 5.
+   */
+  readonly errorThreshold?: number;
   /** Prices per model id, for the `cost` of each response and the `cost` dimension of budgets. Default: none. */
   readonly prices?: PriceTable;
   /**
@@ -86,7 +93,21 @@ export interface AgentEpicsOptions {
  * ```
  */
 export function agentEpics(options: AgentEpicsOptions): Epic[] {
-  const { model, tools = [], system, approvalTimeoutMs, agents, delegation: delegationLimits, budget, conversationBudget, prices, admission, claimId } = options;
+  const {
+    model,
+    tools = [],
+    system,
+    approvalTimeoutMs,
+    agents,
+    delegation: delegationLimits,
+    budget,
+    conversationBudget,
+    errorThreshold,
+    prices,
+    admission,
+    claimId,
+  } = options;
+  const threshold = errorThresholdOf(errorThreshold, 'agentEpics');
   const roles = agentRoles({ model, tools, system, prices, agents });
   const limits: BudgetLimits = {
     ...(budget === undefined ? {} : { budget }),
@@ -106,6 +127,7 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
     }),
     ...roles.chains.map((each) => providerBreakers(each)),
     conversationClose(),
+    conversationErrors({ errorThreshold: threshold }),
     ...(roles.delegation ? [delegation({ roles: roles.modelNames, ...delegationLimits, ...(claimId === undefined ? {} : { claimId }) })] : []),
   ];
 }

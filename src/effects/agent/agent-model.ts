@@ -12,6 +12,7 @@ import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js'
 import { toSegment } from '../../reducers/stream-ids.js';
 import { agentOfTurn } from './streams.js';
 import { transcriptOf } from './transcript.js';
+import { lastStartAt } from './turn-usage.js';
 import { errorText } from '../../reducers/error-text.js';
 import { costOf, type PriceTable } from '../../reducers/budget.js';
 
@@ -38,7 +39,11 @@ export type AgentModelChooser = (turnStream: string, context: EpicContext) => Ob
  * states. An Observable all the way: with a context that answers at once (a test's), the model is
  * called in the same frame as the rune that asked for it.
  */
-function requestOf(stream: string, context: EpicContext, options: AgentModelOptions): Observable<{ request: ModelRequest; usedCallIds: Set<string> }> {
+function requestOf(
+  stream: string,
+  context: EpicContext,
+  options: AgentModelOptions,
+): Observable<{ request: ModelRequest; usedCallIds: Set<string>; startedAt: number | undefined }> {
   const agent = agentOfTurn(stream)!;
   return context.read(stream).pipe(
     ofMachine(turnEngine),
@@ -51,7 +56,8 @@ function requestOf(stream: string, context: EpicContext, options: AgentModelOpti
           const calls = new Map<string, ToolCallState>();
           for (const [i, call] of snapshots.entries()) if (call !== undefined) calls.set(callIds[i]!, call.state);
           const request = { ...(options.system === undefined ? {} : { system: options.system }), messages: transcriptOf(runes, calls), tools: options.tools ?? {} };
-          return { request, usedCallIds: new Set(callIds) };
+          // When the turn started (its last `turn.started`): its wall clock runs from there.
+          return { request, usedCallIds: new Set(callIds), startedAt: lastStartAt(runes) };
         }),
       );
     }),
@@ -74,13 +80,15 @@ function uniqueCallId(asked: string, used: Set<string>): string {
  * One model response of a turn, as commands to its stream: every text delta an `assistant_delta`;
  * at the end either `tool_calls_received` (with what each call asked for) or `response_done`, each
  * with the response's usage, the model that answered and its cost by the price table; a failed
- * call `stream_error`. Commands the call makes of its own (its breakers) pass through.
+ * call `stream_error`. Each response also carries the turn's wall clock so far (`wallClockMs`, from
+ * its `turn.started` rune, on the engine's scheduler). Commands the call makes of its own (its
+ * breakers) pass through.
  */
 function respond(stream: string, context: EpicContext, options: AgentModelOptions): Observable<EpicCommand> {
   return defer(() => requestOf(stream, context, options)).pipe(
-    switchMap(({ request, usedCallIds }) => {
+    switchMap(({ request, usedCallIds, startedAt }) => {
       const asked: ToolCallInput[] = [];
-      let finish: { usage?: Record<string, number>; model?: string; provider?: string; cost?: number } = {};
+      let finish: { usage?: Record<string, number>; model?: string; provider?: string; cost?: number; wallClockMs?: number } = {};
       const toTurn = (event: TurnEngineEvent): EpicCommand => ({ stream, event });
       return new Observable<EpicCommand>((subscriber) =>
         options.call(request, context).subscribe({
@@ -108,6 +116,8 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
           },
           error: (error: unknown) => subscriber.error(error),
           complete: () => {
+            // The turn's time so far, on the engine's scheduler: the turn's own `usage.wallClockMs`.
+            if (startedAt !== undefined) finish = { ...finish, wallClockMs: Math.max(0, Math.floor(context.scheduler.now() - startedAt)) };
             subscriber.next(
               toTurn(
                 asked.length > 0 ? { type: 'tool_calls_received', callIds: asked.map((call) => call.callId), calls: asked, ...finish } : { type: 'response_done', ...finish },

@@ -5,7 +5,7 @@ import { conversation } from '../../reducers/conversation/machine.js';
 import { SPAWN_EVENT_TYPE, isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall, toolCallStatus } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
-import { TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js';
+import { STEERED, TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { ToolResultSummary } from '../../reducers/turn-engine/schema.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
@@ -119,6 +119,7 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
       commands.push({ stream, event: { type: 'cancelled', reason } });
     }
   }
+  const interruption = event.type === 'interrupt' ? event.reason : event.type === 'steer' ? STEERED : undefined;
   // Assigned by this process (its `turn_assigned` may not be durable yet), or found running.
   if (assigned || (await stateOf(context, agent.lifecycle, agentLifecycle))?.value === 'running_turn') {
     const usage = await usageOfTurn(agent, rune.at, context);
@@ -129,9 +130,10 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
           ? { type: 'turn_completed', usage }
           : rune.to === 'error'
             ? { type: 'turn_error', ...('error' in event ? { error: event.error } : {}), usage }
-            : { type: 'turn_interrupted', ...(event.type === 'interrupt' && event.reason !== undefined ? { reason: event.reason } : {}), usage },
+            : { type: 'turn_interrupted', ...(interruption === undefined ? {} : { reason: interruption }), usage },
     });
-    commands.push({ stream: agent.root, event: { type: 'turn_completed', usage } });
+    // Its outcome too: the conversation counts errors in a row (`errorThreshold`).
+    commands.push({ stream: agent.root, event: { type: 'turn_completed', usage, outcome: rune.to } });
   }
   commands.push({ stream: agent.turn, event: { type: 'turn_finalized' } });
   if (event.type === 'steer') commands.push({ stream: agent.turn, event: { type: 'start_turn', input: event.input } });
@@ -146,12 +148,14 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
  *    first with a role), ready (or `init_error` if `options.initError` says why not), and its conversation
  *    (`<root>`) if none is there yet, with it as the root agent.
  * 2. A turn started: the conversation counts it (`new_turn`) and the agent runs it
- *    (`turn_assigned`); if the conversation is paused, suspended or closed, the agent terminated,
- *    or the agent's or conversation's budget (`options`) exhausted, the turn is interrupted with why.
+ *    (`turn_assigned`); if the conversation is suspended or closed (or paused: the engine refuses
+ *    such a start, `held`, unless it was applied first), the agent terminated, or the agent's or
+ *    conversation's budget (`options`) exhausted, the turn is interrupted with why.
  * 3. The model asked for tools (`tool_calls_received`): a `toolCall` stream per call.
  * 4. The last call of a round is done: `tools_finished`, and the model gets the results.
  * 5. A turn ended: calls not done are cancelled (`cancelled_result`), the agent and conversation
- *    hear of it with the turn's usage, the turn is finalized; a steer starts the next turn.
+ *    hear of it with the turn's usage (the conversation with its `outcome` too, for its
+ *    `errorThreshold`), the turn is finalized; a steer starts the next turn.
  *
  * After a restart the engine resumes, from the stored turns, what is left to do (its effects of
  * state, see `stateEffects`): a tool round's missing calls are created and a finished round goes
@@ -221,7 +225,7 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
           if (lifecycle?.value === 'running_turn') {
             const usage = await usageOfTurn(agent, view.at, context);
             commands.push({ stream: agent.lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART, usage } });
-            commands.push({ stream: agent.root, event: { type: 'turn_completed', usage } });
+            commands.push({ stream: agent.root, event: { type: 'turn_completed', usage, outcome: 'interrupted' } });
           }
           commands.push({ stream: view.stream, event: { type: 'turn_finalized' } });
           return commands;

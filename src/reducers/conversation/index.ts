@@ -1,2 +1,11 @@
-export { ConversationEvent, ConversationInput, ConversationPayloads, ConversationState, ConversationStateName } from './schema.js';
+export {
+  ConversationEvent,
+  DEFAULT_ERROR_THRESHOLD,
+  ErrorThreshold,
+  TurnOutcome,
+  ConversationInput,
+  ConversationPayloads,
+  ConversationState,
+  ConversationStateName,
+} from './schema.js';
 export { conversation } from './machine.js';

@@ -1,7 +1,7 @@
 import { NO_USAGE, addUsage } from '../budget.js';
 import { eventTypesOf } from '../event-types.js';
 import { defineMachine, type Row } from '../table.js';
-import { ConversationEvent, ConversationInput, ConversationPayloads, ConversationState, ConversationStateName } from './schema.js';
+import { ConversationEvent, ConversationInput, ConversationPayloads, ConversationState, ConversationStateName, type TurnOutcome } from './schema.js';
 
 type S = ConversationState;
 type E = ConversationEvent;
@@ -12,12 +12,20 @@ const none = () => ({});
 /** The `session.closing` payload. */
 const closing = (_: S, e: { reason?: string | undefined }) => ({ reason: e.reason });
 
-/** Back to active: the suspension's reason and budget report no longer apply. */
-const unsuspend = () => ({ reason: undefined, budgetInfo: undefined });
+/** Back to active: the suspension's reason and budget report no longer apply, nor do the errors that led to it. */
+const unsuspend = () => ({ reason: undefined, budgetInfo: undefined, consecutiveErrors: undefined });
 
 /** A turn's end adds the turn's usage (an extension of the seed's payload) to the conversation's. */
-const USAGE_NOTE = "the event may carry the turn's `usage` (an extension of the seed's payload), added to the conversation's for its stats and budget";
+const USAGE_NOTE =
+  "the event may carry the turn's `usage`, added to the conversation's for its stats and budget, and its `outcome`, counted into `consecutiveErrors` (extensions of the seed's payload)";
 const used = (s: S, e: { usage?: S['usage'] }): Partial<S> => (e.usage === undefined ? {} : { usage: addUsage(s.usage, e.usage) });
+/** Errors in a row: one more for an error, none after a completed turn (no outcome: completed), as they were after an interrupted one. */
+const errorsAfter = (s: S, e: { outcome?: TurnOutcome | undefined }): Partial<S> => {
+  if (e.outcome === 'error') return { consecutiveErrors: (s.consecutiveErrors ?? 0) + 1 };
+  return e.outcome === 'interrupted' || s.consecutiveErrors === undefined ? {} : { consecutiveErrors: undefined };
+};
+/** A turn's end: its usage added, its outcome counted. */
+const turnEnded = (s: S, e: { usage?: S['usage']; outcome?: TurnOutcome | undefined }): Partial<S> => ({ ...used(s, e), ...errorsAfter(s, e) });
 
 /** Seed 003 Session diagram, edge for edge, with the rune kinds of its "Session Events" table. */
 const table: readonly Row<S, E, P>[] = [
@@ -31,7 +39,7 @@ const table: readonly Row<S, E, P>[] = [
     payload: (_, e) => ({ rootAgentId: e.rootAgentId }),
   },
   { from: 'active', on: 'new_turn', assign: (s) => ({ turns: s.turns + 1 }) },
-  { from: 'active', on: 'turn_completed', assign: used, note: USAGE_NOTE },
+  { from: 'active', on: 'turn_completed', assign: turnEnded, note: USAGE_NOTE },
   {
     from: 'active',
     on: 'pause_requested',
@@ -96,7 +104,7 @@ const table: readonly Row<S, E, P>[] = [
   {
     from: ['paused', 'suspended', 'closing'],
     on: 'turn_completed',
-    assign: used,
+    assign: turnEnded,
     source: 'extension',
     note: 'the turn in flight when the session paused, was suspended or began closing still ends, and what it used is counted',
   },
@@ -130,4 +138,6 @@ export const conversation = defineMachine<S, E, ConversationInput, P>({
   spawnKind: 'session.created',
   // Seed 003: closing ends with the runelog sealed; archival moves it, sealed, to cold storage.
   seals: ['closed', 'archived'],
+  // Seed 003, paused: "No new turns accepted" (the turn in flight goes on): a start is refused, nothing appended.
+  holds: { paused: ['start_turn'] },
 });

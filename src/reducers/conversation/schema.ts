@@ -28,15 +28,38 @@ export const ConversationState = ConversationInput.extend({
   usage: Usage,
   /** The limits the last `budget_replenished` set; until one does, the configured conversation budget applies. */
   budget: Budget.optional(),
+  /**
+   * Turns that ended in error in a row (`turn_completed` with `outcome: 'error'`): a completed turn
+   * clears it, an interrupted one leaves it, and so does becoming active again after a suspension.
+   * Absent: none (so states folded from older logs read the same).
+   */
+  consecutiveErrors: z.number().int().positive().optional(),
 });
 export type ConversationState = z.infer<typeof ConversationState>;
+
+/**
+ * How a turn ended, on the conversation's `turn_completed` (an extension of the seed's event):
+ * absent means `completed`, so logs written before it read the same.
+ */
+export const TurnOutcome = z.enum(['completed', 'error', 'interrupted']);
+export type TurnOutcome = z.infer<typeof TurnOutcome>;
+
+/** The default {@link ErrorThreshold}: five turns in a row ending in error suspend the conversation. */
+export const DEFAULT_ERROR_THRESHOLD = 5;
+
+/**
+ * How many turns of a conversation may end in error in a row before it is suspended
+ * (`error_threshold`): an integer from 1 to 1,000. Default {@link DEFAULT_ERROR_THRESHOLD}.
+ * The one schema of the option, `agentEpics({ errorThreshold })`'s and the server configuration's.
+ */
+export const ErrorThreshold = z.number().int().min(1).max(1000);
 
 /** The events of the seed's diagram, with the payloads of its "Session Events" table. */
 export const ConversationEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('first_message') }),
   z.object({ type: z.literal('agent_ready'), rootAgentId: z.string().min(1).optional() }),
   z.object({ type: z.literal('new_turn') }),
-  z.object({ type: z.literal('turn_completed'), usage: Usage.optional() }),
+  z.object({ type: z.literal('turn_completed'), usage: Usage.optional(), outcome: TurnOutcome.optional() }),
   z.object({ type: z.literal('pause_requested'), reason: z.string().optional() }),
   z.object({ type: z.literal('resume_requested') }),
   z.object({ type: z.literal('budget_exhausted'), reason: z.string().optional(), budgetInfo: JsonObject.optional() }),

@@ -1,2 +1,2 @@
 export { ToolResultSummary, TurnEngineEvent, TurnEngineInput, TurnEnginePayloads, TurnEngineState, TurnEngineStateName } from './schema.js';
-export { turnEngine } from './machine.js';
+export { STEERED, turnEngine } from './machine.js';

@@ -1,7 +1,7 @@
 import type { ZodType } from 'zod';
 import { NO_USAGE, addUsage, responseUsage } from '../budget.js';
 import { eventTypesOf } from '../event-types.js';
-import { agentLayoutReason, otherAgentKindOf } from '../stream-ids.js';
+import { agentLayoutReason, otherAgentKindOf, parseStreamId } from '../stream-ids.js';
 import { defineMachine, type Row } from '../table.js';
 import { TurnEngineEvent, TurnEngineInput, TurnEnginePayloads, TurnEngineState, TurnEngineStateName } from './schema.js';
 
@@ -27,6 +27,18 @@ const grown = (s: S, content: string): string[] => {
 const interrupted = (_: S, e: { reason?: string | undefined }, after: S) => ({ reason: e.reason, partialOutput: after.output });
 /** The `turn.error` payload: which event failed the turn, and its error. */
 const failed = (_: S, e: { type: 'stream_error' | 'tool_crash'; error: string }) => ({ errorType: e.type, message: e.error });
+
+/** The `reason` of a turn interrupted by a `steer`. */
+export const STEERED = 'steered';
+
+/**
+ * A response's usage added to the turn's: its tokens, one model call, the tool calls it asked for,
+ * and the turn's wall clock so far when the response says it (measured by the effect that heard it).
+ */
+const withResponse = (s: S, e: { usage?: Readonly<Record<string, unknown>> | undefined; cost?: number | undefined; wallClockMs?: number | undefined }, toolCalls: number) => {
+  const sum = addUsage(s.turnUsage, responseUsage(e.usage, toolCalls, e.cost));
+  return e.wallClockMs === undefined ? sum : { ...sum, wallClockMs: e.wallClockMs };
+};
 
 /** Seed 003 TurnEngine diagram, edge for edge, with the rune kinds of its "Turn Events" table. */
 const table: readonly Row<S, E, P>[] = [
@@ -63,18 +75,18 @@ const table: readonly Row<S, E, P>[] = [
     on: 'tool_calls_received',
     to: 'tool_executing',
     kind: 'turn.tool_calls_received',
-    assign: (s, e) => ({ callIds: e.callIds, turnUsage: addUsage(s.turnUsage, responseUsage(e.usage, e.callIds.length, e.cost)) }),
+    assign: (s, e) => ({ callIds: e.callIds, turnUsage: withResponse(s, e, e.callIds.length) }),
     payload: (_, e) => ({ callIds: e.callIds }),
-    note: "the response also carries its `usage`, `model` and `cost` (an extension of the seed's payload), summed into `turnUsage` for budgets",
+    note: "the response also carries its `usage`, `model`, `cost` and the turn's `wallClockMs` so far (an extension of the seed's payload), summed into `turnUsage` for budgets",
   },
   {
     from: 'streaming',
     on: 'response_done',
     to: 'completed',
     kind: 'turn.completed',
-    assign: (s, e) => ({ usage: e.usage, turnUsage: addUsage(s.turnUsage, responseUsage(e.usage, 0, e.cost)) }),
+    assign: (s, e) => ({ usage: e.usage, turnUsage: withResponse(s, e, 0) }),
     payload: completed,
-    note: "the seed's `usage`, with the response's `model` and `cost` (an extension of the seed's payload), summed into `turnUsage` for budgets",
+    note: "the seed's `usage`, with the response's `model`, `cost` and the turn's `wallClockMs` (an extension of the seed's payload), summed into `turnUsage` for budgets",
   },
   { from: 'streaming', on: 'interrupt', to: 'interrupted', kind: 'turn.interrupted', assign: (_, e) => ({ reason: e.reason }), payload: interrupted },
   {
@@ -82,8 +94,9 @@ const table: readonly Row<S, E, P>[] = [
     on: 'steer',
     to: 'interrupted',
     kind: 'turn.interrupted',
-    assign: (_, e) => ({ steerInput: e.input }),
-    payload: (_, e, after) => ({ partialOutput: after.output, steerInput: e.input }),
+    assign: (_, e) => ({ reason: STEERED, steerInput: e.input }),
+    payload: (_, e, after) => ({ reason: STEERED, partialOutput: after.output, steerInput: e.input }),
+    note: 'the seed\'s `reason` of a steer is "steered"',
   },
   { from: 'streaming', on: 'stream_error', to: 'error', kind: 'turn.error', assign: (_, e) => ({ error: e.error }), payload: failed },
   // The seed's guards `continue` / `no_more_calls`, carried by `more`.
@@ -126,8 +139,8 @@ export const TURN_ENDINGS: ReadonlySet<string> = new Set<TurnEngineStateName>(['
 /**
  * The TurnEngine of seed 003: one agent's turns, `idle` -> `streaming` (-> `tool_executing` and back)
  * -> `completed` | `interrupted` | `error` -> `idle` again on `turn_finalized`. Its optional spawn
- * input `{ agentId }` names the agent, for the `turn.started` payload; each rune kind's payload is
- * in `TurnEnginePayloads`.
+ * input `{ agentId }` names the agent, for the `turn.started` payload (spawned with none at
+ * `<root>/agent/<a>/turn`, the engine gives it `a`); each rune kind's payload is in `TurnEnginePayloads`.
  *
  * @example
  * ```ts
@@ -136,7 +149,7 @@ export const TURN_ENDINGS: ReadonlySet<string> = new Set<TurnEngineStateName>(['
  * s = turnEngine.transition(s, { type: 'start_turn', input: 'hi' }); // streaming, turn 1
  * s = turnEngine.transition(s, { type: 'assistant_delta', content: 'Hel' });
  * console.log(turnEngine.step(s, { type: 'steer', input: 'be brief' }));
- * // Logs: { accepted: true, state: { value: 'interrupted', ... output: 'Hel', ... steerInput: 'be brief', ... }, kind: 'turn.interrupted', payload: { partialOutput: 'Hel', steerInput: 'be brief' } }
+ * // Logs: { accepted: true, state: { value: 'interrupted', ... output: 'Hel', ... reason: 'steered', ... steerInput: 'be brief', ... }, kind: 'turn.interrupted', payload: { reason: 'steered', partialOutput: 'Hel', steerInput: 'be brief' } }
  * ```
  */
 export const turnEngine = defineMachine<S, E, TurnEngineInput | void, P>({
@@ -155,4 +168,10 @@ export const turnEngine = defineMachine<S, E, TurnEngineInput | void, P>({
   // The agent epics run a turn stream only where the agent layout puts it; an agent has one kind.
   layoutReason: (stream) => agentLayoutReason('turn-engine', stream, 'turn'),
   otherKindOf: otherAgentKindOf,
+  // A turn stream spawned with no input (as `runestream serve` tells clients to) is its agent's all the same: named from its id.
+  inputAt: (stream, input) => {
+    if (input?.agentId !== undefined) return input;
+    const parts = parseStreamId(stream);
+    return parts?.kind === 'turn' ? { ...input, agentId: parts.agentId } : input;
+  },
 });

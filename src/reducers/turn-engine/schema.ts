@@ -26,6 +26,11 @@ const ResponseUsage = {
   provider: z.string().optional(),
   /** What the response cost, from the price table (`agentEpics({ prices })`), when the model is in it. */
   cost: z.number().nonnegative().optional(),
+  /**
+   * The turn's wall clock when the response ended, from its `turn.started` rune, on the engine's
+   * scheduler (`agentModel` measures it): `turnUsage.wallClockMs`, and `turn.completed`'s.
+   */
+  wallClockMs: z.number().int().nonnegative().optional(),
 };
 
 /** The engine's state: the turn in progress (or the last one) and what it has produced so far. */
@@ -48,7 +53,7 @@ export const TurnEngineState = z.object({
   messages: z.array(z.string()).optional(),
   /** The tool calls of the current turn's latest tool round. */
   callIds: z.array(z.string()),
-  /** Why the turn was interrupted. */
+  /** Why the turn was interrupted (`"steered"` by a steer). */
   reason: z.string().optional(),
   /** Why the turn failed (a stream error or an unrecoverable tool crash). */
   error: z.string().optional(),
@@ -58,8 +63,8 @@ export const TurnEngineState = z.object({
   usage: Usage.optional(),
   /**
    * The current turn's usage so far, summed over its responses: tokens, model calls (responses),
-   * tool calls asked for, cost. Its `wallClockMs` stays 0: the machine sees no clock (the agent's
-   * lifecycle gets the turn's time from its runes).
+   * tool calls asked for, cost; `wallClockMs` is the turn's time up to its latest response, as the
+   * response's event says it (the machine sees no clock; 0 for a response that does not say).
    */
   turnUsage: BudgetUsage,
 });

@@ -161,8 +161,10 @@ async function runStart(
   const started = await engine.dispatch(streams.turn, { type: 'start_turn', input: text });
   if (!started.accepted) {
     // The message itself refused (a NUL, a string over the limits): 400 with the engine's code.
-    if (started.code !== 'sealed' && started.code !== 'not_allowed' && started.code !== 'terminal_state') throw new Refusal(400, started.code, started.reason);
-    throw new Refusal(409, started.code === 'sealed' ? 'sealed' : 'run_in_progress', started.reason);
+    if (started.code !== 'sealed' && started.code !== 'held' && started.code !== 'not_allowed' && started.code !== 'terminal_state')
+      throw new Refusal(400, started.code, started.reason);
+    // Sealed (closed) or held (paused): the conversation's state, said as it is.
+    throw new Refusal(409, started.code === 'sealed' || started.code === 'held' ? started.code : 'run_in_progress', started.reason);
   }
   return { ...base, seq: now.seq, state: now.state };
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Budget, PriceTable } from '../../reducers/budget.js';
 import { CircuitBreakerInput } from '../../reducers/circuit-breaker/schema.js';
+import { ErrorThreshold } from '../../reducers/conversation/schema.js';
 import { BUILTIN_TOOL_NAMES } from '../../effects/tools/builtin-tools.js';
 import { CliSessionLimits } from '../../effects/cli/cli-session-limits.js';
 import { ArchivalConfig } from './archival-config.js';
@@ -264,6 +265,8 @@ export const ServerConfig = z
     prices: PriceTable.default({}),
     /** Limits on each conversation, over all its agents. */
     conversationBudget: Budget.optional(),
+    /** Turns of a conversation that may end in error in a row before it is suspended (`error_threshold`): 1 to 1,000. Default 5. */
+    errorThreshold: ErrorThreshold.optional(),
     /** Limits on sub-agents: how deep delegation nests (the root agent is depth 0) and how many agents a conversation has. */
     delegation: z.strictObject({ maxDepth: z.number().int().positive().max(64).optional(), maxAgents: z.number().int().positive().max(10_000).optional() }).optional(),
     /** Agent CLIs by name: the only commands an agent-manager session runs. */

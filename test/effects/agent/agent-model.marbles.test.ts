@@ -74,7 +74,8 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       commands.toBe('--a---b-d', {
         a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
         b: toTurn({ type: 'assistant_delta', content: 'lo' }),
-        d: toTurn({ type: 'response_done', usage: { inputTokens: 3, outputTokens: 2 } }),
+        // The turn's wall clock so far, on the scheduler: its turn.started rune is at 0.
+        d: toTurn({ type: 'response_done', usage: { inputTokens: 3, outputTokens: 2 }, wallClockMs: 8 }),
       });
       m.expectSubscriptions(llm.subscriptions).toBe('-^------!');
       return () => expect(requests).toEqual([{ system: 'be kind', messages: [{ role: 'user', content: 'hi' }], tools: {} }]);
@@ -100,6 +101,7 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
             { callId: 'c1', toolName: 'clock', arguments: {} },
             { callId: 'c2', toolName: 'add', arguments: { a: 1, b: 2 } },
           ],
+          wallClockMs: 8,
         }),
       });
       m.expectSubscriptions(llm.subscriptions).toBe('-^------!');
@@ -132,7 +134,7 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
         a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
         x: toTurn({ type: 'assistant_delta', content: 'Yo' }, other),
         b: toTurn({ type: 'assistant_delta', content: 'lo' }),
-        d: toTurn({ type: 'response_done' }),
+        d: toTurn({ type: 'response_done', wallClockMs: 7 }),
       });
       m.expectSubscriptions(mine.subscriptions).toBe('-^-----!');
       m.expectSubscriptions(theirs.subscriptions).toBe('--^--!');
@@ -175,7 +177,7 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       });
       const { call, context } = setup(m, runes, [llm]);
       const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
-      commands.toBe('--a-(kcd)', { a: toTurn({ type: 'assistant_delta', content: 'Hi' }), k: spawnBreaker, c: success, d: toTurn({ type: 'response_done' }) });
+      commands.toBe('--a-(kcd)', { a: toTurn({ type: 'assistant_delta', content: 'Hi' }), k: spawnBreaker, c: success, d: toTurn({ type: 'response_done', wallClockMs: 4 }) });
       m.expectSubscriptions(llm.subscriptions).toBe('-^--!');
     }));
 
@@ -192,9 +194,9 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       });
       const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
       commands.toBe('----r----x-d', {
-        r: toTurn({ type: 'tool_calls_received', callIds: ['c1'], calls: [asked] }),
+        r: toTurn({ type: 'tool_calls_received', callIds: ['c1'], calls: [asked], wallClockMs: 4 }),
         x: toTurn({ type: 'assistant_delta', content: 'Noon.' }),
-        d: toTurn({ type: 'response_done' }),
+        d: toTurn({ type: 'response_done', wallClockMs: 11 }),
       });
       m.expectSubscriptions(first.subscriptions).toBe('-^--!');
       m.expectSubscriptions(second.subscriptions).toBe('--------^--!');

@@ -222,16 +222,17 @@ describe('agent turns: a turn stream is an agent', () => {
     expect(await runeWhere(engine, a.lifecycle, (r) => r.kind === 'turn.error')).toMatchObject({ to: 'idle', event: { error: 'all providers failed: a: 500' } });
   });
 
-  it('a paused conversation takes no new turn: the turn is interrupted, saying why', async () => {
+  it('a paused conversation takes no new turn: the start is refused (held), nothing appended, the model not called', async () => {
     const model = scriptedCaller([]);
-    const engine = start(model.call);
+    const store = memoryStore();
+    const engine = start(model.call, store);
     const a = agentStreams('conv/c1', 'a1');
     await engine.spawn(a.turn, 'turn-engine');
     await runeWhere(engine, a.root, (r) => r.to === 'active');
     await engine.dispatch(a.root, { type: 'pause_requested', reason: 'lunch' });
-    await engine.dispatch(a.turn, { type: 'start_turn', input: 'hi' });
-    await turnsDone(engine, 'a1', 1);
-    expect((await runeWhere(engine, a.turn, (r) => r.kind === 'turn.interrupted')).event).toEqual({ type: 'interrupt', reason: 'the conversation is paused' });
+    expect(await engine.dispatch(a.turn, { type: 'start_turn', input: 'hi' })).toMatchObject({ accepted: false, code: 'held' });
+    expect(await kinds(store, a.turn)).toEqual(['spawned']);
+    expect(model.requests).toEqual([]);
   });
 
   it('after a restart, a turn whose model call died with the process is interrupted, and the agent is ready again', async () => {

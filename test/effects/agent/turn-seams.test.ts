@@ -80,9 +80,8 @@ describe('turn seams (issue 28 l)', () => {
     const runes = await store.read(a.turn);
     expect(runes.find((r) => r.kind === 'turn.started')?.payload).toEqual({ turnId: '1', agentId: 'a1', input: 'hello' });
     expect(runes[0]!.event).toEqual({ type: 'spawn', input: { agentId: 'a1' } });
-    // Outside the layout nothing is made up.
-    expect((await engine.spawn('scratch/turn', 'turn-engine')).accepted).toBe(true);
-    expect((await engine.snapshot<TurnEngineState>('scratch/turn'))?.state.agentId).toBeUndefined();
+    // Outside the layout there is no agent to name: such a turn is refused (issue 28 i).
+    expect(await engine.spawn('scratch/turn', 'turn-engine')).toMatchObject({ accepted: false, code: 'invalid_layout' });
   });
 
   it('a steer interrupts the turn with the reason "steered", which its agent hears too', async () => {

@@ -78,6 +78,25 @@ export const AgentInput = z.discriminatedUnion('type', [
 ]);
 export type AgentInput = z.infer<typeof AgentInput>;
 
+/**
+ * The seed's "API Reference" names of its inputs, one per input of the union (the seed names
+ * them apart from its list of inputs; each is the input of the same place in that list).
+ */
+/** `user-message-received`. */
+export type UserMessageInput = Extract<AgentInput, { type: 'user-message-received' }>;
+/** `llm-message-started`: the model begins streaming a user-visible message. */
+export type LlmChunkInput = Extract<AgentInput, { type: 'llm-message-started' }>;
+/** `llm-message-completed`. */
+export type LlmMessageCompleteInput = Extract<AgentInput, { type: 'llm-message-completed' }>;
+/** `re-act-observed`: the model call's observation, which issues the tool calls it asked for. */
+export type ToolCallStartedInput = Extract<AgentInput, { type: 're-act-observed' }>;
+/** `tool-call-completed`. */
+export type ToolCallResultInput = Extract<AgentInput, { type: 'tool-call-completed' }>;
+/** `context-window-expanded`. */
+export type ExpandContextWindowInput = Extract<AgentInput, { type: 'context-window-expanded' }>;
+/** `history-tool-calls-added`. */
+export type AddToolCallsToContextInput = Extract<AgentInput, { type: 'history-tool-calls-added' }>;
+
 /** The seed's "Schema Exports" name for the input schema. */
 export const agentEventSchema = AgentInput;
 

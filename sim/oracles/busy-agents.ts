@@ -3,17 +3,20 @@ import type { Rune } from '../../src/reducers/rune.js';
 
 const TURN_ENDS = new Set(['turn.completed', 'turn.interrupted', 'turn.error']);
 
-/** A rune that opens or closes an agent's turn, as the log shows it, with the agent it belongs to. */
+/** A rune that opens or closes an agent's turn, as the log shows it, with the agent it belongs to and the stream of the turn. */
 export interface TurnEdge {
   readonly agent: string;
   readonly root: string;
   readonly edge: 'start' | 'end';
+  /** The stream the turn runs on: `<agent>/turn`, or `<agent>/react` for a model call of its ReAct loop. */
+  readonly stream: string;
 }
 
 /**
  * Which agents have a turn open, read from the log alone: a turn of `<root>/agent/<a>/turn` from
- * `turn.started` to its end, or a model call of its ReAct loop `<root>/agent/<a>/react` from
- * `llm-message-started` to `llm-message-completed`.
+ * `turn.started` to its end, or a model call of its ReAct loop `<root>/agent/<a>/react`, which is a
+ * turn of the agent's lifecycle `<root>/agent/<a>` (turn id `react-<seq>`) from its `turn.started`
+ * to its end (the call's message, if it has text, starts only with its first text).
  */
 export class BusyAgents {
   /** Agent (`<root>/agent/<a>`) -> the stream its open turn is on. */
@@ -22,12 +25,13 @@ export class BusyAgents {
   /** The edge `rune` is, if it is one. */
   static edgeOf(rune: Rune): TurnEdge | undefined {
     const parts = parseStreamId(rune.stream);
-    if (parts === undefined || (parts.kind !== 'turn' && parts.kind !== 'react')) return undefined;
-    const agent = `${parts.root}/agent/${parts.agentId}`;
-    if ((parts.kind === 'turn' && rune.kind === 'turn.started') || (parts.kind === 'react' && rune.kind === 'llm-message-started'))
-      return { agent, root: parts.root, edge: 'start' };
-    if ((parts.kind === 'turn' && TURN_ENDS.has(rune.kind)) || (parts.kind === 'react' && rune.kind === 'llm-message-completed'))
-      return { agent, root: parts.root, edge: 'end' };
+    if (parts === undefined) return undefined;
+    const edge = rune.kind === 'turn.started' ? 'start' : TURN_ENDS.has(rune.kind) ? 'end' : undefined;
+    if (edge === undefined) return undefined;
+    const agent = `${parts.root}/agent/${'agentId' in parts ? parts.agentId : ''}`;
+    if (parts.kind === 'turn') return { agent, root: parts.root, edge, stream: rune.stream };
+    const turnId = (rune.payload as { turnId?: unknown } | undefined)?.turnId;
+    if (parts.kind === 'agent' && typeof turnId === 'string' && turnId.startsWith('react-')) return { agent, root: parts.root, edge, stream: `${agent}/react` };
     return undefined;
   }
 
@@ -37,10 +41,10 @@ export class BusyAgents {
     if (edge === undefined) return undefined;
     const open = this.open.get(edge.agent);
     if (edge.edge === 'start') {
-      this.open.set(edge.agent, rune.stream);
-      return open !== undefined && open !== rune.stream ? open : undefined;
+      this.open.set(edge.agent, edge.stream);
+      return open !== undefined && open !== edge.stream ? open : undefined;
     }
-    if (open === rune.stream) this.open.delete(edge.agent);
+    if (open === edge.stream) this.open.delete(edge.agent);
     return undefined;
   }
 

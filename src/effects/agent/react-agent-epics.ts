@@ -1,8 +1,7 @@
 import type { LanguageModel } from 'ai';
-import { EMPTY, defer, filter, first, forkJoin, from, map, merge, of, switchMap, type Observable } from 'rxjs';
+import { EMPTY, defer, filter, first, from, map, merge, of, switchMap, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { PriceTable } from '../../reducers/budget.js';
-import { conversation } from '../../reducers/conversation/machine.js';
 import type { AgentState } from '../../reducers/react-agent/state.js';
 import type { Rune } from '../../reducers/rune.js';
 import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
@@ -25,7 +24,7 @@ import type { AgentAdmission } from './agent-companions.js';
 import { reactAgentLifecycle } from './react-agent-lifecycle.js';
 import { stateOf } from './state-of.js';
 import { loopEndedUnanswered, runReactAgentEffect, type ReactAgentEffectDeps, type ReactAgentEffectOutput, type ToolCallClaims } from './react-agent-effects.js';
-import { turnRefusal } from './turn-refusal.js';
+import { turnRefusal$ } from './turn-refusal.js';
 import { checkNoInternalNames } from './react-internal-tools.js';
 
 /** Options of {@link reactAgentEpics}. */
@@ -191,12 +190,8 @@ function unlessRefused(
 ): Observable<ReactAgentEffectOutput> {
   const parts = parseStreamId(stream);
   if (parts?.kind !== 'react') return call$;
-  const agent = agentStreams(parts.root, parts.agentId);
-  return forkJoin([context.snapshot(agent.root, conversation), context.snapshot(agent.lifecycle, agentLifecycle)]).pipe(
-    switchMap(([talk, lifecycle]) => {
-      const reason = turnRefusal(talk?.state, lifecycle?.state);
-      return reason === undefined ? call$ : from(loopEndedUnanswered(state, answersTo, reason, context.scheduler.now()));
-    }),
+  return turnRefusal$(agentStreams(parts.root, parts.agentId), context).pipe(
+    switchMap((reason) => (reason === undefined ? call$ : from(loopEndedUnanswered(state, answersTo, reason, context.scheduler.now())))),
   );
 }
 

@@ -1,6 +1,10 @@
+import { forkJoin, map, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
+import { conversation } from '../../reducers/conversation/machine.js';
 import type { ConversationState } from '../../reducers/conversation/schema.js';
+import type { AgentStreams } from '../../reducers/stream-ids.js';
+import type { EpicContext } from '../../streams/epic.js';
 
 /**
  * Why no turn of an agent may start now, from the durable states of its conversation (`talk`)
@@ -21,3 +25,13 @@ export function turnRefusal(talk: ConversationState | undefined, lifecycle: Agen
   }
   return undefined;
 }
+
+/**
+ * {@link turnRefusal} of `agent` now, from its conversation's and lifecycle's durable states: an
+ * Observable (of one value, then complete), so a context that answers at once (a test's) decides
+ * in the frame that asked.
+ */
+export const turnRefusal$ = (agent: AgentStreams, context: EpicContext): Observable<string | undefined> =>
+  forkJoin([context.snapshot(agent.root, conversation), context.snapshot(agent.lifecycle, agentLifecycle)]).pipe(
+    map(([talk, lifecycle]) => turnRefusal(talk?.state, lifecycle?.state)),
+  );

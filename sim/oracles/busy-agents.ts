@@ -4,7 +4,7 @@ import { turnEdgeOf } from '../../src/reducers/turn-edges.js';
 /**
  * Which agents have a turn open, read from the log alone (see `turnEdgeOf`): a turn of
  * `<root>/agent/<a>/turn` from `turn.started` to its end, or a model call of its ReAct loop
- * `<root>/agent/<a>/react` from `llm-message-started` to `llm-message-completed`.
+ * `<root>/agent/<a>/react`, a turn of the agent's lifecycle (turn id `react-<seq>`).
  */
 export class BusyAgents {
   /** Agent (`<root>/agent/<a>`) -> the stream its open turn is on. */
@@ -16,10 +16,10 @@ export class BusyAgents {
     if (edge === undefined) return undefined;
     const open = this.open.get(edge.agent);
     if (edge.edge === 'start') {
-      this.open.set(edge.agent, rune.stream);
-      return open !== undefined && open !== rune.stream ? open : undefined;
+      this.open.set(edge.agent, edge.stream);
+      return open !== undefined && open !== edge.stream ? open : undefined;
     }
-    if (open === rune.stream) this.open.delete(edge.agent);
+    if (open === edge.stream) this.open.delete(edge.agent);
     return undefined;
   }
 

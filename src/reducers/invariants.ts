@@ -59,8 +59,8 @@ const executes = (rune: Rune): boolean =>
  *    (`<root>/agent/<a>/turn` and `.../react`, both together: see `turnEdgeOf`), a turn's start
  *    while another turn of the same agent has not ended: a `turn.started` while its turn stream's
  *    previous turn has not ended (`turn.completed`, `turn.interrupted` or `turn.error`), or a
- *    start on one of its streams while a turn is open on the other (a ReAct loop's model call,
- *    `llm-message-started` to `llm-message-completed`, is its turn). On any other stream, a
+ *    start on one of its streams while a turn is open on the other (a ReAct loop's model call is
+ *    its turn: its lifecycle's turn `react-<seq>`). On any other stream, a
  *    `turn.started` while that stream's previous turn has not ended.
  * 5. INV-AGENT-BUDGET: a turn started over budget. A turn is started by an agent's lifecycle's
  *    `turn.started` rune (machine `agent-lifecycle`; a turn stream's own `turn.started` that is
@@ -85,7 +85,8 @@ export function checkInvariants(runes: readonly Rune[], options: CheckInvariants
   const { complete = true } = options;
   const streams = new Map<string, StreamTrack>();
   /** Per agent (`<root>/agent/<a>`), the rune that opened its turn that has not ended yet. */
-  const agentTurns = new Map<string, Rune>();
+  /** Per agent, its open turn: the stream it runs on (see `TurnEdge.stream`) and the seq of its start. */
+  const agentTurns = new Map<string, { readonly stream: string; readonly seq: number }>();
   const found: Array<{ index: number; violation: InvariantViolation }> = [];
   const report = (invariant: InvariantName, rune: Rune, index: number, message: string): void => {
     found.push({ index, violation: { invariant, rune, message: `${at(rune)}: ${message}` } });
@@ -99,14 +100,14 @@ export function checkInvariants(runes: readonly Rune[], options: CheckInvariants
     if (edge !== undefined) {
       const open = agentTurns.get(edge.agent);
       if (edge.edge === 'end') {
-        if (open?.stream === rune.stream) agentTurns.delete(edge.agent);
+        if (open?.stream === edge.stream) agentTurns.delete(edge.agent);
       } else {
-        if (open !== undefined && open.stream !== rune.stream) {
+        if (open !== undefined && open.stream !== edge.stream) {
           report('INV-TURN-SEQUENTIAL', rune, index, `${rune.kind} while the same agent's turn on "${open.stream}" (started at seq ${open.seq}) has not ended`);
         } else if (open !== undefined && rune.kind === 'turn.started') {
           report('INV-TURN-SEQUENTIAL', rune, index, `turn.started while the turn started at seq ${open.seq} has not ended`);
         }
-        agentTurns.set(edge.agent, rune);
+        agentTurns.set(edge.agent, { stream: edge.stream, seq: rune.seq });
       }
     }
 

@@ -10,22 +10,29 @@ export interface TurnEdge {
   /** Its conversation (or chat): `<root>`. */
   readonly root: string;
   readonly edge: 'start' | 'end';
+  /** The stream the turn runs on: `<agent>/turn`, or `<agent>/react` for a model call of its ReAct loop. */
+  readonly stream: string;
 }
 
 /**
  * The turn edge `rune` is, if it is one, read from the log alone: on an agent's turn stream
  * (`<root>/agent/<a>/turn`) a `turn.started` opens a turn and `turn.completed`,
- * `turn.interrupted` or `turn.error` closes it; on its ReAct stream (`.../react`) a model call
- * (`llm-message-started` to `llm-message-completed`) is its turn. Both kinds count for the same
- * agent, so seed 003's "at most one turn active per agent" holds whichever stream runs it.
+ * `turn.interrupted` or `turn.error` closes it; a model call of its ReAct loop (`.../react`) is a
+ * turn of the agent's lifecycle (`<root>/agent/<a>`, turn id `react-<seq>`), from its
+ * `turn.started` to its end (the call's message, if it has text, starts only with its first
+ * text). Both kinds count for the same agent, so seed 003's "at most one turn active per agent"
+ * holds whichever stream runs it.
  */
 export function turnEdgeOf(rune: Rune): TurnEdge | undefined {
+  const edge = rune.kind === 'turn.started' ? 'start' : TURN_ENDS.has(rune.kind) ? 'end' : undefined;
+  if (edge === undefined) return undefined;
   const parts = parseStreamId(rune.stream);
-  if (parts === undefined || (parts.kind !== 'turn' && parts.kind !== 'react')) return undefined;
-  const agent = `${parts.root}/agent/${parts.agentId}`;
-  if ((parts.kind === 'turn' && rune.kind === 'turn.started') || (parts.kind === 'react' && rune.kind === 'llm-message-started'))
-    return { agent, root: parts.root, edge: 'start' };
-  if ((parts.kind === 'turn' && TURN_ENDS.has(rune.kind)) || (parts.kind === 'react' && rune.kind === 'llm-message-completed'))
-    return { agent, root: parts.root, edge: 'end' };
+  if (parts === undefined) return undefined;
+  if (parts.kind === 'turn') return { agent: `${parts.root}/agent/${parts.agentId}`, root: parts.root, edge, stream: rune.stream };
+  const turnId = (rune.payload as { turnId?: unknown } | undefined)?.turnId;
+  if (parts.kind === 'agent' && typeof turnId === 'string' && turnId.startsWith('react-')) {
+    const agent = `${parts.root}/agent/${parts.agentId}`;
+    return { agent, root: parts.root, edge, stream: `${agent}/react` };
+  }
   return undefined;
 }

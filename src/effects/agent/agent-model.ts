@@ -1,4 +1,4 @@
-import { Observable, catchError, defer, forkJoin, map, of, switchMap, toArray } from 'rxjs';
+import { Observable, catchError, defer, forkJoin, from, map, of, switchMap, toArray } from 'rxjs';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
@@ -11,6 +11,7 @@ import { ofMachine } from '../../streams/of-machine.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
 import { toSegment } from '../../reducers/stream-ids.js';
 import { agentOfTurn } from './streams.js';
+import { turnRefusal$ } from './turn-refusal.js';
 import { transcriptOf } from './transcript.js';
 import { lastStartAt } from './turn-usage.js';
 import { errorText } from '../../reducers/error-text.js';
@@ -143,6 +144,11 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
  * `options` may be a function of the turn stream: the options of that agent (its role's model,
  * tools and system prompt); one that fails ends the turn with `stream_error` naming why.
  *
+ * No model call is made while the turn's agent may not run a turn (`turnRefusal`: its
+ * conversation suspended, for a budget another turn used up, paused or closing; its agent ended).
+ * A turn that enters `streaming` again after a tool round (`tools_finished`) then is interrupted,
+ * saying why; one that starts then is interrupted by `agentTurns`, with the same reason.
+ *
  * A turn found `streaming` when this process took it over (after a restart) had its call die with
  * the old process: it is interrupted, "interrupted by restart", and the agent is ready again.
  */
@@ -153,14 +159,19 @@ export function agentModel(options: AgentModelOptions | AgentModelChooser): Epic
     machine: turnEngine,
     states: ['streaming'],
     effects: (view, context): EffectsByKey<typeof turnEngine> => {
-      if (agentOfTurn(view.stream) === undefined) return {};
+      const agent = agentOfTurn(view.stream);
+      if (agent === undefined) return {};
       if (view.origin === 'resumed') return { interrupted: of({ type: 'interrupt', reason: INTERRUPTED_BY_RESTART }) };
-      return {
-        model: choose(view.stream, context).pipe(
-          switchMap((chosen) => respond(view.stream, context, chosen)),
-          catchError((error: unknown) => of<EpicCommand>({ stream: view.stream, event: { type: 'stream_error', error: errorText(error) } })),
-        ),
-      };
+      const model$ = choose(view.stream, context).pipe(
+        switchMap((chosen) => respond(view.stream, context, chosen)),
+        catchError((error: unknown) => of<EpicCommand>({ stream: view.stream, event: { type: 'stream_error', error: errorText(error) } })),
+      );
+      // No model call while the agent may not run a turn. A turn going on after its tool round
+      // (its conversation suspended meanwhile, by another agent's turn using the budget up) is
+      // interrupted here, saying why; one just started is `agentTurns`' to interrupt, with the same reason.
+      const afterRound = view.rune?.event.type === 'tools_finished';
+      const refused = (reason: string): EpicCommand[] => (afterRound ? [{ stream: view.stream, event: { type: 'interrupt', reason } }] : []);
+      return { model: turnRefusal$(agent, context).pipe(switchMap((reason) => (reason === undefined ? model$ : from(refused(reason))))) };
     },
   });
 }

@@ -18,6 +18,7 @@ import { stateOf } from './state-of.js';
 import { agentOfCall, agentOfTurn } from './streams.js';
 import { turnUsageAt } from './turn-usage.js';
 import { budgetRefusal, type BudgetLimits } from './agent-budgets.js';
+import { turnRefusal } from './turn-refusal.js';
 
 type TurnRune = RuneOf<typeof turnEngine>;
 
@@ -57,16 +58,7 @@ async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext
     stateOf(context, rune.stream, turnEngine),
     stateOf(context, agent.lifecycle, agentLifecycle),
   ]);
-  // `created`: its `agent_ready`, dispatched when the turn stream was spawned, is ahead in its queue.
-  if (talk !== undefined && talk.value !== 'active' && talk.value !== 'created') {
-    return interrupt(`the conversation is ${talk.value}${talk.value === 'suspended' && talk.reason !== undefined ? `: ${talk.reason}` : ''}`);
-  }
-  if (lifecycle !== undefined && agentLifecycle.terminal.includes(lifecycle.value)) {
-    // A failed agent says why it failed (its init error: a role with no profile, or not ACTIVE).
-    const why = lifecycle.reason ?? lifecycle.error;
-    return interrupt(`the agent is ${lifecycle.value}${why === undefined ? '' : `: ${why}`}`);
-  }
-  const refusal = budgetRefusal(lifecycle, talk, limits);
+  const refusal = turnRefusal(talk, lifecycle) ?? budgetRefusal(lifecycle, talk, limits);
   if (refusal !== undefined) return interrupt(refusal);
   return [
     { stream: agent.root, event: { type: 'new_turn' } },

@@ -1,5 +1,6 @@
 import type { ModelMessage } from 'ai';
 import { EMPTY, Observable, catchError, concat, defer, from, mergeMap, of, throwError, type SchedulerLike } from 'rxjs';
+import { NO_USAGE, addUsage, costOf, responseUsage, type PriceTable, type Usage } from '../../reducers/budget.js';
 import { errorText } from '../../reducers/error-text.js';
 import type { ReactAgentEffect } from '../../reducers/react-agent/effects.js';
 import type { AgentInput } from '../../reducers/react-agent/input.js';
@@ -36,6 +37,8 @@ export interface ReactAgentEffectDeps {
   readonly system?: string;
   /** The clock of the inputs' timestamps and of the tools' timeouts. */
   readonly scheduler: SchedulerLike;
+  /** Prices per model id, for the `cost` of each answer's usage (as `agentEpics` takes them). Default: none (no cost). */
+  readonly prices?: PriceTable;
   /** The agent's transition with its reason (`applyAgentInput` with the agent's window sizes). */
   readonly apply: (input: AgentInput, state: AgentState) => AgentInputOutcome;
   /**
@@ -85,18 +88,32 @@ export function reactAgentMessages(state: AgentState): ModelMessage[] {
 
 /**
  * The id of the assistant message a `call-llm` answering up to `answersTo` streams into, and
- * whether it is still to be started. Made again after a restart, the call finds its message
- * streaming and completes it; a message already completed (the process died before the
- * observation) leaves the new answer a fresh id.
+ * whether it is still to be started. A message left streaming is a call's that died (a restart,
+ * or a call superseded by a newer input): one call runs at a time, so the new call completes it,
+ * whatever it answered up to, and no message is left streaming for good. A message already
+ * completed (the process died before the observation) leaves the new answer a fresh id.
  */
 function messageOf(state: AgentState, answersTo: number): { messageId: string; start: boolean } {
+  const streaming = state.messages.find((m) => m.role === 'assistant' && m.streaming);
+  if (streaming !== undefined) return { messageId: streaming.id, start: false };
   const base = `llm-${answersTo}`;
   for (let n = 1; ; n++) {
     const messageId = n === 1 ? base : `${base}-${n}`;
-    const message = state.messages.find((m) => m.id === messageId);
-    if (message === undefined) return { messageId, start: true };
-    if (message.role === 'assistant' && message.streaming) return { messageId, start: false };
+    if (!state.messages.some((m) => m.id === messageId)) return { messageId, start: true };
   }
+}
+
+/**
+ * The inputs that end a loop without asking the model, saying why (`reason`): the message a dead
+ * call left streaming is completed with what it had, and the loop completes, answered up to
+ * `answersTo`. The way a ReAct agent refuses a model call its conversation or lifecycle forbids.
+ */
+export function loopEndedUnanswered(state: AgentState, answersTo: number, reason: string, timestamp: number): AgentInput[] {
+  const streaming = state.messages.filter((m) => m.role === 'assistant' && m.streaming);
+  return [
+    ...streaming.map((m): AgentInput => ({ type: 'llm-message-completed', messageId: m.id, content: m.content, timestamp })),
+    { type: 're-act-observed', calledLlmAt: answersTo, observation: { type: 'complete-re-act', reason }, timestamp },
+  ];
 }
 
 /**
@@ -104,17 +121,24 @@ function messageOf(state: AgentState, answersTo: number): { messageId: string; s
  * external and internal tools. Internal calls are answered here (dispatching
  * `context-window-expanded` / `history-tool-calls-added` as they say), shown to the model as a
  * round of this call only, and the model is asked again, at most {@link MAX_INTERNAL_ROUNDS}
- * times (the last time without internal tools). The answer is `llm-message-started`,
- * `llm-message-completed` with the text of every round, and `re-act-observed` with the external
- * calls it asked for (`continue-re-act`) or `complete-re-act`. A failed model call completes the
- * message with what it streamed and ends the loop, then errors (reported as the effect's failure).
+ * times (the last time without internal tools). The answer is `llm-message-started` at its first
+ * text, `llm-message-completed` with the text of every round (none for an answer of tool calls
+ * only: it adds no message), and `re-act-observed` with the external calls it asked for
+ * (`continue-re-act`) or `complete-re-act`, and the call's `usage` (each answered round a
+ * response, `responseUsage`). A failed model call completes the message with what it streamed and
+ * ends the loop, then errors (reported as the effect's failure).
  */
 function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectDeps): Observable<ReactAgentEffectOutput> {
   return defer(() => {
     const { messageId, start } = messageOf(initial, answersTo);
+    // The message starts with the answer's first text (seed 004: a user-visible message), so an
+    // answer of tool calls only adds none; one a dead call left streaming is started already.
+    let started = !start;
     const now = (): number => deps.scheduler.now();
     let state = initial;
     let text = '';
+    // What the answered rounds used, each a response as a turn-based agent's (`responseUsage`).
+    let usage: Usage = NO_USAGE;
     const internalRounds: ModelMessage[] = [];
     const external: Record<string, ToolCallRequest> = {};
 
@@ -127,15 +151,26 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
           tools: offered ? { ...deps.specs, ...INTERNAL_TOOL_SPECS } : deps.specs,
         };
         const internal: { toolCallId: string; toolName: string; input: unknown }[] = [];
+        let asked = 0;
         const answer$ = deps.call(request).pipe(
           mergeMap((output): ReactAgentEffectOutput[] => {
             if (output.type === 'command') return [output.command];
             const { part } = output;
-            if (part.type === 'text-delta') text += part.text;
-            else if (part.type === 'tool-call') {
+            if (part.type === 'text-delta') {
+              text += part.text;
+              if (started || part.text === '') return [];
+              started = true;
+              return [{ type: 'llm-message-started', messageId, timestamp: now() }];
+            }
+            if (part.type === 'tool-call') {
               // An internal name the call did not offer is an external call: it fails, saying so.
               if (offered && isInternalTool(part.toolName)) internal.push(part);
-              else external[part.toolCallId] = { name: part.toolName, parameters: JSON.stringify(part.input ?? null), calledAt: now() };
+              else {
+                external[part.toolCallId] = { name: part.toolName, parameters: JSON.stringify(part.input ?? null), calledAt: now() };
+                asked++;
+              }
+            } else {
+              usage = addUsage(usage, responseUsage(part.usage, asked, costOf(deps.prices, part.model, part.usage)));
             }
             return [];
           }),
@@ -168,16 +203,16 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
       });
 
     const end = (): AgentInput[] => [
-      { type: 'llm-message-completed', messageId, content: text, timestamp: now() },
+      ...(started ? [{ type: 'llm-message-completed' as const, messageId, content: text, timestamp: now() }] : []),
       {
         type: 're-act-observed',
         calledLlmAt: answersTo,
         observation: Object.keys(external).length > 0 ? { type: 'continue-re-act', toolCalls: external } : { type: 'complete-re-act' },
+        usage,
         timestamp: now(),
       },
     ];
     return concat(
-      start ? of<AgentInput>({ type: 'llm-message-started', messageId, timestamp: now() }) : EMPTY,
       round(0),
       defer(() => from(end())),
     ).pipe(

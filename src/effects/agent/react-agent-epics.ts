@@ -1,6 +1,8 @@
 import type { LanguageModel } from 'ai';
-import { EMPTY, defer, filter, first, map, merge, of, switchMap, type Observable } from 'rxjs';
+import { EMPTY, defer, filter, first, from, map, merge, of, switchMap, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import type { PriceTable } from '../../reducers/budget.js';
+import type { AgentState } from '../../reducers/react-agent/state.js';
 import type { Rune } from '../../reducers/rune.js';
 import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
 import { reactAgent } from '../../reducers/react-agent/machine.js';
@@ -21,7 +23,8 @@ import type { ModelCaller } from './agent-model.js';
 import type { AgentAdmission } from './agent-companions.js';
 import { reactAgentLifecycle } from './react-agent-lifecycle.js';
 import { stateOf } from './state-of.js';
-import { runReactAgentEffect, type ReactAgentEffectDeps, type ToolCallClaims } from './react-agent-effects.js';
+import { loopEndedUnanswered, runReactAgentEffect, type ReactAgentEffectDeps, type ReactAgentEffectOutput, type ToolCallClaims } from './react-agent-effects.js';
+import { turnRefusal$ } from './turn-refusal.js';
 import { checkNoInternalNames } from './react-internal-tools.js';
 
 /** Options of {@link reactAgentEpics}. */
@@ -48,6 +51,11 @@ export interface ReactAgentEpicsOptions {
    * tool starts: unique across every process sharing the log, 1 to 128 characters. Default: a random UUID.
    */
   readonly claimId?: () => string;
+  /**
+   * Prices per model id, for the `cost` in each answer's usage and the `cost` dimension of
+   * budgets, as `agentEpics({ prices })` takes them. Default: none (no cost).
+   */
+  readonly prices?: PriceTable;
 }
 
 /**
@@ -93,12 +101,13 @@ export interface ReactAgentEpicsOptions {
  * ```
  */
 export function reactAgentEpics(options: ReactAgentEpicsOptions): Epic[] {
-  const { model, tools = [], system, breakers = true, admission, claimId } = options;
+  const { model, tools = [], system, breakers = true, admission, claimId, prices } = options;
   const chain = chainOf(model);
   const loop = reactAgentLoop({
     call: (request, context) => chainCall$(chain, request, context),
     tools,
     ...(system === undefined ? {} : { system }),
+    ...(prices === undefined ? {} : { prices }),
     ...(admission === undefined ? {} : { gated: true }),
     ...(claimId === undefined ? {} : { claimId }),
   });
@@ -116,6 +125,8 @@ export interface ReactAgentLoopOptions {
   readonly gated?: boolean;
   /** A new claim id for each run of a tool call. Default: a random UUID. */
   readonly claimId?: () => string;
+  /** Prices per model id, for the `cost` of each answer's usage. Default: none (no cost). */
+  readonly prices?: PriceTable;
 }
 
 /** The claims recorded on each tool call of a ReAct stream, heard on its later runes. */
@@ -163,9 +174,30 @@ function started$(stream: string, runes$: Observable<Rune>, context: EpicContext
   );
 }
 
+/**
+ * A model call of the ReAct stream `stream`, unless its agent may not run a turn now (see
+ * `turnRefusal`: its conversation suspended for budget, paused or closing; the agent ended): then
+ * the loop ends unanswered, saying why, and the model is not called. Decided from the durable
+ * states each time a call is due, so every call of a loop is checked, as each turn of a
+ * turn-based agent is.
+ */
+function unlessRefused(
+  stream: string,
+  state: AgentState,
+  answersTo: number,
+  context: EpicContext,
+  call$: Observable<ReactAgentEffectOutput>,
+): Observable<ReactAgentEffectOutput> {
+  const parts = parseStreamId(stream);
+  if (parts?.kind !== 'react') return call$;
+  return turnRefusal$(agentStreams(parts.root, parts.agentId), context).pipe(
+    switchMap((reason) => (reason === undefined ? call$ : from(loopEndedUnanswered(state, answersTo, reason, context.scheduler.now())))),
+  );
+}
+
 /** The effects of every ReAct stream, reconciled by the engine (see {@link reactAgentEpics}). */
 export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
-  const { call, tools, system, gated = false, claimId = randomClaimId } = options;
+  const { call, tools, system, gated = false, claimId = randomClaimId, prices } = options;
   if (typeof claimId !== 'function') throw new TypeError(`reactAgentEpics: "claimId" must be a function giving a new claim id, got ${typeof claimId}`);
   checkNoInternalNames('reactAgentEpics', tools);
   const registry = toolRegistry('reactAgentEpics', tools);
@@ -185,12 +217,14 @@ export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
           specs,
           ...(system === undefined ? {} : { system }),
           scheduler: context.scheduler,
+          ...(prices === undefined ? {} : { prices }),
           apply: (input, at) => applyAgentInput(input, at),
           claims: claimsOn(view, claimId),
         };
         return Object.fromEntries(
           Object.entries(reactAgentEffectsAt(state)).map(([key, effect]) => {
-            const run = runReactAgentEffect(effect, state, deps, originOf(view, effect));
+            const effect$ = runReactAgentEffect(effect, state, deps, originOf(view, effect));
+            const run = effect.type === 'call-llm' ? unlessRefused(view.stream, state, effect.answersTo, context, effect$) : effect$;
             return [key, runes$ === undefined ? run : started$(view.stream, runes$, context).pipe(switchMap((started) => (started ? run : EMPTY)))];
           }),
         );

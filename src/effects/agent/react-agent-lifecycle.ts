@@ -1,5 +1,7 @@
 import { concatMap, defer, filter, groupBy, ignoreElements, merge, mergeMap, tap, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import { conversation } from '../../reducers/conversation/machine.js';
+import { reactAgentEffectsAt } from '../../reducers/react-agent/effects.js';
 import { reactAgent } from '../../reducers/react-agent/machine.js';
 import type { AgentState } from '../../reducers/react-agent/state.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../../reducers/rune.js';
@@ -7,6 +9,8 @@ import { agentStreams, parseStreamId, type AgentStreams } from '../../reducers/s
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { agentCompanions, type AgentAdmission } from './agent-companions.js';
 import { stateOf } from './state-of.js';
+import { turnRefusal } from './turn-refusal.js';
+import { reactTurnId, reactTurnUsageAt } from './turn-usage.js';
 
 /** The agent whose ReAct stream (`<root>/agent/<a>/react`) is `stream`, or undefined for any other stream. */
 function agentOfReact(stream: string): AgentStreams | undefined {
@@ -14,37 +18,53 @@ function agentOfReact(stream: string): AgentStreams | undefined {
   return parts?.kind === 'react' ? agentStreams(parts.root, parts.agentId) : undefined;
 }
 
+/** The lifecycle step a ReAct agent's last command will bring about: its state, and the turn it runs. */
+interface Step {
+  readonly value: 'idle' | 'running_turn';
+  readonly turnId?: string | undefined;
+}
+
+/** Whether a ReAct state has a model call owed or under way (an answer streaming): a turn of its agent. */
+const calling = (state: AgentState): boolean =>
+  Object.values(reactAgentEffectsAt(state)).some((effect) => effect.type === 'call-llm') ||
+  state.messages.some((message) => message.role === 'assistant' && message.streaming);
+
 /**
- * The lifecycle step a ReAct agent's state calls for: a loop in progress (`reActContext` set) is
- * the agent's running turn, a loop at rest an idle agent. Decided from the durable states alone,
- * so it is the same after a restart.
+ * The lifecycle steps a ReAct agent's state calls for. Each model call of its loop is a turn of
+ * the agent, as a turn-based agent's turn: it starts when the call is due (the conversation counts
+ * it, `new_turn`), unless the agent may not run one (`turnRefusal`: the loop then ends unanswered,
+ * see `reactAgentLoop`), and ends with the call's observation, with what the call used
+ * (`reactTurnUsageAt`) for the agent's and the conversation's budgets. A call due right after
+ * another is a turn of its own. Decided from the durable states alone, so it is the same after a restart.
  */
-async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext, pending: Map<string, 'idle' | 'running_turn'>): Promise<EpicCommand[]> {
-  const state = await stateOf(context, agent.react, reactAgent);
-  const lifecycle = await stateOf(context, agent.lifecycle, agentLifecycle);
+async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext, pending: Map<string, Step>): Promise<EpicCommand[]> {
+  const [state, lifecycle, talk] = await Promise.all([
+    stateOf(context, agent.react, reactAgent),
+    stateOf(context, agent.lifecycle, agentLifecycle),
+    stateOf(context, agent.root, conversation),
+  ]);
   if (state === undefined || lifecycle === undefined) return [];
   if (agentLifecycle.terminal.includes(lifecycle.value)) {
-    pending.delete(agent.lifecycle); // terminated (its conversation closed) or failed: it runs no turn
+    pending.delete(agent.lifecycle); // terminated (its conversation closed, its budget exhausted) or failed: it runs no turn
     return [];
   }
-  const busy = (state as AgentState).reActContext !== null;
+  const busy = calling(state as AgentState);
   // A step sent and not yet applied counts as done: the lifecycle's durable state lags it.
-  const now = pending.get(agent.lifecycle) ?? lifecycle.value;
-  if (busy && now === 'idle') {
-    pending.set(agent.lifecycle, 'running_turn');
-    return [
-      { stream: agent.root, event: { type: 'new_turn' } },
-      { stream: agent.lifecycle, event: { type: 'turn_assigned', turnId: `react-${rune.seq}` } },
-    ];
+  const before: Step = pending.get(agent.lifecycle) ?? (lifecycle.value === 'running_turn' ? { value: 'running_turn', turnId: lifecycle.turnId } : { value: 'idle' });
+  let step = before;
+  const commands: EpicCommand[] = [];
+  if (step.value === 'running_turn' && (!busy || rune.event.type === 're-act-observed')) {
+    const usage = await reactTurnUsageAt(agent.react, step.turnId, rune.at, context);
+    commands.push({ stream: agent.lifecycle, event: { type: 'turn_completed', usage } }, { stream: agent.root, event: { type: 'turn_completed', usage } });
+    step = { value: 'idle' };
   }
-  if (!busy && now === 'running_turn') {
-    pending.set(agent.lifecycle, 'idle');
-    return [
-      { stream: agent.lifecycle, event: { type: 'turn_completed' } },
-      { stream: agent.root, event: { type: 'turn_completed' } },
-    ];
+  if (step.value === 'idle' && busy && turnRefusal(talk, lifecycle) === undefined) {
+    const turnId = reactTurnId(rune.seq);
+    commands.push({ stream: agent.root, event: { type: 'new_turn' } }, { stream: agent.lifecycle, event: { type: 'turn_assigned', turnId } });
+    step = { value: 'running_turn', turnId };
   }
-  return [];
+  if (step !== before) pending.set(agent.lifecycle, step);
+  return commands;
 }
 
 /**
@@ -53,17 +73,22 @@ async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext,
  *
  * 1. Its ReAct stream spawned: its `agentLifecycle` stream (ready at once) and, if none is there
  *    yet, its conversation, with it as the root agent.
- * 2. Each ReAct loop is a turn: when a loop starts (a user message to respond to) the agent runs a
- *    turn (`turn_assigned`) and the conversation counts it (`new_turn`); when the loop comes to
- *    rest the turn completes.
+ * 2. Each model call of a ReAct loop is a turn: when a call is due (a user message or the loop's
+ *    tool results to respond to) the agent runs a turn (`turn_assigned`) and the conversation
+ *    counts it (`new_turn`); when the call's observation lands the turn completes, with the
+ *    call's usage (`turn_completed { usage }`, as a turn-based agent's turn ends), which the
+ *    agent's and the conversation's budgets count (`agentBudgets`). The loop's tool calls run
+ *    between turns.
  *
- * Part of `reactAgentEpics`. A terminated agent (its conversation closed) refuses new turns. With
+ * Part of `reactAgentEpics`. No turn starts while the agent may not run one (`turnRefusal`: its
+ * conversation suspended, paused or closing, or the agent terminated); the loop then ends
+ * unanswered without calling the model (see `reactAgentLoop`). With
  * `admission`, an agent whose role it refuses gets `init_error` saying why instead of starting.
  */
 export function reactAgentLifecycle(admission?: AgentAdmission): Epic {
   return function reactAgentLifecycle(runes$, context) {
     // Per lifecycle stream, the state its last step sent will put it in, until its rune says so.
-    const pending = new Map<string, 'idle' | 'running_turn'>();
+    const pending = new Map<string, Step>();
     const onRune = (rune: Rune): Observable<EpicCommand> => {
       const agent = agentOfReact(rune.stream)!;
       const step = rune.event.type === SPAWN_EVENT_TYPE ? () => agentCompanions(agent, context, undefined, admission) : () => reconciled(agent, rune, context, pending);
@@ -73,7 +98,12 @@ export function reactAgentLifecycle(admission?: AgentAdmission): Epic {
     // Per agent, one rune at a time, so its lifecycle steps keep their order; agents side by side.
     // An agent's group ends when its loop is at rest, so idle agents hold nothing here.
     const applied$ = runes$.pipe(
-      filter((rune) => rune.machine === agentLifecycle.id && pending.get(rune.stream) === rune.to),
+      filter((rune) => {
+        const step = pending.get(rune.stream);
+        // The step is applied when its rune lands: a turn's assignment by its own turn id.
+        if (rune.machine !== agentLifecycle.id || step === undefined || step.value !== rune.to) return false;
+        return step.value === 'idle' || (rune.event as { turnId?: string }).turnId === step.turnId;
+      }),
       tap((rune) => pending.delete(rune.stream)),
       ignoreElements(),
     );

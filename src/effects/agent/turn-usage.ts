@@ -1,5 +1,6 @@
 import { lastValueFrom, toArray } from 'rxjs';
-import type { Usage } from '../../reducers/budget.js';
+import { NO_USAGE, addUsage, type Usage } from '../../reducers/budget.js';
+import { reactAgent } from '../../reducers/react-agent/machine.js';
 import type { RuneOf } from '../../reducers/rune.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { TurnEngineState } from '../../reducers/turn-engine/schema.js';
@@ -17,11 +18,33 @@ export async function turnStartedAt(turn: string, context: EpicContext): Promise
   return lastStartAt(await lastValueFrom(context.read(turn).pipe(ofMachine(turnEngine), toArray())));
 }
 
+/** `used` with the wall clock of a turn that started at `startedAt` (none if unknown) and ended at `at`. */
+const withWallClock = (used: Usage, startedAt: number | undefined, at: number): Usage => ({
+  ...used,
+  wallClockMs: startedAt === undefined ? 0 : Math.max(0, at - startedAt),
+});
+
 /**
  * What a turn used by `at` (its end, or now): its responses' usage as its state sums it, and its
  * wall clock, from its `turn.started` rune to `at`.
  */
 export async function turnUsageAt(turn: string, state: TurnEngineState, at: number, context: EpicContext): Promise<Usage> {
-  const startedAt = await turnStartedAt(turn, context);
-  return { ...state.turnUsage, wallClockMs: startedAt === undefined ? 0 : Math.max(0, at - startedAt) };
+  return withWallClock(state.turnUsage, await turnStartedAt(turn, context), at);
+}
+
+/** The turn id of a ReAct agent's turn that the rune `seq` of its ReAct stream started. */
+export const reactTurnId = (seq: number): string => `react-${seq}`;
+
+/**
+ * What a ReAct agent's turn `turnId` (see {@link reactTurnId}) used by `at`: the usage its model
+ * call recorded (on its `re-act-observed`, each answered round a response), and its wall clock,
+ * from the rune that started it to `at`. The ReAct counterpart of {@link turnUsageAt}.
+ */
+export async function reactTurnUsageAt(react: string, turnId: string | undefined, at: number, context: EpicContext): Promise<Usage> {
+  const start = /^react-(\d+)$/.exec(turnId ?? '')?.[1];
+  if (start === undefined) return NO_USAGE;
+  const runes = await lastValueFrom(context.read(react, Number(start) - 1).pipe(ofMachine(reactAgent), toArray()));
+  let used = NO_USAGE;
+  for (const { event } of runes) if (event.type === 're-act-observed' && event.usage !== undefined) used = addUsage(used, event.usage);
+  return withWallClock(used, runes[0]?.at, at);
 }

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Usage } from '../budget.js';
 import { eventTypesOf } from '../event-types.js';
 import { Claim } from '../tool-call/schema.js';
 import { ToolCallRequest, ToolCallResult } from './state.js';
@@ -24,7 +25,11 @@ const LlmMessageCompleted = z.object({
 /** What a finished LLM call observed: tool calls to issue (keyed by tool call id), or the loop's end. */
 export const ReActObservation = z.discriminatedUnion('type', [
   z.object({ type: z.literal('continue-re-act'), toolCalls: z.record(id, ToolCallRequest) }),
-  z.object({ type: z.literal('complete-re-act') }),
+  /**
+   * `reason` is ours, not the seed's: the loop ended without asking the model, and why (its
+   * conversation suspended, paused or closing, or its agent ended), so the message stays unanswered.
+   */
+  z.object({ type: z.literal('complete-re-act'), reason: z.string().optional() }),
 ]);
 export type ReActObservation = z.infer<typeof ReActObservation>;
 
@@ -33,6 +38,12 @@ const ReActObserved = z.object({
   /** What the LLM call answered up to: the `answersTo` of its `call-llm` effect. */
   calledLlmAt: z.number(),
   observation: ReActObservation,
+  /**
+   * Ours, not the seed's: what the model call that observed this used (its answered rounds
+   * summed, each a response as a turn-based agent's), which the agent's lifecycle and conversation
+   * count against their budgets. Absent when no model was called, and in logs written before it.
+   */
+  usage: Usage.optional(),
   timestamp,
 });
 const ToolCallCompleted = z.object({
@@ -77,6 +88,25 @@ export const AgentInput = z.discriminatedUnion('type', [
   ToolCallClaimed,
 ]);
 export type AgentInput = z.infer<typeof AgentInput>;
+
+/**
+ * The seed's "API Reference" names of its inputs, one per input of the union (the seed names
+ * them apart from its list of inputs; each is the input of the same place in that list).
+ */
+/** `user-message-received`. */
+export type UserMessageInput = Extract<AgentInput, { type: 'user-message-received' }>;
+/** `llm-message-started`: the model begins streaming a user-visible message. */
+export type LlmChunkInput = Extract<AgentInput, { type: 'llm-message-started' }>;
+/** `llm-message-completed`. */
+export type LlmMessageCompleteInput = Extract<AgentInput, { type: 'llm-message-completed' }>;
+/** `re-act-observed`: the model call's observation, which issues the tool calls it asked for. */
+export type ToolCallStartedInput = Extract<AgentInput, { type: 're-act-observed' }>;
+/** `tool-call-completed`. */
+export type ToolCallResultInput = Extract<AgentInput, { type: 'tool-call-completed' }>;
+/** `context-window-expanded`. */
+export type ExpandContextWindowInput = Extract<AgentInput, { type: 'context-window-expanded' }>;
+/** `history-tool-calls-added`. */
+export type AddToolCallsToContextInput = Extract<AgentInput, { type: 'history-tool-calls-added' }>;
 
 /** The seed's "Schema Exports" name for the input schema. */
 export const agentEventSchema = AgentInput;

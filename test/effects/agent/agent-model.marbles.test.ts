@@ -59,6 +59,20 @@ function setup(m: Marbles, runes$: Observable<Rune>, answers: readonly Observabl
   return { requests, context, call };
 }
 
+/**
+ * A turn whose first answer asks for the clock (frame 1), whose round is heard at frame 5 and
+ * finished (`tools_finished`, back to streaming) at frame 8; the second answer is "Noon.".
+ */
+function toolRoundThenMore(m: Marbles) {
+  const asked = { callId: 'c1', toolName: 'clock', arguments: {} };
+  const round = turnRune(3, { type: 'tool_calls_received', callIds: ['c1'], calls: [asked] }, 'streaming', 'tool_executing', 'turn.tool_calls_received');
+  const more = turnRune(4, { type: 'tools_finished', more: true }, 'tool_executing', 'streaming', 'turn.tools_finished');
+  const runes = m.hot<Rune>('-s---r--f-------', { s: started(), r: round, f: more });
+  const first = m.cold<ChainOutput>('-a-(f|)', { a: toolCall('c1', 'clock', {}), f: finish('tool-calls') });
+  const second = m.cold<ChainOutput>('-x-(f|)', { x: text('Noon.'), f: finish('stop') });
+  return { asked, runes, first, second };
+}
+
 describe('agentModel: a turn entering streaming calls the model; its answer becomes commands to the turn', () => {
   it('text deltas become assistant_delta commands (empty ones dropped), then response_done with the usage', () =>
     marbleTest((m) => {
@@ -183,12 +197,7 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
 
   it("tools_finished{more: true} (tool_executing -> streaming) starts a second call, which sees the round's results", () =>
     marbleTest((m) => {
-      const asked = { callId: 'c1', toolName: 'clock', arguments: {} };
-      const round = turnRune(3, { type: 'tool_calls_received', callIds: ['c1'], calls: [asked] }, 'streaming', 'tool_executing', 'turn.tool_calls_received');
-      const more = turnRune(4, { type: 'tools_finished', more: true }, 'tool_executing', 'streaming', 'turn.tools_finished');
-      const runes = m.hot<Rune>('-s---r--f-------', { s: started(), r: round, f: more });
-      const first = m.cold<ChainOutput>('-a-(f|)', { a: toolCall('c1', 'clock', {}), f: finish('tool-calls') });
-      const second = m.cold<ChainOutput>('-x-(f|)', { x: text('Noon.'), f: finish('stop') });
+      const { asked, runes, first, second } = toolRoundThenMore(m);
       const { call, context, requests } = setup(m, runes, [first, second], {
         'conv/c1/agent/a1/call/c1': { ...asked, value: 'completed_result', output: '12:00', progressCount: 0 },
       });
@@ -208,5 +217,23 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
           { role: 'tool', content: [{ type: 'tool-result', toolCallId: 'c1', toolName: 'clock', output: { type: 'json', value: '12:00' } }] },
         ]);
       };
+    }));
+
+  it('tools_finished while the conversation was suspended meanwhile (another turn used the budget up): no second call, the turn is interrupted saying why', () =>
+    marbleTest((m) => {
+      const { asked, runes, first, second } = toolRoundThenMore(m);
+      const reason = 'conversation budget exhausted: modelCalls 4 of 4';
+      const calls: Record<string, ToolCallState> = { 'conv/c1/agent/a1/call/c1': { ...asked, value: 'completed_result', output: '12:00', progressCount: 0 } };
+      const { call, context, requests } = setup(m, runes, [first, second], calls);
+      // Another agent's turn uses the budget up while this one's tool runs: the conversation is suspended at frame 6.
+      m.scheduler.schedule(() => {
+        calls['conv/c1'] = { value: 'suspended', reason, turns: 2, usage: { inputTokens: 0, outputTokens: 0, modelCalls: 4, toolCalls: 1, wallClockMs: 0 } } as never;
+      }, 6);
+      m.expectObservable(agentModel({ call })(runes, context, undefined)).toBe('----r---i', {
+        r: toTurn({ type: 'tool_calls_received', callIds: ['c1'], calls: [asked] }),
+        i: toTurn({ type: 'interrupt', reason: `the conversation is suspended: ${reason}` }),
+      });
+      m.expectSubscriptions(second.subscriptions).toBe([]);
+      return () => expect(requests).toHaveLength(1);
     }));
 });

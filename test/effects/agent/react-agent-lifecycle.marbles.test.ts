@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { agentStreams, type AgentInput, type EpicCommand } from '../../../src/index.js';
+import { agentStreams, type AgentInput, type AgentLifecycleState, type ConversationState, type EpicCommand, type Usage } from '../../../src/index.js';
 import { reactAgentLifecycle } from '../../../src/effects/agent/react-agent-lifecycle.js';
 import { applyAll, machineWorld, playEpic } from '../../support/frames.js';
 
@@ -15,10 +15,19 @@ const a1 = agentStreams(ROOT, 'a1');
 
 const ask = (messageId: string, timestamp: number): AgentInput => ({ type: 'user-message-received', messageId, content: 'hi', timestamp });
 const answering = (messageId: string, timestamp: number): AgentInput => ({ type: 'llm-message-started', messageId, timestamp });
-const done = (calledLlmAt: number, timestamp: number): AgentInput => ({ type: 're-act-observed', calledLlmAt, observation: { type: 'complete-re-act' }, timestamp });
-const turnCompleted: EpicCommand[] = [
-  { stream: a1.lifecycle, event: { type: 'turn_completed' } },
-  { stream: ROOT, event: { type: 'turn_completed' } },
+const done = (calledLlmAt: number, timestamp: number, used?: Usage): AgentInput => ({
+  type: 're-act-observed',
+  calledLlmAt,
+  observation: { type: 'complete-re-act' },
+  ...(used === undefined ? {} : { usage: used }),
+  timestamp,
+});
+/** What `modelCalls` answered rounds used, 10 tokens in and 1 out each. */
+const usage = (modelCalls: number): Usage => ({ inputTokens: 10 * modelCalls, outputTokens: modelCalls, modelCalls, toolCalls: 0, wallClockMs: 0 });
+const answered = (messageId: string, timestamp: number): AgentInput => ({ type: 'llm-message-completed', messageId, content: 'hello', timestamp });
+const turnCompleted = (used: Usage): EpicCommand[] => [
+  { stream: a1.lifecycle, event: { type: 'turn_completed', usage: used } },
+  { stream: ROOT, event: { type: 'turn_completed', usage: used } },
 ];
 
 /** A ReAct agent whose spawn has been heard and its companions applied: idle, in its conversation. */
@@ -51,7 +60,7 @@ describe('reactAgentLifecycle: a ReAct agent gets the companions of a turn-based
     ]);
   });
 
-  it('a loop starting is a turn: turn_assigned and new_turn, once while it runs; at rest, turn_completed once, even with several runes', async () => {
+  it('each model call is a turn: turn_assigned and new_turn once while it runs; its observation completes it with its usage; the tools run between turns', async () => {
     const { w, play } = await readyAgent();
     const asked = w.dispatch(a1.react, ask('u1', 1));
     const started = await play.send(asked);
@@ -59,26 +68,52 @@ describe('reactAgentLifecycle: a ReAct agent gets the companions of a turn-based
       { stream: ROOT, event: { type: 'new_turn' } },
       { stream: a1.lifecycle, event: { type: 'turn_assigned', turnId: `react-${asked.seq}` } },
     ]);
-    // More runes of the same loop, before and after the assignment lands: no second turn.
+    // More runes of the same call, before and after the assignment lands: no second turn.
     expect(await play.send(w.dispatch(a1.react, answering('m1', 2)))).toEqual([]);
     expect(await applyAll(play, w, started)).toEqual([]);
     expect(w.value(a1.lifecycle)).toBe('running_turn');
-    expect(await play.send(w.dispatch(a1.react, ask('u2', 3)))).toEqual([]); // joins the loop in progress
+    expect(await play.send(w.dispatch(a1.react, answered('m1', 3)))).toEqual([]);
 
-    // The loop comes to rest: the turn completes; another rune at rest before it lands asks nothing.
-    const rest = await play.send(w.dispatch(a1.react, done(4, 4)));
-    expect(rest).toEqual(turnCompleted);
-    expect(await play.send(w.dispatch(a1.react, answering('m2', 5)))).toEqual([]);
+    // The call's observation ends the turn with what the call used (every rune of these frames is
+    // at 0: no wall clock); its tool runs with the agent idle.
+    const observed = await play.send(
+      w.dispatch(a1.react, {
+        type: 're-act-observed',
+        calledLlmAt: 1,
+        observation: { type: 'continue-re-act', toolCalls: { t1: { name: 'clock', parameters: '{}', calledAt: 4 } } },
+        usage: usage(1),
+        timestamp: 4,
+      }),
+    );
+    expect(observed).toEqual(turnCompleted(usage(1)));
+    await applyAll(play, w, observed);
+    expect(w.value(a1.lifecycle)).toBe('idle');
+
+    // Its result makes the next call due: the next turn.
+    const result = w.dispatch(a1.react, { type: 'tool-call-completed', toolCallId: 't1', result: { isSuccess: true, content: '12:00', receivedAt: 5 }, timestamp: 5 });
+    const next = await play.send(result);
+    expect(next).toEqual([
+      { stream: ROOT, event: { type: 'new_turn' } },
+      { stream: a1.lifecycle, event: { type: 'turn_assigned', turnId: `react-${result.seq}` } },
+    ]);
+    await applyAll(play, w, next);
+
+    // That call comes to rest: its turn completes; another rune at rest before it lands asks nothing.
+    expect(await play.send(w.dispatch(a1.react, answering('m2', 6)))).toEqual([]);
+    expect(await play.send(w.dispatch(a1.react, answered('m2', 7)))).toEqual([]);
+    const rest = await play.send(w.dispatch(a1.react, done(5, 8, usage(2))));
+    expect(rest).toEqual(turnCompleted(usage(2)));
     await applyAll(play, w, rest);
     expect(w.value(a1.lifecycle)).toBe('idle');
-    expect(w.state<{ turns: number }>(ROOT)?.turns).toBe(1);
+    expect(w.state<ConversationState>(ROOT)).toMatchObject({ turns: 2, usage: { modelCalls: 3, inputTokens: 30 } });
+    expect(w.state<AgentLifecycleState>(a1.lifecycle)?.usage).toMatchObject({ modelCalls: 3, inputTokens: 30 });
+  });
 
-    // The next loop is the next turn.
-    const next = w.dispatch(a1.react, ask('u3', 6));
-    expect(await play.send(next)).toEqual([
-      { stream: ROOT, event: { type: 'new_turn' } },
-      { stream: a1.lifecycle, event: { type: 'turn_assigned', turnId: `react-${next.seq}` } },
-    ]);
+  it('no turn starts while the conversation is suspended for budget', async () => {
+    const { w, play } = await readyAgent();
+    w.dispatch(ROOT, { type: 'budget_exhausted', reason: 'conversation budget exhausted: modelCalls 4 of 4' });
+    expect(await play.send(w.dispatch(a1.react, ask('u1', 1)))).toEqual([]);
+    expect(w.value(a1.lifecycle)).toBe('idle');
   });
 
   it('a terminated agent (its conversation closed) runs no turn', async () => {

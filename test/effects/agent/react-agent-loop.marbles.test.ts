@@ -37,6 +37,15 @@ const part = (p: ModelPart): ChainOutput => ({ type: 'part', part: p });
 const text = (t: string) => part({ type: 'text-delta', text: t });
 const toolCall = (toolCallId: string, toolName: string, input: unknown) => part({ type: 'tool-call', toolCallId, toolName, input });
 const finish = part({ type: 'finish', finishReason: 'stop' });
+/** What a call's answered rounds used, as its `re-act-observed` records it: `modelCalls` rounds, no tokens reported. */
+const used = (modelCalls: number, tokens: { inputTokens?: number; outputTokens?: number } = {}) => ({
+  inputTokens: 0,
+  outputTokens: 0,
+  modelCalls,
+  toolCalls: 0,
+  wallClockMs: 0,
+  ...tokens,
+});
 const toAgent = (event: Record<string, unknown>) => ({ stream: REACT, event });
 
 const add = defineTool({ name: 'add', description: 'Adds', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
@@ -68,12 +77,23 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
     marbleTest((m) => {
       const { runes, states } = history([ask('m1', 1), { type: 'llm-message-started', messageId: 'llm-1', timestamp: 2 }]);
       const runes$ = m.hot<Rune>('-a-b', { a: runes[0]!, b: runes[1]! });
-      const llm = m.cold<ChainOutput>('-x-y-(f|)', { x: text('Hello'), y: text(' there'), f: finish });
+      const llm = m.cold<ChainOutput>('-x-y-(f|)', {
+        x: text('Hello'),
+        y: text(' there'),
+        f: part({ type: 'finish', finishReason: 'stop', usage: { inputTokens: 7, outputTokens: 3 } }),
+      });
       const { call, context, requests } = setup(m, runes$, states, [llm]);
-      m.expectObservable(reactAgentLoop({ call, tools: [add], system: 'be kind' })(runes$, context, undefined)).toBe('-s----(co)', {
-        s: toAgent({ type: 'llm-message-started', messageId: 'llm-1', timestamp: 1 }),
+      m.expectObservable(reactAgentLoop({ call, tools: [add], system: 'be kind' })(runes$, context, undefined)).toBe('--s---(co)', {
+        // The message starts with the answer's first text.
+        s: toAgent({ type: 'llm-message-started', messageId: 'llm-1', timestamp: 2 }),
         c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Hello there', timestamp: 6 }),
-        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, timestamp: 6 }),
+        o: toAgent({
+          type: 're-act-observed',
+          calledLlmAt: 1,
+          observation: { type: 'complete-re-act' },
+          usage: used(1, { inputTokens: 7, outputTokens: 3 }),
+          timestamp: 6,
+        }),
       });
       // Subscribed once, at the user message; its own started rune kept the key.
       m.expectSubscriptions(llm.subscriptions).toBe('-^----!');
@@ -107,11 +127,11 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
       });
       const second = m.cold<ChainOutput>('-(xf|)', { x: text('I added 1 and 2.'), f: finish });
       const { call, context, requests } = setup(m, runes$, states, [first, second]);
-      m.expectObservable(reactAgentLoop({ call, tools: [add] })(runes$, context, undefined)).toBe('-sh(co)', {
-        s: toAgent({ type: 'llm-message-started', messageId: 'llm-10', timestamp: 1 }),
+      m.expectObservable(reactAgentLoop({ call, tools: [add] })(runes$, context, undefined)).toBe('--h(sco)', {
         h: toAgent({ type: 'history-tool-calls-added', toolCallIds: ['t1'], timestamp: 2 }),
+        s: toAgent({ type: 'llm-message-started', messageId: 'llm-10', timestamp: 3 }),
         c: toAgent({ type: 'llm-message-completed', messageId: 'llm-10', content: 'I added 1 and 2.', timestamp: 3 }),
-        o: toAgent({ type: 're-act-observed', calledLlmAt: 10, observation: { type: 'complete-re-act' }, timestamp: 3 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 10, observation: { type: 'complete-re-act' }, usage: used(2), timestamp: 3 }),
       });
       m.expectSubscriptions(first.subscriptions).toBe('-^!');
       m.expectSubscriptions(second.subscriptions).toBe('--^!');
@@ -133,10 +153,10 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
       const first = m.cold<ChainOutput>('-(if|)', { i: toolCall('i1', 'load_older_messages', {}), f: finish });
       const second = m.cold<ChainOutput>('-(xf|)', { x: text('Nothing older.'), f: finish });
       const { call, context, requests } = setup(m, runes$, states, [first, second]);
-      m.expectObservable(reactAgentLoop({ call, tools: [] })(runes$, context, undefined)).toBe('-s-(co)', {
-        s: toAgent({ type: 'llm-message-started', messageId: 'llm-1', timestamp: 1 }),
+      m.expectObservable(reactAgentLoop({ call, tools: [] })(runes$, context, undefined)).toBe('---(sco)', {
+        s: toAgent({ type: 'llm-message-started', messageId: 'llm-1', timestamp: 3 }),
         c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Nothing older.', timestamp: 3 }),
-        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, timestamp: 3 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, usage: used(2), timestamp: 3 }),
       });
       return () =>
         expect(requests[1]!.messages.at(-1)!.content).toEqual([
@@ -245,16 +265,46 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
       );
     }));
 
+  it('an answer of tool calls only adds no message: no llm-message-started, only its observation with what it used', () =>
+    marbleTest((m) => {
+      const { runes, states } = history([ask('m1', 1)]);
+      const runes$ = m.hot<Rune>('-a', { a: runes[0]! });
+      const llm = m.cold<ChainOutput>('-(tf|)', { t: toolCall('t1', 'add', { a: 1, b: 2 }), f: finish });
+      const { call, context } = setup(m, runes$, states, [llm]);
+      m.expectObservable(reactAgentLoop({ call, tools: [add] })(runes$, context, undefined)).toBe('--o', {
+        o: toAgent({
+          type: 're-act-observed',
+          calledLlmAt: 1,
+          observation: { type: 'continue-re-act', toolCalls: { t1: { name: 'add', parameters: '{"a":1,"b":2}', calledAt: 2 } } },
+          usage: { ...used(1), toolCalls: 1 },
+          timestamp: 2,
+        }),
+      });
+    }));
+
+  it('a message left streaming by a call a newer input superseded is completed by the next call, not left streaming for ever', () =>
+    marbleTest((m) => {
+      // The call answering m1 started llm-1 and died; m2 came meanwhile, so the next call answers up to 3.
+      const { runes, states } = history([ask('m1', 1), { type: 'llm-message-started', messageId: 'llm-1', timestamp: 2 }, ask('m2', 3)]);
+      const runes$ = m.hot<Rune>('-a', { a: runes[2]! });
+      const llm = m.cold<ChainOutput>('-(xf|)', { x: text('Both.'), f: finish });
+      const { call, context } = setup(m, runes$, states, [llm]);
+      m.expectObservable(reactAgentLoop({ call, tools: [] })(runes$, context, undefined)).toBe('--(co)', {
+        c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Both.', timestamp: 2 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 3, observation: { type: 'complete-re-act' }, usage: used(1), timestamp: 2 }),
+      });
+    }));
+
   it('a model call that fails completes the message with what it streamed, ends the loop, and is reported', () =>
     marbleTest((m) => {
       const { runes, states } = history([ask('m1', 1)]);
       const runes$ = m.hot<Rune>('-a', { a: runes[0]! });
       const llm = m.cold<ChainOutput>('-x-#', { x: text('Partial') }, new Error('all providers failed'));
       const { call, context, reports } = setup(m, runes$, states, [llm]);
-      m.expectObservable(reactAgentLoop({ call, tools: [] })(runes$, context, undefined)).toBe('-s--(co)', {
-        s: toAgent({ type: 'llm-message-started', messageId: 'llm-1', timestamp: 1 }),
+      m.expectObservable(reactAgentLoop({ call, tools: [] })(runes$, context, undefined)).toBe('--s-(co)', {
+        s: toAgent({ type: 'llm-message-started', messageId: 'llm-1', timestamp: 2 }),
         c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Partial', timestamp: 4 }),
-        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, timestamp: 4 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, usage: used(0), timestamp: 4 }),
       });
       return () =>
         expect(reports).toMatchObject([{ type: 'effect_failed', epic: 'reactAgentLoop', stream: REACT, key: 'call-llm:0', error: { message: 'all providers failed' } }]);
@@ -321,7 +371,7 @@ describe('reactAgentLoop: after a restart (streams found in the store, hydrated)
         n: completed('conv/c1/agent/fresh/react', { isSuccess: true, content: 'ran' }, 8),
         // No second llm-message-started: the message the dead process started is completed.
         c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Back.', timestamp: 11 }),
-        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, timestamp: 11 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, usage: used(1), timestamp: 11 }),
       });
       return () => expect(requests).toHaveLength(1);
     }));

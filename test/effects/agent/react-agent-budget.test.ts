@@ -1,0 +1,122 @@
+import { VirtualTimeScheduler } from 'rxjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { agentEpics, defineTool, reactAgentEpics, scriptedModel, type ScriptStep } from '../../../src/agents.js';
+import {
+  agentStreams,
+  checkInvariants,
+  createEngine,
+  memoryStore,
+  type AgentLifecycleState,
+  type AgentState,
+  type ConversationState,
+  type Engine,
+  type EngineError,
+  type Rune,
+} from '../../../src/index.js';
+import { runVirtualTimeUntil } from '../../support/virtual-time.js';
+
+/**
+ * ReAct agents under seed 003's budgets (issue 28 (d)): their model calls count against their
+ * conversation's budget as a turn-based agent's do, on an engine with both kinds of epics, in
+ * virtual time.
+ */
+
+const agent = agentStreams('conv/c1', 'r1');
+const engines: Engine[] = [];
+afterEach(async () => {
+  for (const engine of engines.splice(0)) await engine.close();
+});
+
+const clock = defineTool({ name: 'clock', description: 'The time now.', inputSchema: z.object({}), execute: () => '12:00' });
+const answer: ScriptStep = { text: 'An answer.', usage: { inputTokens: 10, outputTokens: 2 } };
+
+function start(modelCalls: number, script: readonly ScriptStep[] = [answer]) {
+  const scheduler = new VirtualTimeScheduler();
+  const store = memoryStore();
+  const model = scriptedModel(script, { whenExhausted: 'cycle' });
+  const engine = createEngine({
+    store,
+    scheduler,
+    epics: [...agentEpics({ model, tools: [clock], conversationBudget: { modelCalls } }), ...reactAgentEpics({ model, tools: [clock], breakers: false })],
+  });
+  engines.push(engine);
+  const errors: EngineError[] = [];
+  engine.errors$.subscribe((error) => errors.push(error));
+  const runes: Rune[] = [];
+  // The latest state of each stream, watched from its first rune, read at once between steps of virtual time.
+  const latest = new Map<string, unknown>();
+  engine.runes$().subscribe((rune) => {
+    runes.push(rune);
+    if (!latest.has(rune.stream)) {
+      latest.set(rune.stream, undefined);
+      engine.state$(rune.stream).subscribe((state) => latest.set(rune.stream, state));
+    }
+  });
+  /** Virtual time runs until `done` holds, the engine quiet. */
+  const until = (done: () => boolean) => runVirtualTimeUntil(scheduler, () => runes.length, done);
+  const state = <S>(stream: string): S | undefined => latest.get(stream) as S | undefined;
+  return { engine, store, model, errors, runes, until, state };
+}
+
+describe('a ReAct agent under its conversation budget', () => {
+  it('asked repeatedly with modelCalls 4: at most 4 answers, the conversation suspended with budget_exhausted', async () => {
+    const { engine, store, model, errors, runes, until, state } = start(4);
+    await engine.spawn(agent.react, 'react-agent');
+    expect(await until(() => state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle')).toBe(true);
+
+    for (let n = 1; n <= 6; n++) {
+      await engine.dispatch(agent.react, { type: 'user-message-received', messageId: `m${n}`, content: `question ${n}`, timestamp: n * 1000 });
+      // The loop comes to rest, and so does the agent.
+      const rested = await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value !== 'running_turn');
+      expect(rested).toBe(true);
+    }
+
+    const answers = state<AgentState>(agent.react)!.messages.filter((m) => m.role === 'assistant' && m.content !== '');
+    expect(answers).toHaveLength(4);
+    expect(model.doStreamCalls).toHaveLength(4);
+    const talk = state<ConversationState>(agent.root)!;
+    expect(talk.value).toBe('suspended');
+    expect(talk.usage.modelCalls).toBe(4);
+    const suspended = (await store.read(agent.root)).filter((rune) => rune.kind === 'session.suspended');
+    expect(suspended.map((rune) => rune.event.type)).toEqual(['budget_exhausted']);
+    expect(talk.reason).toBe('conversation budget exhausted: modelCalls 4 of 4');
+
+    // The log in the order it was written: no turn started while the conversation was suspended.
+    expect(checkInvariants(runes)).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+
+  it("each model call reaches the agent and the conversation with its usage, as a turn-based agent's turn does", async () => {
+    const { engine, store, until, state } = start(10);
+    await engine.spawn(agent.react, 'react-agent');
+    await until(() => state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+    await engine.dispatch(agent.react, { type: 'user-message-received', messageId: 'm1', content: 'hi', timestamp: 1000 });
+    await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+
+    const used = { inputTokens: 10, outputTokens: 2, modelCalls: 1, toolCalls: 0 };
+    const ended = (await store.read(agent.lifecycle)).filter((rune) => rune.kind === 'turn.completed');
+    expect(ended.map((rune) => rune.event)).toMatchObject([{ type: 'turn_completed', usage: used }]);
+    expect(state<AgentLifecycleState>(agent.lifecycle)!.usage).toMatchObject(used);
+    expect(state<ConversationState>(agent.root)!.usage).toMatchObject(used);
+  });
+
+  it('a loop of many model calls (tool rounds) stops at the budget: its next call is refused, the loop ends saying why', async () => {
+    const { engine, store, model, errors, runes, until, state } = start(2, [{ toolCalls: [{ toolName: 'clock', input: {} }] }]);
+    await engine.spawn(agent.react, 'react-agent');
+    await until(() => state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+    await engine.dispatch(agent.react, { type: 'user-message-received', messageId: 'm1', content: 'the time, again and again', timestamp: 1000 });
+    expect(await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle')).toBe(true);
+
+    expect(model.doStreamCalls).toHaveLength(2);
+    expect(state<ConversationState>(agent.root)).toMatchObject({ value: 'suspended', usage: { modelCalls: 2, toolCalls: 2 } });
+    const observed = (await store.read(agent.react)).filter((rune) => rune.kind === 're-act-observed');
+    expect(observed.at(-1)?.event).toMatchObject({
+      observation: { type: 'complete-re-act', reason: 'the conversation is suspended: conversation budget exhausted: modelCalls 2 of 2' },
+    });
+    // Both calls asked for tools only: no message of the history but the question.
+    expect(state<AgentState>(agent.react)!.messages.map((m) => m.role)).toEqual(['user']);
+    expect(checkInvariants(runes)).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+});

@@ -58,16 +58,19 @@ describe('providerBreakers epic', () => {
     });
   });
 
-  it('restarts the clock when an operator keeps a breaker open', () => {
+  it('arms no clock for a breaker an operator keeps OPEN (issue 28 g)', () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     scheduler.run(({ hot, expectObservable }) => {
       const runes = hot<Rune>('1000ms a 2999ms b', {
         a: rune('provider/a', 'failure', 'CLOSED', 'OPEN', 1000),
         b: rune('provider/a', 'manual_keep_open', 'OPEN', 'OPEN', 4000),
       });
-      const commands = providerBreakers()(runes, epicContext(scheduler, { state: () => state as never }), undefined);
-      // Due at 6000 before the operator's rune; at 9000 after it (and its retry would be at 14000).
-      expectObservable(commands, '^ 13s !').toBe('9000ms x', { x: elapsed('a') });
+      const kept = { ...state, keptOpen: true as const };
+      let current: CircuitBreakerState = state;
+      const context = epicContext(scheduler, { state: () => current as never });
+      scheduler.schedule(() => (current = kept), 4000);
+      // Due at 6000 before the operator's rune; none after it.
+      expectObservable(providerBreakers()(runes, context, undefined), '^ 60s !').toBe('');
     });
   });
 
@@ -82,7 +85,7 @@ describe('providerBreakers epic', () => {
       });
       const context = epicContext(scheduler, { state: () => state as never });
       expectObservable(providerBreakers()(runes, context, undefined), '^ 9s !').toBe('5000ms (ab)', { a: elapsed('a'), b: elapsed('b') });
-      const chain: ProviderChain = { providers: [{ name: 'b', model: answering('b', '') }], breaker: { openTimeoutMs: 1 } };
+      const chain: ProviderChain = { providers: [{ name: 'b', model: answering('b', ''), breaker: { openTimeoutMs: 1 } }] };
       expectObservable(providerBreakers(chain)(runes, context, undefined), '^ 9s !').toBe('5000ms b', { b: elapsed('b') });
       expectObservable(providerBreakers({ providers: ['a'] })(runes, context, undefined), '^ 9s !').toBe('5000ms a', { a: elapsed('a') });
     });
@@ -146,10 +149,9 @@ describe('providerBreakers with chainCall$ in an engine', () => {
     const a = scriptedModel([{ error: 'HTTP 503' }, { text: 'a is back' }], { modelId: 'a' });
     const chain: ProviderChain = {
       providers: [
-        { name: 'a', model: a },
-        { name: 'b', model: answering('b', 'b answers') },
+        { name: 'a', model: a, breaker: { failureThreshold: 1, openTimeoutMs: 60_000 } },
+        { name: 'b', model: answering('b', 'b answers'), breaker: { failureThreshold: 1, openTimeoutMs: 60_000 } },
       ],
-      breaker: { failureThreshold: 1, openTimeoutMs: 60_000 },
     };
     await runChain(engine, chain, clock);
     expect((await breaker(engine, 'a'))?.value).toBe('OPEN');

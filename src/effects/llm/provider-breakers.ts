@@ -1,22 +1,24 @@
-import { EMPTY, Observable, defer, forkJoin, lastValueFrom, of, switchMap, toArray } from 'rxjs';
+import { EMPTY, Observable, catchError, defer, forkJoin, from, lastValueFrom, merge, mergeMap, of, switchMap, toArray } from 'rxjs';
 import { circuitBreaker } from '../../reducers/circuit-breaker/machine.js';
-import type { CircuitBreakerEvent } from '../../reducers/circuit-breaker/schema.js';
+import type { CircuitBreakerEvent, CircuitBreakerState } from '../../reducers/circuit-breaker/schema.js';
 import type { RuneOf } from '../../reducers/rune.js';
 import { durableDeadline } from '../../streams/durable-deadline.js';
 import { stateEffects } from '../../streams/effect-host.js';
-import type { Epic, EpicContext } from '../../streams/epic.js';
+import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
 import type { EffectsByKey, StreamView } from '../../streams/state-effects.js';
 import type { Provider } from './model-types.js';
-import { providerBreakerStream, type ProviderChain } from './provider-chain.js';
+import { breakerInputOf, providerBreakerStream, settingsDiffer, type ProviderChain } from './provider-chain.js';
 
 /** Options of {@link providerBreakers}, with their defaults. A {@link ProviderChain} is one too. */
 export interface ProviderBreakersOptions {
   /**
    * Whose breakers to time: provider names, or providers (so a chain can be passed as it is).
-   * Default: every `circuit-breaker` stream whose id starts with `provider/`.
+   * A provider (with its `model`) also says its breaker's settings: at start, a stored breaker
+   * holding others gets a `settings_changed` rune. Default: every `circuit-breaker` stream whose
+   * id starts with `provider/`.
    */
-  readonly providers?: readonly (string | Pick<Provider, 'name'>)[];
+  readonly providers?: readonly (string | Pick<Provider, 'name'> | Pick<Provider, 'name' | 'model' | 'breaker'>)[];
   /** How late an open timeout may fire: the timer wheel's bucket size. Default 1 ms (breakers are few). */
   readonly resolutionMs?: number;
 }
@@ -86,7 +88,8 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
   /** Whether a breaker stream is one of these providers'. */
   const inScope = (stream: string): boolean => (streams === undefined ? stream.startsWith(providerBreakerStream('')) : streams.has(stream));
 
-  return stateEffects({
+  const configured = (providers ?? []).filter((p): p is Pick<Provider, 'name' | 'model' | 'breaker'> => typeof p !== 'string' && 'model' in p);
+  const clocks = stateEffects({
     name: 'providerBreakers',
     machine: circuitBreaker,
     states: ['OPEN'],
@@ -95,6 +98,31 @@ export function providerBreakers(chainOrOptions: ProviderBreakersOptions | Provi
     restartOn: (rune) => rune.event.type === 'manual_keep_open' || rune.event.type === 'settings_changed',
     effects: (view, context): EffectsByKey<typeof circuitBreaker> => (inScope(view.stream) ? { halfOpen: halfOpen$(view, context, resolutionMs) } : {}),
   });
+  const epic: Epic = (runes$, context, deps) => merge(clocks(runes$, context, deps), settingsAtStart$(configured, context));
+  Object.defineProperty(epic, 'name', { value: 'providerBreakers' });
+  return epic;
+}
+
+/**
+ * At start, a `settings_changed` for each configured provider whose stored breaker holds other
+ * settings (they were edited): the edit is in the log, and an OPEN breaker's clock uses the new
+ * `openTimeoutMs`, before any call. A breaker not stored yet is spawned with them by its first call.
+ */
+function settingsAtStart$(providers: readonly Pick<Provider, 'name' | 'breaker'>[], context: EpicContext): Observable<EpicCommand> {
+  return from(providers).pipe(
+    mergeMap((provider) => {
+      const stream = providerBreakerStream(provider.name);
+      if (context.ownership !== undefined && !context.ownership.owns(stream)) return EMPTY;
+      const settings = breakerInputOf(provider);
+      return context.snapshot<CircuitBreakerState>(stream).pipe(
+        mergeMap((stored) =>
+          stored !== undefined && settingsDiffer(stored.state, settings) ? of({ stream, event: { type: 'settings_changed' as const, settings } }) : EMPTY,
+        ),
+        // A breaker that cannot be read now: its next call records the settings.
+        catchError(() => EMPTY),
+      );
+    }),
+  );
 }
 
 /**

@@ -46,7 +46,7 @@ export const breakerInputOf = (provider: Pick<Provider, 'breaker'>): CircuitBrea
 });
 
 /** Whether a breaker holds other settings than `input` (an absent `halfOpenMaxCalls` is 1). */
-const settingsDiffer = (state: CircuitBreakerState, input: CircuitBreakerInput): boolean =>
+export const settingsDiffer = (state: CircuitBreakerState, input: CircuitBreakerInput): boolean =>
   state.failureThreshold !== input.failureThreshold ||
   state.successThreshold !== input.successThreshold ||
   state.openTimeoutMs !== input.openTimeoutMs ||

@@ -54,8 +54,9 @@ export const CircuitBreakerEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('manual_keep_open') }),
   /**
    * The configured settings differ from the ones the breaker holds (they were edited): the new
-   * ones, whole (a setting left out is back to its default). Recorded by the chain before the
-   * breaker's next outcome, so a change of settings is in the log.
+   * ones, whole (a setting left out is back to its default). Recorded at start by the
+   * `providerBreakers` epic, else by the chain before the breaker's next outcome: a change of
+   * settings is in the log.
    */
   z.object({ type: z.literal('settings_changed'), settings: CircuitBreakerInput.strict() }),
 ]);

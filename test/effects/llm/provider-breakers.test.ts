@@ -143,6 +143,26 @@ describe('providerBreakers across a restart: durable clocks', () => {
 });
 
 describe('providerBreakers with chainCall$ in an engine', () => {
+  it('at start, records edited settings on a stored breaker: settings_changed, and its OPEN clock uses them (issue 28 g)', async () => {
+    const stored = memoryStore();
+    const store: RuneStore = { ...stored, close: async () => {} }; // the store outlives the engines, as a file would
+    const before = createEngine({ store, scheduler: new ManualClock() });
+    await before.spawn('provider/a', 'circuit-breaker', { failureThreshold: 1, successThreshold: 1, openTimeoutMs: 600_000 });
+    await before.dispatch('provider/a', { type: 'failure', error: 'down' });
+    await before.close();
+
+    const clock = new ManualClock(1000);
+    const provider = { name: 'a', model: answering('a', 'back'), breaker: { failureThreshold: 1, openTimeoutMs: 5000 } };
+    const engine = createEngine({ store, scheduler: clock, epics: [providerBreakers({ providers: [provider] })] });
+    const changed = firstValueFrom(engine.runes$().pipe(filter((r) => r.kind === 'settings_changed')));
+    const halfOpen = firstValueFrom(engine.runes$().pipe(filter((r) => r.to === 'HALF_OPEN')));
+    expect((await changed).event).toEqual({ type: 'settings_changed', settings: { failureThreshold: 1, successThreshold: 1, openTimeoutMs: 5000 } });
+    for (let i = 0; i < 100 && clock.actions.length === 0; i++) await settle();
+    clock.advanceTo(5000); // opened at 0, now 5 s open: not the stored 600 s
+    expect(await halfOpen).toMatchObject({ at: 5000 });
+    await engine.close();
+  });
+
   it('a provider whose breaker opened is skipped, half-opened after openTimeoutMs, tried again, and closed by its success', async () => {
     const clock = new ManualClock();
     const engine = createEngine({ scheduler: clock, epics: [providerBreakers()] });

@@ -129,10 +129,13 @@ export interface ChainContext {
  * 1. Each provider has a `circuit-breaker` stream, {@link providerBreakerStream} (`provider/<name>`),
  *    kept in the engine so an OPEN breaker survives a restart. Their states are read once, with
  *    `context.snapshot`, when the call is subscribed; a provider without one gets a spawn command
- *    (`{stream, spawn: 'circuit-breaker', input}`) before its first outcome. A breaker that cannot
- *    be read lets the call through.
+ *    (`{stream, spawn: 'circuit-breaker', input}`) before its first outcome, with the provider's
+ *    `breaker` settings; a stored one holding other settings is called by the configured ones, and
+ *    a `settings_changed` event records them before its first outcome. A breaker that cannot be
+ *    read lets the call through.
  * 2. Providers are tried in order, skipping those whose breaker lets no call through: OPEN, or
- *    HALF_OPEN with its `halfOpenMaxCalls` trial calls (default 1) under way through this chain.
+ *    HALF_OPEN with its `halfOpenMaxCalls` trial calls (default 1) under way, through any chain
+ *    of this process that uses the provider.
  *    If no breaker lets a call through, all are tried in order anyway (an answer beats none).
  * 3. A provider fails if its call errors, produces nothing for `callTimeoutMs`, or finishes with
  *    no text and no tool call ({@link EmptyAnswerError}), before its answer starts: its `failure`

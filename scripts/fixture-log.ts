@@ -174,9 +174,10 @@ const calculator = scriptedModel(
 // The chat's agent has no role: it gets the default model, a chain whose primary is down.
 const chain: ProviderChain = {
   providers: [
-    { name: 'primary', model: scriptedModel([{ error: 'HTTP 503: overloaded' }], { modelId: 'primary-model' }) },
+    { name: 'primary', model: scriptedModel([{ error: 'HTTP 503: overloaded' }], { modelId: 'primary-model' }), breaker: { failureThreshold: 1 } },
     {
       name: 'backup',
+      breaker: { failureThreshold: 1 },
       model: scriptedModel(
         [
           { text: 'Hello!', usage },
@@ -186,7 +187,6 @@ const chain: ProviderChain = {
       ),
     },
   ],
-  breaker: { failureThreshold: 1 },
 };
 const prices = Object.fromEntries(
   ['lead-model', 'researcher-model', 'writer-model', 'planner-model', 'critic-model', 'react-model', 'backup-model'].map((id) => [

@@ -143,11 +143,7 @@ export class World {
     const { settings } = this;
     const claimId = (): string => `claim-${this.#ids.hex(12)}`;
     const chain: ProviderChain = {
-      providers: [
-        { name: 'p1', model: this.llm.model('p1') },
-        { name: 'p2', model: this.llm.model('p2') },
-      ],
-      breaker: { failureThreshold: 2, successThreshold: 1, openTimeoutMs: 30_000 },
+      providers: ['p1', 'p2'].map((name) => ({ name, model: this.llm.model(name), breaker: { failureThreshold: 2, successThreshold: 1, openTimeoutMs: 30_000 } })),
       callTimeoutMs: settings.callTimeoutMs,
     };
     const { tools } = this.tools;

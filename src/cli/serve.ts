@@ -189,7 +189,8 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
     await archival?.close();
     throw error;
   }
-  const stopMetrics = metrics?.metrics.observe(engine);
+  // From the store's heads, the breakers' states show before any new breaker rune (after a restart).
+  const stopMetrics = metrics?.metrics.observe(engine, { store });
   const logger = serveLogger(command.logLevel ?? command.config.log?.level ?? 'info');
   const { maxRepeats, repeatWindowMs } = command.config.log ?? {};
   const stopLogging = logServing(engine, logger, served.leases, {

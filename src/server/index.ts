@@ -40,7 +40,7 @@ export {
 } from './config/server-config.js';
 export { configuredAgents, type ConfiguredAgents, type ConfiguredAgentsOptions } from './config/configured-agents.js';
 export { configuredClis, type ConfiguredClis, type ConfiguredClisOptions } from './config/configured-clis.js';
-export { createMetrics, type MetricsOptions, type RunestreamMetrics } from '../effects/metrics/metrics.js';
+export { createMetrics, type MetricsOptions, type ObserveOptions, type RunestreamMetrics } from '../effects/metrics/metrics.js';
 export { METRICS_COLLECTOR_STREAM, metricsCollectorEpic, type MetricsCollectorOptions } from '../effects/metrics/metrics-collector-epic.js';
 export { fileMetricsSink, memoryMetricsSink, type MemoryMetricsSink, type MetricsSink, type MetricsSnapshot } from '../effects/metrics/metrics-sink.js';
 export { OTHER_LABEL_VALUE } from '../effects/metrics/bounded-labels.js';

@@ -37,8 +37,8 @@ describe('runestream serve --store: agents fail over when the process running th
     const breaker = lowShardId('provider/flaky-');
     const provider = breaker.slice('provider/'.length);
     const config = configFile({
-      models: { [provider]: { type: 'scripted', answers: [{ error: 'upstream down' }] } },
-      chains: { shaky: { models: [provider], breaker: { failureThreshold: 1, openTimeoutMs: 4000 } } },
+      models: { [provider]: { type: 'scripted', answers: [{ error: 'upstream down' }], breaker: { failureThreshold: 1, openTimeoutMs: 4000 } } },
+      chains: { shaky: { models: [provider] } },
       agents: { assistant: { model: 'shaky' } },
     });
     const { schema, owner, ownerUrl, ownerId, survivorUrls, survivorIds } = await ownerAndSurvivors(cluster, config);

@@ -21,6 +21,7 @@ const samples: CircuitBreakerEvent[] = [
   { type: 'open_timeout_elapsed' },
   { type: 'manual_reset' },
   { type: 'manual_keep_open' },
+  { type: 'settings_changed', settings: { failureThreshold: 2, successThreshold: 1, openTimeoutMs: 1000 } },
 ];
 
 describe('circuitBreaker: seed 002 diagram 1, edge by edge', () => {
@@ -145,7 +146,7 @@ describe('circuitBreaker: bad input', () => {
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(circuitBreaker, at('CLOSED'), { type: 'trip' });
     expect(!step.accepted && step.reason).toMatchInlineSnapshot(
-      `"unknown event type "trip" for machine "circuit-breaker"; expected one of: success, failure, open_timeout_elapsed, manual_reset, manual_keep_open"`,
+      `"unknown event type "trip" for machine "circuit-breaker"; expected one of: success, failure, open_timeout_elapsed, manual_reset, manual_keep_open, settings_changed"`,
     );
   });
 
@@ -210,5 +211,35 @@ describe('circuitBreaker: properties', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('circuitBreaker: an operator keeps it OPEN, and a change of settings is a rune (issue 28 g)', () => {
+  it('manual_keep_open holds the breaker OPEN: open_timeout_elapsed leaves it OPEN, until manual_reset closes it', () => {
+    const kept = circuitBreaker.transition(at('OPEN', { failureCount: 3 }), { type: 'manual_keep_open' });
+    expect(kept).toMatchObject({ value: 'OPEN', keptOpen: true });
+    expect(circuitBreaker.transition(kept, { type: 'open_timeout_elapsed' })).toMatchObject({ value: 'OPEN', keptOpen: true });
+    const reset = circuitBreaker.transition(kept, { type: 'manual_reset' });
+    expect(reset).toMatchObject({ value: 'CLOSED', failureCount: 0 });
+    expect(reset.keptOpen).toBeUndefined();
+  });
+
+  it.each(['CLOSED', 'OPEN', 'HALF_OPEN'] as const)('settings_changed in %s takes the new settings, keeping the state and its counts', (from) => {
+    const settings = { failureThreshold: 1, successThreshold: 1, openTimeoutMs: 5000, halfOpenMaxCalls: 2 };
+    const next = circuitBreaker.transition(at(from, { failureCount: 2, halfOpenMaxCalls: 4 }), { type: 'settings_changed', settings });
+    expect(next).toMatchObject({ value: from, failureCount: 2, ...settings });
+    // A setting left out goes back to its default (halfOpenMaxCalls: absent, meaning 1).
+    const without = circuitBreaker.transition(at(from, { halfOpenMaxCalls: 4 }), {
+      type: 'settings_changed',
+      settings: { failureThreshold: 2, successThreshold: 1, openTimeoutMs: 1 },
+    });
+    expect(without.halfOpenMaxCalls).toBeUndefined();
+  });
+
+  it('refuses settings_changed with settings out of range, naming the field', () => {
+    const state = at('CLOSED');
+    const step = stepUnknown(circuitBreaker, state, { type: 'settings_changed', settings: { failureThreshold: 0, successThreshold: 1, openTimeoutMs: 1 } });
+    expect(step).toMatchObject({ accepted: false, code: 'invalid_event' });
+    expect(!step.accepted && step.reason).toContain('settings.failureThreshold');
   });
 });

@@ -12,11 +12,17 @@ const mcpServer = fileURLToPath(new URL('../fixtures/mcp/server.ts', import.meta
 /** A configuration using every section. */
 const good = {
   models: {
-    local: { type: 'openai-compatible', baseURL: 'http://127.0.0.1:11434/v1', model: 'llama3.2', apiKeyEnv: 'LOCAL_KEY' },
+    local: {
+      type: 'openai-compatible',
+      baseURL: 'http://127.0.0.1:11434/v1',
+      model: 'llama3.2',
+      apiKeyEnv: 'LOCAL_KEY',
+      breaker: { failureThreshold: 2, openTimeoutMs: 10_000, halfOpenMaxCalls: 2 },
+    },
     offline: { type: 'demo' },
     canned: { type: 'scripted', answers: [{ text: 'Canned answer.' }] },
   },
-  chains: { main: { models: ['local', 'offline'], breaker: { failureThreshold: 2, openTimeoutMs: 10_000, halfOpenMaxCalls: 2 }, callTimeoutMs: 30_000 } },
+  chains: { main: { models: ['local', 'offline'], callTimeoutMs: 30_000 } },
   agents: {
     assistant: { description: 'Answers questions.', model: 'main', tools: ['clock', 'add'], system: 'Be brief.', budget: { outputTokens: 10_000, modelCalls: 20 } },
     researcher: {
@@ -97,8 +103,12 @@ describe('parseServerConfig', () => {
       'models.local.baseURL: must be an http(s) URL such as http://localhost:11434/v1',
     ]);
     expect(issuesOf({ ...good, models: { ...good.models, local: { ...good.models.local, apiKey: 'sk-secret' } } })).toEqual(['models.local: Unrecognized key: "apiKey"']);
-    expect(issuesOf({ ...good, chains: { main: { models: ['local'], breaker: { halfOpenMaxCalls: 0 } } } })).toEqual([
-      'chains.main.breaker.halfOpenMaxCalls: Too small: expected number to be >0',
+    expect(issuesOf({ ...good, models: { ...good.models, offline: { type: 'demo', breaker: { halfOpenMaxCalls: 0 } } } })).toEqual([
+      'models.offline.breaker.halfOpenMaxCalls: Too small: expected number to be >0',
+    ]);
+    // One breaker per model, with one setting: a chain's breaker would be a second (issue 28 g).
+    expect(issuesOf({ ...good, chains: { main: { models: ['local', 'offline'], breaker: { failureThreshold: 2 } } } })).toEqual([
+      'chains.main.breaker: a chain has no breaker: each model has its own, whatever chains it is in; set models.local.breaker, models.offline.breaker',
     ]);
     expect(issuesOf(withAgent({ budget: { tokens: 5 } }))).toEqual(['agents.assistant.budget: Unrecognized key: "tokens"']);
     expect(issuesOf({ ...good, models: { 'my/model': { type: 'demo' } } })[0]).toBe(
@@ -190,7 +200,8 @@ describe('configuredAgents', () => {
     try {
       const main = agents.chains.main!;
       expect(main.providers.map((provider) => provider.name)).toEqual(['local', 'offline']);
-      expect(main).toMatchObject({ breaker: { failureThreshold: 2, openTimeoutMs: 10_000, halfOpenMaxCalls: 2 }, callTimeoutMs: 30_000 });
+      expect(main).toMatchObject({ callTimeoutMs: 30_000 });
+      expect(main.providers[0]!.breaker).toEqual({ failureThreshold: 2, openTimeoutMs: 10_000, halfOpenMaxCalls: 2 });
       expect(agents.chains.local!.providers[0]).toBe(main.providers[0]); // one provider, one breaker, whatever chain it is in
       expect(agents.description).toBe('chain "main": local (llama3.2 at http://127.0.0.1:11434/v1), then offline (the offline scripted demo model)');
       expect(agents.defaultRole).toBe('assistant');

@@ -1,4 +1,5 @@
 import type { JSONSchema7, LanguageModel, ModelMessage } from 'ai';
+import type { CircuitBreakerInput } from '../../reducers/circuit-breaker/schema.js';
 import type { EpicCommand } from '../../streams/epic.js';
 
 /** What a tool looks like to a model: no `execute`, so the model's stream stops at the tool call. */
@@ -31,8 +32,16 @@ export type ModelPart =
 
 /** A model behind a name: one link of a fallback chain, with its own circuit breaker. */
 export interface Provider {
+  /** Names its breaker stream, `provider/<name>`: one breaker per name, whichever chains use it. */
   readonly name: string;
   readonly model: LanguageModel;
+  /**
+   * Its breaker's settings, each defaulted: `failureThreshold` 3, `successThreshold` 1,
+   * `openTimeoutMs` 30,000, `halfOpenMaxCalls` 1 (HALF_OPEN trial calls at once, counted over
+   * every chain using this provider). A stored breaker with other settings takes these (a
+   * `settings_changed` rune) before its next outcome.
+   */
+  readonly breaker?: Partial<CircuitBreakerInput>;
 }
 
 /** What a call through a provider chain emits: the model's parts, and commands for its breakers. */

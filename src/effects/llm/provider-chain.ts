@@ -11,12 +11,6 @@ import { EmptyAnswerError, ProviderFailedError } from './provider-errors.js';
 export interface ProviderChain {
   /** Tried in this order; names must be unique (each names its breaker stream). */
   readonly providers: readonly Provider[];
-  /**
-   * The configuration a provider's breaker is spawned with, on its first use. Defaults:
-   * `failureThreshold` 3, `successThreshold` 1, `openTimeoutMs` 30,000, `halfOpenMaxCalls` 1. A
-   * breaker that exists already keeps the configuration it was spawned with.
-   */
-  readonly breaker?: Partial<CircuitBreakerInput>;
   /** Each provider's call fails if it produces nothing for this long (see `modelCall$`). Default 120,000 ms. */
   readonly callTimeoutMs?: number;
 }
@@ -43,13 +37,20 @@ export class AllProvidersFailedError extends Error {
   }
 }
 
-/** The breaker configuration a chain spawns with: its `breaker` over the defaults. */
-export const breakerInputOf = (chain: Pick<ProviderChain, 'breaker'>): CircuitBreakerInput => ({
+/** A provider's breaker settings: its `breaker` over the defaults. */
+export const breakerInputOf = (provider: Pick<Provider, 'breaker'>): CircuitBreakerInput => ({
   failureThreshold: 3,
   successThreshold: 1,
   openTimeoutMs: 30_000,
-  ...chain.breaker,
+  ...provider.breaker,
 });
+
+/** Whether a breaker holds other settings than `input` (an absent `halfOpenMaxCalls` is 1). */
+export const settingsDiffer = (state: CircuitBreakerState, input: CircuitBreakerInput): boolean =>
+  state.failureThreshold !== input.failureThreshold ||
+  state.successThreshold !== input.successThreshold ||
+  state.openTimeoutMs !== input.openTimeoutMs ||
+  (state.halfOpenMaxCalls ?? 1) !== (input.halfOpenMaxCalls ?? 1);
 
 /** The stream id of a provider's circuit breaker: `provider/<name>`. */
 export const providerBreakerStream = (providerName: string): string => `provider/${providerName}`;
@@ -80,21 +81,34 @@ export function checkChain(chain: ProviderChain, caller: string): void {
     if (typeof provider?.name !== 'string' || provider.name.length === 0) throw new TypeError(`${caller}: every provider needs a non-empty "name"`);
     if (seen.has(provider.name)) throw new TypeError(`${caller}: provider name "${provider.name}" appears twice; each names its own breaker`);
     seen.add(provider.name);
+    const parsed = circuitBreaker.schemas.input.safeParse(breakerInputOf(provider));
+    if (!parsed.success) {
+      throw new TypeError(`${caller}: provider "${provider.name}": invalid "breaker": ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    }
+  }
+  // One breaker per provider, with one setting: two chains sharing a provider must not disagree.
+  if ('breaker' in chain) {
+    throw new TypeError(
+      `${caller}: a chain has no "breaker": each provider's breaker has its own settings; set "breaker" on the provider ({ name: "${chain.providers[0]!.name}", model, breaker })`,
+    );
   }
   const { callTimeoutMs = 120_000 } = chain;
   if (!(callTimeoutMs > 0)) throw new TypeError(`${caller}: "callTimeoutMs" must be positive (or Infinity: no timeout), got ${String(callTimeoutMs)}`);
-  const parsed = circuitBreaker.schemas.input.safeParse(breakerInputOf(chain));
-  if (!parsed.success) {
-    throw new TypeError(`${caller}: invalid "breaker": ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  }
 }
 
 /** What the chain knows of a provider's breaker when the call starts. */
 interface Link {
   readonly provider: Provider;
   readonly stream: string;
-  /** `undefined`: no breaker yet (or it could not be read): spawn one with the first outcome. */
+  /** The provider's configured breaker settings. */
+  readonly input: CircuitBreakerInput;
+  /**
+   * The breaker as stored, with the configured settings (which its first outcome records, if they
+   * differ). `undefined`: no breaker yet (or it could not be read): spawn one with the first outcome.
+   */
   readonly state: CircuitBreakerState | undefined;
+  /** Whether the stored breaker holds other settings than the configured ones (they were edited). */
+  readonly settingsChanged: boolean;
 }
 
 /**
@@ -115,10 +129,13 @@ export interface ChainContext {
  * 1. Each provider has a `circuit-breaker` stream, {@link providerBreakerStream} (`provider/<name>`),
  *    kept in the engine so an OPEN breaker survives a restart. Their states are read once, with
  *    `context.snapshot`, when the call is subscribed; a provider without one gets a spawn command
- *    (`{stream, spawn: 'circuit-breaker', input}`) before its first outcome. A breaker that cannot
- *    be read lets the call through.
+ *    (`{stream, spawn: 'circuit-breaker', input}`) before its first outcome, with the provider's
+ *    `breaker` settings; a stored one holding other settings is called by the configured ones, and
+ *    a `settings_changed` event records them before its first outcome. A breaker that cannot be
+ *    read lets the call through.
  * 2. Providers are tried in order, skipping those whose breaker lets no call through: OPEN, or
- *    HALF_OPEN with its `halfOpenMaxCalls` trial calls (default 1) under way through this chain.
+ *    HALF_OPEN with its `halfOpenMaxCalls` trial calls (default 1) under way, through any chain
+ *    of this process that uses the provider.
  *    If no breaker lets a call through, all are tried in order anyway (an answer beats none).
  * 3. A provider fails if its call errors, produces nothing for `callTimeoutMs`, or finishes with
  *    no text and no tool call ({@link EmptyAnswerError}), before its answer starts: its `failure`
@@ -172,9 +189,7 @@ export interface ChainContext {
  */
 export function chainCall$(chain: ProviderChain, request: ModelRequest, context: ChainContext): Observable<ChainOutput> {
   checkChain(chain, 'chainCall$');
-  const input = breakerInputOf(chain);
   const { callTimeoutMs = 120_000 } = chain;
-  const trials = trialsOf(chain);
 
   return new Observable<ChainOutput>((subscriber) => {
     let attempt: Subscription | undefined;
@@ -182,7 +197,10 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
     const failures: ProviderFailure[] = [];
 
     const record = (link: Link, event: CircuitBreakerEvent): void => {
-      if (link.state === undefined) subscriber.next({ type: 'command', command: { stream: link.stream, spawn: circuitBreaker.id, input } });
+      if (link.state === undefined) subscriber.next({ type: 'command', command: { stream: link.stream, spawn: circuitBreaker.id, input: link.input } });
+      else if (link.settingsChanged) {
+        subscriber.next({ type: 'command', command: { stream: link.stream, event: { type: 'settings_changed', settings: link.input } } });
+      }
       subscriber.next({ type: 'command', command: { stream: link.stream, event } satisfies EpicCommand });
     };
     const recordFailure = (link: Link, error: unknown): ProviderFailedError => {
@@ -257,8 +275,16 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
     Promise.all(
       chain.providers.map(async (provider): Promise<Link> => {
         const stream = providerBreakerStream(provider.name);
-        const snapshot = await firstValueFrom(from(context.snapshot<CircuitBreakerState>(stream))).catch(() => undefined);
-        return { provider, stream, state: snapshot?.state };
+        const input = breakerInputOf(provider);
+        const stored = (await firstValueFrom(from(context.snapshot<CircuitBreakerState>(stream))).catch(() => undefined))?.state;
+        // The configured settings decide this call already; `record` stores them with its first outcome.
+        return {
+          provider,
+          stream,
+          input,
+          state: stored === undefined ? undefined : { ...stored, halfOpenMaxCalls: undefined, ...input },
+          settingsChanged: stored !== undefined && settingsDiffer(stored, input),
+        };
       }),
     )
       .then((links) => {
@@ -286,10 +312,8 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
 /** Whether a part starts an answer: text, or a tool call. A finish alone is no answer. */
 const startsAnswer = (part: ModelPart): boolean => (part.type === 'text-delta' && part.text.length > 0) || part.type === 'tool-call';
 
-/** The HALF_OPEN trial calls under way through each chain, by provider name: a process's own, not the log's. */
-const trialsByChain = new WeakMap<ProviderChain, Map<string, number>>();
-const trialsOf = (chain: ProviderChain): Map<string, number> => {
-  let trials = trialsByChain.get(chain);
-  if (trials === undefined) trialsByChain.set(chain, (trials = new Map()));
-  return trials;
-};
+/**
+ * The HALF_OPEN trial calls under way, by provider name: a process's own, not the log's. One count
+ * per provider, as its breaker is one: every chain using the provider shares its `halfOpenMaxCalls`.
+ */
+const trials = new Map<string, number>();

@@ -2,10 +2,13 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { Registry } from 'prom-client';
 import { ENGINE_CHANNELS, type DispatchReport, type HydrationReport, type RejectionReport, type StoreAppendReport } from '../../streams/diagnostics.js';
 import type { Engine } from '../../streams/engine.js';
+import type { RuneStore } from '../../streams/store.js';
 import { DEFAULT_MAX_LABEL_LENGTH, DEFAULT_MAX_LABEL_VALUES, boundedLabel } from './bounded-labels.js';
 import { engineMetricFamilies, type EngineMetricFamilies } from './metric-families.js';
 import type { MetricsSnapshot } from './metrics-sink.js';
 import { RuneMetrics } from './rune-metrics.js';
+import { circuitBreaker } from '../../reducers/circuit-breaker/machine.js';
+import { providerBreakerStream } from '../llm/provider-chain.js';
 
 /** Options of {@link createMetrics}, each with its default. */
 export interface MetricsOptions {
@@ -24,6 +27,12 @@ export interface MetricsOptions {
   maxTracked?: number;
 }
 
+/** Options of {@link RunestreamMetrics.observe}. */
+export interface ObserveOptions {
+  /** The engine's store: the stored breakers' states are read from its heads. Default: none (no stored states). */
+  readonly store?: Pick<RuneStore, 'heads'>;
+}
+
 /** The engine's metrics on a registry of their own (never prom-client's global one). */
 export interface RunestreamMetrics {
   /** The prom-client registry every family is on: `registry.metrics()` is the Prometheus text. */
@@ -34,8 +43,11 @@ export interface RunestreamMetrics {
    * Starts counting: the engine and store channels (see `ENGINE_CHANNELS`: they are the
    * process's, so what every engine of the process does is counted), `engine`'s size and its
    * epics' failures (`errors$`). Returns the function that stops it. One engine at a time.
+   * Given the engine's `store`, `runestream_breaker_state` starts from each stored provider
+   * breaker's state (read from its head), so a restarted process shows them before any new
+   * breaker rune; without it, a breaker has a series from its first live rune on.
    */
-  observe(engine: Engine): () => void;
+  observe(engine: Engine, options?: ObserveOptions): () => void;
   /** Every family now, as JSON, stamped `at` (ms): what the collector writes to its sink. */
   snapshot(at: number): Promise<MetricsSnapshot>;
 }
@@ -101,7 +113,7 @@ export function createMetrics(options: MetricsOptions = {}): RunestreamMetrics {
   return {
     registry,
     boundedLabel: label,
-    observe: (observed) => {
+    observe: (observed, { store } = {}) => {
       if (engine !== undefined) throw new TypeError('createMetrics: observe() already watches an engine; stop it first');
       engine = observed;
       const take = runes!.take as (message: unknown) => void;
@@ -114,6 +126,17 @@ export function createMetrics(options: MetricsOptions = {}): RunestreamMetrics {
       subscribe(ENGINE_CHANNELS.hydration, onHydration);
       subscribe(ENGINE_CHANNELS.append, onAppend);
       let stopped = false;
+      // After the live runes are heard, so a breaker one moves meanwhile keeps that rune's state.
+      if (store !== undefined) {
+        const restore = async (): Promise<void> => {
+          for await (const head of store.heads({ machine: circuitBreaker.id, prefix: providerBreakerStream('') })) {
+            if (stopped) return;
+            runes!.restoreBreakers([head]);
+          }
+        };
+        // A store that cannot list its heads: the series come with the next runes.
+        restore().catch(() => {});
+      }
       return () => {
         if (stopped) return;
         stopped = true;

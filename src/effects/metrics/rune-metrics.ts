@@ -1,5 +1,6 @@
 import type { Counter } from 'prom-client';
 import type { Rune } from '../../reducers/rune.js';
+import type { StreamHead } from '../../streams/store.js';
 import { circuitBreaker } from '../../reducers/circuit-breaker/machine.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
@@ -36,6 +37,8 @@ export class RuneMetrics {
   readonly #awaitingApproval = new Map<string, number>();
   /** Tool-call streams not ended yet: their tool's name. */
   readonly #tools = new Map<string, string>();
+  /** Provider breakers whose state a live rune set: a stored head read later is older and must not overwrite it. */
+  readonly #breakersSeen = new Set<string>();
 
   constructor(
     private readonly families: EngineMetricFamilies,
@@ -110,11 +113,30 @@ export class RuneMetrics {
     }
   }
 
+  /**
+   * Each stored provider breaker's state, from its head: what `runestream_breaker_state` shows
+   * after a restart until a live rune moves the breaker. A breaker a live rune has set already is
+   * left as that rune set it.
+   */
+  restoreBreakers(heads: Iterable<StreamHead>): void {
+    for (const head of heads) {
+      if (head.machine !== circuitBreaker.id || !head.stream.startsWith(PROVIDER_PREFIX) || head.value === undefined) continue;
+      if (this.#breakersSeen.has(head.stream)) continue;
+      this.#setBreakerState(head.stream, head.value);
+    }
+  }
+
   #breaker(rune: Rune): void {
     const provider = this.labels.provider(rune.stream.slice(PROVIDER_PREFIX.length));
     const { type } = rune.event;
     if (type === 'success' || type === 'failure') this.families.modelCalls.inc({ provider, outcome: type });
     if (rune.to === undefined) return;
-    for (const state of BREAKER_STATES) this.families.breakerState.set({ provider, state }, state === rune.to ? 1 : 0);
+    if (this.#breakersSeen.size < this.maxTracked) this.#breakersSeen.add(rune.stream);
+    this.#setBreakerState(rune.stream, rune.to);
+  }
+
+  #setBreakerState(stream: string, value: string): void {
+    const provider = this.labels.provider(stream.slice(PROVIDER_PREFIX.length));
+    for (const state of BREAKER_STATES) this.families.breakerState.set({ provider, state }, state === value ? 1 : 0);
   }
 }

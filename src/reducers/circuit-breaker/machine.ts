@@ -46,7 +46,22 @@ const table: readonly Row<S, E>[] = [
     label: 'failureCount >= threshold',
     assign: (s, e) => ({ ...countFailure(s, e), ...openFor(e) }),
   },
-  { from: 'OPEN', on: 'open_timeout_elapsed', to: 'HALF_OPEN', assign: () => ({ successCount: 0, openForMs: undefined }) },
+  {
+    from: 'OPEN',
+    on: 'open_timeout_elapsed',
+    to: 'HALF_OPEN',
+    when: (s) => s.keptOpen !== true,
+    label: 'not kept open',
+    assign: () => ({ successCount: 0, openForMs: undefined }),
+  },
+  {
+    from: 'OPEN',
+    on: 'open_timeout_elapsed',
+    when: (s) => s.keptOpen === true,
+    label: 'kept open',
+    source: 'extension',
+    note: "an operator's manual_keep_open holds the breaker OPEN until manual_reset: a timeout that fires anyway (armed before it) changes nothing",
+  },
   {
     from: 'HALF_OPEN',
     on: 'success',
@@ -67,7 +82,12 @@ const table: readonly Row<S, E>[] = [
   { from: 'HALF_OPEN', on: 'failure', to: 'OPEN', assign: (s, e) => ({ ...countFailure(s, e), ...openFor(e) }) },
   // "OPEN --> OPEN: manualKeepOpen/metrics": the operator's keep-open, and the outcome of a call
   // forced through while every provider is OPEN, recorded without closing the breaker.
-  { from: 'OPEN', on: 'manual_keep_open' },
+  {
+    from: 'OPEN',
+    on: 'manual_keep_open',
+    assign: () => ({ keptOpen: true as const }),
+    note: 'held OPEN until manual_reset: the open timeout no longer half-opens it',
+  },
   { from: 'OPEN', on: 'failure', assign: countFailure, note: 'a forced attempt records its failure' },
   {
     from: 'OPEN',
@@ -80,16 +100,25 @@ const table: readonly Row<S, E>[] = [
     from: ['OPEN', 'HALF_OPEN'],
     on: 'manual_reset',
     to: 'CLOSED',
-    assign: () => ({ ...resetCounts(), openForMs: undefined }),
+    assign: () => ({ ...resetCounts(), openForMs: undefined, keptOpen: undefined }),
     source: 'extension',
     note: "an operator's reset must be able to close an open breaker, not only clear a closed one's count",
+  },
+  {
+    from: ['CLOSED', 'OPEN', 'HALF_OPEN'],
+    on: 'settings_changed',
+    // Whole: a setting the new ones leave out (halfOpenMaxCalls) is back to its default.
+    assign: (_, e) => ({ halfOpenMaxCalls: undefined, ...e.settings }),
+    source: 'extension',
+    note: 'the configured settings were edited: the breaker takes them, keeping its state and counts, and the change is in the log',
   },
 ];
 
 /**
  * A circuit breaker per provider (seed 002): CLOSED counts consecutive failures and opens at
  * `failureThreshold`; OPEN waits for `open_timeout_elapsed`; HALF_OPEN closes after
- * `successThreshold` successes and reopens on any failure.
+ * `successThreshold` successes and reopens on any failure. An operator's `manual_keep_open` holds
+ * an OPEN breaker open until `manual_reset`; `settings_changed` records edited settings.
  *
  * @example
  * ```ts

@@ -29,6 +29,11 @@ export const CircuitBreakerState = z.object({
   lastError: z.string().optional(),
   /** How long the current OPEN period lasts when the failure that opened it carried `retryAfterMs`; else `openTimeoutMs` applies. */
   openForMs: z.number().int().nonnegative().optional(),
+  /**
+   * An operator's `manual_keep_open` holds this OPEN breaker open: `open_timeout_elapsed` leaves it
+   * OPEN (and no clock is armed) until `manual_reset`. Absent: not kept open.
+   */
+  keptOpen: z.literal(true).optional(),
 });
 export type CircuitBreakerState = z.infer<typeof CircuitBreakerState>;
 
@@ -47,5 +52,12 @@ export const CircuitBreakerEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('open_timeout_elapsed') }),
   z.object({ type: z.literal('manual_reset') }),
   z.object({ type: z.literal('manual_keep_open') }),
+  /**
+   * The configured settings differ from the ones the breaker holds (they were edited): the new
+   * ones, whole (a setting left out is back to its default). Recorded at start by the
+   * `providerBreakers` epic, else by the chain before the breaker's next outcome: a change of
+   * settings is in the log.
+   */
+  z.object({ type: z.literal('settings_changed'), settings: CircuitBreakerInput.strict() }),
 ]);
 export type CircuitBreakerEvent = z.infer<typeof CircuitBreakerEvent>;

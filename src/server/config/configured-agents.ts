@@ -53,11 +53,12 @@ const describeModel = (name: string, model: ModelConfig): string =>
 /**
  * Turns a checked {@link ServerConfig} into what the agent epics take.
  *
- * 1. Each model becomes a {@link Provider} named after it (its breaker is `provider/<name>`): an
+ * 1. Each model becomes a {@link Provider} named after it (its breaker is `provider/<name>`, with
+ *    the model's `breaker` settings, one object whatever chains it is in): an
  *    OpenAI-compatible model with the key from the environment variable `apiKeyEnv` names (read
  *    from `env`; a variable that is not set is a `config_invalid` error), the offline demo model,
  *    or a scripted model that cycles through its answers.
- * 2. Each chain becomes a `ProviderChain` with its breaker settings; a model named where a chain
+ * 2. Each chain becomes a `ProviderChain` of those providers; a model named where a chain
  *    may be is a chain of that one model.
  * 3. The MCP servers that the roles' `tools` name (a role's own `mcpServers`, else the
  *    configuration's top-level ones by name) are started (stdio), their tools named
@@ -81,7 +82,10 @@ const describeModel = (name: string, model: ModelConfig): string =>
 export async function configuredAgents(config: ServerConfig, env: NodeJS.ProcessEnv, options: ConfiguredAgentsOptions = {}): Promise<ConfiguredAgents> {
   const { source = 'the configuration', mcpStderr = 'inherit', onMcpFailure = 'throw' } = options;
   const providers = new Map<string, Provider>(
-    Object.entries(config.models).map(([name, model]): [string, Provider] => [name, { name, model: languageModelOf(name, model, env, source) }]),
+    Object.entries(config.models).map(([name, model]): [string, Provider] => [
+      name,
+      { name, model: languageModelOf(name, model, env, source), ...(model.breaker === undefined ? {} : { breaker: model.breaker }) },
+    ]),
   );
   const chains: Record<string, ProviderChain> = {};
   const descriptions: Record<string, string> = {};
@@ -92,7 +96,6 @@ export async function configuredAgents(config: ServerConfig, env: NodeJS.Process
   for (const [name, chain] of Object.entries(config.chains)) {
     chains[name] = {
       providers: chain.models.map((model) => providers.get(model)!),
-      ...(chain.breaker === undefined ? {} : { breaker: chain.breaker }),
       ...(chain.callTimeoutMs === undefined ? {} : { callTimeoutMs: chain.callTimeoutMs }),
     };
     descriptions[name] = `chain "${name}": ${chain.models.map((model) => `${model} (${descriptions[model]})`).join(', then ')}`;

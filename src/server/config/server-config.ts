@@ -15,6 +15,14 @@ export const MAX_CONFIG_BYTES = 1 << 20;
 const Name = ConfigName;
 const Text = (max: number) => z.string().max(max);
 
+/**
+ * A model's circuit breaker settings (its stream `provider/<name>`), each defaulted:
+ * `failureThreshold` 3, `successThreshold` 1, `openTimeoutMs` 30,000, `halfOpenMaxCalls` 1 (trial
+ * calls HALF_OPEN lets through at once, over every chain the model is in). Edited settings apply
+ * at the next start, recorded as a `settings_changed` rune.
+ */
+const BreakerConfig = CircuitBreakerInput.partial().strict();
+
 /** An OpenAI-compatible chat-completions server (OpenAI, Ollama, vLLM, ...). */
 const OpenAICompatibleModel = z.strictObject({
   type: z.literal('openai-compatible'),
@@ -24,6 +32,7 @@ const OpenAICompatibleModel = z.strictObject({
   model: z.string().min(1).max(256),
   /** The environment variable holding the API key; the file never holds the key itself. Default: no key. */
   apiKeyEnv: EnvName.optional(),
+  breaker: BreakerConfig.optional(),
 });
 
 /** One scripted answer: text, tool calls, or an error (the offline `scriptedModel`). */
@@ -38,24 +47,22 @@ const ScriptedAnswer = z.strictObject({
 
 /**
  * A model: an OpenAI-compatible server, `demo` (the offline demo model, which calls the built-in
- * tools), or `scripted` (answers in order, then over again: offline tests and demos).
+ * tools), or `scripted` (answers in order, then over again: offline tests and demos); each with
+ * its `breaker` settings.
  */
 export const ModelConfig = z.discriminatedUnion('type', [
   OpenAICompatibleModel,
-  z.strictObject({ type: z.literal('demo') }),
-  z.strictObject({ type: z.literal('scripted'), answers: z.array(ScriptedAnswer).min(1).max(1000) }),
+  z.strictObject({ type: z.literal('demo'), breaker: BreakerConfig.optional() }),
+  z.strictObject({ type: z.literal('scripted'), answers: z.array(ScriptedAnswer).min(1).max(1000), breaker: BreakerConfig.optional() }),
 ]);
 export type ModelConfig = z.infer<typeof ModelConfig>;
 
-/** A provider fallback chain (seed 002): models tried in order, each behind its own circuit breaker. */
+/** A provider fallback chain (seed 002): models tried in order, each behind its own circuit breaker (its settings are the model's `breaker`). */
 export const ChainConfig = z.strictObject({
   /** Model names, in order of preference. */
   models: z.array(Name).min(1).max(16),
-  /**
-   * The breakers' settings, each defaulted: `failureThreshold` 3, `successThreshold` 1,
-   * `openTimeoutMs` 30,000, `halfOpenMaxCalls` 1 (trial calls HALF_OPEN lets through at once).
-   */
-  breaker: CircuitBreakerInput.partial().strict().optional(),
+  /** Refused (`config_invalid`, naming `models.<name>.breaker`): a model's breaker is one, whatever chains it is in. */
+  breaker: z.unknown().optional(),
   /** Each provider's call fails if it produces nothing for this long. Default 120,000 ms. */
   callTimeoutMs: z.number().int().positive().optional(),
 });
@@ -226,8 +233,8 @@ const ToolResultBytes = z
  * import { parseServerConfig } from 'runestream/server';
  * const config = parseServerConfig(
  *   JSON.stringify({
- *     models: { local: { type: 'openai-compatible', baseURL: 'http://localhost:11434/v1', model: 'llama3.2' }, offline: { type: 'demo' } },
- *     chains: { main: { models: ['local', 'offline'], breaker: { failureThreshold: 2 } } },
+ *     models: { local: { type: 'openai-compatible', baseURL: 'http://localhost:11434/v1', model: 'llama3.2', breaker: { failureThreshold: 2 } }, offline: { type: 'demo' } },
+ *     chains: { main: { models: ['local', 'offline'] } },
  *     agents: { assistant: { model: 'main', tools: ['clock'] } },
  *     defaultRole: 'assistant',
  *   }),
@@ -239,7 +246,7 @@ const ToolResultBytes = z
  */
 export const ServerConfig = z
   .strictObject({
-    /** Models by name: each is a provider, with its own breaker stream `provider/<name>`. */
+    /** Models by name: each is a provider, with its own breaker stream `provider/<name>` and its settings (`breaker`). */
     models: z.record(Name, ModelConfig).refine((models) => Object.keys(models).length > 0, 'needs at least one model'),
     /** Provider fallback chains by name (names must differ from the models'). */
     chains: z.record(Name, ChainConfig).default({}),
@@ -311,6 +318,12 @@ export const ServerConfig = z
     const chains = new Set(Object.keys(config.chains));
     for (const name of chains) if (models.has(name)) issue(['chains', name], `"${name}" names a model too: a chain's name must differ from every model's`);
     for (const [name, chain] of Object.entries(config.chains)) {
+      if (chain.breaker !== undefined) {
+        issue(
+          ['chains', name, 'breaker'],
+          `a chain has no breaker: each model has its own, whatever chains it is in; set ${chain.models.map((model) => `models.${model}.breaker`).join(', ')}`,
+        );
+      }
       chain.models.forEach((model, index) => {
         if (!models.has(model)) issue(['chains', name, 'models', index], `unknown model "${model}"; the models are ${list(models)}`);
         else if (chain.models.indexOf(model) !== index) issue(['chains', name, 'models', index], `model "${model}" appears twice in the chain`);

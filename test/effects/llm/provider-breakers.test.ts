@@ -58,16 +58,19 @@ describe('providerBreakers epic', () => {
     });
   });
 
-  it('restarts the clock when an operator keeps a breaker open', () => {
+  it('arms no clock for a breaker an operator keeps OPEN (issue 28 g)', () => {
     const scheduler = new TestScheduler((a, b) => expect(a).toEqual(b));
     scheduler.run(({ hot, expectObservable }) => {
       const runes = hot<Rune>('1000ms a 2999ms b', {
         a: rune('provider/a', 'failure', 'CLOSED', 'OPEN', 1000),
         b: rune('provider/a', 'manual_keep_open', 'OPEN', 'OPEN', 4000),
       });
-      const commands = providerBreakers()(runes, epicContext(scheduler, { state: () => state as never }), undefined);
-      // Due at 6000 before the operator's rune; at 9000 after it (and its retry would be at 14000).
-      expectObservable(commands, '^ 13s !').toBe('9000ms x', { x: elapsed('a') });
+      const kept = { ...state, keptOpen: true as const };
+      let current: CircuitBreakerState = state;
+      const context = epicContext(scheduler, { state: () => current as never });
+      scheduler.schedule(() => (current = kept), 4000);
+      // Due at 6000 before the operator's rune; none after it.
+      expectObservable(providerBreakers()(runes, context, undefined), '^ 60s !').toBe('');
     });
   });
 
@@ -82,7 +85,7 @@ describe('providerBreakers epic', () => {
       });
       const context = epicContext(scheduler, { state: () => state as never });
       expectObservable(providerBreakers()(runes, context, undefined), '^ 9s !').toBe('5000ms (ab)', { a: elapsed('a'), b: elapsed('b') });
-      const chain: ProviderChain = { providers: [{ name: 'b', model: answering('b', '') }], breaker: { openTimeoutMs: 1 } };
+      const chain: ProviderChain = { providers: [{ name: 'b', model: answering('b', ''), breaker: { openTimeoutMs: 1 } }] };
       expectObservable(providerBreakers(chain)(runes, context, undefined), '^ 9s !').toBe('5000ms b', { b: elapsed('b') });
       expectObservable(providerBreakers({ providers: ['a'] })(runes, context, undefined), '^ 9s !').toBe('5000ms a', { a: elapsed('a') });
     });
@@ -140,16 +143,35 @@ describe('providerBreakers across a restart: durable clocks', () => {
 });
 
 describe('providerBreakers with chainCall$ in an engine', () => {
+  it('at start, records edited settings on a stored breaker: settings_changed, and its OPEN clock uses them (issue 28 g)', async () => {
+    const stored = memoryStore();
+    const store: RuneStore = { ...stored, close: async () => {} }; // the store outlives the engines, as a file would
+    const before = createEngine({ store, scheduler: new ManualClock() });
+    await before.spawn('provider/a', 'circuit-breaker', { failureThreshold: 1, successThreshold: 1, openTimeoutMs: 600_000 });
+    await before.dispatch('provider/a', { type: 'failure', error: 'down' });
+    await before.close();
+
+    const clock = new ManualClock(1000);
+    const provider = { name: 'a', model: answering('a', 'back'), breaker: { failureThreshold: 1, openTimeoutMs: 5000 } };
+    const engine = createEngine({ store, scheduler: clock, epics: [providerBreakers({ providers: [provider] })] });
+    const changed = firstValueFrom(engine.runes$().pipe(filter((r) => r.kind === 'settings_changed')));
+    const halfOpen = firstValueFrom(engine.runes$().pipe(filter((r) => r.to === 'HALF_OPEN')));
+    expect((await changed).event).toEqual({ type: 'settings_changed', settings: { failureThreshold: 1, successThreshold: 1, openTimeoutMs: 5000 } });
+    for (let i = 0; i < 100 && clock.actions.length === 0; i++) await settle();
+    clock.advanceTo(5000); // opened at 0, now 5 s open: not the stored 600 s
+    expect(await halfOpen).toMatchObject({ at: 5000 });
+    await engine.close();
+  });
+
   it('a provider whose breaker opened is skipped, half-opened after openTimeoutMs, tried again, and closed by its success', async () => {
     const clock = new ManualClock();
     const engine = createEngine({ scheduler: clock, epics: [providerBreakers()] });
     const a = scriptedModel([{ error: 'HTTP 503' }, { text: 'a is back' }], { modelId: 'a' });
     const chain: ProviderChain = {
       providers: [
-        { name: 'a', model: a },
-        { name: 'b', model: answering('b', 'b answers') },
+        { name: 'a', model: a, breaker: { failureThreshold: 1, openTimeoutMs: 60_000 } },
+        { name: 'b', model: answering('b', 'b answers'), breaker: { failureThreshold: 1, openTimeoutMs: 60_000 } },
       ],
-      breaker: { failureThreshold: 1, openTimeoutMs: 60_000 },
     };
     await runChain(engine, chain, clock);
     expect((await breaker(engine, 'a'))?.value).toBe('OPEN');

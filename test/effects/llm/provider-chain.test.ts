@@ -1,4 +1,7 @@
-import { of, throwError } from 'rxjs';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { lastValueFrom, map, of, take, throwError, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../../src/index.js';
 import {
@@ -10,6 +13,7 @@ import {
   type ChainOutput,
   type ProviderChain,
 } from '../../../src/agents.js';
+import { sqliteStore } from '../../../src/streams/sqlite-store.js';
 import { ManualClock, answering, breaker, collect, defined, failing, request, runChain, settle } from './support.js';
 
 const text = (parts: readonly { type: string; text?: string }[]): string => parts.map((p) => p.text ?? '').join('');
@@ -76,10 +80,9 @@ describe('chainCall$', () => {
       const b = answering('b', 'from b');
       const chain: ProviderChain = {
         providers: [
-          { name: 'a', model: a },
-          { name: 'b', model: b },
+          { name: 'a', model: a, breaker: { failureThreshold: 2 } },
+          { name: 'b', model: b, breaker: { failureThreshold: 2 } },
         ],
-        breaker: { failureThreshold: 2 },
       };
       await runChain(engine, chain, clock);
       expect(await breaker(engine, 'a')).toMatchObject({ value: 'CLOSED', failureCount: 1 });
@@ -98,10 +101,9 @@ describe('chainCall$', () => {
       const b = scriptedModel([{ error: 'b is down' }, { text: 'b is back' }], { modelId: 'b' });
       const chain: ProviderChain = {
         providers: [
-          { name: 'a', model: a },
-          { name: 'b', model: b },
+          { name: 'a', model: a, breaker: { failureThreshold: 1 } },
+          { name: 'b', model: b, breaker: { failureThreshold: 1 } },
         ],
-        breaker: { failureThreshold: 1 },
       };
       const first = await runChain(engine, chain, clock);
       expect(first.error).toBeInstanceOf(AllProvidersFailedError);
@@ -121,10 +123,9 @@ describe('chainCall$', () => {
     withEngine(async (engine, clock) => {
       const chain: ProviderChain = {
         providers: [
-          { name: 'a', model: scriptedModel([{ error: 'down' }, { text: 'a recovered' }]) },
-          { name: 'b', model: answering('b', 'b') },
+          { name: 'a', model: scriptedModel([{ error: 'down' }, { text: 'a recovered' }]), breaker: { failureThreshold: 1 } },
+          { name: 'b', model: answering('b', 'b'), breaker: { failureThreshold: 1 } },
         ],
-        breaker: { failureThreshold: 1 },
       };
       await runChain(engine, chain, clock);
       expect((await breaker(engine, 'a'))?.value).toBe('OPEN');
@@ -158,10 +159,9 @@ describe('chainCall$', () => {
     withEngine(async (engine, clock) => {
       const chain: ProviderChain = {
         providers: [
-          { name: 'a', model: failing('a') },
-          { name: 'b', model: failing('b') },
+          { name: 'a', model: failing('a'), breaker: { failureThreshold: 1 } },
+          { name: 'b', model: failing('b'), breaker: { failureThreshold: 1 } },
         ],
-        breaker: { failureThreshold: 1 },
       };
       await engine.spawn(providerBreakerStream('a'), 'circuit-breaker', { failureThreshold: 1, successThreshold: 1, openTimeoutMs: 1000 });
       await engine.dispatch(providerBreakerStream('a'), { type: 'failure', error: 'earlier' });
@@ -255,11 +255,52 @@ describe('chainCall$', () => {
         context,
       ),
     ).toThrow('chainCall$: provider name "a" appears twice; each names its own breaker');
-    expect(() => chainCall$({ providers: [{ name: 'a', model }], breaker: { failureThreshold: 0 } }, request, context)).toThrow(
-      'chainCall$: invalid "breaker": failureThreshold: Too small: expected number to be >0',
+    expect(() => chainCall$({ providers: [{ name: 'a', model, breaker: { failureThreshold: 0 } }] }, request, context)).toThrow(
+      'chainCall$: provider "a": invalid "breaker": failureThreshold: Too small: expected number to be >0',
     );
     expect(() => chainCall$({ providers: [{ name: 'a', model }], callTimeoutMs: -1 }, request, context)).toThrow(
       'chainCall$: "callTimeoutMs" must be positive (or Infinity: no timeout), got -1',
     );
+  });
+});
+
+describe('a provider has one breaker with one setting (issue 28 g)', () => {
+  it('refuses a chain\'s "breaker": the settings are each provider\'s own', () => {
+    const context = { snapshot: () => of(undefined), scheduler: new ManualClock() };
+    const chain = { providers: [{ name: 'a', model: answering('a', 'x') }], breaker: { failureThreshold: 1 } } as ProviderChain;
+    expect(() => chainCall$(chain, request, context)).toThrow(
+      'chainCall$: a chain has no "breaker": each provider\'s breaker has its own settings; set "breaker" on the provider ({ name: "a", model, breaker })',
+    );
+  });
+
+  it('a restart with an edited breaker setting applies it, and records the change as a rune (SQLite file)', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'runestream-breaker-')), 'log.db');
+    try {
+      const clock = new ManualClock();
+      const before = createEngine({ store: sqliteStore(file), scheduler: clock });
+      await runChain(before, { providers: [{ name: 'a', model: failing('a'), breaker: { failureThreshold: 3 } }] }, clock);
+      expect(await breaker(before, 'a')).toMatchObject({ value: 'CLOSED', failureCount: 1, failureThreshold: 3 });
+      await before.close();
+
+      // The setting is edited: the next process opens the breaker at its second failure, not its third.
+      const after = createEngine({ store: sqliteStore(file), scheduler: clock });
+      const run = await runChain(after, { providers: [{ name: 'a', model: failing('a'), breaker: { failureThreshold: 2, openTimeoutMs: 5000 } }] }, clock);
+      expect(run.commands).toEqual(['provider/a settings_changed', 'provider/a failure']);
+      expect(await breaker(after, 'a')).toMatchObject({ value: 'OPEN', failureCount: 2, failureThreshold: 2, openTimeoutMs: 5000 });
+      const kinds = await lastValueFrom(
+        after.runes$('provider/a').pipe(
+          map((rune) => rune.kind),
+          take(4),
+          toArray(),
+        ),
+      );
+      expect(kinds).toEqual(['spawned', 'failure', 'settings_changed', 'failure']);
+      // The same settings again: nothing more to record.
+      const again = await runChain(after, { providers: [{ name: 'a', model: failing('a'), breaker: { failureThreshold: 2, openTimeoutMs: 5000 } }] }, clock);
+      expect(again.commands).toEqual(['provider/a failure']);
+      await after.close();
+    } finally {
+      rmSync(dirname(file), { recursive: true, force: true });
+    }
   });
 });

@@ -13,6 +13,7 @@ import {
   providerBreakerStream,
   providerBreakers,
   scriptedModel,
+  type Provider,
   type ProviderChain,
 } from '../../../src/agents.js';
 import { ManualClock, breaker, defined, request, runChain, settle } from './support.js';
@@ -57,9 +58,9 @@ afterAll(async () => {
 });
 
 /** A chain of the server's models, by name, each provider named after its model. */
-const chainOf = (models: readonly string[], breaker: ProviderChain['breaker'] = {}): ProviderChain => {
+const chainOf = (models: readonly string[], breaker: Provider['breaker'] = {}): ProviderChain => {
   const provider = createOpenAICompatible({ name: 'local', baseURL, includeUsage: true });
-  return { providers: models.map((name) => ({ name, model: provider(name) })), breaker };
+  return { providers: models.map((name) => ({ name, model: provider(name), breaker })) };
 };
 
 describe('provider fallback against an OpenAI-compatible server on 127.0.0.1', () => {
@@ -128,12 +129,16 @@ describe('HALF_OPEN trial calls', () => {
     const trial = scriptedModel([{ hang: true }], { modelId: 'trial', whenExhausted: 'cycle' });
     const chain: ProviderChain = {
       providers: [
-        { name: 'trial', model: trial },
+        { name: 'trial', model: trial, breaker: { failureThreshold: 1, openTimeoutMs: 1000, ...(halfOpenMaxCalls === undefined ? {} : { halfOpenMaxCalls }) } },
         { name: 'spare', model: scriptedModel([{ text: 'spare' }], { modelId: 'spare', whenExhausted: 'cycle' }) },
       ],
-      breaker: { failureThreshold: 1, ...(halfOpenMaxCalls === undefined ? {} : { halfOpenMaxCalls }) },
     };
-    await engine.spawn(providerBreakerStream('trial'), 'circuit-breaker', { failureThreshold: 1, successThreshold: 1, openTimeoutMs: 1000, halfOpenMaxCalls });
+    await engine.spawn(providerBreakerStream('trial'), 'circuit-breaker', {
+      failureThreshold: 1,
+      successThreshold: 1,
+      openTimeoutMs: 1000,
+      ...(halfOpenMaxCalls === undefined ? {} : { halfOpenMaxCalls }),
+    });
     await engine.dispatch(providerBreakerStream('trial'), { type: 'failure' });
     await engine.dispatch(providerBreakerStream('trial'), { type: 'open_timeout_elapsed' });
     return { clock, engine, trial, chain };
@@ -154,6 +159,25 @@ describe('HALF_OPEN trial calls', () => {
     await settle();
     expect(trial.doStreamCalls).toHaveLength(2);
     third.unsubscribe();
+    await engine.close();
+  });
+
+  it('counts the trial calls per provider, across every chain using it: two chains, halfOpenMaxCalls 1, one trial (issue 28 g)', async () => {
+    const { clock, engine, trial, chain } = await halfOpenChain(1);
+    // Another chain with the same provider (serve makes such pairs: a model's own chain, and a named chain).
+    const alone: ProviderChain = { providers: [{ ...chain.providers[0]! }] };
+    const first = chainCall$(alone, request, { snapshot: engine.snapshot, scheduler: clock }).subscribe();
+    await settle();
+    expect(trial.doStreamCalls).toHaveLength(1);
+    const outputs: string[] = [];
+    const second = chainCall$(chain, request, { snapshot: engine.snapshot, scheduler: clock }).subscribe((out) => {
+      if (out.type === 'part' && out.part.type === 'text-delta') outputs.push(out.part.text);
+    });
+    await settle();
+    expect(trial.doStreamCalls).toHaveLength(1);
+    expect(outputs).toEqual(['spare']);
+    first.unsubscribe();
+    second.unsubscribe();
     await engine.close();
   });
 

@@ -37,8 +37,7 @@ async function path(engine: Engine, stream: string): Promise<string[]> {
 
 /** A chain of one provider, `local`, at a scripted OpenAI-compatible server on 127.0.0.1. */
 const localChain = (server: ChatCompletionsServer): ProviderChain => ({
-  providers: [{ name: 'local', model: createOpenAICompatible({ name: 'local', baseURL: server.baseURL })('m') }],
-  breaker: { openTimeoutMs: 60_000 },
+  providers: [{ name: 'local', model: createOpenAICompatible({ name: 'local', baseURL: server.baseURL })('m'), breaker: { openTimeoutMs: 60_000 } }],
 });
 
 let engine: Engine | undefined;

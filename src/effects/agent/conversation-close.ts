@@ -94,6 +94,14 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
     asked.add(key);
     commands.push(...loopEnded(state, CONVERSATION_CLOSING, context.scheduler.now()).map((event) => ({ stream: loop.stream, event })));
   }
+  // An agent whose turn or ReAct stream is there but not yet its lifecycle: the epic that runs it
+  // spawns the lifecycle with it (`agentCompanions`), so the close waits to terminate it; sealed
+  // first, the lifecycle would be left spawning, its init_complete refused.
+  const spawned = new Set(lifecycles.map((head) => head.stream));
+  for (const head of [...turns, ...loops]) {
+    const parts = parseStreamId(head.stream);
+    if ((parts?.kind === 'turn' || parts?.kind === 'react') && !spawned.has(agentStreams(root, parts.agentId).lifecycle)) open++;
+  }
   for (const lifecycle of lifecycles) {
     const parts = parseStreamId(lifecycle.stream);
     if (parts?.kind !== 'agent') continue;
@@ -137,7 +145,9 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
  *    its tool calls in flight fail, a message left streaming is completed, and the loop completes
  *    instead of calling the model again, so the calls under way are stopped; its agent's turn then
  *    ends (`reactAgentLifecycle`).
- * 3. Every agent whose turn is idle (or that has none) and whose loop has ended is terminated with `parent_closed`, its
+ * 3. Every agent whose turn is idle (or that has none) and whose loop has ended is terminated with
+ *    `parent_closed` (one still `spawning` too; one whose lifecycle is not spawned yet, beside its
+ *    turn or ReAct stream, is waited for), its
  *    `agent.terminated` rune carrying its stats (turns run, tool calls made); a call still open
  *    under it is cancelled first.
  * 4. Once every plan and every loop has ended, every agent is terminated (or failed) and every call terminal: `cleanup_complete`, with

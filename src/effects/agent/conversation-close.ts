@@ -111,8 +111,9 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
     const turnsRun = turn === undefined ? 0 : ((await stateOf(context, agent.turn, turnEngine))?.turn ?? 0);
     stats.turns += turnsRun;
     stats.cancelledToolCalls += agentCalls.filter((call) => call.value === 'cancelled_result').length;
-    if (agentLifecycle.terminal.includes(lifecycle.value ?? '')) continue;
-    open++;
+    // A terminated agent needs no ending, but a call left open under it still blocks the close.
+    const ended = agentLifecycle.terminal.includes(lifecycle.value ?? '');
+    if (!ended) open++;
     if (turn !== undefined && turn.value !== 'idle') continue; // in flight or ending: agentTurns finalizes it
     // A ReAct agent's loop still working, or its model call's turn not yet ended (reactAgentLifecycle ends it as the loop rests).
     if (working.has(agent.react) || (loopOf.has(agent.react) && lifecycle.value === 'running_turn')) continue;
@@ -121,7 +122,7 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
       asked.add(call.stream);
       commands.push({ stream: call.stream, event: { type: 'cancelled', reason: CONVERSATION_CLOSING } });
     }
-    if (asked.has(agent.lifecycle)) continue; // asked already: its rune is on its way
+    if (ended || asked.has(agent.lifecycle)) continue; // asked already: its rune is on its way
     asked.add(agent.lifecycle);
     const agentStats: AgentStats = { turns: turnsRun, toolCalls: agentCalls.length };
     commands.push({ stream: agent.lifecycle, event: { type: 'parent_closed', stats: agentStats } });

@@ -176,6 +176,15 @@ describe('conversationClose: a closing conversation, step by step', () => {
     expect(last).toMatchObject([{ stream: ROOT, event: { type: 'cleanup_complete', finalStats: { agents: 1 } } }]);
   });
 
+  it('a call left open under an agent already terminated is cancelled, so the close does not wait on it for ever', async () => {
+    const { w, play } = idleAgentWithOpenCall();
+    w.dispatch(root.lifecycle, { type: 'kill', stats: { turns: 0, toolCalls: 1 } });
+
+    const first = await play.send(w.dispatch(ROOT, { type: 'close_requested' }));
+    expect(first).toEqual([{ stream: root.call('c9'), event: { type: 'cancelled', reason: CONVERSATION_CLOSING } }]);
+    expect(await applyAll(play, w, first)).toMatchObject([{ stream: ROOT, event: { type: 'cleanup_complete', finalStats: { agents: 1, cancelledToolCalls: 1 } } }]);
+  });
+
   it('a conversation that is not closing is left alone', async () => {
     const { w, play } = busyConversation();
     expect(await play.send(w.dispatch(root.turn, { type: 'interrupt', reason: 'user stop' }))).toEqual([]);

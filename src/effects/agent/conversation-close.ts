@@ -3,6 +3,8 @@ import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import { autonomyLoop } from '../../reducers/autonomy-loop/machine.js';
 import type { AgentStats } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
+import { reactAgent } from '../../reducers/react-agent/machine.js';
+import { atRest } from '../../reducers/resting-states.js';
 import type { Rune } from '../../reducers/rune.js';
 import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
@@ -11,6 +13,7 @@ import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import type { StreamHead } from '../../streams/store.js';
+import { loopEnded } from './react-agent-effects.js';
 import { stateOf } from './state-of.js';
 
 /** Why the turns of a closing conversation are interrupted and its open calls cancelled. */
@@ -25,19 +28,21 @@ const headsUnder = (context: EpicContext, root: string, machine: string, kind = 
 
 /**
  * One look at a closing conversation: the commands that take it a step further (stop its open
- * plans, interrupt the turns in flight, cancel calls left open, terminate the agents that are
- * idle), or, once every plan has ended, every agent is terminated and every call terminal,
+ * plans, interrupt the turns in flight, end the ReAct loops still working, cancel calls left open,
+ * terminate the agents that are idle), or, once every plan and loop has ended, every agent is terminated and every call terminal,
  * `cleanup_complete` with the final stats.
- * `asked` holds the turns asked to stop and the agents asked to end, so each is asked once.
+ * `asked` holds the turns asked to stop, the loops asked to end and the agents asked to end, so each is asked once.
  */
 async function closeStep(root: string, context: EpicContext, asked: Set<string>): Promise<{ commands: EpicCommand[]; done: boolean }> {
-  const [plans, lifecycles, turns, calls] = await Promise.all([
+  const [plans, lifecycles, turns, calls, loops] = await Promise.all([
     headsUnder(context, root, autonomyLoop.id, 'plan'),
     headsUnder(context, root, agentLifecycle.id),
     headsUnder(context, root, turnEngine.id),
     headsUnder(context, root, toolCall.id),
+    headsUnder(context, root, reactAgent.id),
   ]);
   const turnOf = new Map(turns.map((head) => [head.stream, head]));
+  const loopOf = new Set(loops.map((head) => head.stream));
   const callsOf = new Map<string, StreamHead[]>();
   for (const call of calls) {
     const parts = parseStreamId(call.stream);
@@ -74,6 +79,29 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
       asked.add(turn.stream);
     }
   }
+  // A ReAct loop not at rest (a model call or a tool call under way, a message left streaming) is
+  // ended: its calls in flight fail and its next model call is refused, "conversation closing"
+  // (its effects are then no longer due, so the calls under way stop). Asked once per model call
+  // answered: if the loop's own observation lands first, the loop it leads to is asked again.
+  const working = new Set<string>();
+  for (const loop of loops) {
+    const state = await stateOf(context, loop.stream, reactAgent);
+    if (state === undefined || atRest(reactAgent.id, state) !== undefined) continue;
+    open++;
+    working.add(loop.stream);
+    const key = `${loop.stream}@${state.calledLlmAt}`;
+    if (asked.has(key)) continue;
+    asked.add(key);
+    commands.push(...loopEnded(state, CONVERSATION_CLOSING, context.scheduler.now()).map((event) => ({ stream: loop.stream, event })));
+  }
+  // An agent whose turn or ReAct stream is there but not yet its lifecycle: the epic that runs it
+  // spawns the lifecycle with it (`agentCompanions`), so the close waits to terminate it; sealed
+  // first, the lifecycle would be left spawning, its init_complete refused.
+  const spawned = new Set(lifecycles.map((head) => head.stream));
+  for (const head of [...turns, ...loops]) {
+    const parts = parseStreamId(head.stream);
+    if ((parts?.kind === 'turn' || parts?.kind === 'react') && !spawned.has(agentStreams(root, parts.agentId).lifecycle)) open++;
+  }
   for (const lifecycle of lifecycles) {
     const parts = parseStreamId(lifecycle.stream);
     if (parts?.kind !== 'agent') continue;
@@ -83,15 +111,18 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
     const turnsRun = turn === undefined ? 0 : ((await stateOf(context, agent.turn, turnEngine))?.turn ?? 0);
     stats.turns += turnsRun;
     stats.cancelledToolCalls += agentCalls.filter((call) => call.value === 'cancelled_result').length;
-    if (agentLifecycle.terminal.includes(lifecycle.value ?? '')) continue;
-    open++;
+    // A terminated agent needs no ending, but a call left open under it still blocks the close.
+    const ended = agentLifecycle.terminal.includes(lifecycle.value ?? '');
+    if (!ended) open++;
     if (turn !== undefined && turn.value !== 'idle') continue; // in flight or ending: agentTurns finalizes it
+    // A ReAct agent's loop still working, or its model call's turn not yet ended (reactAgentLifecycle ends it as the loop rests).
+    if (working.has(agent.react) || (loopOf.has(agent.react) && lifecycle.value === 'running_turn')) continue;
     for (const call of agentCalls) {
       if (toolCall.terminal.includes(call.value ?? '') || asked.has(call.stream)) continue;
       asked.add(call.stream);
       commands.push({ stream: call.stream, event: { type: 'cancelled', reason: CONVERSATION_CLOSING } });
     }
-    if (asked.has(agent.lifecycle)) continue; // asked already: its rune is on its way
+    if (ended || asked.has(agent.lifecycle)) continue; // asked already: its rune is on its way
     asked.add(agent.lifecycle);
     const agentStats: AgentStats = { turns: turnsRun, toolCalls: agentCalls.length };
     commands.push({ stream: agent.lifecycle, event: { type: 'parent_closed', stats: agentStats } });
@@ -111,10 +142,16 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
  * 1. Every turn in flight is interrupted, "conversation closing" (`agentTurns` then cancels the
  *    open calls of its round, `cancelled_result`, and the agent hears the turn ended); parents
  *    first, as a cancelled delegate call interrupts its sub-agent's turn.
- * 2. Every agent whose turn is idle (or that has none) is terminated with `parent_closed`, its
+ * 2. Every ReAct loop (`<agent>/react`) not at rest is ended, "conversation closing" (`loopEnded`):
+ *    its tool calls in flight fail, a message left streaming is completed, and the loop completes
+ *    instead of calling the model again, so the calls under way are stopped; its agent's turn then
+ *    ends (`reactAgentLifecycle`).
+ * 3. Every agent whose turn is idle (or that has none) and whose loop has ended is terminated with
+ *    `parent_closed` (one still `spawning` too; one whose lifecycle is not spawned yet, beside its
+ *    turn or ReAct stream, is waited for), its
  *    `agent.terminated` rune carrying its stats (turns run, tool calls made); a call still open
  *    under it is cancelled first.
- * 3. Once every plan has ended, every agent is terminated (or failed) and every call terminal: `cleanup_complete`, with
+ * 4. Once every plan and every loop has ended, every agent is terminated (or failed) and every call terminal: `cleanup_complete`, with
  *    the final stats (`agents`, `turns`, `toolCalls`, `cancelledToolCalls`, and `usage`: what all
  *    its turns used). The conversation is
  *    then `closed`, which seals every stream under it (the engine refuses them with `sealed`).

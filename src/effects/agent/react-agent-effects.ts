@@ -2,10 +2,10 @@ import type { ModelMessage } from 'ai';
 import { EMPTY, Observable, catchError, concat, defer, from, mergeMap, of, throwError, type SchedulerLike } from 'rxjs';
 import { NO_USAGE, addUsage, costOf, responseUsage, type PriceTable, type Usage } from '../../reducers/budget.js';
 import { errorText } from '../../reducers/error-text.js';
-import type { ReactAgentEffect } from '../../reducers/react-agent/effects.js';
+import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
 import type { AgentInput } from '../../reducers/react-agent/input.js';
 import type { AgentState, ToolCallRequest } from '../../reducers/react-agent/state.js';
-import type { AgentInputOutcome } from '../../reducers/react-agent/transition.js';
+import { applyAgentInput, type AgentInputOutcome } from '../../reducers/react-agent/transition.js';
 import type { EpicCommand } from '../../streams/epic.js';
 import type { EffectOrigin } from '../../streams/state-effects.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
@@ -109,11 +109,37 @@ function messageOf(state: AgentState, answersTo: number): { messageId: string; s
  * `answersTo`. The way a ReAct agent refuses a model call its conversation or lifecycle forbids.
  */
 export function loopEndedUnanswered(state: AgentState, answersTo: number, reason: string, timestamp: number): AgentInput[] {
-  const streaming = state.messages.filter((m) => m.role === 'assistant' && m.streaming);
-  return [
-    ...streaming.map((m): AgentInput => ({ type: 'llm-message-completed', messageId: m.id, content: m.content, timestamp })),
-    { type: 're-act-observed', calledLlmAt: answersTo, observation: { type: 'complete-re-act', reason }, timestamp },
-  ];
+  return [...streamingCompleted(state, timestamp), { type: 're-act-observed', calledLlmAt: answersTo, observation: { type: 'complete-re-act', reason }, timestamp }];
+}
+
+/** The completion of each message a dead call left streaming, with what it had. */
+const streamingCompleted = (state: AgentState, timestamp: number): AgentInput[] =>
+  state.messages
+    .filter((m) => m.role === 'assistant' && m.streaming)
+    .map((m): AgentInput => ({ type: 'llm-message-completed', messageId: m.id, content: m.content, timestamp }));
+
+/**
+ * The inputs that end a ReAct loop in progress from outside it, saying why (`reason`): each tool
+ * call of the loop still in flight fails, `cancelled: <reason>` (its effect is then no longer due,
+ * so its tool is stopped), and the model call that would follow is refused as
+ * {@link loopEndedUnanswered} refuses one (a message left streaming is completed, the loop
+ * completes with the reason; a model call under way is then no longer due, so it is stopped).
+ * None for a loop at rest. How a conversation's close ends its ReAct loops (`conversationClose`).
+ */
+export function loopEnded(state: AgentState, reason: string, timestamp: number): AgentInput[] {
+  const inFlight = (state.reActContext?.toolCallIds ?? []).filter((id) => state.toolCalls[id]?.result === null);
+  const failed = inFlight.map(
+    (toolCallId): AgentInput => ({ type: 'tool-call-completed', toolCallId, result: { isSuccess: false, error: `cancelled: ${reason}`, receivedAt: timestamp }, timestamp }),
+  );
+  // The state those failures lead to says which model call is due next: the one refused.
+  const after = failed.reduce((current, input) => {
+    const outcome = applyAgentInput(input, current);
+    return outcome.applied ? outcome.state : current;
+  }, state);
+  const next = Object.values(reactAgentEffectsAt(after)).find((effect) => effect.type === 'call-llm');
+  if (next !== undefined) return [...failed, ...loopEndedUnanswered(after, next.answersTo, reason, timestamp)];
+  // No model call due (none owed, or the loop is over): only a message left streaming is completed.
+  return [...failed, ...streamingCompleted(after, timestamp)];
 }
 
 /**

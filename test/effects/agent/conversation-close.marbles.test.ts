@@ -158,6 +158,33 @@ describe('conversationClose: a closing conversation, step by step', () => {
     ]);
   });
 
+  it('an agent whose ReAct stream is spawned but whose lifecycle is not yet: the close waits for it, terminates it, then cleanup_complete', async () => {
+    const w = machineWorld();
+    w.spawn(ROOT, 'conversation', { conversationId: 'c1' });
+    w.dispatch(ROOT, { type: 'agent_ready', rootAgentId: 'root' });
+    const late = agentStreams(ROOT, 'late1');
+    w.spawn(late.react, 'react-agent');
+    const play = playEpic(conversationClose(), w.context(), w.scheduler);
+
+    // Its lifecycle is on its way (reactAgentLifecycle spawns it with the stream): sealing now
+    // would leave it spawning for good, its init_complete refused as sealed.
+    expect(await play.send(w.dispatch(ROOT, { type: 'close_requested' }))).toEqual([]);
+    const first = await play.send(w.spawn(late.lifecycle, 'agent-lifecycle', { agentId: 'late1' }));
+    expect(first).toEqual([terminate(late.lifecycle, 0, 0)]);
+    const last = await applyAll(play, w, first);
+    expect(w.value(late.lifecycle)).toBe('terminated');
+    expect(last).toMatchObject([{ stream: ROOT, event: { type: 'cleanup_complete', finalStats: { agents: 1 } } }]);
+  });
+
+  it('a call left open under an agent already terminated is cancelled, so the close does not wait on it for ever', async () => {
+    const { w, play } = idleAgentWithOpenCall();
+    w.dispatch(root.lifecycle, { type: 'kill', stats: { turns: 0, toolCalls: 1 } });
+
+    const first = await play.send(w.dispatch(ROOT, { type: 'close_requested' }));
+    expect(first).toEqual([{ stream: root.call('c9'), event: { type: 'cancelled', reason: CONVERSATION_CLOSING } }]);
+    expect(await applyAll(play, w, first)).toMatchObject([{ stream: ROOT, event: { type: 'cleanup_complete', finalStats: { agents: 1, cancelledToolCalls: 1 } } }]);
+  });
+
   it('a conversation that is not closing is left alone', async () => {
     const { w, play } = busyConversation();
     expect(await play.send(w.dispatch(root.turn, { type: 'interrupt', reason: 'user stop' }))).toEqual([]);

@@ -11,10 +11,8 @@ import {
   type AgentState,
   type ConversationState,
   type Engine,
-  type EngineError,
-  type Rune,
 } from '../../../src/index.js';
-import { runVirtualTimeUntil } from '../../support/virtual-time.js';
+import { watchEngine } from '../../support/watched-engine.js';
 
 /**
  * ReAct agents under seed 003's budgets (issue 28 (d)): their model calls count against their
@@ -41,22 +39,7 @@ function start(modelCalls: number, script: readonly ScriptStep[] = [answer]) {
     epics: [...agentEpics({ model, tools: [clock], conversationBudget: { modelCalls } }), ...reactAgentEpics({ model, tools: [clock], breakers: false })],
   });
   engines.push(engine);
-  const errors: EngineError[] = [];
-  engine.errors$.subscribe((error) => errors.push(error));
-  const runes: Rune[] = [];
-  // The latest state of each stream, watched from its first rune, read at once between steps of virtual time.
-  const latest = new Map<string, unknown>();
-  engine.runes$().subscribe((rune) => {
-    runes.push(rune);
-    if (!latest.has(rune.stream)) {
-      latest.set(rune.stream, undefined);
-      engine.state$(rune.stream).subscribe((state) => latest.set(rune.stream, state));
-    }
-  });
-  /** Virtual time runs until `done` holds, the engine quiet. */
-  const until = (done: () => boolean) => runVirtualTimeUntil(scheduler, () => runes.length, done);
-  const state = <S>(stream: string): S | undefined => latest.get(stream) as S | undefined;
-  return { engine, store, model, errors, runes, until, state };
+  return { engine, store, model, ...watchEngine(engine, scheduler) };
 }
 
 describe('a ReAct agent under its conversation budget', () => {

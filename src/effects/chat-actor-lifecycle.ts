@@ -10,7 +10,10 @@ import { INTERRUPTED_BY_RESTART } from './tool-call-recovery.js';
 
 /** Options of {@link chatActorLifecycle}, with their defaults. */
 export interface ChatActorLifecycleOptions {
-  /** Idle or paused this long, an actor gets `InactivityTimeout` (seed 000: 10 minutes). Default 600,000 ms. */
+  /**
+   * Idle or paused this long, with no rune of its chat's work either and no call of the chat
+   * waiting for a person, an actor gets `InactivityTimeout` (seed 000: 10 minutes). Default 600,000 ms.
+   */
   inactivityTimeoutMs?: number;
   /**
    * Running this long without activity, an actor is seen stale: its interaction went silent, and it
@@ -40,8 +43,9 @@ const RESTART_PAUSE = { type: 'Pause', reason: INTERRUPTED_BY_RESTART } as const
  * The chat actor's lifecycle (seed 000) as an epic:
  *
  * 1. Inactivity: every accepted event of a chat actor in `idle` or `paused` (Ping included)
- *    restarts its clock; after `inactivityTimeoutMs` without one, it gets `InactivityTimeout`
- *    (and completes). While it is `running` no clock runs. Every clock is a `durableDeadline` on
+ *    restarts its clock, and so does each rune of its chat's work (as for the heartbeat below);
+ *    after `inactivityTimeoutMs` without one, and with no call of the chat waiting for a person,
+ *    it gets `InactivityTimeout` (and completes). While it is `running` no clock runs. Every clock is a `durableDeadline` on
  *    one shared timer wheel: a million idle actors are a million map entries and one scheduled action.
  * 2. Heartbeat (seed 000's heartbeat task), kept in memory: while this process owns a `running`
  *    actor, the epic holds its heartbeat as a deadline moved by each of the actor's runes and
@@ -90,23 +94,24 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
   const clock = { resolutionMs, retryMs };
 
   /**
-   * A running actor's heartbeat: `staleAfterMs` after its last rune or its chat's last work rune,
-   * the stale `Pause`, unless a call of the chat waits for a person. An actor outside the chat
-   * scheme has no work to hear: its own runes only, as a plain durable deadline.
+   * `event`, once the actor and its chat's work have been quiet for `ms`: after its last rune or
+   * its chat's last work rune, unless a call of the chat waits for a person. A running actor's
+   * heartbeat (the stale `Pause`) and an idle or paused one's inactivity clock alike. An actor
+   * outside the chat scheme has no work to hear: its own runes only, as a plain durable deadline.
    */
-  const heartbeat = (view: StreamView<typeof chatActor>, context: EpicContext, work: ChatWork): Effect<typeof chatActor> => {
+  const quietFor = <E extends ChatActorEvent>(view: StreamView<typeof chatActor>, context: EpicContext, work: ChatWork, ms: number, event: E): Effect<typeof chatActor> => {
     const chat = chatOfActor(view.stream);
     const options = { scheduler: context.scheduler, ...clock };
-    if (chat === undefined) return durableDeadline(view.at + staleAfterMs, STALE_PAUSE, options);
+    if (chat === undefined) return durableDeadline(view.at + ms, event, options);
     return work.of(chat).pipe(
       map((rune) => rune.at),
       startWith(view.at),
       switchMap((at) =>
-        durableDeadline(at + staleAfterMs, STALE_PAUSE, options).pipe(
-          exhaustMap((pause) =>
+        durableDeadline(at + ms, event, options).pipe(
+          exhaustMap((due) =>
             waitsForPerson$(chat, context).pipe(
               filter((waiting) => !waiting),
-              map(() => pause),
+              map(() => due),
             ),
           ),
         ),
@@ -128,10 +133,11 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         if (view.value === 'running') {
           // Its interaction died with the process that ran it: pause it, so the user can resume it.
           if (view.origin === 'resumed') return { interrupted: of(RESTART_PAUSE) };
-          return staleAfterMs > 0 ? { heartbeat: heartbeat(view, context, work) } : {};
+          return staleAfterMs > 0 ? { heartbeat: quietFor(view, context, work, staleAfterMs, STALE_PAUSE) } : {};
         }
+        // The chat's work (a turn a client started on the agent's stream, say) is no inactivity either.
+        if (view.rune !== undefined) return { inactivity: quietFor(view, context, work, inactivityTimeoutMs, INACTIVITY_TIMEOUT) };
         const timeout$ = deadline(inactivityTimeoutMs, INACTIVITY_TIMEOUT);
-        if (view.rune !== undefined) return { inactivity: timeout$ };
         // Found in the store: its last rune, read only once the clock runs out, may be a Shutdown, and
         // a shut-down actor has no clock, here as in the process that shut it down. Otherwise it times
         // out as soon as that is read, and is retried like any deadline.

@@ -145,4 +145,27 @@ describe('chatActorLifecycle: a chat at work is not stale', () => {
     expect(pause.at - lastWork.at).toBeGreaterThanOrEqual(10 * MINUTE);
     expect(pause.at - lastWork.at).toBeLessThanOrEqual(10 * MINUTE + 1000);
   });
+
+  it("an idle actor does not time out while its chat's turn (started on the agent's stream) streams for 25 minutes; 10 quiet minutes after it ends, it does", async () => {
+    const text = Array.from({ length: 24 }, (_, i) => `word${i} `);
+    const { engine, scheduler, runes } = chatEngine([{ text: 'Hi.' }, { text }], MINUTE);
+    const sent = await sendChatMessage(engine, 'c1', { userId: USER, message: 'hello' });
+    const idle = () => runes.some((rune) => rune.stream === sent.actor && rune.kind === 'InteractionComplete');
+    expect(await runVirtualTimeUntil(scheduler, () => runes.length, idle)).toBe(true);
+    // A client talks to the chat's agent directly: the actor stays idle while its chat works.
+    expect(await engine.dispatch(chat.turn, { type: 'start_turn', input: 'a long answer, please' })).toMatchObject({ accepted: true });
+    const ended = await runVirtualTimeUntil(
+      scheduler,
+      () => runes.length,
+      () => runes.some((rune) => rune.stream === sent.actor && rune.kind === 'InactivityTimeout'),
+    );
+    expect(ended).toBe(true);
+    const turnEnd = runes.filter((rune) => rune.stream === chat.turn && rune.kind === 'turn.completed').at(-1)!;
+    const timeout = runes.find((rune) => rune.stream === sent.actor && rune.kind === 'InactivityTimeout')!;
+    expect(turnEnd.at).toBeGreaterThan(20 * MINUTE);
+    // Ten minutes (within the timer's resolution) after the chat's last work rune, not after the actor's own.
+    const lastWork = runes.filter((rune) => rune.stream.startsWith('chat/c1/') && rune.stream !== sent.actor && rune.at < timeout.at).at(-1)!;
+    expect(timeout.at - lastWork.at).toBeGreaterThanOrEqual(10 * MINUTE);
+    expect(timeout.at - lastWork.at).toBeLessThanOrEqual(10 * MINUTE + 1000);
+  });
 });

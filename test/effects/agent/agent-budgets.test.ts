@@ -307,6 +307,75 @@ describe('agent budgets: per conversation', () => {
   });
 });
 
+/** A second agent of the same conversation as {@link a}. */
+const b = agentStreams('conv/c1', 'a2');
+
+/** A tool whose calls end when the test says (`release`): a turn waits in its tool round meanwhile. */
+function heldTool() {
+  let release = (): void => {};
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const hold = defineTool({
+    name: 'hold',
+    description: 'Holds.',
+    inputSchema: z.object({}),
+    rerunSafe: true,
+    timeoutMs: Infinity,
+    execute: () => released.then(() => 'held'),
+  });
+  return { hold, release };
+}
+
+/** Starts a turn of `agent` (spawning it first when asked) and waits for it to end and be finalized. */
+async function turnOf(engine: Engine, agent: typeof b, input: string, turn: number): Promise<TurnEngineState> {
+  if (turn === 1) {
+    await engine.spawn(agent.turn, 'turn-engine');
+    await runeWhere(engine, agent.lifecycle, (r) => r.kind === 'agent.ready');
+  }
+  await engine.dispatch(agent.turn, { type: 'start_turn', input });
+  return firstValueFrom(engine.state$<TurnEngineState>(agent.turn).pipe(filter((s) => s.value === 'idle' && s.turn === turn)));
+}
+
+describe("agent budgets: a conversation's running turns count (the model's answers reach its usage only when a turn ends)", () => {
+  it("another agent's answered calls stop a turn at its tool round, and refuse a new turn, before a call past the limit", async () => {
+    const store = memoryStore();
+    const { engine, model, errors } = start({ script: [waitThenAnswer[0]!, ...toolThenAnswer, ...toolThenAnswer], conversationBudget: { modelCalls: 2 } }, store);
+    // a1's turn has one answered call and waits on its tools: the conversation's usage does not show it yet.
+    await spawnAgent(engine);
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'wait' });
+    await firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.value === 'tool_executing')));
+    // a2's first answer is the second: the limit is reached, so a2 makes no call after its round.
+    const second = await turnOf(engine, b, 'time?', 1);
+    expect(second).toMatchObject({ value: 'idle', reason: 'conversation budget exhausted: modelCalls 2 of 2' });
+    expect(model.doStreamCalls).toHaveLength(2);
+    // Nor does a new turn start, though only a2's call has reached the conversation's usage.
+    await firstValueFrom(engine.state$<ConversationState>(a.root).pipe(filter((s) => s.usage.modelCalls === 1)));
+    expect(await turnOf(engine, b, 'again?', 2)).toMatchObject({ reason: 'conversation budget exhausted: modelCalls 2 of 2' });
+    expect(model.doStreamCalls).toHaveLength(2);
+    expect(errors).toEqual([]);
+  });
+
+  it('a turn whose tool round ends after the others used the limit up is interrupted, not given a call past it', async () => {
+    const store = memoryStore();
+    const { hold, release } = heldTool();
+    const script: ScriptStep[] = [{ toolCalls: [{ toolName: 'hold', input: {} }], usage: { inputTokens: 100, outputTokens: 10 } }, toolThenAnswer[1]!, toolThenAnswer[1]!];
+    const { engine, model, errors } = start({ script, tools: [clock, wait, hold], conversationBudget: { modelCalls: 2 } }, store);
+    await spawnAgent(engine);
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'hold' });
+    await firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.value === 'tool_executing')));
+    // a2's turn completes: its call reaches the conversation (1 of 2), a1's is still a1's turn's.
+    expect(await turnOf(engine, b, 'time?', 1)).toMatchObject({ value: 'idle', output: 'It is noon.' });
+    await firstValueFrom(engine.state$<ConversationState>(a.root).pipe(filter((s) => s.usage.modelCalls === 1)));
+    release();
+    const first = await turnsDone(engine, 1);
+    expect(first.reason).toBe('conversation budget exhausted: modelCalls 2 of 2');
+    expect(model.doStreamCalls).toHaveLength(2);
+    // Its end brings its call to the conversation: 2 of 2, suspended.
+    expect((await runeWhere(engine, a.root, (r) => r.kind === 'session.suspended')).event).toMatchObject({ reason: 'conversation budget exhausted: modelCalls 2 of 2' });
+    expect(checkInvariants(await storeLog(store))).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+});
+
 describe('agent budgets: wall clock (virtual time)', () => {
   const waiting: ScriptStep[] = [{ toolCalls: [{ toolName: 'wait', input: {} }] }];
 

@@ -129,6 +129,28 @@ describe('agent budgets: usage in the runes', () => {
   });
 });
 
+describe('agent budgets: an empty answer the chain falls over from', () => {
+  it("is a model call the provider answered: its usage and its call count in the turn's, the agent's and the conversation's", async () => {
+    const store = memoryStore();
+    const model = {
+      providers: [
+        { name: 'first', model: scriptedModel([{ usage: { inputTokens: 100, outputTokens: 0 } }]) },
+        { name: 'second', model: scriptedModel([{ text: 'It is noon.', usage: { inputTokens: 150, outputTokens: 5 } }]) },
+      ],
+    };
+    const engine = createEngine({ store, epics: agentEpics({ model, tools: [clock] }) });
+    engines.push(engine);
+    const errors: EngineError[] = [];
+    engine.errors$.subscribe((error) => errors.push(error));
+    const turn = await runTurn(engine, 'time?');
+    expect(turn).toMatchObject({ output: 'It is noon.', turnUsage: { inputTokens: 250, outputTokens: 5, modelCalls: 2 } });
+    expect((await stateOf<AgentLifecycleState>(engine, a.lifecycle)).usage).toMatchObject({ inputTokens: 250, modelCalls: 2 });
+    const talk = await firstValueFrom(engine.state$<ConversationState>(a.root).pipe(filter((s) => s.usage.modelCalls > 0)));
+    expect(talk.usage).toMatchObject({ inputTokens: 250, outputTokens: 5, modelCalls: 2 });
+    expect(errors).toEqual([]);
+  });
+});
+
 /** Each dimension, with a limit the first response of {@link waitThenAnswer} (100 in, 10 out, one model call, two tool calls, 0.2) reaches. */
 const crossedByFirstResponse: Array<[keyof Budget, Budget, string]> = [
   ['inputTokens', { inputTokens: 100 }, 'inputTokens 100 of 100'],

@@ -25,6 +25,10 @@ export const addFallenOver = (fallen: FallenOverUsage, finish: Finish | undefine
   usage: sum({ ...fallen.usage }, finish?.usage),
 });
 
+/** The usage record of the answers fallen over from, `modelCalls` their number; none if none: what a failed call's turn still counts. */
+export const fallenOverUsage = (fallen: FallenOverUsage): Record<string, number> | undefined =>
+  fallen.calls === 0 ? undefined : { ...fallen.usage, modelCalls: fallen.calls };
+
 /**
  * The answer's finish part with the fallen-over answers added: their tokens summed into its
  * `usage`, and `modelCalls` (one, the answer's, plus theirs) saying how many calls it took, which

@@ -6,7 +6,7 @@ import type { Snapshot } from '../../streams/store.js';
 import { modelCall$ } from './model-call.js';
 import type { ChainOutput, ModelPart, ModelRequest, Provider } from './model-types.js';
 import { EmptyAnswerError, ProviderFailedError } from './provider-errors.js';
-import { addFallenOver, withFallenOver, type FallenOverUsage } from './fallen-over-usage.js';
+import { addFallenOver, fallenOverUsage, withFallenOver, type FallenOverUsage } from './fallen-over-usage.js';
 
 /** A provider fallback chain (seed 002): providers in order of preference, each behind a circuit breaker. */
 export interface ProviderChain {
@@ -31,6 +31,8 @@ export class AllProvidersFailedError extends Error {
     readonly failures: readonly ProviderFailure[],
     /** Providers not tried because their breaker let no call through (OPEN, or HALF_OPEN with its trials under way) while another's did. */
     readonly skipped: readonly string[] = [],
+    /** What the calls answered on the way used (empty answers, see `fallenOverUsage`), if any: they still count. */
+    readonly spent?: Readonly<Record<string, number>>,
   ) {
     const tried = failures.map((f) => `"${f.provider}": ${f.error.detail}`).join('; ');
     const notTried = skipped.length === 0 ? '' : `; skipped, breaker OPEN: ${skipped.map((s) => `"${s}"`).join(', ')}`;
@@ -218,7 +220,7 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
     const tryFrom = (links: readonly Link[], index: number, skipped: readonly string[], forced: boolean): void => {
       const link = links[index];
       if (link === undefined) {
-        subscriber.error(new AllProvidersFailedError(failures, skipped));
+        subscriber.error(new AllProvidersFailedError(failures, skipped, fallenOverUsage(fallen)));
         return;
       }
       // A HALF_OPEN breaker's trial slots are taken when the call starts (others may have taken them meanwhile).

@@ -151,6 +151,23 @@ describe('agent budgets: an empty answer the chain falls over from', () => {
   });
 });
 
+describe('agent budgets: an empty answer, then every other provider fails', () => {
+  it("the turn ends in error, with the empty answer's call and tokens in its usage and the conversation's", async () => {
+    const model = {
+      providers: [
+        { name: 'first', model: scriptedModel([{ usage: { inputTokens: 100, outputTokens: 0 } }]) },
+        { name: 'second', model: scriptedModel([{ error: 'HTTP 503' }]) },
+      ],
+    };
+    const engine = createEngine({ store: memoryStore(), epics: agentEpics({ model, tools: [clock] }) });
+    engines.push(engine);
+    const turn = await runTurn(engine, 'time?');
+    expect(turn).toMatchObject({ error: expect.stringContaining('all providers failed'), turnUsage: { inputTokens: 100, modelCalls: 1 } });
+    const talk = await firstValueFrom(engine.state$<ConversationState>(a.root).pipe(filter((s) => (s.consecutiveErrors ?? 0) > 0)));
+    expect(talk.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });
+  });
+});
+
 /** Each dimension, with a limit the first response of {@link waitThenAnswer} (100 in, 10 out, one model call, two tool calls, 0.2) reaches. */
 const crossedByFirstResponse: Array<[keyof Budget, Budget, string]> = [
   ['inputTokens', { inputTokens: 100 }, 'inputTokens 100 of 100'],

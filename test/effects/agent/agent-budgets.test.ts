@@ -22,6 +22,7 @@ import {
 import { sqliteStore } from '../../../src/sqlite.js';
 import { agentBudgets } from '../../../src/effects/agent/agent-budgets.js';
 import { storeLog } from '../../support/store-log.js';
+import { afterEmptyAnswer } from '../../support/empty-answer-chain.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'runestream-budgets-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -132,12 +133,7 @@ describe('agent budgets: usage in the runes', () => {
 describe('agent budgets: an empty answer the chain falls over from', () => {
   it("is a model call the provider answered: its usage and its call count in the turn's, the agent's and the conversation's", async () => {
     const store = memoryStore();
-    const model = {
-      providers: [
-        { name: 'first', model: scriptedModel([{ usage: { inputTokens: 100, outputTokens: 0 } }]) },
-        { name: 'second', model: scriptedModel([{ text: 'It is noon.', usage: { inputTokens: 150, outputTokens: 5 } }]) },
-      ],
-    };
+    const model = afterEmptyAnswer({ text: 'It is noon.', usage: { inputTokens: 150, outputTokens: 5 } });
     const engine = createEngine({ store, epics: agentEpics({ model, tools: [clock] }) });
     engines.push(engine);
     const errors: EngineError[] = [];
@@ -153,12 +149,7 @@ describe('agent budgets: an empty answer the chain falls over from', () => {
 
 describe('agent budgets: an empty answer, then every other provider fails', () => {
   it("the turn ends in error, with the empty answer's call and tokens in its usage and the conversation's", async () => {
-    const model = {
-      providers: [
-        { name: 'first', model: scriptedModel([{ usage: { inputTokens: 100, outputTokens: 0 } }]) },
-        { name: 'second', model: scriptedModel([{ error: 'HTTP 503' }]) },
-      ],
-    };
+    const model = afterEmptyAnswer({ error: 'HTTP 503' });
     const engine = createEngine({ store: memoryStore(), epics: agentEpics({ model, tools: [clock] }) });
     engines.push(engine);
     const turn = await runTurn(engine, 'time?');

@@ -25,7 +25,7 @@ export interface CallBook {
   answeredReact: number;
 }
 
-/** Told each answered call, after the book counted it. */
+/** Told each answered call, after the book counted it: the book's key (the conversation, or `plan:<conversation>`) and the book. */
 export type AnsweredListener = (root: string, book: CallBook) => void;
 
 export interface FakeLlmOptions {
@@ -100,8 +100,10 @@ export class FakeLlm {
         throw error;
       }
       const parts = this.#answer(call, text, root, callNumber);
-      // A planner's or critic's call is the plan's, not an agent's: it counts in no conversation's budget.
-      const book = isPlanCall(call) ? this.bookOf(`plan:${root}`) : this.bookOf(root);
+      // A planner's or critic's call is the plan's, not an agent's: it counts in no conversation's
+      // budget. Its book's key (`plan:<root>`) is what listeners are told, so none takes it for the conversation's.
+      const key = isPlanCall(call) ? `plan:${root}` : root;
+      const book = this.bookOf(key);
       book.started++;
       book.inFlight++;
       const react = (call.tools ?? []).some((tool) => tool.name === 'load_older_messages');
@@ -113,7 +115,7 @@ export class FakeLlm {
         if (answered) {
           book.answered++;
           if (react) book.answeredReact++;
-          for (const listener of this.#listeners) listener(root, book);
+          for (const listener of this.#listeners) listener(key, book);
         }
       };
       let index = 0;

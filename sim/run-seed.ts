@@ -51,6 +51,9 @@ export interface Failure extends Finding {
   readonly runes: readonly string[];
 }
 
+/** How many times the quiet wait at the end is extended while runes keep coming. */
+const QUIET_EXTENSIONS = 5;
+
 const line = (rune: Rune): string => `${rune.stream} #${rune.seq} ${rune.kind}${rune.to === undefined ? '' : ` -> ${rune.to}`} @${rune.at} ${JSON.stringify(rune.event)}`;
 const describeAction = (step: number, record: ActionRecord, now: number): string =>
   `step ${step} @${now}: ${record.kind}${record.stream === undefined ? '' : ` ${record.stream}`}${record.event === undefined ? '' : ` ${JSON.stringify(record.event)}`}${record.outcome === undefined ? '' : ` -> ${record.outcome}`}`;
@@ -144,9 +147,16 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
       if (record.kind === 'crash and restart') take(await checkLog(world));
     }
     if (newFailure === undefined) {
-      // Quiet: long enough after the last client action for every timeout to have fired twice.
-      const until = lastClientAt + 2 * largestTimeout(world.settings) + 60_000;
-      if (until > world.clock.now) await world.clock.advance(until - world.clock.now);
+      // Quiet: long enough after the last client action, and after the last rune, for every
+      // timeout to have fired twice. Work still moving is not stuck (a slow answer after a round
+      // of calls that each waited out its approval, one by one); the extensions are bounded, so
+      // what ticks for ever is judged too.
+      const window = 2 * largestTimeout(world.settings) + 60_000;
+      let until = lastClientAt + window;
+      for (let extension = 0; until > world.clock.now && extension <= QUIET_EXTENSIONS; extension++) {
+        await world.clock.advance(until - world.clock.now);
+        until = (world.log.at(-1)?.at ?? 0) + window;
+      }
       step = history.length + 1;
       for (const oracle of oracles) take(await oracle.check?.(world, view));
       for (const oracle of oracles) take(await oracle.final?.(world, view));

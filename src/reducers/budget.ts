@@ -76,13 +76,14 @@ const count = (value: unknown): number => (typeof value === 'number' && Number.i
 
 /**
  * One model response as usage: its tokens from the provider's usage record (`inputTokens`,
- * `outputTokens`, as `modelCall$` normalizes the AI SDK's), one model call, and its tool calls;
+ * `outputTokens`, as `modelCall$` normalizes the AI SDK's), its model calls (one, or the record's
+ * `modelCalls` when a provider chain fell over from empty answers to get it), and its tool calls;
  * `cost` when the response says it.
  */
 export const responseUsage = (usage: Readonly<Record<string, unknown>> | undefined, toolCalls: number, cost: number | undefined): Usage => ({
   inputTokens: count(usage?.inputTokens),
   outputTokens: count(usage?.outputTokens),
-  modelCalls: 1,
+  modelCalls: Math.max(1, count(usage?.modelCalls)),
   toolCalls,
   wallClockMs: 0,
   ...(cost === undefined ? {} : { cost }),

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { EMPTY, type Observable, defer, firstValueFrom, from, merge, mergeMap, switchMap } from 'rxjs';
+import { EMPTY, type Observable, defer, firstValueFrom, forkJoin, from, map, merge, mergeMap, of, switchMap } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
-import { Budget, addUsage, budgetOverrun, describeOverrun, type BudgetOverrun } from '../../reducers/budget.js';
+import { Budget, NO_USAGE, addUsage, budgetOverrun, describeOverrun, type BudgetOverrun, type Usage } from '../../reducers/budget.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import type { ConversationState } from '../../reducers/conversation/schema.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
@@ -12,6 +12,7 @@ import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { agentOfTurn } from './streams.js';
+import { conversationUsageNow$ } from './conversation-usage.js';
 import { turnStartedAt } from './turn-usage.js';
 import { stateOf } from './state-of.js';
 
@@ -54,35 +55,64 @@ const suspend = (root: string, talk: ConversationState, budget: Budget, overrun:
 
 /**
  * Why a turn may not start for an agent, or `undefined` if it may: its own usage (`lifecycle`),
- * or its conversation's (`talk`), has reached a limit. Asked by `agentTurns` when a turn starts;
- * the turn is then interrupted with this reason, and {@link agentBudgets} terminates the agent
- * (suspends the conversation).
+ * or its conversation's (`talkUsed`: by default `talk`'s usage; `agentTurns` passes
+ * {@link conversationUsageNow$}, its running turns counted), has reached a limit. Asked by
+ * `agentTurns` when a turn starts; the turn is then interrupted with this reason, and
+ * {@link agentBudgets} terminates the agent (suspends the conversation).
  */
-export function budgetRefusal(lifecycle: AgentLifecycleState | undefined, talk: ConversationState | undefined, limits: BudgetLimits): string | undefined {
+export function budgetRefusal(
+  lifecycle: AgentLifecycleState | undefined,
+  talk: ConversationState | undefined,
+  limits: BudgetLimits,
+  talkUsed: Usage | undefined = talk?.usage,
+): string | undefined {
   const own = lifecycle === undefined ? undefined : budgetOverrun(lifecycle.usage, agentLimits(lifecycle, limits));
   if (own !== undefined) return agentReason(own);
-  const shared = talk === undefined ? undefined : budgetOverrun(talk.usage, conversationLimits(talk, limits));
+  const shared = talk === undefined || talkUsed === undefined ? undefined : budgetOverrun(talkUsed, conversationLimits(talk, limits));
   return shared === undefined ? undefined : conversationReason(shared);
+}
+
+/**
+ * Why the running turn of `agent` may not call the model again, or `undefined` if it may: another
+ * call would go past a limit of its agent (its usage with the turn's so far) or of its
+ * conversation (its usage with every running turn's so far, see {@link conversationUsageNow$}:
+ * the calls other agents' turns have had answered count before those turns end). Tool calls may
+ * be used up, not passed: the results of the round that used them up still go to the model.
+ * Asked when a turn enters its tool round ({@link agentBudgets}) and when the round ends
+ * (`agentModel`, before the call). An Observable of one value, as `turnRefusal$`.
+ */
+export function callRefusal$(agent: AgentStreams, context: EpicContext, limits: BudgetLimits): Observable<string | undefined> {
+  return forkJoin([context.snapshot(agent.turn, turnEngine), context.snapshot(agent.lifecycle, agentLifecycle), context.snapshot(agent.root, conversation)]).pipe(
+    switchMap(([turn, lifecycle, talk]) => {
+      const turnUsage = turn?.state.turnUsage ?? NO_USAGE;
+      const own = lifecycle === undefined ? undefined : budgetOverrun(addUsage(lifecycle.state.usage, turnUsage), agentLimits(lifecycle.state, limits), ['toolCalls']);
+      if (own !== undefined) return of(agentReason(own));
+      const budget = talk === undefined ? undefined : conversationLimits(talk.state, limits);
+      if (talk === undefined || budget === undefined) return of(undefined);
+      return conversationUsageNow$(agent.root, talk.state, context).pipe(
+        map((used) => {
+          const shared = budgetOverrun(used, budget, ['toolCalls']);
+          return shared === undefined ? undefined : conversationReason(shared);
+        }),
+      );
+    }),
+  );
 }
 
 /**
  * Whether the running turn of `agent` must stop after the response that just asked for tools:
  * the tool round would take tool calls past a limit, or another dimension has reached one (the
- * next model call would go past it), for the agent or its conversation; or the conversation was
- * suspended meanwhile (by another agent's turn).
+ * next model call would go past it: {@link callRefusal$}), for the agent or its conversation; or
+ * the conversation was suspended meanwhile (by another agent's turn).
  */
-async function roundRefusal(agent: AgentStreams, context: EpicContext, limits: BudgetLimits): Promise<string | undefined> {
-  const [turn, lifecycle, talk] = await Promise.all([
-    stateOf(context, agent.turn, turnEngine),
-    stateOf(context, agent.lifecycle, agentLifecycle),
-    stateOf(context, agent.root, conversation),
-  ]);
-  if (turn?.value !== 'tool_executing') return undefined;
-  if (talk?.value === 'suspended') return `the conversation is suspended${talk.reason === undefined ? '' : `: ${talk.reason}`}`;
-  const own = lifecycle === undefined ? undefined : budgetOverrun(addUsage(lifecycle.usage, turn.turnUsage), agentLimits(lifecycle, limits), ['toolCalls']);
-  if (own !== undefined) return agentReason(own);
-  const shared = talk === undefined ? undefined : budgetOverrun(addUsage(talk.usage, turn.turnUsage), conversationLimits(talk, limits), ['toolCalls']);
-  return shared === undefined ? undefined : conversationReason(shared);
+function roundRefusal$(agent: AgentStreams, context: EpicContext, limits: BudgetLimits): Observable<string | undefined> {
+  return forkJoin([context.snapshot(agent.turn, turnEngine), context.snapshot(agent.root, conversation)]).pipe(
+    switchMap(([turn, talk]) => {
+      if (turn?.state.value !== 'tool_executing') return of(undefined);
+      if (talk?.state.value === 'suspended') return of(`the conversation is suspended${talk.state.reason === undefined ? '' : `: ${talk.state.reason}`}`);
+      return callRefusal$(agent, context, limits);
+    }),
+  );
 }
 
 /** The wall clock left to a turn of `agent` that has used none yet: the least of its own and its conversation's, or `undefined` for no limit. */
@@ -215,7 +245,7 @@ export function agentBudgets(limits: BudgetLimits): Epic {
       const startRune = view.rune?.event.type === 'start_turn' ? view.rune : undefined;
       const effects: Record<string, Observable<EpicCommand>> = { wallClock: wallClockDeadline(agent, startRune, context, limits) };
       if (view.value === 'tool_executing') {
-        effects[`round@${view.seq}`] = defer(() => roundRefusal(agent, context, limits)).pipe(
+        effects[`round@${view.seq}`] = roundRefusal$(agent, context, limits).pipe(
           mergeMap((reason) => (reason === undefined ? [] : [{ stream: view.stream, event: { type: 'interrupt', reason } } satisfies EpicCommand])),
         );
       }

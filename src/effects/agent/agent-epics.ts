@@ -115,7 +115,7 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
     ...(roles.any ? { budgetsByRole: roles.budgetOf } : {}),
   };
   return [
-    agentModel(roles.any ? roles.chooseModel : roles.defaults),
+    agentModel(roles.any ? roles.chooseModel : roles.defaults, limits),
     agentTurns({ ...limits, ...(roles.any ? { initError: roles.initError } : {}), ...(admission === undefined ? {} : { admission }) }),
     agentBudgets(limits),
     toolCallEffects({

@@ -9,9 +9,11 @@ import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { ofMachine } from '../../streams/of-machine.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
+import { AllProvidersFailedError } from '../llm/provider-chain.js';
 import { toSegment } from '../../reducers/stream-ids.js';
 import { agentOfTurn } from './streams.js';
 import { turnRefusal$ } from './turn-refusal.js';
+import { callRefusal$, type BudgetLimits } from './agent-budgets.js';
 import { transcriptOf } from './transcript.js';
 import { lastStartAt } from './turn-usage.js';
 import { errorText } from '../../reducers/error-text.js';
@@ -129,7 +131,11 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
         }),
       );
     }),
-    catchError((error: unknown) => of<EpicCommand>({ stream, event: { type: 'stream_error', error: errorText(error) } })),
+    catchError((error: unknown) => {
+      // Empty answers the chain fell over from were answered: the turn counts them, failed or not.
+      const spent = error instanceof AllProvidersFailedError ? error.spent : undefined;
+      return of<EpicCommand>({ stream, event: { type: 'stream_error', error: errorText(error), ...(spent === undefined ? {} : { usage: spent }) } });
+    }),
   );
 }
 
@@ -147,12 +153,14 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
  * No model call is made while the turn's agent may not run a turn (`turnRefusal`: its
  * conversation suspended, for a budget another turn used up, paused or closing; its agent ended).
  * A turn that enters `streaming` again after a tool round (`tools_finished`) then is interrupted,
- * saying why; one that starts then is interrupted by `agentTurns`, with the same reason.
+ * saying why; one that starts then is interrupted by `agentTurns`, with the same reason. After a
+ * tool round, no call either once another would go past a limit of `budgets` (default: none; see
+ * `callRefusal$`): the answered calls of the conversation's other running turns count.
  *
  * A turn found `streaming` when this process took it over (after a restart) had its call die with
  * the old process: it is interrupted, "interrupted by restart", and the agent is ready again.
  */
-export function agentModel(options: AgentModelOptions | AgentModelChooser): Epic {
+export function agentModel(options: AgentModelOptions | AgentModelChooser, budgets: BudgetLimits = {}): Epic {
   const choose: AgentModelChooser = typeof options === 'function' ? options : () => of(options);
   return stateEffects({
     name: 'agentModel',
@@ -169,9 +177,14 @@ export function agentModel(options: AgentModelOptions | AgentModelChooser): Epic
       // No model call while the agent may not run a turn. A turn going on after its tool round
       // (its conversation suspended meanwhile, by another agent's turn using the budget up) is
       // interrupted here, saying why; one just started is `agentTurns`' to interrupt, with the same reason.
+      // After a round, the budgets too: another call must not go past a limit the conversation's
+      // other running turns (their answered calls not in its usage yet) or this turn reached meanwhile.
       const afterRound = view.rune?.event.type === 'tools_finished';
       const refused = (reason: string): EpicCommand[] => (afterRound ? [{ stream: view.stream, event: { type: 'interrupt', reason } }] : []);
-      return { model: turnRefusal$(agent, context).pipe(switchMap((reason) => (reason === undefined ? model$ : from(refused(reason))))) };
+      const refusal$ = afterRound
+        ? turnRefusal$(agent, context).pipe(switchMap((reason) => (reason === undefined ? callRefusal$(agent, context, budgets) : of(reason))))
+        : turnRefusal$(agent, context);
+      return { model: refusal$.pipe(switchMap((reason) => (reason === undefined ? model$ : from(refused(reason))))) };
     },
   });
 }

@@ -19,6 +19,7 @@ import { agentOfCall, agentOfTurn } from './streams.js';
 import { turnUsageAt } from './turn-usage.js';
 import { budgetRefusal, type BudgetLimits } from './agent-budgets.js';
 import { turnRefusal } from './turn-refusal.js';
+import { conversationUsageNow$ } from './conversation-usage.js';
 
 type TurnRune = RuneOf<typeof turnEngine>;
 
@@ -58,7 +59,10 @@ async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext
     stateOf(context, rune.stream, turnEngine),
     stateOf(context, agent.lifecycle, agentLifecycle),
   ]);
-  const refusal = turnRefusal(talk, lifecycle) ?? budgetRefusal(lifecycle, talk, limits);
+  // The conversation's usage by now: its turns still running count (their answered calls are theirs until they end).
+  const refusal =
+    turnRefusal(talk, lifecycle) ??
+    budgetRefusal(lifecycle, talk, limits, talk === undefined ? undefined : await lastValueFrom(conversationUsageNow$(agent.root, talk, context)));
   if (refusal !== undefined) return interrupt(refusal);
   return [
     { stream: agent.root, event: { type: 'new_turn' } },
@@ -142,7 +146,8 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
  * 2. A turn started: the conversation counts it (`new_turn`) and the agent runs it
  *    (`turn_assigned`); if the conversation is suspended or closed (or paused: the engine refuses
  *    such a start, `held`, unless it was applied first), the agent terminated, or the agent's or
- *    conversation's budget (`options`) exhausted, the turn is interrupted with why.
+ *    conversation's budget (`options`) exhausted, the conversation's turns still running counted,
+ *    the turn is interrupted with why.
  * 3. The model asked for tools (`tool_calls_received`): a `toolCall` stream per call.
  * 4. The last call of a round is done: `tools_finished`, and the model gets the results.
  * 5. A turn ended: calls not done are cancelled (`cancelled_result`), the agent and conversation

@@ -6,6 +6,7 @@ import type { Snapshot } from '../../streams/store.js';
 import { modelCall$ } from './model-call.js';
 import type { ChainOutput, ModelPart, ModelRequest, Provider } from './model-types.js';
 import { EmptyAnswerError, ProviderFailedError } from './provider-errors.js';
+import { addFallenOver, fallenOverUsage, withFallenOver, type FallenOverUsage } from './fallen-over-usage.js';
 
 /** A provider fallback chain (seed 002): providers in order of preference, each behind a circuit breaker. */
 export interface ProviderChain {
@@ -30,6 +31,8 @@ export class AllProvidersFailedError extends Error {
     readonly failures: readonly ProviderFailure[],
     /** Providers not tried because their breaker let no call through (OPEN, or HALF_OPEN with its trials under way) while another's did. */
     readonly skipped: readonly string[] = [],
+    /** What the calls answered on the way used (empty answers, see `fallenOverUsage`), if any: they still count. */
+    readonly spent?: Readonly<Record<string, number>>,
   ) {
     const tried = failures.map((f) => `"${f.provider}": ${f.error.detail}`).join('; ');
     const notTried = skipped.length === 0 ? '' : `; skipped, breaker OPEN: ${skipped.map((s) => `"${s}"`).join(', ')}`;
@@ -139,7 +142,9 @@ export interface ChainContext {
  *    If no breaker lets a call through, all are tried in order anyway (an answer beats none).
  * 3. A provider fails if its call errors, produces nothing for `callTimeoutMs`, or finishes with
  *    no text and no tool call ({@link EmptyAnswerError}), before its answer starts: its `failure`
- *    is recorded and the next provider is tried. An HTTP 429 or 503 with `Retry-After` records
+ *    is recorded and the next provider is tried. An empty answer was still a call answered (and
+ *    billed): the answer's `finish` part counts it, its tokens added to the `usage` and
+ *    `usage.modelCalls` the calls it took (see `withFallenOver`). An HTTP 429 or 503 with `Retry-After` records
  *    the failure with `retryAfterMs`, which opens the breaker at once for that long.
  * 4. The first provider whose answer starts (a text delta or a tool call) answers: its parts are
  *    emitted as they stream, then its `success` is recorded when the call completes. An error
@@ -195,6 +200,8 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
     let attempt: Subscription | undefined;
     let stopped = false;
     const failures: ProviderFailure[] = [];
+    // Empty answers fallen over from: answered (and billed) calls, counted in the answer's usage.
+    let fallen: FallenOverUsage = { calls: 0, usage: {} };
 
     const record = (link: Link, event: CircuitBreakerEvent): void => {
       if (link.state === undefined) subscriber.next({ type: 'command', command: { stream: link.stream, spawn: circuitBreaker.id, input: link.input } });
@@ -213,7 +220,7 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
     const tryFrom = (links: readonly Link[], index: number, skipped: readonly string[], forced: boolean): void => {
       const link = links[index];
       if (link === undefined) {
-        subscriber.error(new AllProvidersFailedError(failures, skipped));
+        subscriber.error(new AllProvidersFailedError(failures, skipped, fallenOverUsage(fallen)));
         return;
       }
       // A HALF_OPEN breaker's trial slots are taken when the call starts (others may have taken them meanwhile).
@@ -244,8 +251,8 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
               return;
             }
             answered = true;
-            for (const early of held.splice(0)) subscriber.next({ type: 'part', part: early });
-            subscriber.next({ type: 'part', part });
+            for (const early of held.splice(0)) subscriber.next({ type: 'part', part: early.type === 'finish' ? withFallenOver(early, fallen) : early });
+            subscriber.next({ type: 'part', part: part.type === 'finish' ? withFallenOver(part, fallen) : part });
           },
           error: (error: unknown) => {
             endTrial();
@@ -261,6 +268,7 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
             endTrial();
             if (!answered) {
               const finish = held.find((part) => part.type === 'finish');
+              fallen = addFallenOver(fallen, finish);
               failures.push({ provider: link.provider.name, error: recordFailure(link, new EmptyAnswerError(finish?.finishReason)) });
               tryFrom(links, index + 1, skipped, forced);
               return;

@@ -98,7 +98,15 @@ const table: readonly Row<S, E, P>[] = [
     payload: (_, e, after) => ({ reason: STEERED, partialOutput: after.output, steerInput: e.input }),
     note: 'the seed\'s `reason` of a steer is "steered"',
   },
-  { from: 'streaming', on: 'stream_error', to: 'error', kind: 'turn.error', assign: (_, e) => ({ error: e.error }), payload: failed },
+  {
+    from: 'streaming',
+    on: 'stream_error',
+    to: 'error',
+    kind: 'turn.error',
+    // Calls answered on the way to the failure (empty answers fallen over from) count, as responses do.
+    assign: (s, e) => ({ error: e.error, ...(e.usage === undefined ? {} : { turnUsage: addUsage(s.turnUsage, responseUsage(e.usage, 0, undefined)) }) }),
+    payload: failed,
+  },
   // The seed's guards `continue` / `no_more_calls`, carried by `more`.
   {
     from: 'tool_executing',

@@ -84,7 +84,12 @@ export const TurnEngineEvent = z.discriminatedUnion('type', [
   z.object({ type: z.literal('response_done'), ...ResponseUsage }),
   z.object({ type: z.literal('interrupt'), reason: z.string().optional() }),
   z.object({ type: z.literal('steer'), input: z.string() }),
-  z.object({ type: z.literal('stream_error'), error: z.string() }),
+  z.object({
+    type: z.literal('stream_error'),
+    error: z.string(),
+    /** What calls answered before the failure used (empty answers a provider chain fell over from): counted in `turnUsage`. */
+    usage: Usage.optional(),
+  }),
   z.object({
     type: z.literal('tools_finished'),
     more: z.boolean(),

@@ -22,6 +22,7 @@ import {
 import { sqliteStore } from '../../../src/sqlite.js';
 import { agentBudgets } from '../../../src/effects/agent/agent-budgets.js';
 import { storeLog } from '../../support/store-log.js';
+import { afterEmptyAnswer } from '../../support/empty-answer-chain.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'runestream-budgets-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -126,6 +127,35 @@ describe('agent budgets: usage in the runes', () => {
     const talk = await firstValueFrom(engine.state$<ConversationState>(a.root).pipe(filter((s) => s.usage.modelCalls === 4)));
     expect(talk.usage).toMatchObject(totals);
     expect(errors).toEqual([]);
+  });
+});
+
+describe('agent budgets: an empty answer the chain falls over from', () => {
+  it("is a model call the provider answered: its usage and its call count in the turn's, the agent's and the conversation's", async () => {
+    const store = memoryStore();
+    const model = afterEmptyAnswer({ text: 'It is noon.', usage: { inputTokens: 150, outputTokens: 5 } });
+    const engine = createEngine({ store, epics: agentEpics({ model, tools: [clock] }) });
+    engines.push(engine);
+    const errors: EngineError[] = [];
+    engine.errors$.subscribe((error) => errors.push(error));
+    const turn = await runTurn(engine, 'time?');
+    expect(turn).toMatchObject({ output: 'It is noon.', turnUsage: { inputTokens: 250, outputTokens: 5, modelCalls: 2 } });
+    expect((await stateOf<AgentLifecycleState>(engine, a.lifecycle)).usage).toMatchObject({ inputTokens: 250, modelCalls: 2 });
+    const talk = await firstValueFrom(engine.state$<ConversationState>(a.root).pipe(filter((s) => s.usage.modelCalls > 0)));
+    expect(talk.usage).toMatchObject({ inputTokens: 250, outputTokens: 5, modelCalls: 2 });
+    expect(errors).toEqual([]);
+  });
+});
+
+describe('agent budgets: an empty answer, then every other provider fails', () => {
+  it("the turn ends in error, with the empty answer's call and tokens in its usage and the conversation's", async () => {
+    const model = afterEmptyAnswer({ error: 'HTTP 503' });
+    const engine = createEngine({ store: memoryStore(), epics: agentEpics({ model, tools: [clock] }) });
+    engines.push(engine);
+    const turn = await runTurn(engine, 'time?');
+    expect(turn).toMatchObject({ error: expect.stringContaining('all providers failed'), turnUsage: { inputTokens: 100, modelCalls: 1 } });
+    const talk = await firstValueFrom(engine.state$<ConversationState>(a.root).pipe(filter((s) => (s.consecutiveErrors ?? 0) > 0)));
+    expect(talk.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });
   });
 });
 
@@ -302,6 +332,75 @@ describe('agent budgets: per conversation', () => {
     await runTurn(engine, 'more?', 2);
     expect(await lastInterruption(store)).toBe('the conversation is suspended: conversation budget exhausted: modelCalls 2 of 2');
     expect(model.doStreamCalls).toHaveLength(2);
+    expect(checkInvariants(await storeLog(store))).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+});
+
+/** A second agent of the same conversation as {@link a}. */
+const b = agentStreams('conv/c1', 'a2');
+
+/** A tool whose calls end when the test says (`release`): a turn waits in its tool round meanwhile. */
+function heldTool() {
+  let release = (): void => {};
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const hold = defineTool({
+    name: 'hold',
+    description: 'Holds.',
+    inputSchema: z.object({}),
+    rerunSafe: true,
+    timeoutMs: Infinity,
+    execute: () => released.then(() => 'held'),
+  });
+  return { hold, release };
+}
+
+/** Starts a turn of `agent` (spawning it first when asked) and waits for it to end and be finalized. */
+async function turnOf(engine: Engine, agent: typeof b, input: string, turn: number): Promise<TurnEngineState> {
+  if (turn === 1) {
+    await engine.spawn(agent.turn, 'turn-engine');
+    await runeWhere(engine, agent.lifecycle, (r) => r.kind === 'agent.ready');
+  }
+  await engine.dispatch(agent.turn, { type: 'start_turn', input });
+  return firstValueFrom(engine.state$<TurnEngineState>(agent.turn).pipe(filter((s) => s.value === 'idle' && s.turn === turn)));
+}
+
+describe("agent budgets: a conversation's running turns count (the model's answers reach its usage only when a turn ends)", () => {
+  it("another agent's answered calls stop a turn at its tool round, and refuse a new turn, before a call past the limit", async () => {
+    const store = memoryStore();
+    const { engine, model, errors } = start({ script: [waitThenAnswer[0]!, ...toolThenAnswer, ...toolThenAnswer], conversationBudget: { modelCalls: 2 } }, store);
+    // a1's turn has one answered call and waits on its tools: the conversation's usage does not show it yet.
+    await spawnAgent(engine);
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'wait' });
+    await firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.value === 'tool_executing')));
+    // a2's first answer is the second: the limit is reached, so a2 makes no call after its round.
+    const second = await turnOf(engine, b, 'time?', 1);
+    expect(second).toMatchObject({ value: 'idle', reason: 'conversation budget exhausted: modelCalls 2 of 2' });
+    expect(model.doStreamCalls).toHaveLength(2);
+    // Nor does a new turn start, though only a2's call has reached the conversation's usage.
+    await firstValueFrom(engine.state$<ConversationState>(a.root).pipe(filter((s) => s.usage.modelCalls === 1)));
+    expect(await turnOf(engine, b, 'again?', 2)).toMatchObject({ reason: 'conversation budget exhausted: modelCalls 2 of 2' });
+    expect(model.doStreamCalls).toHaveLength(2);
+    expect(errors).toEqual([]);
+  });
+
+  it('a turn whose tool round ends after the others used the limit up is interrupted, not given a call past it', async () => {
+    const store = memoryStore();
+    const { hold, release } = heldTool();
+    const script: ScriptStep[] = [{ toolCalls: [{ toolName: 'hold', input: {} }], usage: { inputTokens: 100, outputTokens: 10 } }, toolThenAnswer[1]!, toolThenAnswer[1]!];
+    const { engine, model, errors } = start({ script, tools: [clock, wait, hold], conversationBudget: { modelCalls: 2 } }, store);
+    await spawnAgent(engine);
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'hold' });
+    await firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.value === 'tool_executing')));
+    // a2's turn completes: its call reaches the conversation (1 of 2), a1's is still a1's turn's.
+    expect(await turnOf(engine, b, 'time?', 1)).toMatchObject({ value: 'idle', output: 'It is noon.' });
+    await firstValueFrom(engine.state$<ConversationState>(a.root).pipe(filter((s) => s.usage.modelCalls === 1)));
+    release();
+    const first = await turnsDone(engine, 1);
+    expect(first.reason).toBe('conversation budget exhausted: modelCalls 2 of 2');
+    expect(model.doStreamCalls).toHaveLength(2);
+    // Its end brings its call to the conversation: 2 of 2, suspended.
+    expect((await runeWhere(engine, a.root, (r) => r.kind === 'session.suspended')).event).toMatchObject({ reason: 'conversation budget exhausted: modelCalls 2 of 2' });
     expect(checkInvariants(await storeLog(store))).toEqual([]);
     expect(errors).toEqual([]);
   });

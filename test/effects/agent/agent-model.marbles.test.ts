@@ -1,7 +1,8 @@
-import { defer, of, throwError, type Observable } from 'rxjs';
+import { defer, from, of, throwError, type Observable } from 'rxjs';
 import { marbleTest, type Marbles } from '../../support/marbles.js';
 import { describe, expect, it } from 'vitest';
-import type { EpicCommand, Rune, ToolCallState } from '../../../src/index.js';
+import type { EpicCommand, Rune, StreamHead, ToolCallState } from '../../../src/index.js';
+import { headMatches } from '../../../src/streams/store.js';
 import { agentModel, type ModelCaller } from '../../../src/effects/agent/agent-model.js';
 import type { ChainOutput, ModelPart, ModelRequest } from '../../../src/effects/llm/model-types.js';
 import { epicContext } from '../../support/epic-context.js';
@@ -44,7 +45,13 @@ const toTurn = (event: { readonly type: string } & Readonly<Record<string, unkno
  * `read` returns the runes of the stream seen so far on `runes$`, and whose `snapshot` finds the
  * calls' states in `calls`.
  */
-function setup(m: Marbles, runes$: Observable<Rune>, answers: readonly Observable<ChainOutput>[], calls: Record<string, ToolCallState> = {}) {
+function setup(
+  m: Marbles,
+  runes$: Observable<Rune>,
+  answers: readonly Observable<ChainOutput>[],
+  calls: Record<string, ToolCallState> = {},
+  heads: readonly StreamHead[] = [],
+) {
   const requests: ModelRequest[] = [];
   const call: ModelCaller = (request) => {
     requests.push(request);
@@ -55,6 +62,7 @@ function setup(m: Marbles, runes$: Observable<Rune>, answers: readonly Observabl
   const context = epicContext(m.scheduler, {
     read: (stream) => defer(() => of(...seen.filter((rune) => rune.stream === stream))),
     snapshot: <S>(stream: string) => of(stream in calls ? { stream, seq: 4, state: calls[stream] as S } : undefined),
+    streams: (query = {}) => from(heads.filter((head) => headMatches(head, query))),
   });
   return { requests, context, call };
 }
@@ -230,8 +238,27 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
         calls['conv/c1'] = { value: 'suspended', reason, turns: 2, usage: { inputTokens: 0, outputTokens: 0, modelCalls: 4, toolCalls: 1, wallClockMs: 0 } } as never;
       }, 6);
       m.expectObservable(agentModel({ call })(runes, context, undefined)).toBe('----r---i', {
-        r: toTurn({ type: 'tool_calls_received', callIds: ['c1'], calls: [asked] }),
+        r: toTurn({ type: 'tool_calls_received', callIds: ['c1'], calls: [asked], wallClockMs: 4 }),
         i: toTurn({ type: 'interrupt', reason: `the conversation is suspended: ${reason}` }),
+      });
+      m.expectSubscriptions(second.subscriptions).toBe([]);
+      return () => expect(requests).toHaveLength(1);
+    }));
+
+  it("tools_finished when another agent's running turn has had the limit's calls answered (not yet in the conversation's usage): no second call, interrupted with the budget's reason", () =>
+    marbleTest((m) => {
+      const { asked, runes, first, second } = toolRoundThenMore(m);
+      const calls: Record<string, ToolCallState> = { 'conv/c1/agent/a1/call/c1': { ...asked, value: 'completed_result', output: '12:00', progressCount: 0 } };
+      const none = { inputTokens: 0, outputTokens: 0, modelCalls: 0, toolCalls: 0, wallClockMs: 0 };
+      // The conversation is active, its usage without a2's turn, which waits on its tools with 2 calls answered.
+      calls['conv/c1'] = { value: 'active', turns: 2, usage: none } as never;
+      const a2 = 'conv/c1/agent/a2/turn';
+      calls[a2] = { value: 'tool_executing', turnUsage: { ...none, modelCalls: 2, toolCalls: 1 } } as never;
+      const heads: StreamHead[] = [TURN, a2].map((stream) => ({ stream, machine: 'turn-engine', seq: 3, value: 'tool_executing', at: 0 }));
+      const { call, context, requests } = setup(m, runes, [first, second], calls, heads);
+      m.expectObservable(agentModel({ call }, { conversationBudget: { modelCalls: 2 } })(runes, context, undefined)).toBe('----r---i', {
+        r: toTurn({ type: 'tool_calls_received', callIds: ['c1'], calls: [asked], wallClockMs: 4 }),
+        i: toTurn({ type: 'interrupt', reason: 'conversation budget exhausted: modelCalls 2 of 2' }),
       });
       m.expectSubscriptions(second.subscriptions).toBe([]);
       return () => expect(requests).toHaveLength(1);

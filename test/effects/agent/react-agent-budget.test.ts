@@ -1,7 +1,7 @@
 import { VirtualTimeScheduler } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { agentEpics, defineTool, reactAgentEpics, scriptedModel, type ScriptStep } from '../../../src/agents.js';
+import { agentEpics, defineTool, reactAgentEpics, scriptedModel, type ProviderChain, type ScriptStep } from '../../../src/agents.js';
 import {
   agentStreams,
   checkInvariants,
@@ -13,6 +13,8 @@ import {
   type Engine,
 } from '../../../src/index.js';
 import { watchEngine } from '../../support/watched-engine.js';
+import { runVirtualTimeUntil } from '../../support/virtual-time.js';
+import { afterEmptyAnswer } from '../../support/empty-answer-chain.js';
 
 /**
  * ReAct agents under seed 003's budgets (issue 28 (d)): their model calls count against their
@@ -29,14 +31,17 @@ afterEach(async () => {
 const clock = defineTool({ name: 'clock', description: 'The time now.', inputSchema: z.object({}), execute: () => '12:00' });
 const answer: ScriptStep = { text: 'An answer.', usage: { inputTokens: 10, outputTokens: 2 } };
 
-function start(modelCalls: number, script: readonly ScriptStep[] = [answer]) {
+function start(modelCalls: number, script: readonly ScriptStep[] = [answer], chain?: ProviderChain) {
   const scheduler = new VirtualTimeScheduler();
   const store = memoryStore();
   const model = scriptedModel(script, { whenExhausted: 'cycle' });
   const engine = createEngine({
     store,
     scheduler,
-    epics: [...agentEpics({ model, tools: [clock], conversationBudget: { modelCalls } }), ...reactAgentEpics({ model, tools: [clock], breakers: false })],
+    epics: [
+      ...agentEpics({ model: chain ?? model, tools: [clock], conversationBudget: { modelCalls } }),
+      ...reactAgentEpics({ model: chain ?? model, tools: [clock], breakers: false }),
+    ],
   });
   engines.push(engine);
   return { engine, store, model, ...watchEngine(engine, scheduler) };
@@ -101,5 +106,23 @@ describe('a ReAct agent under its conversation budget', () => {
     expect(state<AgentState>(agent.react)!.messages.map((m) => m.role)).toEqual(['user']);
     expect(checkInvariants(runes)).toEqual([]);
     expect(errors).toEqual([]);
+  });
+});
+
+describe("a ReAct agent's model call that fails after an empty answer", () => {
+  it("counts the empty answer: the provider answered it, so its call and tokens reach the agent's and the conversation's usage", async () => {
+    const chain = afterEmptyAnswer({ error: 'HTTP 503' });
+    const { engine, until, state } = start(10, [answer], chain);
+    await engine.spawn(agent.react, 'react-agent');
+    await until(() => state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+    await engine.dispatch(agent.react, { type: 'user-message-received', messageId: 'm1', content: 'hi', timestamp: 1000 });
+    await until(
+      () =>
+        state<AgentState>(agent.react)?.reActContext === null &&
+        state<ConversationState>(agent.root)?.turns === 1 &&
+        state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle',
+    );
+    expect(state<AgentLifecycleState>(agent.lifecycle)!.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });
+    expect(state<ConversationState>(agent.root)!.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });
   });
 });

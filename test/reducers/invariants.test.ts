@@ -254,37 +254,35 @@ describe('checkInvariants: each invariant, found at its rune', () => {
 
   describe('INV-TURN-SEQUENTIAL is per agent: its turn stream and its ReAct stream together', () => {
     const agent = agentStreams('conv/c1', 'a1');
-    /** A hand-made rune of the agent's ReAct stream (its machine is not a table; only the kind and stream matter here). */
-    const react = (seq: number, kind: 'llm-message-started' | 'llm-message-completed'): Rune => ({
-      stream: agent.react,
-      seq,
-      machine: 'react-agent',
-      kind,
-      event: { type: kind, messageId: 'm1', timestamp: seq },
-      at: seq,
-    });
     const turns = validRun(agent.turn, turnEngine, undefined, [{ type: 'start_turn', input: 'one' }, { type: 'response_done' }]);
+    /** A model call of the agent's ReAct loop: a turn of its lifecycle, `react-<seq>` (the seq of the rune on `.../react` that started it). */
+    const reactCall = validRun(agent.lifecycle, agentLifecycle, { agentId: 'a1' }, [
+      { type: 'init_complete' },
+      { type: 'turn_assigned', turnId: 'react-1' },
+      { type: 'turn_completed' },
+      // Its payloads name the turn, as the lifecycle's do (runesOf leaves payloads out).
+    ]).map((rune) => (rune.kind.startsWith('turn.') ? { ...rune, payload: { agentId: 'a1', turnId: 'react-1' } } : rune));
 
     it('a bad log: a turn starts on one stream while a turn of the same agent is open on the other', () => {
       const [spawned, started, done] = turns as [Rune, Rune, Rune];
+      const [lifecycle, ready, callStarted, callDone] = reactCall as [Rune, Rune, Rune, Rune];
       // The ReAct loop calls the model while the turn streams, and the reverse.
-      expect(checkInvariants([spawned, started, react(1, 'llm-message-started')])).toEqual([
+      expect(checkInvariants([spawned, started, lifecycle, ready, callStarted])).toEqual([
         {
           invariant: 'INV-TURN-SEQUENTIAL',
-          rune: react(1, 'llm-message-started'),
-          message: `stream "${agent.react}" seq 1: llm-message-started while the same agent's turn on "${agent.turn}" (started at seq 2) has not ended`,
+          rune: callStarted,
+          message: `stream "${agent.lifecycle}" seq 3: turn.started while the same agent's turn on "${agent.turn}" (started at seq 2) has not ended`,
         },
       ]);
-      expect(checkInvariants([spawned, react(1, 'llm-message-started'), started, done]).map((v) => v.message)).toEqual([
-        `stream "${agent.turn}" seq 2: turn.started while the same agent's turn on "${agent.react}" (started at seq 1) has not ended`,
+      expect(checkInvariants([lifecycle, ready, callStarted, spawned, started, done, callDone]).map((v) => v.message)).toEqual([
+        `stream "${agent.turn}" seq 2: turn.started while the same agent's turn on "${agent.react}" (started at seq 3) has not ended`,
       ]);
     });
 
     it('a clean log: the two kinds one after the other, the agent lifecycle beside its turn, and two agents at once', () => {
       const [spawned, started, done] = turns as [Rune, Rune, Rune];
-      const lifecycle = validRun(agent.lifecycle, agentLifecycle, { agentId: 'a1' }, [{ type: 'init_complete' }, { type: 'turn_assigned' }, { type: 'turn_completed' }]);
       const other = validRun(agentStreams('conv/c1', 'a2').turn, turnEngine, undefined, [{ type: 'start_turn', input: 'two' }, { type: 'response_done' }]);
-      expect(checkInvariants([spawned, react(1, 'llm-message-started'), react(2, 'llm-message-completed'), ...interleave([[started, done], lifecycle, other])])).toEqual([]);
+      expect(checkInvariants([...reactCall, ...interleave([[spawned, started, done], other])])).toEqual([]);
     });
   });
 

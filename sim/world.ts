@@ -158,7 +158,7 @@ export class World {
         approvalTimeoutMs: settings.approvalTimeoutMs,
         claimId,
       }),
-      ...reactAgentEpics({ model: chain, tools, breakers: false, claimId }),
+      ...reactAgentEpics({ model: chain, tools, breakers: false, claimId, budgets: { conversationBudget: { modelCalls: settings.conversationModelCalls } } }),
       ...autonomyEpics({
         planner: chain,
         critic: chain,

@@ -172,7 +172,17 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
         // Definitions registered at runtime become live roles of `profiles` while ACTIVE.
         ...(registry === undefined ? [] : [agentRegistry({ ...registry, chains: agents.chains, profiles, mcpServers: agents.mcpServers })]),
         // ReAct agents (seed 004) on the same chain, tools and prices, gated alike; the breakers are agentEpics'.
-        ...reactAgentEpics({ ...defaults, breakers: false, prices: agents.prices, ...(admission === undefined ? {} : { admission }) }),
+        ...reactAgentEpics({
+          ...defaults,
+          breakers: false,
+          prices: agents.prices,
+          ...(admission === undefined ? {} : { admission }),
+          // The same budgets as agentEpics', so a ReAct model call is refused once they are used up.
+          budgets: {
+            ...(agents.profiles[agents.defaultRole]?.budget === undefined ? {} : { budget: agents.profiles[agents.defaultRole]!.budget }),
+            ...(command.config.conversationBudget === undefined ? {} : { conversationBudget: command.config.conversationBudget }),
+          },
+        }),
         ...(command.config.autonomy === undefined ? [] : autonomyOf(command.config.autonomy, agents, command.config)),
         // Agent CLI sessions (seed 001): each `agent-manager-session` stream runs the configured CLI it names.
         ...(clis === undefined ? [] : [agentCliSessions({ ...clis, owners })]),

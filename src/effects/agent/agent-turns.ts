@@ -17,9 +17,8 @@ import { agentCompanions, type AgentAdmission } from './agent-companions.js';
 import { stateOf } from './state-of.js';
 import { agentOfCall, agentOfTurn } from './streams.js';
 import { turnUsageAt } from './turn-usage.js';
-import { budgetRefusal, type BudgetLimits } from './agent-budgets.js';
-import { turnRefusal } from './turn-refusal.js';
-import { conversationUsageNow$ } from './conversation-usage.js';
+import type { BudgetLimits } from './agent-budgets.js';
+import { turnStartRefusal$ } from './turn-refusal.js';
 
 type TurnRune = RuneOf<typeof turnEngine>;
 
@@ -60,9 +59,7 @@ async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext
     stateOf(context, agent.lifecycle, agentLifecycle),
   ]);
   // The conversation's usage by now: its turns still running count (their answered calls are theirs until they end).
-  const refusal =
-    turnRefusal(talk, lifecycle) ??
-    budgetRefusal(lifecycle, talk, limits, talk === undefined ? undefined : await lastValueFrom(conversationUsageNow$(agent.root, talk, context)));
+  const refusal = await turnStartRefusal$(agent, talk, lifecycle, context, limits);
   if (refusal !== undefined) return interrupt(refusal);
   return [
     { stream: agent.root, event: { type: 'new_turn' } },

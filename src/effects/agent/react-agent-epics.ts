@@ -1,6 +1,7 @@
 import type { LanguageModel } from 'ai';
-import { EMPTY, defer, filter, first, from, map, merge, of, switchMap, type Observable } from 'rxjs';
+import { EMPTY, defer, filter, first, forkJoin, from, map, merge, of, switchMap, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import { conversation } from '../../reducers/conversation/machine.js';
 import type { PriceTable } from '../../reducers/budget.js';
 import type { AgentState } from '../../reducers/react-agent/state.js';
 import type { Rune } from '../../reducers/rune.js';
@@ -20,11 +21,12 @@ import { toolRegistry } from '../tools/tool-registry.js';
 import { toolSpecs } from '../tools/tool-specs.js';
 import { chainOf } from './agent-roles.js';
 import type { ModelCaller } from './agent-model.js';
+import type { BudgetLimits } from './agent-budgets.js';
 import type { AgentAdmission } from './agent-companions.js';
 import { reactAgentLifecycle } from './react-agent-lifecycle.js';
 import { stateOf } from './state-of.js';
 import { loopEndedUnanswered, runReactAgentEffect, type ReactAgentEffectDeps, type ReactAgentEffectOutput, type ToolCallClaims } from './react-agent-effects.js';
-import { turnRefusal$ } from './turn-refusal.js';
+import { turnRefusal$, turnStartRefusal$ } from './turn-refusal.js';
 import { checkNoInternalNames } from './react-internal-tools.js';
 
 /** Options of {@link reactAgentEpics}. */
@@ -56,6 +58,13 @@ export interface ReactAgentEpicsOptions {
    * budgets, as `agentEpics({ prices })` takes them. Default: none (no cost).
    */
   readonly prices?: PriceTable;
+  /**
+   * The budgets `agentEpics` enforces (its `budget`, `budgetsByRole` and `conversationBudget`):
+   * pass the same, so no model call of a ReAct loop starts once its agent's or conversation's
+   * budget is used up, even before the conversation's suspension lands. Default: none (only a
+   * suspended conversation stops a loop).
+   */
+  readonly budgets?: BudgetLimits;
 }
 
 /**
@@ -101,7 +110,7 @@ export interface ReactAgentEpicsOptions {
  * ```
  */
 export function reactAgentEpics(options: ReactAgentEpicsOptions): Epic[] {
-  const { model, tools = [], system, breakers = true, admission, claimId, prices } = options;
+  const { model, tools = [], system, breakers = true, admission, claimId, prices, budgets } = options;
   const chain = chainOf(model);
   const loop = reactAgentLoop({
     call: (request, context) => chainCall$(chain, request, context),
@@ -110,8 +119,9 @@ export function reactAgentEpics(options: ReactAgentEpicsOptions): Epic[] {
     ...(prices === undefined ? {} : { prices }),
     ...(admission === undefined ? {} : { gated: true }),
     ...(claimId === undefined ? {} : { claimId }),
+    ...(budgets === undefined ? {} : { budgets }),
   });
-  const lifecycle = reactAgentLifecycle(admission);
+  const lifecycle = reactAgentLifecycle(admission, budgets);
   return breakers ? [loop, lifecycle, providerBreakers(chain)] : [loop, lifecycle];
 }
 
@@ -127,6 +137,8 @@ export interface ReactAgentLoopOptions {
   readonly claimId?: () => string;
   /** Prices per model id, for the `cost` of each answer's usage. Default: none (no cost). */
   readonly prices?: PriceTable;
+  /** The budgets that refuse a model call once used up (see `reactAgentEpics`). Default: none. */
+  readonly budgets?: BudgetLimits;
 }
 
 /** The claims recorded on each tool call of a ReAct stream, heard on its later runes. */
@@ -176,7 +188,8 @@ function started$(stream: string, runes$: Observable<Rune>, context: EpicContext
 
 /**
  * A model call of the ReAct stream `stream`, unless its agent may not run a turn now (see
- * `turnRefusal`: its conversation suspended for budget, paused or closing; the agent ended): then
+ * `turnStartRefusal$`: its conversation suspended for budget, paused or closing; the agent ended;
+ * with `limits`, its agent's or conversation's budget used up, even before the suspension lands): then
  * the loop ends unanswered, saying why, and the model is not called. Decided from the durable
  * states each time a call is due, so every call of a loop is checked, as each turn of a
  * turn-based agent is.
@@ -187,17 +200,23 @@ function unlessRefused(
   answersTo: number,
   context: EpicContext,
   call$: Observable<ReactAgentEffectOutput>,
+  limits: BudgetLimits | undefined,
 ): Observable<ReactAgentEffectOutput> {
   const parts = parseStreamId(stream);
   if (parts?.kind !== 'react') return call$;
-  return turnRefusal$(agentStreams(parts.root, parts.agentId), context).pipe(
-    switchMap((reason) => (reason === undefined ? call$ : from(loopEndedUnanswered(state, answersTo, reason, context.scheduler.now())))),
-  );
+  const agent = agentStreams(parts.root, parts.agentId);
+  const refusal$ =
+    limits === undefined
+      ? turnRefusal$(agent, context)
+      : forkJoin([context.snapshot(agent.root, conversation), context.snapshot(agent.lifecycle, agentLifecycle)]).pipe(
+          switchMap(([talk, lifecycle]) => turnStartRefusal$(agent, talk?.state, lifecycle?.state, context, limits)),
+        );
+  return refusal$.pipe(switchMap((reason) => (reason === undefined ? call$ : from(loopEndedUnanswered(state, answersTo, reason, context.scheduler.now())))));
 }
 
 /** The effects of every ReAct stream, reconciled by the engine (see {@link reactAgentEpics}). */
 export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
-  const { call, tools, system, gated = false, claimId = randomClaimId, prices } = options;
+  const { call, tools, system, gated = false, claimId = randomClaimId, prices, budgets } = options;
   if (typeof claimId !== 'function') throw new TypeError(`reactAgentEpics: "claimId" must be a function giving a new claim id, got ${typeof claimId}`);
   checkNoInternalNames('reactAgentEpics', tools);
   const registry = toolRegistry('reactAgentEpics', tools);
@@ -224,7 +243,7 @@ export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
         return Object.fromEntries(
           Object.entries(reactAgentEffectsAt(state)).map(([key, effect]) => {
             const effect$ = runReactAgentEffect(effect, state, deps, originOf(view, effect));
-            const run = effect.type === 'call-llm' ? unlessRefused(view.stream, state, effect.answersTo, context, effect$) : effect$;
+            const run = effect.type === 'call-llm' ? unlessRefused(view.stream, state, effect.answersTo, context, effect$, budgets) : effect$;
             return [key, runes$ === undefined ? run : started$(view.stream, runes$, context).pipe(switchMap((started) => (started ? run : EMPTY)))];
           }),
         );

@@ -1,5 +1,6 @@
 import { concatMap, defer, filter, groupBy, ignoreElements, merge, mergeMap, tap, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import { NO_USAGE, type Usage } from '../../reducers/budget.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import { reactAgentEffectsAt } from '../../reducers/react-agent/effects.js';
 import { reactAgent } from '../../reducers/react-agent/machine.js';
@@ -8,8 +9,9 @@ import { SPAWN_EVENT_TYPE, type Rune } from '../../reducers/rune.js';
 import { agentStreams, parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { agentCompanions, type AgentAdmission } from './agent-companions.js';
+import type { BudgetLimits } from './agent-budgets.js';
 import { stateOf } from './state-of.js';
-import { turnRefusal } from './turn-refusal.js';
+import { turnStartRefusal } from './turn-refusal.js';
 import { reactTurnId, reactTurnUsageAt } from './turn-usage.js';
 
 /** The agent whose ReAct stream (`<root>/agent/<a>/react`) is `stream`, or undefined for any other stream. */
@@ -37,7 +39,7 @@ const calling = (state: AgentState): boolean =>
  * (`reactTurnUsageAt`) for the agent's and the conversation's budgets. A call due right after
  * another is a turn of its own. Decided from the durable states alone, so it is the same after a restart.
  */
-async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext, pending: Map<string, Step>): Promise<EpicCommand[]> {
+async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext, pending: Map<string, Step>, limits: BudgetLimits | undefined): Promise<EpicCommand[]> {
   const [state, lifecycle, talk] = await Promise.all([
     stateOf(context, agent.react, reactAgent),
     stateOf(context, agent.lifecycle, agentLifecycle),
@@ -53,12 +55,15 @@ async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext,
   const before: Step = pending.get(agent.lifecycle) ?? (lifecycle.value === 'running_turn' ? { value: 'running_turn', turnId: lifecycle.turnId } : { value: 'idle' });
   let step = before;
   const commands: EpicCommand[] = [];
+  // What a turn ended here used: not yet in the agent's or the conversation's usage read above.
+  let ended: Usage = NO_USAGE;
   if (step.value === 'running_turn' && (!busy || rune.event.type === 're-act-observed')) {
-    const usage = await reactTurnUsageAt(agent.react, step.turnId, rune.at, context);
-    commands.push({ stream: agent.lifecycle, event: { type: 'turn_completed', usage } }, { stream: agent.root, event: { type: 'turn_completed', usage } });
+    ended = await reactTurnUsageAt(agent.react, step.turnId, rune.at, context);
+    commands.push({ stream: agent.lifecycle, event: { type: 'turn_completed', usage: ended } }, { stream: agent.root, event: { type: 'turn_completed', usage: ended } });
     step = { value: 'idle' };
   }
-  if (step.value === 'idle' && busy && turnRefusal(talk, lifecycle) === undefined) {
+  // Decided in this same step (no await), so the turn is assigned before its call can answer.
+  if (step.value === 'idle' && busy && turnStartRefusal(talk, lifecycle, limits, talk?.usage, ended) === undefined) {
     const turnId = reactTurnId(rune.seq);
     commands.push({ stream: agent.root, event: { type: 'new_turn' } }, { stream: agent.lifecycle, event: { type: 'turn_assigned', turnId } });
     step = { value: 'running_turn', turnId };
@@ -85,13 +90,14 @@ async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext,
  * unanswered without calling the model (see `reactAgentLoop`). With
  * `admission`, an agent whose role it refuses gets `init_error` saying why instead of starting.
  */
-export function reactAgentLifecycle(admission?: AgentAdmission): Epic {
+export function reactAgentLifecycle(admission?: AgentAdmission, limits?: BudgetLimits): Epic {
   return function reactAgentLifecycle(runes$, context) {
     // Per lifecycle stream, the state its last step sent will put it in, until its rune says so.
     const pending = new Map<string, Step>();
     const onRune = (rune: Rune): Observable<EpicCommand> => {
       const agent = agentOfReact(rune.stream)!;
-      const step = rune.event.type === SPAWN_EVENT_TYPE ? () => agentCompanions(agent, context, undefined, admission) : () => reconciled(agent, rune, context, pending);
+      const step =
+        rune.event.type === SPAWN_EVENT_TYPE ? () => agentCompanions(agent, context, undefined, admission) : () => reconciled(agent, rune, context, pending, limits);
       return defer(step).pipe(mergeMap((commands) => commands));
     };
     const atRest = (stream: string): boolean => context.state<AgentState>(stream)?.reActContext === null;

@@ -1,10 +1,13 @@
-import { forkJoin, map, type Observable } from 'rxjs';
+import { forkJoin, lastValueFrom, map, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
 import type { ConversationState } from '../../reducers/conversation/schema.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
+import { NO_USAGE, addUsage, type Usage } from '../../reducers/budget.js';
 import type { EpicContext } from '../../streams/epic.js';
+import { budgetRefusal, type BudgetLimits } from './agent-budgets.js';
+import { conversationUsageNow$ } from './conversation-usage.js';
 
 /**
  * Why no turn of an agent may start now, from the durable states of its conversation (`talk`)
@@ -35,3 +38,39 @@ export const turnRefusal$ = (agent: AgentStreams, context: EpicContext): Observa
   forkJoin([context.snapshot(agent.root, conversation), context.snapshot(agent.lifecycle, agentLifecycle)]).pipe(
     map(([talk, lifecycle]) => turnRefusal(talk?.state, lifecycle?.state)),
   );
+
+/**
+ * Why no turn of an agent may start now: {@link turnRefusal}, else its budgets' (`budgetRefusal`
+ * with `limits`), the conversation's usage being `talkUsed` (default its durable usage) plus
+ * `ended`, what a turn ending in this same step used (it reaches the agent and the conversation
+ * only with that step's commands, and their suspension after). So a turn is refused once a budget
+ * is used up, even before the suspension lands. Synchronous: a step decided in the frame that asked.
+ */
+export function turnStartRefusal(
+  talk: ConversationState | undefined,
+  lifecycle: AgentLifecycleState | undefined,
+  limits: BudgetLimits | undefined,
+  talkUsed: Usage | undefined = talk?.usage,
+  ended: Usage = NO_USAGE,
+): string | undefined {
+  const refusal = turnRefusal(talk, lifecycle);
+  if (refusal !== undefined || limits === undefined) return refusal;
+  const agentNow = lifecycle === undefined ? undefined : { ...lifecycle, usage: addUsage(lifecycle.usage, ended) };
+  return budgetRefusal(agentNow, talk, limits, talkUsed === undefined ? undefined : addUsage(talkUsed, ended));
+}
+
+/**
+ * {@link turnStartRefusal} of `agent` now, the conversation's usage counting its running turns
+ * ({@link conversationUsageNow$}: their answered calls are theirs until they end). Asked by
+ * `agentTurns` when a turn starts and by `reactAgentLoop` before each model call.
+ */
+export async function turnStartRefusal$(
+  agent: AgentStreams,
+  talk: ConversationState | undefined,
+  lifecycle: AgentLifecycleState | undefined,
+  context: EpicContext,
+  limits: BudgetLimits | undefined,
+): Promise<string | undefined> {
+  if (turnRefusal(talk, lifecycle) !== undefined || limits === undefined || talk === undefined) return turnStartRefusal(talk, lifecycle, limits);
+  return turnStartRefusal(talk, lifecycle, limits, await lastValueFrom(conversationUsageNow$(agent.root, talk, context)));
+}

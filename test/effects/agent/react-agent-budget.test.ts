@@ -13,7 +13,6 @@ import {
   type Engine,
 } from '../../../src/index.js';
 import { watchEngine } from '../../support/watched-engine.js';
-import { runVirtualTimeUntil } from '../../support/virtual-time.js';
 import { afterEmptyAnswer } from '../../support/empty-answer-chain.js';
 
 /**
@@ -31,16 +30,15 @@ afterEach(async () => {
 const clock = defineTool({ name: 'clock', description: 'The time now.', inputSchema: z.object({}), execute: () => '12:00' });
 const answer: ScriptStep = { text: 'An answer.', usage: { inputTokens: 10, outputTokens: 2 } };
 
-function start(modelCalls: number, script: readonly ScriptStep[] = [answer], chain?: ProviderChain) {
-  const scheduler = new VirtualTimeScheduler();
+function start(modelCalls: number, script: readonly ScriptStep[] = [answer], chain?: ProviderChain, scheduler = new VirtualTimeScheduler(), tools = [clock]) {
   const store = memoryStore();
   const model = scriptedModel(script, { whenExhausted: 'cycle' });
   const engine = createEngine({
     store,
     scheduler,
     epics: [
-      ...agentEpics({ model: chain ?? model, tools: [clock], conversationBudget: { modelCalls } }),
-      ...reactAgentEpics({ model: chain ?? model, tools: [clock], breakers: false }),
+      ...agentEpics({ model: chain ?? model, tools, conversationBudget: { modelCalls } }),
+      ...reactAgentEpics({ model: chain ?? model, tools, breakers: false, budgets: { conversationBudget: { modelCalls } } }),
     ],
   });
   engines.push(engine);
@@ -105,6 +103,30 @@ describe('a ReAct agent under its conversation budget', () => {
     // Both calls asked for tools only: no message of the history but the question.
     expect(state<AgentState>(agent.react)!.messages.map((m) => m.role)).toEqual(['user']);
     expect(checkInvariants(runes)).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+  it("a model call is refused once the conversation's budget is used up by another agent's running turn, before the suspension lands", async () => {
+    // The turn-based root's turn answers once (asking for a tool that never answers) and waits:
+    // its call counts for the conversation only while running, so the conversation is not suspended.
+    const waits = defineTool({ name: 'waits', description: 'Never answers.', inputSchema: z.object({}), execute: () => new Promise<string>(() => {}) });
+    const root = agentStreams('conv/c1', 'root');
+    const { engine, model, errors, until, state } = start(2, [{ toolCalls: [{ toolName: 'waits', input: {} }] }, answer], undefined, undefined, [waits]);
+    await engine.spawn(root.turn, 'turn-engine');
+    await engine.dispatch(root.turn, { type: 'start_turn', input: 'wait' });
+    expect(await until(() => state<{ value: string }>(root.turn)?.value === 'tool_executing')).toBe(true);
+
+    // The ReAct agent's first call uses the budget up (2 of 2 with the root's running turn).
+    await engine.spawn(agent.react, 'react-agent');
+    await until(() => state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+    await engine.dispatch(agent.react, { type: 'user-message-received', messageId: 'm1', content: 'first', timestamp: 1000 });
+    await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+    expect(model.doStreamCalls).toHaveLength(2);
+
+    // Its next call is refused: the conversation is still active, but its budget is used up.
+    expect(state<ConversationState>(agent.root)?.value).toBe('active');
+    await engine.dispatch(agent.react, { type: 'user-message-received', messageId: 'm2', content: 'second', timestamp: 2000 });
+    await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+    expect(model.doStreamCalls).toHaveLength(2);
     expect(errors).toEqual([]);
   });
 });

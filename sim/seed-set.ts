@@ -16,7 +16,5 @@ export const CI_SEEDS: readonly SeedExpectation[] = [
   // Seeds that passed when CI's set was first picked.
   ...[37, 53, 65, 79, 84, 91, 96].map((seed) => ({ seed, expect: 'pass' })),
   // Seeds that found a defect since fixed (issue 28): each guards its fix.
-  ...[123, 76, 100, 8, 9, 12, 134, 3, 1, 293, 172, 113, 74, 216, 35, 27, 39, 106, 131, 311].map((seed) => ({ seed, expect: 'pass' })),
-  { seed: 115, expect: 'react-escapes-budget' },
-  { seed: 30, expect: 'react-escapes-budget' },
+  ...[123, 76, 100, 8, 9, 12, 134, 3, 1, 293, 172, 113, 74, 216, 35, 27, 39, 106, 131, 311, 115, 30].map((seed) => ({ seed, expect: 'pass' })),
 ];

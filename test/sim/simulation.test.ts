@@ -77,7 +77,7 @@ describe('the simulation', () => {
         ),
     ];
     const result = await runSeed(8, { steps: 60, mix: only('conversation', 'message'), planted: { epics: overspend } });
-    // Overspending shows as the known defect of running turns too: what matters is that the oracle names it.
+    // What matters is that the budget oracle names the overspending.
     const found = result.failures.find((failure) => failure.oracle === 'budget');
     expect(found?.message).toMatch(/^the model API answered \d+ calls for conv\/c\d+'s agents \(0 of a ReAct loop\)/);
   });

@@ -92,7 +92,9 @@ describe('runestream serve --store: agents fail over when the process running th
     expect(interrupter).toBeTruthy();
     expect(interrupter).not.toBe(starter);
     // The agent and the conversation heard of its end once; it asked for no tool, so no call stream exists.
+    // The agent's and the conversation's runes are two appends, each heard when it lands.
     await eventually(async () => (await storedKinds(schema, lifecycle)).includes('turn.interrupted'));
+    await eventually(async () => (await storedKinds(schema, conv)).includes('turn_completed'));
     expect(count(await storedKinds(schema, lifecycle), 'turn.interrupted')).toBe(1);
     expect(count(await storedKinds(schema, conv), 'turn_completed')).toBe(1);
     expect(await query(`SELECT stream FROM "${schema}".rs_streams WHERE stream LIKE $1`, [`${conv}/agent/a/call/%`])).toEqual([]);
@@ -105,6 +107,7 @@ describe('runestream serve --store: agents fail over when the process running th
     expect(model.requests).toHaveLength(2);
     const after = await storedKinds(schema, turn);
     expect([count(after, 'turn.interrupted'), count(after, 'turn.completed')]).toEqual([1, 1]);
+    await eventually(async () => count(await storedKinds(schema, conv), 'turn_completed') >= 2);
     expect(count(await storedKinds(schema, conv), 'turn_completed')).toBe(2);
   });
 

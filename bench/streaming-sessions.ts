@@ -508,7 +508,8 @@ async function coalescedDeltas(): Promise<boolean> {
  *    {@link DELTAS} deltas {@link DELTA_MS} ms apart) whose p99 latency, from a delta's due time
  *    to a `runes$` subscriber hearing the durable rune carrying it, stays under 100 ms, on a
  *    memory store and on a SQLite file; against the same search for a raw relay of the model's
- *    stream (`streamText`, each delta to a subscriber): at least 0.5x.
+ *    stream (`streamText` as the engine reads it, or `doStream` alone with `BENCH_RELAY=doStream`;
+ *    each delta to a subscriber): at least 0.5x.
  * 2. Process CPU per turn in steady state, at most 2 ms; the engine's work per delta beyond the
  *    relay's, at most 15 µs.
  * 3. Runes per completed turn besides its deltas, at most 4; a model streaming 20 deltas 10 ms

@@ -15,6 +15,7 @@ import { benchPostgresLatency } from './postgres-latency.js';
 import { benchPostgresSessions } from './postgres-sessions.js';
 import { benchSimulate } from './simulate.js';
 import { benchSqliteAppend } from './sqlite-append.js';
+import { benchStreamingSessions } from './streaming-sessions.js';
 import { benchTracing } from './tracing.js';
 import { benchWsFanout } from './ws-fanout.js';
 
@@ -30,6 +31,7 @@ const benchmarks: Record<string, () => boolean | Promise<boolean>> = {
   hydration: benchHydration,
   'ws-fanout': benchWsFanout,
   'agent-deltas': benchAgentDeltas,
+  'streaming-sessions': benchStreamingSessions,
   'cli-lines': benchCliLines,
   conversations: benchConversations,
   autonomy: benchAutonomy,

@@ -18,7 +18,7 @@ import { percentile, within } from './harness.js';
  * - `BENCH_MAX_SESSIONS` (default 3200): the search for N stops doubling here.
  * - `BENCH_CPU_SESSIONS` (default 10): sessions run for the CPU-per-turn figures.
  * - `BENCH_CPU_MS` (default 3000): their measured window.
- * - `BENCH_RELAY` (default `streamText`): how the anchor reads the model's stream, `streamText`
+ * - `BENCH_RELAY` (default `doStream`, the issue's raw relay): how the anchor reads the model's stream, `streamText`
  *   (as the engine does) or `doStream` (the provider's stream alone, no SDK).
  */
 const WARMUP_MS = positiveEnv('BENCH_WARMUP_MS', 1500);
@@ -26,7 +26,7 @@ const STEP_MS = positiveEnv('BENCH_STEP_MS', 2500);
 const MAX_SESSIONS = positiveEnv('BENCH_MAX_SESSIONS', 3200);
 const CPU_SESSIONS = positiveEnv('BENCH_CPU_SESSIONS', 10);
 const CPU_MS = positiveEnv('BENCH_CPU_MS', 3000);
-const RELAY = process.env.BENCH_RELAY ?? 'streamText';
+const RELAY = process.env.BENCH_RELAY ?? 'doStream';
 
 /** Each turn's answer: this many deltas, this far apart (a hosted model's 20 tokens a second). */
 const DELTAS = 20;

@@ -1,18 +1,19 @@
-import { EMPTY, Observable, catchError, concat, defaultIfEmpty, defer, exhaustMap, filter, map, merge, of, startWith, switchMap, take } from 'rxjs';
+import { EMPTY, Observable, catchError, concat, defaultIfEmpty, defer, exhaustMap, map, merge, of, startWith, switchMap, take } from 'rxjs';
 import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { ChatActorEvent } from '../reducers/chat-actor/schema.js';
 import { durableDeadline } from '../streams/durable-deadline.js';
 import { stateEffects } from '../streams/effect-host.js';
 import type { Epic, EpicContext } from '../streams/epic.js';
-import type { Effect, EffectsByKey, StreamView } from '../streams/state-effects.js';
-import { ChatWork, chatOfActor, waitsForPerson$ } from './chat-work.js';
+import type { EffectsByKey, StreamView } from '../streams/state-effects.js';
+import { ChatWork, chatOfActor, storedWork$ } from './chat-work.js';
 import { INTERRUPTED_BY_RESTART } from './tool-call-recovery.js';
 
 /** Options of {@link chatActorLifecycle}, with their defaults. */
 export interface ChatActorLifecycleOptions {
   /**
-   * Idle or paused this long, with no rune of its chat's work either and no call of the chat
-   * waiting for a person, an actor gets `InactivityTimeout` (seed 000: 10 minutes). Default 600,000 ms.
+   * Idle or paused this long, with no rune of its chat's work either (heard live, or stored
+   * before a restart) and no call of the chat waiting for a person, an actor gets
+   * `InactivityTimeout` (seed 000: 10 minutes). Default 600,000 ms.
    */
   inactivityTimeoutMs?: number;
   /**
@@ -45,8 +46,9 @@ const RESTART_PAUSE = { type: 'Pause', reason: INTERRUPTED_BY_RESTART } as const
  * 1. Inactivity: every accepted event of a chat actor in `idle` or `paused` (Ping included)
  *    restarts its clock, and so does each rune of its chat's work (as for the heartbeat below);
  *    after `inactivityTimeoutMs` without one, and with no call of the chat waiting for a person,
- *    it gets `InactivityTimeout` (and completes). While it is `running` no clock runs. Every clock is a `durableDeadline` on
- *    one shared timer wheel: a million idle actors are a million map entries and one scheduled action.
+ *    it gets `InactivityTimeout` (and completes), in this process or one that found it in the
+ *    store after a restart. While it is `running` no clock runs. Every clock is a `durableDeadline`
+ *    on one shared timer wheel: a million idle actors are a million map entries and one scheduled action.
  * 2. Heartbeat (seed 000's heartbeat task), kept in memory: while this process owns a `running`
  *    actor, the epic holds its heartbeat as a deadline moved by each of the actor's runes and
  *    each rune of its chat's work (`chat/<c>`'s agent, turn and tool calls, whoever owns them),
@@ -62,9 +64,12 @@ const RESTART_PAUSE = { type: 'Pause', reason: INTERRUPTED_BY_RESTART } as const
  * `at` plus the timeout, so it is kept in the log itself: after a restart the engine re-arms the
  * clock of every idle or paused chat actor in the store at its original deadline, from its head
  * alone, or fires it at once if that has passed (unless the actor's last rune is a `Shutdown`: a
- * shut-down actor has no clock). An actor left `running` by a crash (its interaction died with
- * the process) is paused, "interrupted by restart": the next interaction resumes it, and
- * meanwhile its clock runs.
+ * shut-down actor has no clock). A clock that runs out reads its chat's work from the store (the
+ * heads of `chat/<c>/...`) before it fires: work later than what it heard (done before a restart,
+ * which this process never heard live) moves it on, and a call waiting for a person holds it; a
+ * re-armed clock hears the chat's live work as any other. An actor left `running` by a crash (its
+ * interaction died with the process) is paused, "interrupted by restart": the next interaction
+ * resumes it, and meanwhile its clock runs.
  *
  * ## Example
  * ```ts
@@ -95,27 +100,27 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
 
   /**
    * `event`, once the actor and its chat's work have been quiet for `ms`: after its last rune or
-   * its chat's last work rune, unless a call of the chat waits for a person. A running actor's
-   * heartbeat (the stale `Pause`) and an idle or paused one's inactivity clock alike. An actor
+   * its chat's last work rune, heard live or, when the clock runs out, read from the store (work
+   * done before a restart, which this process never heard), unless a call of the chat waits for a
+   * person. A running actor's heartbeat (the stale `Pause`) and an idle or paused one's inactivity
+   * clock alike, in the process that saw its last rune or one that found it in the store. An actor
    * outside the chat scheme has no work to hear: its own runes only, as a plain durable deadline.
    */
-  const quietFor = <E extends ChatActorEvent>(view: StreamView<typeof chatActor>, context: EpicContext, work: ChatWork, ms: number, event: E): Effect<typeof chatActor> => {
+  const quietFor = <E extends ChatActorEvent>(view: StreamView<typeof chatActor>, context: EpicContext, work: ChatWork, ms: number, event: E): Observable<E> => {
     const chat = chatOfActor(view.stream);
     const options = { scheduler: context.scheduler, ...clock };
     if (chat === undefined) return durableDeadline(view.at + ms, event, options);
+    // Quiet since `at`: runs out `ms` later, then again from the store's last work if that is later.
+    const quietSince = (at: number): Observable<E> =>
+      durableDeadline(at + ms, event, options).pipe(
+        exhaustMap((due) =>
+          storedWork$(chat, context).pipe(switchMap((stored) => (stored.lastAt > at ? quietSince(stored.lastAt) : stored.waitsForPerson ? EMPTY : of(due)))),
+        ),
+      );
     return work.of(chat).pipe(
       map((rune) => rune.at),
       startWith(view.at),
-      switchMap((at) =>
-        durableDeadline(at + ms, event, options).pipe(
-          exhaustMap((due) =>
-            waitsForPerson$(chat, context).pipe(
-              filter((waiting) => !waiting),
-              map(() => due),
-            ),
-          ),
-        ),
-      ),
+      switchMap(quietSince),
     );
   };
 
@@ -128,7 +133,6 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
       // Every rune of an actor (a Ping included) restarts its clock or its heartbeat.
       restartOn: () => true,
       effects: (view, context): EffectsByKey<typeof chatActor> => {
-        const deadline = <E extends ChatActorEvent>(ms: number, event: E) => durableDeadline(view.at + ms, event, { scheduler: context.scheduler, ...clock });
         if (view.rune?.kind === 'Shutdown') return { release: released(view.stream, context) };
         if (view.value === 'running') {
           // Its interaction died with the process that ran it: pause it, so the user can resume it.
@@ -136,8 +140,8 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
           return staleAfterMs > 0 ? { heartbeat: quietFor(view, context, work, staleAfterMs, STALE_PAUSE) } : {};
         }
         // The chat's work (a turn a client started on the agent's stream, say) is no inactivity either.
-        if (view.rune !== undefined) return { inactivity: quietFor(view, context, work, inactivityTimeoutMs, INACTIVITY_TIMEOUT) };
-        const timeout$ = deadline(inactivityTimeoutMs, INACTIVITY_TIMEOUT);
+        const timeout$ = quietFor(view, context, work, inactivityTimeoutMs, INACTIVITY_TIMEOUT);
+        if (view.rune !== undefined) return { inactivity: timeout$ };
         // Found in the store: its last rune, read only once the clock runs out, may be a Shutdown, and
         // a shut-down actor has no clock, here as in the process that shut it down. Otherwise it times
         // out as soon as that is read, and is retried like any deadline.

@@ -1,4 +1,4 @@
-import { Observable, catchError, defaultIfEmpty, defer, ignoreElements, map, of, take, tap } from 'rxjs';
+import { Observable, catchError, defer, ignoreElements, of, reduce, tap } from 'rxjs';
 import type { Rune } from '../reducers/rune.js';
 import { parseStreamId } from '../reducers/stream-ids.js';
 import { toolCall } from '../reducers/tool-call/machine.js';
@@ -49,15 +49,35 @@ export class ChatWork {
   }
 }
 
+/** What the store says of a chat's work: see {@link storedWork$}. */
+export interface StoredWork {
+  /** Whether a tool call of the chat waits for a person (is `awaiting_approval`). */
+  readonly waitsForPerson: boolean;
+  /** When the chat's work last changed (its newest stream head's `at`); `-Infinity` with none. */
+  readonly lastAt: number;
+}
+
+const NO_WORK: StoredWork = { waitsForPerson: false, lastAt: Number.NEGATIVE_INFINITY };
+/** What a listing that failed counts as: a person waiting, so the caller asks again later rather than take work it could not see for silence. */
+const UNSEEN_WORK: StoredWork = { waitsForPerson: true, lastAt: Number.NEGATIVE_INFINITY };
+
 /**
- * Whether a tool call of `chat` waits for a person (is `awaiting_approval`), from the stored heads,
- * then completes. A listing that fails counts as waiting: the caller asks again later rather than
- * take work it could not see for silence.
+ * The work of `chat` as the store has it (the heads of its streams but its actors), then completes:
+ * what a clock of its actor checks when it runs out. The store, not only the live runes, since a
+ * process started after a crash never heard the work done before it; and a call waiting for a
+ * person is no silence however long it waits.
  */
-export const waitsForPerson$ = (chat: string, context: EpicContext): Observable<boolean> =>
-  defer(() => context.streams({ machine: toolCall.id, values: ['awaiting_approval'], prefix: `${chat}/agent/` })).pipe(
-    take(1),
-    map(() => true),
-    defaultIfEmpty(false),
-    catchError(() => of(true)),
+export const storedWork$ = (chat: string, context: EpicContext): Observable<StoredWork> =>
+  defer(() => context.streams({ prefix: `${chat}/` })).pipe(
+    reduce(
+      (work, head) =>
+        chatOfWork(head.stream) !== chat
+          ? work
+          : {
+              waitsForPerson: work.waitsForPerson || (head.machine === toolCall.id && head.value === 'awaiting_approval'),
+              lastAt: Math.max(work.lastAt, head.at),
+            },
+      NO_WORK,
+    ),
+    catchError(() => of(UNSEEN_WORK)),
   );

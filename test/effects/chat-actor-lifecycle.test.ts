@@ -1,10 +1,11 @@
 import { EMPTY, VirtualTimeScheduler, filter, firstValueFrom, of } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
-import { chatActorLifecycle, chatActorNotices, type ChatActorState, type HeadsQuery, type Rune, type StreamHead } from '../../src/index.js';
+import { chatActorLifecycle, chatActorNotices, type ChatActorState, type Engine, type HeadsQuery, type Rune, type StreamHead } from '../../src/index.js';
 import { createEngine } from '../../src/streams/engine.js';
 import { memoryStore } from '../../src/streams/memory-store.js';
 import { epicContext } from '../support/epic-context.js';
+import { quiet, settle, stepVirtualTime } from '../support/virtual-time.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const rune = (stream: string, seq: number, kind: string, from: string | undefined, to: string, at = 0): Rune => ({
@@ -90,7 +91,7 @@ describe('chatActorLifecycle epic', () => {
         j: rune(c3, 3, 'Pause', 'running', 'paused', 260_000),
       });
       const streams = (query?: HeadsQuery) =>
-        query?.machine === 'tool-call' && query.prefix === 'chat/c3/agent/' && query.values?.includes('awaiting_approval') === true && scheduler.now() < 200_000
+        query?.prefix === 'chat/c3/' && scheduler.now() < 200_000
           ? of<StreamHead>({ stream: call, seq: 2, machine: 'tool-call', value: 'awaiting_approval', at: 1000 })
           : EMPTY;
       const commands = chatActorLifecycle({ staleAfterMs: 60_000, inactivityTimeoutMs: 3_600_000 })(runes, epicContext(scheduler, { streams }), undefined);
@@ -348,5 +349,96 @@ describe('chatActorLifecycle: the log does not grow on its own', () => {
     expect(appended.filter((r) => r.kind === 'Pause').every((r) => r.at === 60_000 && r.event.reason === 'interrupted by restart')).toBe(true);
     expect((await store.read('chat-0')).map((r) => `${r.kind}@${r.at}`)).toEqual(['spawned@0', 'ProcessInteraction@0', 'Pause@60000', 'InactivityTimeout@660000']);
     await engine.close();
+  });
+});
+
+describe("chatActorLifecycle across a restart: the chat's work", () => {
+  const MINUTE = 60_000;
+  const actor = 'chat/c1/actor/1';
+  const turn = 'chat/c1/agent/assistant/turn';
+  const call = 'chat/c1/agent/assistant/call/call_1';
+
+  /**
+   * A chat actor idle at 0 in a store that outlives its engines; `before` runs in the first
+   * process, which dies at `crashAt`; `after` runs in the next one, started then, whose clock is
+   * stepped to `until` (a timeout due later does not fire). The actor's runes, as `kind@at`.
+   */
+  async function restartedChat(
+    crashAt: number,
+    until: number,
+    before: (engine: Engine, at: (ms: number) => void) => Promise<void>,
+    after: (engine: Engine, at: (ms: number) => Promise<void>) => Promise<void>,
+  ) {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} };
+    const first = new VirtualTimeScheduler();
+    const crashed = createEngine({ store: kept, scheduler: first, epics: [chatActorLifecycle()] });
+    await crashed.spawn(actor, 'chat-actor');
+    await before(crashed, (ms) => void (first.frame = ms));
+    await crashed.close();
+
+    const scheduler = new VirtualTimeScheduler(undefined, crashAt);
+    scheduler.frame = crashAt;
+    const engine = createEngine({ store: kept, scheduler, epics: [chatActorLifecycle()] });
+    const runes: Rune[] = [];
+    engine.runes$().subscribe((r) => runes.push(r));
+    await settle(); // epics start, list the stored heads, arm the clock
+    // Virtual time runs to `ms`, each due time with the engine quiet after it, as a process's would.
+    const at = async (ms: number): Promise<void> => {
+      while (scheduler.actions[0] !== undefined && scheduler.actions[0].delay <= ms) {
+        stepVirtualTime(scheduler);
+        await quiet(() => runes.length);
+      }
+      scheduler.frame = ms;
+    };
+    await after(engine, at);
+    await at(until);
+    await engine.close();
+    return (await store.read(actor)).map((r) => `${r.kind}@${r.at}`);
+  }
+
+  it("hears its chat's work after the restart: 10 quiet minutes after the turn's last rune, not the actor's", async () => {
+    const runes = await restartedChat(
+      MINUTE,
+      30 * MINUTE,
+      async () => {},
+      async (engine, at) => {
+        await engine.spawn(turn, 'turn-engine');
+        await at(5 * MINUTE);
+        expect(await engine.dispatch(turn, { type: 'start_turn', input: 'hello' })).toMatchObject({ accepted: true });
+      },
+    );
+    expect(runes).toEqual(['spawned@0', 'InactivityTimeout@900000']);
+  });
+
+  it('counts the work its chat did before the restart, read from the store when its clock runs out', async () => {
+    const runes = await restartedChat(
+      6 * MINUTE,
+      30 * MINUTE,
+      async (engine, at) => {
+        await engine.spawn(turn, 'turn-engine');
+        at(5 * MINUTE);
+        expect(await engine.dispatch(turn, { type: 'start_turn', input: 'hello' })).toMatchObject({ accepted: true });
+      },
+      async () => {},
+    );
+    expect(runes).toEqual(['spawned@0', 'InactivityTimeout@900000']);
+  });
+
+  it('does not time out while a call of its chat, asked before the restart, waits for a person; 10 minutes after the approval it does', async () => {
+    const runes = await restartedChat(
+      2 * MINUTE,
+      60 * MINUTE,
+      async (engine, at) => {
+        await engine.spawn(call, 'tool-call', { callId: 'call_1', toolName: 'deploy', arguments: {} });
+        at(MINUTE);
+        expect(await engine.dispatch(call, { type: 'requires_approval' })).toMatchObject({ accepted: true });
+      },
+      async (engine, at) => {
+        await at(30 * MINUTE);
+        expect(await engine.dispatch(call, { type: 'approved', approver: 'ann' })).toMatchObject({ accepted: true });
+      },
+    );
+    expect(runes).toEqual(['spawned@0', 'InactivityTimeout@2400000']);
   });
 });

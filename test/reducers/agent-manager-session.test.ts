@@ -209,6 +209,7 @@ describe('agentManagerSession: extensions', () => {
       'streaming --say:completion_result--> streaming',
       'streaming --say:checkpoint_saved--> streaming',
       'streaming --api_req_started--> streaming',
+      'streaming --session_created--> streaming',
       'streaming --process_error--> error',
       'waiting_approval --process_error--> error',
       'waiting_input --process_error--> error',
@@ -253,6 +254,15 @@ describe('agentManagerSession: extensions', () => {
     for (const other of ['idle', 'completed', 'paused', 'error', 'stopped'] as const) {
       expect(agentManagerSession.step(at(other), { type: 'process_lost', reason: 'x' }).accepted).toBe(false);
     }
+  });
+
+  it('session_created in streaming records the CLI session of a task retried after its CLI never started; a second one is not allowed', () => {
+    const events: AgentManagerSessionEvent[] = [{ type: 'start_session', prompt: 'Fix it' }, { type: 'process_error', error: 'spawn_failed: ENOENT' }, { type: 'retry' }];
+    const retried = events.reduce<AgentManagerSessionState>((s, e) => agentManagerSession.transition(s, e), autoAt('idle'));
+    expect(retried).toMatchObject({ value: 'streaming', sessionCreated: false });
+    const created = agentManagerSession.transition(retried, { type: 'session_created', sessionId: 'task-2' });
+    expect(created).toMatchObject({ value: 'streaming', sessionCreated: true, sessionId: 'task-2' });
+    expect(agentManagerSession.step(created, { type: 'session_created', sessionId: 'task-3' }).accepted).toBe(false);
   });
 
   it('cancel_session while creating stops the session', () => {

@@ -9,6 +9,7 @@ import { createEngine, type AgentManagerSessionEvent, type Engine, type Rune } f
 import { sqliteStore } from '../../src/sqlite.js';
 import { seededRandom } from '../support/seeded-random.js';
 import { quiet, runVirtualTimeUntil, stepVirtualTime } from '../support/virtual-time.js';
+import { until } from '../effects/cli/support.js';
 
 // No real process may start here: every spawn of the module graph is refused and remembered.
 const realSpawns = vi.hoisted(() => [] as unknown[]);
@@ -36,20 +37,29 @@ function world(options: Partial<FakeCliOptions> & { seed?: number } = {}) {
   const { seed = 1, ...fakeOptions } = options;
   const scheduler = new VirtualTimeScheduler();
   const fake = createFakeCli({ random: seededRandom(seed), scheduler, ...fakeOptions });
-  const engine = createEngine({
-    store: sqliteStore(join(dir, `fake-cli-${++files}.db`)),
-    scheduler,
-    epics: [agentCliSessions({ clis: fake.clis, spawnProcess: fake.spawnProcess })],
-  });
-  engines.push(engine);
+  const file = join(dir, `fake-cli-${++files}.db`);
   const runes: Rune[] = [];
-  engine.runes$().subscribe((rune) => runes.push(rune));
+  const open = (): Engine => {
+    const opened = createEngine({ store: sqliteStore(file), scheduler, epics: [agentCliSessions({ clis: fake.clis, spawnProcess: fake.spawnProcess })] });
+    engines.push(opened);
+    opened.runes$().subscribe((rune) => runes.push(rune));
+    return opened;
+  };
+  let engine = open();
   const of = (stream: string) => runes.filter((rune) => rune.stream === stream);
   const value = (stream: string) => of(stream).at(-1)?.to;
   return {
     scheduler,
     fake,
-    engine,
+    get engine() {
+      return engine;
+    },
+    /** The server stops and another starts on the same SQLite file, the same fakes and clock: nothing of the first is left in memory. */
+    restart: async () => {
+      await engine.close();
+      engines.splice(engines.indexOf(engine), 1);
+      engine = open();
+    },
     runes,
     of,
     value,
@@ -186,6 +196,40 @@ describe('createFakeCli: sessions end to end with no real process', () => {
     expect(await w.run(() => w.value('s1') === 'error')).toBe(true);
     expect((w.of('s1').at(-1)!.event as unknown as { error: string }).error).toMatch(/^spawn_failed: could not start "fake-acp" in .*: ENOENT/);
     expect(w.fake.stats()).toMatchObject({ spawned: 0, spawnFailed: 1, alive: 0, runs: [{ ended: 'spawn_failed', did: [] }] });
+  });
+
+  it("a retry after a spawn failure creates the CLI's task in streaming, so a follow-up after a restart continues it (-T <taskId>)", async () => {
+    let firstRuns = 0;
+    const w = world({
+      // The first process fails to start; every other run completes, after an auto-approved edit.
+      turn: ({ index }) =>
+        index === 0 && ++firstRuns === 1
+          ? { messages: [], end: { type: 'spawn_failed' } }
+          : { messages: [['tests']], ask: { kind: 'tool', title: 'edit README.md' }, end: { type: 'complete' } },
+    });
+    await w.start('s1', 'fake-ndjson', { autoApprove: true });
+    expect(await w.run(() => w.value('s1') === 'error')).toBe(true);
+    await w.engine.dispatch('s1', { type: 'retry' });
+    expect(await w.run(() => w.value('s1') === 'completed' && w.fake.alive() === 0)).toBe(true);
+    await w.restart();
+
+    await w.engine.dispatch('s1', { type: 'send_message', text: 'one more thing' });
+    await w.run(() => w.fake.alive() === 0 && w.value('s1') !== 'streaming');
+    const state = await until(w.engine, 's1', () => true);
+    expect({ value: state.value, sessionId: state.sessionId, lastText: state.lastText }).toEqual({ value: 'completed', sessionId: 'fake-task-1', lastText: 'tests' });
+    const { runs, protocolErrors } = w.fake.stats();
+    expect([runs.map((run) => run.start), runs[0]!.ended, protocolErrors]).toEqual([['new_task', 'new_task', 'follow_up'], 'spawn_failed', []]);
+    // The follow-up continued cline's task (-T): the history it printed again was skipped, so only its own turn is in the log.
+    const followUp = w.of('s1').slice(w.of('s1').findIndex((r) => r.kind === 'send_message'));
+    expect(followUp.map((r) => r.kind).filter((kind) => kind !== 'say:text')).toEqual([
+      'send_message',
+      'api_req_started',
+      'ask:tool', // partial
+      'ask:tool',
+      'api_req_started',
+      'say:completion_result',
+      expect.stringMatching(/^(process_exit|ask:completion_result)$/),
+    ]);
   });
 
   it('fake-acp speaks JSON-RPC: session/cancel ends the turn (cancelled, nothing more of it); an unknown method is answered -32601 and told', () => {

@@ -88,8 +88,8 @@ export const PROCESS_LOST_REASON = 'the CLI process ended with the runestream se
  *    process and its children: SIGTERM, then SIGKILL after `killGraceMs`; nothing more of that run
  *    is dispatched. A process that exits: the adapter's events, then `process_exit{code}` (a
  *    non-zero code after `process_error` `exit_code:` with the end of its stderr). A spawn failure
- *    (`spawn_failed:`), an idle timeout (`idle_timeout:`) or an adapter's error (`drive_failed:`)
- *    is a `process_error`.
+ *    (`spawn_failed:`), an idle timeout (`idle_timeout:`) or an adapter's error (`drive_failed:`,
+ *    a run its `launch` refuses too) is a `process_error`.
  * 6. At most `maxRunningSessions` processes run at once (default 16), and at most
  *    `maxSessionsPerIdentity` (default 4) that one identity started (told by `owners`): a run past
  *    either starts no process, and its session gets `process_error` `too_many_sessions:` naming the

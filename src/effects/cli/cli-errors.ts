@@ -6,7 +6,7 @@
  * - `spawn_failed`: the command could not start (ENOENT, EACCES), naming it;
  * - `idle_timeout`: the process printed no line for the CLI's `idleTimeoutMs`, so it was ended;
  * - `exit_code`: the process exited with a non-zero code (the end of its stderr follows), just before its `process_exit`;
- * - `drive_failed`: the CLI's adapter failed (a protocol error);
+ * - `drive_failed`: the CLI's adapter failed (a protocol error), or could not launch the run (no process was started);
  * - `too_many_sessions`: no process was started, as `maxRunningSessions` or `maxSessionsPerIdentity` (named) were running already.
  */
 export type CliErrorCode = 'unknown_cli' | 'approval_unsupported' | 'spawn_failed' | 'idle_timeout' | 'exit_code' | 'drive_failed' | 'too_many_sessions';

@@ -5,7 +5,7 @@ import { agentManagerUiFlags } from '../../reducers/agent-manager-session/ui-fla
 import { errorText } from '../../reducers/error-text.js';
 import type { RuneOf } from '../../reducers/rune.js';
 import type { EpicContext } from '../../streams/epic.js';
-import type { AgentCliSpec, CliRun, CliUserEvent } from './cli-adapter.js';
+import type { AgentCliSpec, CliLaunch, CliRun, CliUserEvent } from './cli-adapter.js';
 import { cliError } from './cli-errors.js';
 import { CliProcessError, type CliProcessEvent, type CliProcessOptions, type SpawnCliProcess } from './spawn-cli-process.js';
 
@@ -46,14 +46,20 @@ const works = (value: AgentManagerSessionStateName | undefined): boolean => valu
  * One run of a configured CLI for a session, as the session's events: the process is spawned on
  * subscribe and ended on unsubscribe; the adapter's events in order, then the exit: a non-zero one
  * as `process_error` (`exit_code:`, with the end of stderr) where the state takes it, then
- * `process_exit{code}`. A spawn failure, an idle timeout or an adapter's error is one
- * `process_error`, and the run ends (its process with it). The idle timeout counts only while the
+ * `process_exit{code}`. A spawn failure, an idle timeout or an adapter's error (its `launch`
+ * throwing too: no process is started) is one `process_error`, and the run ends (its process with it). The idle timeout counts only while the
  * session is `creating` or `streaming` (the process's `working$`): not while it waits for a person.
  */
 export function cliRun$(spec: AgentCliSpec, run: CliRun, context: CliRunContext): Observable<AgentManagerSessionEvent> {
   return defer(() => {
     const { adapter } = spec;
-    const launch = adapter.launch(run);
+    let launch: CliLaunch;
+    try {
+      launch = adapter.launch(run);
+    } catch (error) {
+      // A run the adapter cannot start (a follow-up without the CLI's session id): the session hears why, rather than waiting for a process that never comes.
+      return of({ type: 'process_error' as const, error: runErrorText(new DriveError(error), context.cliName) });
+    }
     // Heard from the start of the run, so an answer given while the process starts is not lost.
     const user = new ReplaySubject<CliUserEvent>(USER_BUFFER);
     const userSubscription = context.later$

@@ -185,6 +185,16 @@ const table: readonly Row<S, E>[] = [
     ...extension('every further API request of a running task; the seed only uses it to leave creating'),
   },
   {
+    from: 'streaming',
+    on: 'session_created',
+    when: (s) => !s.sessionCreated,
+    label: 'no CLI session yet',
+    assign: (_, e) => ({ sessionCreated: true, sessionId: e.sessionId }),
+    ...extension(
+      "a session whose CLI never started (its spawn failed in creating) is retried or resumed into streaming, where the new task's run creates the CLI's session: without its id no follow-up could continue that task",
+    ),
+  },
+  {
     from: ['streaming', 'waiting_approval', 'waiting_input', 'completed', 'paused'],
     on: 'process_error',
     to: 'error',

@@ -1,11 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { VirtualTimeScheduler, type SchedulerLike } from 'rxjs';
+import { VirtualTimeScheduler, filter, firstValueFrom, type SchedulerLike } from 'rxjs';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import {
   agentCliSessions,
   inProcessCli,
+  type AgentCliAdapter,
   PROCESS_LOST_REASON,
   type AgentCliSpec,
   type CliProcessOptions,
@@ -329,5 +330,26 @@ describe('agentCliSessions', () => {
       expect((await until(engine, stream, (s) => s.value === 'error')).error).toBe('drive_failed: no fake for this CLI');
     }
     expect(() => agentCliSessions({ clis: {}, spawnProcess: 'cline' as unknown as SpawnCliProcess })).toThrow(/^agentCliSessions: "spawnProcess" must be a function/);
+  });
+
+  it('an adapter that cannot launch a run (a follow-up it has no session id for) gives process_error drive_failed: the session does not wait in streaming', async () => {
+    const steps = fakeAdapter({ interactive: false, script: () => [...created(), ...done(1001)] });
+    const adapter: AgentCliAdapter = {
+      ...steps,
+      launch: (run) => {
+        if (run.start.type === 'follow_up') throw new Error('a follow-up needs the task id');
+        return steps.launch(run);
+      },
+    };
+    const spawnProcess: SpawnCliProcess = (options) => inProcessCli(options, stepsProgram(JSON.parse(options.args!.at(-1)!) as FakeStep[]));
+    const { engine } = open({ fake: fakeSpec(adapter) }, { spawnProcess });
+    await engine.spawn('s1', 'agent-manager-session', { autoApprove: true });
+    await engine.dispatch('s1', { type: 'start_session', prompt: 'go' });
+    await until(engine, 's1', (s) => s.value === 'completed');
+    await engine.dispatch('s1', { type: 'send_message', text: 'more' });
+    const failed = firstValueFrom(engine.errors$.pipe(filter((error) => error.type === 'effect_failed')));
+    const outcome = await Promise.race([until(engine, 's1', (s) => s.value === 'error').then((s) => s.error), failed.then((error) => `${error.type}`)]);
+    expect(outcome).toBe('drive_failed: the "fake" adapter failed: a follow-up needs the task id');
+    expect(steps.runs.map((run) => run.start.type)).toEqual(['new_task']);
   });
 });

@@ -57,6 +57,11 @@ export class ProviderFailedError extends Error {
     cause: unknown,
     /** The clock an HTTP-date `Retry-After` is read against. */
     now: number,
+    /**
+     * What the chain's calls answered before this failure used (empty answers it fell over from,
+     * see `fallenOverUsage`), when the failure ended the chain's call: they still count.
+     */
+    readonly spent?: Readonly<Record<string, number>>,
   ) {
     const { statusCode, responseHeaders, responseBody } = fieldsOf(cause);
     const status = typeof statusCode === 'number' ? statusCode : undefined;

@@ -17,4 +17,8 @@ export const CI_SEEDS: readonly SeedExpectation[] = [
   ...[37, 53, 65, 79, 84, 91, 96].map((seed) => ({ seed, expect: 'pass' })),
   // Seeds that found a defect since fixed (issue 28): each guards its fix.
   ...[123, 76, 100, 8, 9, 12, 134, 3, 1, 293, 172, 113, 74, 216, 35, 27, 39, 106, 131, 311, 115, 30].map((seed) => ({ seed, expect: 'pass' })),
+  // Seeds a long run after those fixes found failing, each guarding its fix: a CLI session retried
+  // after a failed spawn (6044), a chat clock after a restart (6102, 6178), an empty answer fallen
+  // over from before an answer that broke off (6192, 6045).
+  ...[6044, 6102, 6178, 6192, 6045].map((seed) => ({ seed, expect: 'pass' })),
 ];

@@ -8,8 +8,8 @@ export interface CoalesceTextOptions<T> {
   readonly scheduler: SchedulerLike;
   /** The text a value carries when it is a piece of text; `undefined` for any other value. */
   readonly textOf: (value: T) => string | undefined;
-  /** The value carrying the pieces of one window: `text` joined, in the shape of the window's first piece. */
-  readonly joined: (first: T, text: string) => T;
+  /** The value carrying the text of one window's pieces, joined. */
+  readonly joined: (text: string) => T;
 }
 
 /**
@@ -24,7 +24,7 @@ export interface CoalesceTextOptions<T> {
  * @example
  * ```ts
  * // Pieces at 0, 10 and 20 ms, windows of 50 ms: "Hel" at once, then "lo there" at 50 ms.
- * source.pipe(coalesceText({ windowMs: 50, scheduler, textOf: (piece) => piece, joined: (_, text) => text }));
+ * source.pipe(coalesceText({ windowMs: 50, scheduler, textOf: (piece) => piece, joined: (text) => text }));
  * ```
  */
 export function coalesceText<T>(options: CoalesceTextOptions<T>): MonoTypeOperatorFunction<T> {
@@ -32,12 +32,12 @@ export function coalesceText<T>(options: CoalesceTextOptions<T>): MonoTypeOperat
   if (windowMs === 0) return identity;
   return (source) =>
     new Observable<T>((subscriber) => {
-      /** The pieces held in the open window: its first, and their text joined. */
-      let held: { first: T; text: string } | undefined;
+      /** The text of the pieces held in the open window, joined. */
+      let held: string | undefined;
       let window: Subscription | undefined;
       const release = (): void => {
         if (held === undefined) return;
-        const value = joined(held.first, held.text);
+        const value = joined(held);
         held = undefined;
         subscriber.next(value);
       };
@@ -56,7 +56,7 @@ export function coalesceText<T>(options: CoalesceTextOptions<T>): MonoTypeOperat
           if (text === undefined) {
             release();
             subscriber.next(value);
-          } else if (window !== undefined) held = held === undefined ? { first: value, text } : { first: held.first, text: held.text + text };
+          } else if (window !== undefined) held = (held ?? '') + text;
           else {
             open();
             subscriber.next(value);

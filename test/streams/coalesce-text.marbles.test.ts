@@ -4,7 +4,7 @@ import { marbleTest, type Marbles } from '../support/marbles.js';
 
 /** Pieces of text are strings; any other value (an end, a command) starts with `!`. */
 const coalesced = (m: Marbles, windowMs: number) =>
-  coalesceText<string>({ windowMs, scheduler: m.scheduler, textOf: (value) => (value.startsWith('!') ? undefined : value), joined: (_, text) => text });
+  coalesceText<string>({ windowMs, scheduler: m.scheduler, textOf: (value) => (value.startsWith('!') ? undefined : value), joined: (text) => text });
 
 const pieces = { a: 'Hel', b: 'lo', c: ' there', d: '!', e: 'Bye', X: '!done' };
 

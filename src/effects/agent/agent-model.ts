@@ -136,7 +136,7 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
           windowMs: deltaFlushMs,
           scheduler: context.scheduler,
           textOf: deltaText,
-          joined: (_, text) => ({ type: 'part', part: { type: 'text-delta', text } }),
+          joined: (text) => ({ type: 'part', part: { type: 'text-delta', text } }),
         }),
       );
       return new Observable<EpicCommand>((subscriber) =>

@@ -25,6 +25,12 @@ export interface CallBook {
   answeredReact: number;
 }
 
+/** The text one call sent (its text deltas joined, as far as it got), and whether it finished. */
+export interface SentText {
+  text: string;
+  finished: boolean;
+}
+
 /** Told each answered call, after the book counted it: the book's key (the conversation, or `plan:<conversation>`) and the book. */
 export type AnsweredListener = (root: string, book: CallBook) => void;
 
@@ -69,6 +75,8 @@ export class FakeLlm {
   #calls = 0;
   /** Bumped by every part sent: the clock's settle waits while it moves. */
   parts = 0;
+  /** What each call that reached the API sent of its text, in call order: what a turn's text may be. */
+  readonly sent: SentText[] = [];
 
   constructor(options: FakeLlmOptions) {
     this.#random = options.random;
@@ -100,6 +108,8 @@ export class FakeLlm {
         throw error;
       }
       const parts = this.#answer(call, text, root, callNumber);
+      const sent: SentText = { text: '', finished: false };
+      this.sent.push(sent);
       // A planner's or critic's call is the plan's, not an agent's: it counts in no conversation's
       // budget. Its book's key (`plan:<root>`) is what listeners are told, so none takes it for the conversation's.
       const key = isPlanCall(call) ? `plan:${root}` : root;
@@ -136,7 +146,9 @@ export class FakeLlm {
           if (ended) return;
           this.parts++;
           controller.enqueue(next.part);
+          if (next.part.type === 'text-delta') sent.text += next.part.delta;
           if (next.part.type === 'finish') {
+            sent.finished = true;
             end(true);
             controller.close();
           } else if (next.part.type === 'error') {

@@ -9,6 +9,7 @@ import { checkLog, logOracle } from './oracles/log-integrity.js';
 import { findingsOf, type Finding, type Findings, type Oracle } from './oracles/oracle.js';
 import { sideEffectsOracle } from './oracles/side-effects.js';
 import { staleWorkOracle } from './oracles/stale-work.js';
+import { turnTextOracle } from './oracles/turn-text.js';
 import { largestTimeout, World, type PlantedDefects } from './world.js';
 
 /** Options of {@link runSeed}, with their defaults. */
@@ -81,6 +82,7 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
     budgetOracle(world.llm, world.settings.conversationModelCalls),
     sideEffectsOracle(world.tools),
     staleWorkOracle(),
+    turnTextOracle(world.llm),
     cliProcessesOracle(world.cli),
     // The log first: a lost rune explains whatever else looks wrong after it.
     logOracle(),

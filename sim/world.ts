@@ -30,6 +30,8 @@ export interface WorldSettings {
   readonly blockedTimeoutMs: number;
   readonly staleAfterMs: number;
   readonly inactivityTimeoutMs: number;
+  /** How long a turn's text deltas are held into one rune: 0 (a rune per delta) to windows longer than the model's pauses, so crashes land inside them. */
+  readonly deltaFlushMs: number;
 }
 
 /** The largest timeout a seed's world runs with: liveness is judged this long (twice, plus a minute) after the last client action. */
@@ -124,6 +126,7 @@ export class World {
       blockedTimeoutMs: r.pick([120_000, 600_000]),
       staleAfterMs: 600_000,
       inactivityTimeoutMs: 600_000,
+      deltaFlushMs: r.pick([0, 50, 50, 400, 2_000]),
     };
     this.#dir = mkdtempSync(join(tmpdir(), `runestream-sim-${seed}-`));
     this.file = join(this.#dir, 'sim.db');
@@ -156,6 +159,7 @@ export class World {
         agents: { lead: { description: 'leads' }, helper: { description: 'helps' }, writer: { description: 'writes' } },
         conversationBudget: { modelCalls: settings.conversationModelCalls },
         approvalTimeoutMs: settings.approvalTimeoutMs,
+        deltaFlushMs: settings.deltaFlushMs,
         claimId,
       }),
       ...reactAgentEpics({ model: chain, tools, breakers: false, claimId, budgets: { conversationBudget: { modelCalls: settings.conversationModelCalls } } }),

@@ -165,6 +165,7 @@ export async function serve(command: Extract<Command, { command: 'serve' }>, log
           ...(agents.profiles[agents.defaultRole]?.budget === undefined ? {} : { budget: agents.profiles[agents.defaultRole]!.budget }),
           ...(command.config.conversationBudget === undefined ? {} : { conversationBudget: command.config.conversationBudget }),
           ...(command.config.errorThreshold === undefined ? {} : { errorThreshold: command.config.errorThreshold }),
+          ...(command.config.deltaFlushMs === undefined ? {} : { deltaFlushMs: command.config.deltaFlushMs }),
           prices: agents.prices,
           ...(admission === undefined ? {} : { admission }),
           ...(command.config.toolCalls?.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: command.config.toolCalls.approvalTimeoutMs }),

@@ -10,7 +10,7 @@ import type { World } from '../../sim/world.js';
 /**
  * The simulation's own tests: a seed replays byte for byte, and each oracle catches a defect
  * planted where it looks (a tool that runs twice, a store that loses acknowledged runes, a turn
- * nothing runs, a component that spends outside the budget).
+ * nothing runs, a component that spends outside the budget, text the model never sent).
  */
 
 /** Only these actions (and time passing): a planted defect is then the first thing found. */
@@ -58,6 +58,20 @@ describe('the simulation', () => {
     const result = await runSeed(7, { steps: 20, mix: only('badInput'), planted: { epics: stray } });
     expect(result.newFailure?.oracle).toBe('liveness');
     expect(result.newFailure?.message).toContain('conv/stray/agent/a (agent-lifecycle) in "spawning"');
+  });
+
+  it("catches a turn whose text is not the model's (the turn text oracle, from the model API's record of what each call sent)", async () => {
+    // A stray delta in each turn that starts: text no model call sent.
+    const forging = () => [
+      (runes$: import('rxjs').Observable<Rune>) =>
+        runes$.pipe(
+          filter((rune) => rune.machine === 'turn-engine' && rune.kind === 'turn.started'),
+          map((rune) => ({ stream: rune.stream, event: { type: 'assistant_delta', content: 'forged' } })),
+        ),
+    ];
+    const result = await runSeed(9, { steps: 40, mix: only('conversation', 'message'), planted: { epics: forging } });
+    expect(result.newFailure?.oracle).toBe('turn text');
+    expect(result.newFailure?.message).toMatch(/^conv\/c\d+\/agent\/[^ ]+\/turn seq \d+ \(turn\.\w+\): its response's text "forged/);
   });
 
   it("catches model calls made for a conversation outside its budget (the budget oracle, from the model API's own count)", async () => {

@@ -6,7 +6,7 @@ import { providerBreakers } from '../llm/provider-breakers.js';
 import { toolCallEffects } from '../tools/tool-call-effects.js';
 import type { AnyTool } from '../tools/tool.js';
 import { agentBudgets, type BudgetLimits } from './agent-budgets.js';
-import { agentModel } from './agent-model.js';
+import { agentModel, deltaFlushMsOf } from './agent-model.js';
 import type { AgentAdmission } from './agent-companions.js';
 import type { AgentProfile } from './agent-profile.js';
 import type { AgentProfiles } from './agent-profiles.js';
@@ -54,6 +54,13 @@ export interface AgentEpicsOptions {
   readonly errorThreshold?: number;
   /** Prices per model id, for the `cost` of each response and the `cost` dimension of budgets. Default: none. */
   readonly prices?: PriceTable;
+  /**
+   * How often a model's streamed text is appended: the first delta of a response at once, then at
+   * most one `turn.assistant_delta` per `deltaFlushMs` carrying the text that came meanwhile (see
+   * `agentModel`). An integer from 0 (a rune per delta) to 10,000, else an `InvalidOptionError`
+   * (code `invalid_option`). Default 50.
+   */
+  readonly deltaFlushMs?: number;
   /**
    * Whether an agent of a role may start now: with the agent registry, `registeredAgentAdmission`
    * lets only agents whose registration is ACTIVE start; any other gets `init_error` saying why,
@@ -104,10 +111,12 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
     conversationBudget,
     errorThreshold,
     prices,
+    deltaFlushMs,
     admission,
     claimId,
   } = options;
   const threshold = errorThresholdOf(errorThreshold, 'agentEpics');
+  const flushMs = deltaFlushMsOf(deltaFlushMs, 'agentEpics');
   const roles = agentRoles({ model, tools, system, prices, agents });
   const limits: BudgetLimits = {
     ...(budget === undefined ? {} : { budget }),
@@ -115,7 +124,7 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
     ...(roles.any ? { budgetsByRole: roles.budgetOf } : {}),
   };
   return [
-    agentModel(roles.any ? roles.chooseModel : roles.defaults, limits),
+    agentModel(roles.any ? roles.chooseModel : roles.defaults, limits, { deltaFlushMs: flushMs }),
     agentTurns({ ...limits, ...(roles.any ? { initError: roles.initError } : {}), ...(admission === undefined ? {} : { admission }) }),
     agentBudgets(limits),
     toolCallEffects({

@@ -1,4 +1,5 @@
-import { Observable, catchError, defer, forkJoin, from, map, of, switchMap, toArray } from 'rxjs';
+import { z } from 'zod';
+import { Observable, catchError, defer, filter, forkJoin, from, map, of, switchMap, toArray } from 'rxjs';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
@@ -18,6 +19,8 @@ import { transcriptOf } from './transcript.js';
 import { lastStartAt } from './turn-usage.js';
 import { errorText } from '../../reducers/error-text.js';
 import { costOf, type PriceTable } from '../../reducers/budget.js';
+import { coalesceText } from '../../streams/coalesce-text.js';
+import { checkedOption } from '../invalid-option.js';
 
 /** Makes one model call for a request: the model's parts, and any commands of its own (breakers). */
 export type ModelCaller = (request: ModelRequest, context: EpicContext) => Observable<ChainOutput>;
@@ -33,6 +36,38 @@ export interface AgentModelOptions {
   /** Prices per model id: each response's rune then carries its `cost`. Default: none (no cost). */
   readonly prices?: PriceTable;
 }
+
+/** The default of `deltaFlushMs`: a model's text deltas are appended at most once per 50 ms. */
+export const DEFAULT_DELTA_FLUSH_MS = 50;
+
+/**
+ * How long a model's text deltas are gathered into one `turn.assistant_delta` rune
+ * (`deltaFlushMs`): an integer from 0 (a rune per delta) to 10,000 ms. The one schema of the
+ * option, `agentEpics({ deltaFlushMs })`'s and the server configuration's.
+ */
+export const DeltaFlushMs = z.number().int().min(0).max(10_000);
+
+/**
+ * The `deltaFlushMs` option checked: its value, or {@link DEFAULT_DELTA_FLUSH_MS}; out of range,
+ * an `InvalidOptionError` (code `invalid_option`) naming it.
+ */
+export const deltaFlushMsOf = (value: unknown, who: string): number =>
+  value === undefined ? DEFAULT_DELTA_FLUSH_MS : checkedOption(DeltaFlushMs, 'deltaFlushMs', value, who);
+
+/** How {@link agentModel} appends a model's text. */
+export interface AgentModelStreaming {
+  /**
+   * A response's first text delta is appended at once; after it, at most one
+   * `turn.assistant_delta` per `deltaFlushMs` (on the engine's scheduler) carries the text that
+   * came meanwhile. Held text is appended before the response's end (`tool_calls_received`,
+   * `response_done`, `stream_error`). An integer from 0 (a rune per delta) to 10,000, else an
+   * `InvalidOptionError`. Default {@link DEFAULT_DELTA_FLUSH_MS}.
+   */
+  readonly deltaFlushMs?: number;
+}
+
+/** The text of a model's output that is a text delta. */
+const deltaText = (output: ChainOutput): string | undefined => (output.type === 'part' && output.part.type === 'text-delta' ? output.part.text : undefined);
 
 /** The model options of one agent, chosen when its turn calls the model (by its role, see `agentEpics`). */
 export type AgentModelChooser = (turnStream: string, context: EpicContext) => Observable<AgentModelOptions>;
@@ -80,27 +115,37 @@ function uniqueCallId(asked: string, used: Set<string>): string {
 }
 
 /**
- * One model response of a turn, as commands to its stream: every text delta an `assistant_delta`;
+ * One model response of a turn, as commands to its stream: its text as `assistant_delta`s (the
+ * deltas of each `deltaFlushMs` window as one, see {@link AgentModelStreaming});
  * at the end either `tool_calls_received` (with what each call asked for) or `response_done`, each
  * with the response's usage, the model that answered and its cost by the price table; a failed
  * call `stream_error`. Each response also carries the turn's wall clock so far (`wallClockMs`, from
  * its `turn.started` rune, on the engine's scheduler). Commands the call makes of its own (its
  * breakers) pass through.
  */
-function respond(stream: string, context: EpicContext, options: AgentModelOptions): Observable<EpicCommand> {
+function respond(stream: string, context: EpicContext, options: AgentModelOptions, deltaFlushMs: number): Observable<EpicCommand> {
   return defer(() => requestOf(stream, context, options)).pipe(
     switchMap(({ request, usedCallIds, startedAt }) => {
       const asked: ToolCallInput[] = [];
       let finish: { usage?: Record<string, number>; model?: string; provider?: string; cost?: number; wallClockMs?: number } = {};
       const toTurn = (event: TurnEngineEvent): EpicCommand => ({ stream, event });
+      // The deltas of each window as one: the end (or a failure) lets the held text pass first.
+      const answer$ = options.call(request, context).pipe(
+        filter((output) => deltaText(output) !== ''),
+        coalesceText<ChainOutput>({
+          windowMs: deltaFlushMs,
+          scheduler: context.scheduler,
+          textOf: deltaText,
+          joined: (text) => ({ type: 'part', part: { type: 'text-delta', text } }),
+        }),
+      );
       return new Observable<EpicCommand>((subscriber) =>
-        options.call(request, context).subscribe({
+        answer$.subscribe({
           next: (output) => {
             if (output.type === 'command') return subscriber.next(output.command);
             const { part } = output;
-            if (part.type === 'text-delta') {
-              if (part.text !== '') subscriber.next(toTurn({ type: 'assistant_delta', content: part.text }));
-            } else if (part.type === 'tool-call') {
+            if (part.type === 'text-delta') subscriber.next(toTurn({ type: 'assistant_delta', content: part.text }));
+            else if (part.type === 'tool-call') {
               const callId = uniqueCallId(part.toolCallId, usedCallIds);
               asked.push({ callId, toolName: part.toolName, arguments: (part.input ?? null) as ToolCallInput['arguments'] });
             } else {
@@ -143,9 +188,13 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
  * The LLM side of every agent (seed 003 TurnEngine): the model call is an effect of a turn in
  * `streaming` (see `stateEffects`). Whenever an agent's turn enters `streaming` (a `start_turn`,
  * or `tools_finished` after a tool round), the model is called with the whole conversation, and
- * its answer becomes runes of the turn: `turn.assistant_delta` per delta, then
+ * its answer becomes runes of the turn: its text as `turn.assistant_delta`s (the first delta at
+ * once, then at most one per `deltaFlushMs`, see {@link AgentModelStreaming}), then
  * `turn.tool_calls_received` or `turn.completed`. When the turn leaves `streaming` otherwise
- * (interrupt, steer), the call is unsubscribed, which aborts its HTTP request.
+ * (interrupt, steer), the call is unsubscribed, which aborts its HTTP request; text the window
+ * held then is dropped (the interrupt is appended before the call hears of it, and the turn
+ * leaves `streaming` with it): the turn keeps the text appended before, a prefix of the model's.
+ * A crash likewise loses at most the text of the window it came in.
  *
  * `options` may be a function of the turn stream: the options of that agent (its role's model,
  * tools and system prompt); one that fails ends the turn with `stream_error` naming why.
@@ -160,8 +209,9 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
  * A turn found `streaming` when this process took it over (after a restart) had its call die with
  * the old process: it is interrupted, "interrupted by restart", and the agent is ready again.
  */
-export function agentModel(options: AgentModelOptions | AgentModelChooser, budgets: BudgetLimits = {}): Epic {
+export function agentModel(options: AgentModelOptions | AgentModelChooser, budgets: BudgetLimits = {}, streaming: AgentModelStreaming = {}): Epic {
   const choose: AgentModelChooser = typeof options === 'function' ? options : () => of(options);
+  const deltaFlushMs = deltaFlushMsOf(streaming.deltaFlushMs, 'agentModel');
   return stateEffects({
     name: 'agentModel',
     machine: turnEngine,
@@ -171,7 +221,7 @@ export function agentModel(options: AgentModelOptions | AgentModelChooser, budge
       if (agent === undefined) return {};
       if (view.origin === 'resumed') return { interrupted: of({ type: 'interrupt', reason: INTERRUPTED_BY_RESTART }) };
       const model$ = choose(view.stream, context).pipe(
-        switchMap((chosen) => respond(view.stream, context, chosen)),
+        switchMap((chosen) => respond(view.stream, context, chosen, deltaFlushMs)),
         catchError((error: unknown) => of<EpicCommand>({ stream: view.stream, event: { type: 'stream_error', error: errorText(error) } })),
       );
       // No model call while the agent may not run a turn. A turn going on after its tool round

@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import { defer, firstValueFrom, from, mergeMap } from 'rxjs';
 import { conversation } from '../../reducers/conversation/machine.js';
 import { DEFAULT_ERROR_THRESHOLD, ErrorThreshold } from '../../reducers/conversation/schema.js';
@@ -6,7 +5,7 @@ import type { RuneOf } from '../../reducers/rune.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
-import { InvalidOptionError } from '../invalid-option.js';
+import { checkedOption } from '../invalid-option.js';
 
 /** Options of {@link conversationErrors}. */
 export interface ConversationErrorsOptions {
@@ -26,17 +25,10 @@ const mayCross = (rune: RuneOf<typeof conversation> | undefined): boolean =>
 
 /**
  * The `errorThreshold` option checked: its value, or the default; out of range, an
- * {@link InvalidOptionError} (code `invalid_option`) naming it.
+ * `InvalidOptionError` (code `invalid_option`) naming it (see `checkedOption`).
  */
 export function errorThresholdOf(value: unknown, who: string): number {
-  if (value === undefined) return DEFAULT_ERROR_THRESHOLD;
-  const parsed = ErrorThreshold.safeParse(value);
-  if (!parsed.success)
-    throw new InvalidOptionError(
-      'errorThreshold',
-      `${who}: "errorThreshold" ${z.prettifyError(parsed.error).replace(/^✖ /, '').replaceAll('\n', '; ')}, got ${String(value)}`,
-    );
-  return parsed.data;
+  return value === undefined ? DEFAULT_ERROR_THRESHOLD : checkedOption(ErrorThreshold, 'errorThreshold', value, who);
 }
 
 /**

@@ -3,6 +3,7 @@ import { Budget, PriceTable } from '../../reducers/budget.js';
 import { CircuitBreakerInput } from '../../reducers/circuit-breaker/schema.js';
 import { ErrorThreshold } from '../../reducers/conversation/schema.js';
 import { BUILTIN_TOOL_NAMES } from '../../effects/tools/builtin-tools.js';
+import { DeltaFlushMs } from '../../effects/agent/agent-model.js';
 import { CliSessionLimits } from '../../effects/cli/cli-session-limits.js';
 import { ArchivalConfig } from './archival-config.js';
 import { AgentConfig, ConfigName, EnvName, McpServerConfig } from '../../reducers/agent-registration/definition.js';
@@ -274,6 +275,8 @@ export const ServerConfig = z
     conversationBudget: Budget.optional(),
     /** Turns of a conversation that may end in error in a row before it is suspended (`error_threshold`): 1 to 1,000. Default 5. */
     errorThreshold: ErrorThreshold.optional(),
+    /** How often a model's streamed text is appended: the first delta at once, then at most one `turn.assistant_delta` per this many ms (0: a rune per delta; up to 10,000). Default 50. */
+    deltaFlushMs: DeltaFlushMs.optional(),
     /** Limits on sub-agents: how deep delegation nests (the root agent is depth 0) and how many agents a conversation has. */
     delegation: z.strictObject({ maxDepth: z.number().int().positive().max(64).optional(), maxAgents: z.number().int().positive().max(10_000).optional() }).optional(),
     /** Agent CLIs by name: the only commands an agent-manager session runs. */

@@ -23,7 +23,8 @@ async function restart(path: string, slowTool: ReturnType<typeof slow>['tool']) 
   const store = sqliteStore(path); // recovers the WAL the dead worker left
   const before = await storeLog(store);
   const model = scriptedModel([{ text: 'The backup is settled.' }]);
-  const engine = createEngine({ store, epics: agentEpics({ model, tools: [slowTool] }) });
+  // A rune per delta (deltaFlushMs 0), as the worker's: the test counts them.
+  const engine = createEngine({ store, epics: agentEpics({ model, tools: [slowTool], deltaFlushMs: 0 }) });
   const errors: EngineError[] = [];
   engine.errors$.subscribe((error) => errors.push(error));
   const a = agentStreams('conv/c1', 'a1');

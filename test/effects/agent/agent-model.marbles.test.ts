@@ -82,7 +82,7 @@ function toolRoundThenMore(m: Marbles) {
 }
 
 describe('agentModel: a turn entering streaming calls the model; its answer becomes commands to the turn', () => {
-  it('text deltas become assistant_delta commands (empty ones dropped), then response_done with the usage', () =>
+  it('deltaFlushMs 0: text deltas become assistant_delta commands one for one (empty ones dropped), then response_done with the usage', () =>
     marbleTest((m) => {
       const runes = m.hot<Rune>('-s--------', { s: started() });
       const llm = m.cold<ChainOutput>('-a-e-b-(f|)', {
@@ -92,7 +92,7 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
         f: finish('stop', { inputTokens: 3, outputTokens: 2, reasoningTokens: undefined }),
       });
       const { call, context, requests } = setup(m, runes, [llm]);
-      const commands = m.expectObservable(agentModel({ call, system: 'be kind' })(runes, context, undefined));
+      const commands = m.expectObservable(agentModel({ call, system: 'be kind' }, {}, { deltaFlushMs: 0 })(runes, context, undefined));
       commands.toBe('--a---b-d', {
         a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
         b: toTurn({ type: 'assistant_delta', content: 'lo' }),
@@ -132,26 +132,26 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
   it.each([
     ['an interrupt', interrupted(4)],
     ['a steer', steered(4)],
-  ])('%s (the turn leaves streaming) unsubscribes the model call at that frame; deltas before it do not', (_name, leaving) =>
+  ])('%s (the turn leaves streaming) unsubscribes the model call at that frame; deltas before it do not (deltaFlushMs 0)', (_name, leaving) =>
     marbleTest((m) => {
       const runes = m.hot<Rune>('-s--d-i---z', { s: started(), d: delta(3, 'Hel'), i: leaving, z: finalized(5, 'interrupted') });
       const llm = m.cold<ChainOutput>('-a-b----c-(f|)', { a: text('Hel'), b: text('lo'), c: text(' there'), f: finish('stop') });
       const { call, context, requests } = setup(m, runes, [llm]);
-      const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
+      const commands = m.expectObservable(agentModel({ call }, {}, { deltaFlushMs: 0 })(runes, context, undefined));
       commands.toBe('--a-b-------', { a: toTurn({ type: 'assistant_delta', content: 'Hel' }), b: toTurn({ type: 'assistant_delta', content: 'lo' }) });
       m.expectSubscriptions(llm.subscriptions).toBe('-^----!');
       return () => expect(requests).toHaveLength(1);
     }),
   );
 
-  it("another agent's interrupt does not cut this agent's call", () =>
+  it("another agent's interrupt does not cut this agent's call (deltaFlushMs 0)", () =>
     marbleTest((m) => {
       const other = 'conv/c1/agent/a2/turn';
       const runes = m.hot<Rune>('-st--i-----', { s: started(), t: started(2, other), i: interrupted(3, other) });
       const mine = m.cold<ChainOutput>('-a--b-(f|)', { a: text('Hel'), b: text('lo'), f: finish('stop') });
       const theirs = m.cold<ChainOutput>('-x------(f|)', { x: text('Yo'), f: finish('stop') });
       const { call, context } = setup(m, runes, [mine, theirs]);
-      const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
+      const commands = m.expectObservable(agentModel({ call }, {}, { deltaFlushMs: 0 })(runes, context, undefined));
       commands.toBe('--ax-b-d', {
         a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
         x: toTurn({ type: 'assistant_delta', content: 'Yo' }, other),
@@ -263,4 +263,64 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       m.expectSubscriptions(second.subscriptions).toBe([]);
       return () => expect(requests).toHaveLength(1);
     }));
+});
+
+describe("agentModel: a response's text deltas coalesced, at most one assistant_delta per deltaFlushMs", () => {
+  it('the first delta at once; the deltas of each window as one when it ends; held text before response_done', () =>
+    marbleTest((m) => {
+      const runes = m.hot<Rune>('-s---------------------', { s: started() });
+      const llm = m.cold<ChainOutput>('-a-b-c-----------d-(f|)', { a: text('Hel'), b: text('lo'), c: text(' there'), d: text('!'), f: finish('stop') });
+      const { call, context } = setup(m, runes, [llm]);
+      m.expectObservable(agentModel({ call }, {}, { deltaFlushMs: 10 })(runes, context, undefined)).toBe('--a---------b-------(dr)', {
+        a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
+        b: toTurn({ type: 'assistant_delta', content: 'lo there' }),
+        d: toTurn({ type: 'assistant_delta', content: '!' }),
+        r: toTurn({ type: 'response_done', wallClockMs: 20 }),
+      });
+    }));
+
+  it('by default a window is 50 ms, on the engine scheduler', () =>
+    marbleTest((m) => {
+      const runes = m.hot<Rune>('-s', { s: started() });
+      const llm = m.cold<ChainOutput>('- a 28ms b 29ms c 39ms (f|)', { a: text('Hel'), b: text('lo'), c: text(' there'), f: finish('stop') });
+      const { call, context } = setup(m, runes, [llm]);
+      m.expectObservable(agentModel({ call })(runes, context, undefined)).toBe('-- a 49ms b 48ms (cr)', {
+        a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
+        b: toTurn({ type: 'assistant_delta', content: 'lo' }),
+        c: toTurn({ type: 'assistant_delta', content: ' there' }),
+        r: toTurn({ type: 'response_done', wallClockMs: 101 }),
+      });
+    }));
+
+  it('held text is appended before tool_calls_received, and before stream_error', () =>
+    marbleTest((m) => {
+      const runes = m.hot<Rune>('-s-------t------', { s: started(), t: started(2, 'conv/c1/agent/a2/turn') });
+      const asking = m.cold<ChainOutput>('-a-b-(kf|)', { a: text('Let me'), b: text(' check.'), k: toolCall('c1', 'clock', {}), f: finish('tool-calls') });
+      const failing = m.cold<ChainOutput>('-a-b-#', { a: text('I was'), b: text(' about to') }, new Error('HTTP 502'));
+      const { call, context } = setup(m, runes, [asking, failing]);
+      const other = 'conv/c1/agent/a2/turn';
+      m.expectObservable(agentModel({ call }, {}, { deltaFlushMs: 10 })(runes, context, undefined)).toBe('--a---(br)x---(ye)', {
+        a: toTurn({ type: 'assistant_delta', content: 'Let me' }),
+        b: toTurn({ type: 'assistant_delta', content: ' check.' }),
+        r: toTurn({ type: 'tool_calls_received', callIds: ['c1'], calls: [{ callId: 'c1', toolName: 'clock', arguments: {} }], wallClockMs: 6 }),
+        x: toTurn({ type: 'assistant_delta', content: 'I was' }, other),
+        y: toTurn({ type: 'assistant_delta', content: ' about to' }, other),
+        e: toTurn({ type: 'stream_error', error: 'HTTP 502' }, other),
+      });
+    }));
+
+  it.each([
+    ['an interrupt', interrupted(4)],
+    ['a steer', steered(4)],
+  ])('%s drops the text a window held: the turn keeps what was appended, a prefix of the answer', (_name, leaving) =>
+    marbleTest((m) => {
+      const runes = m.hot<Rune>('-s--d-i---z', { s: started(), d: delta(3, 'Hel'), i: leaving, z: finalized(5, 'interrupted') });
+      const llm = m.cold<ChainOutput>('-a-b----c-(f|)', { a: text('Hel'), b: text('lo'), c: text(' there'), f: finish('stop') });
+      const { call, context } = setup(m, runes, [llm]);
+      m.expectObservable(agentModel({ call }, {}, { deltaFlushMs: 10 })(runes, context, undefined)).toBe('--a--------', {
+        a: toTurn({ type: 'assistant_delta', content: 'Hel' }),
+      });
+      m.expectSubscriptions(llm.subscriptions).toBe('-^----!');
+    }),
+  );
 });

@@ -51,8 +51,9 @@ afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.close();
 });
 
+/** An engine running the turns, a rune per delta (deltaFlushMs 0: these tests follow each delta). */
 function start(caller: ModelCaller, store: RuneStore = memoryStore()) {
-  const engine = createEngine({ store, epics: [agentModel({ call: caller, system: 'be kind' }), agentTurns()] });
+  const engine = createEngine({ store, epics: [agentModel({ call: caller, system: 'be kind' }, {}, { deltaFlushMs: 0 }), agentTurns()] });
   engines.push(engine);
   return engine;
 }

@@ -29,7 +29,8 @@ async function crashWhileStreaming(path: string, mode: 'start' | 'resume', seq: 
 /** A fresh engine on the dead worker's file, the lead answering `leadAnswer`, the researcher `researcher`; its errors collected. */
 function restarted(store: RuneStore, leadAnswer: string, researcher: ScriptedModel) {
   const lead = scriptedModel([{ text: leadAnswer }]);
-  const engine = createEngine({ store, epics: agentEpics({ model: lead, agents: { lead: {}, researcher: { model: researcher } } }) });
+  // A rune per delta (deltaFlushMs 0), as the worker's: the runes are counted.
+  const engine = createEngine({ store, epics: agentEpics({ model: lead, agents: { lead: {}, researcher: { model: researcher } }, deltaFlushMs: 0 }) });
   const errors: EngineError[] = [];
   engine.errors$.subscribe((error) => errors.push(error));
   return { engine, errors, lead };

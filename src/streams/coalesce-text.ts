@@ -1,0 +1,79 @@
+import { Observable, identity, type MonoTypeOperatorFunction, type SchedulerLike, type Subscription } from 'rxjs';
+
+/** Options of {@link coalesceText}. */
+export interface CoalesceTextOptions<T> {
+  /** How long one window lasts, in ms of `scheduler`: at most one value of text passes per window. 0: every value passes as it comes. */
+  readonly windowMs: number;
+  /** The clock of the windows: the engine's scheduler, so tests run them in virtual time. */
+  readonly scheduler: SchedulerLike;
+  /** The text a value carries when it is a piece of text; `undefined` for any other value. */
+  readonly textOf: (value: T) => string | undefined;
+  /** The value carrying the text of one window's pieces, joined. */
+  readonly joined: (text: string) => T;
+}
+
+/**
+ * Coalesces a stream's pieces of text (a model's deltas): a piece that comes when no window is
+ * open passes at once and opens one of `windowMs`; the pieces that come while it is open are held,
+ * and pass as one (their text joined, by `joined`) when it ends, which opens the next window; a
+ * window that ends with nothing held closes. Any other value (what `textOf` says is not text) first
+ * lets the held text pass, then passes itself, so the order of text and the rest is kept; so do the
+ * source's end and its error. Nothing is held past the source's end: only an unsubscription drops
+ * what a window holds (at most one window's text).
+ *
+ * @example
+ * ```ts
+ * // Pieces at 0, 10 and 20 ms, windows of 50 ms: "Hel" at once, then "lo there" at 50 ms.
+ * source.pipe(coalesceText({ windowMs: 50, scheduler, textOf: (piece) => piece, joined: (text) => text }));
+ * ```
+ */
+export function coalesceText<T>(options: CoalesceTextOptions<T>): MonoTypeOperatorFunction<T> {
+  const { windowMs, scheduler, textOf, joined } = options;
+  if (windowMs === 0) return identity;
+  return (source) =>
+    new Observable<T>((subscriber) => {
+      /** The text of the pieces held in the open window, joined. */
+      let held: string | undefined;
+      let window: Subscription | undefined;
+      const release = (): void => {
+        if (held === undefined) return;
+        const value = joined(held);
+        held = undefined;
+        subscriber.next(value);
+      };
+      const open = (): void => {
+        window = scheduler.schedule(() => {
+          window = undefined;
+          if (held === undefined) return;
+          // Opened before the release: a subscriber that unsubscribes on it cancels the window.
+          open();
+          release();
+        }, windowMs);
+      };
+      const subscription = source.subscribe({
+        next: (value) => {
+          const text = textOf(value);
+          if (text === undefined) {
+            release();
+            subscriber.next(value);
+          } else if (window !== undefined) held = (held ?? '') + text;
+          else {
+            open();
+            subscriber.next(value);
+          }
+        },
+        error: (error: unknown) => {
+          release();
+          subscriber.error(error);
+        },
+        complete: () => {
+          release();
+          subscriber.complete();
+        },
+      });
+      return () => {
+        subscription.unsubscribe();
+        window?.unsubscribe();
+      };
+    });
+}

@@ -1,0 +1,49 @@
+import { describe, it } from 'vitest';
+import { coalesceText } from '../../src/streams/coalesce-text.js';
+import { marbleTest, type Marbles } from '../support/marbles.js';
+
+/** Pieces of text are strings; any other value (an end, a command) starts with `!`. */
+const coalesced = (m: Marbles, windowMs: number) =>
+  coalesceText<string>({ windowMs, scheduler: m.scheduler, textOf: (value) => (value.startsWith('!') ? undefined : value), joined: (text) => text });
+
+const pieces = { a: 'Hel', b: 'lo', c: ' there', d: '!', e: 'Bye', X: '!done' };
+
+describe('coalesceText: pieces of text held in windows, one value per window', () => {
+  it('the first piece passes at once; the pieces of its window pass as one when it ends; a window that ends empty closes, so the next piece passes at once', () =>
+    marbleTest((m) => {
+      const source = m.cold('-a-b-c-----------------e-|', pieces);
+      m.expectObservable(source.pipe(coalesced(m, 10))).toBe('-a---------B-----------e-|', { ...pieces, B: 'lo there' });
+    }));
+
+  it('text that keeps coming passes once per window, each window the text of the last', () =>
+    marbleTest((m) => {
+      const source = m.cold('-a--b--c--b--a--e--|', pieces);
+      // Windows open at 1 (a passes), then at 11 (b, c, b held pass), where a and e are held until the end.
+      m.expectObservable(source.pipe(coalesced(m, 10))).toBe('-a---------B-------(C|)', { ...pieces, B: 'lo therelo', C: 'HelBye' });
+    }));
+
+  it('another value lets the held text pass first, then itself; the window goes on', () =>
+    marbleTest((m) => {
+      const source = m.cold('-a-bX-c-------------|', pieces);
+      m.expectObservable(source.pipe(coalesced(m, 10))).toBe('-a--(bX)---c--------|', pieces);
+    }));
+
+  it("the source's end and its error let the held text pass first", () =>
+    marbleTest((m) => {
+      m.expectObservable(m.cold('-a-b-|', pieces).pipe(coalesced(m, 10))).toBe('-a---(b|)', pieces);
+      m.expectObservable(m.cold('-a-b-#', pieces, new Error('HTTP 502')).pipe(coalesced(m, 10))).toBe('-a---(b#)', pieces, new Error('HTTP 502'));
+    }));
+
+  it("an unsubscription drops the held text and cancels the window's timer", () =>
+    marbleTest((m) => {
+      const source = m.cold('-a-b-c------|', pieces);
+      m.expectObservable(source.pipe(coalesced(m, 10)), '^----!').toBe('-a---', pieces);
+      m.expectSubscriptions(source.subscriptions).toBe('^----!');
+    }));
+
+  it('windowMs 0: every value passes as it comes', () =>
+    marbleTest((m) => {
+      const source = m.cold('-a-b-cX-e|', pieces);
+      m.expectObservable(source.pipe(coalesced(m, 0))).toBe('-a-b-cX-e|', pieces);
+    }));
+});

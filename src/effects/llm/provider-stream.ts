@@ -76,13 +76,13 @@ const statusOf = (value: unknown): number | undefined => {
   return typeof status === 'number' && Number.isInteger(status) && status >= 400 && status <= 599 ? status : undefined;
 };
 /** What some providers send as their whole error message, and the HTTP status it means. */
-const STATUS_OF_MESSAGE: Readonly<Record<string, number>> = {
-  overloaded: 503,
-  'overloaded error': 503,
-  'model overloaded': 503,
-  'internal server error': 500,
-  'service unavailable': 503,
-};
+const STATUS_OF_MESSAGE: ReadonlyMap<string, number> = new Map([
+  ['overloaded', 503],
+  ['overloaded error', 503],
+  ['model overloaded', 503],
+  ['internal server error', 500],
+  ['service unavailable', 503],
+]);
 
 /**
  * The error of a provider's `error` part, as `streamText` reports it: an `Error` as it is; an
@@ -100,7 +100,7 @@ export function streamErrorOf(error: unknown): unknown {
   const statusCode =
     [details.statusCode, outer.statusCode, details.status_code, outer.status_code, details.status, outer.status, details.code, outer.code]
       .map(statusOf)
-      .find((s) => s !== undefined) ?? STATUS_OF_MESSAGE[message.trim().toLowerCase()];
+      .find((s) => s !== undefined) ?? STATUS_OF_MESSAGE.get(message.trim().toLowerCase());
   const isRetryable = [details.isRetryable, outer.isRetryable, details.is_retryable, outer.is_retryable].find((r) => typeof r === 'boolean') as boolean | undefined;
   return new StreamProviderError({
     message,

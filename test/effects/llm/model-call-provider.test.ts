@@ -71,6 +71,8 @@ describe('modelCall$ at the provider level, against streamText on the same provi
     ['a payload under error', { error: { message: 'Overloaded', type: 'overloaded_error' } }],
     ['a payload under response.error', { response: { error: { message: 'slow down', status: 429 } } }],
     ['a payload with a status code as text', { message: 'gone', status_code: '503', is_retryable: false }],
+    ['a payload whose message names a status', { message: 'Overloaded' }],
+    ['a payload whose message is an object key', { message: 'constructor' }],
   ])('turns %s in an error part into the StreamProviderError streamText made', async (_, payload) => {
     const parts: LanguageModelV4StreamPart[] = [
       { type: 'stream-start', warnings: [] },

@@ -11,10 +11,23 @@ export interface ScriptedReply {
   readonly status?: number;
   /** Headers of that error answer (`retry-after`). */
   readonly headers?: Readonly<Record<string, string>>;
+  /** That error answer's body as sent. Default: an OpenAI-style error, `scripted failure <status>`. */
+  readonly errorBody?: string;
   /** A streamed answer's text in these pieces, one SSE chunk each, `deltaEveryMs` apart: a model that is slow to finish (its `text` comes first, if any). */
   readonly deltas?: readonly string[];
   /** The pause before each of `deltas`. Default 0. */
   readonly deltaEveryMs?: number;
+  /**
+   * A streamed answer byte for byte instead: these pieces of the body (SSE events as a server
+   * writes them, or parts of one), each written on its own after a turn of the event loop.
+   */
+  readonly sse?: readonly string[];
+  /**
+   * How an `sse` answer ends once written: `'end'` (default) ends the response, `'open'` leaves it
+   * open (a long answer the client may walk away from), `'drop'` destroys the connection
+   * mid-response (a server or network that breaks).
+   */
+  readonly sseEnd?: 'end' | 'open' | 'drop';
 }
 
 /** A request the server received: its JSON body. */
@@ -26,6 +39,11 @@ export interface ChatCompletionsServer {
   readonly baseURL: string;
   /** Every chat-completions request so far, in order. */
   readonly requests: readonly ChatRequest[];
+  /**
+   * For each of those requests, in order: resolves when its connection closed, with whether the
+   * server had ended the response by then (`false`: the client hung up, or the server dropped it).
+   */
+  readonly closed: readonly Promise<{ readonly ended: boolean }>[];
   close(): Promise<void>;
 }
 
@@ -36,6 +54,7 @@ export interface ChatCompletionsServer {
  */
 export async function startChatCompletionsServer(answer: (request: ChatRequest, index: number) => ScriptedReply): Promise<ChatCompletionsServer> {
   const requests: ChatRequest[] = [];
+  const closed: Promise<{ ended: boolean }>[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     let raw = '';
     req.setEncoding('utf8');
@@ -53,14 +72,17 @@ export async function startChatCompletionsServer(answer: (request: ChatRequest, 
       const request = JSON.parse(raw) as ChatRequest;
       const reply = answer(request, requests.length);
       requests.push(request);
-      if (reply.status === undefined) respond(res, request, reply);
-      else fail(res, reply.status, reply.headers);
+      closed.push(new Promise((resolve) => res.on('close', () => resolve({ ended: res.writableFinished }))));
+      if (reply.sse !== undefined) writeSse(res, reply.sse, reply.sseEnd ?? 'end');
+      else if (reply.status === undefined) respond(res, request, reply);
+      else fail(res, reply.status, reply.headers, reply.errorBody);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     baseURL: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     requests,
+    closed,
     close: async () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
@@ -112,6 +134,23 @@ function respond(res: ServerResponse, request: ChatRequest, reply: ScriptedReply
   res.on('close', () => clearInterval(timer));
 }
 
-function fail(res: ServerResponse, status: number, headers: Readonly<Record<string, string>> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ error: { message: `scripted failure ${status}`, type: 'server_error' } }));
+function writeSse(res: ServerResponse, pieces: readonly string[], end: 'end' | 'open' | 'drop'): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' });
+  const rest = [...pieces];
+  const next = (): void => {
+    if (res.destroyed) return;
+    const piece = rest.shift();
+    if (piece !== undefined) {
+      res.write(piece);
+      setImmediate(next);
+    } else if (end === 'end') res.end();
+    else if (end === 'drop') res.destroy();
+  };
+  next();
+}
+
+function fail(res: ServerResponse, status: number, headers: Readonly<Record<string, string>> = {}, body?: string): void {
+  res
+    .writeHead(status, { 'content-type': 'application/json', ...headers })
+    .end(body ?? JSON.stringify({ error: { message: `scripted failure ${status}`, type: 'server_error' } }));
 }

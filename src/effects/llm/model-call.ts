@@ -1,7 +1,10 @@
-import { dynamicTool, jsonSchema, streamText, type LanguageModel, type LanguageModelUsage, type TextStreamPart, type ToolSet } from 'ai';
+import { NoOutputGeneratedError, type LanguageModel } from 'ai';
+import { logWarnings, resolveLanguageModel } from 'ai/internal';
+import type { LanguageModelV4StreamPart } from '@ai-sdk/provider';
 import { Observable, asyncScheduler, type SchedulerLike } from 'rxjs';
 import { idleTimeout } from './idle-timeout.js';
-import type { ModelPart, ModelRequest, ToolSpec } from './model-types.js';
+import type { ModelPart, ModelRequest } from './model-types.js';
+import { callOptionsOf, streamErrorOf, toolCallOf, usageOf } from './provider-stream.js';
 
 /** Options of {@link modelCall$}, with their defaults. */
 export interface ModelCallOptions {
@@ -45,55 +48,29 @@ export const providerOf = (model: LanguageModel): string | undefined => {
 };
 
 /**
- * The request's tools as AI SDK tools: JSON Schema input, and no `execute`, so the SDK stops at
- * the tool calls (finish reason `tool-calls`) and runestream's tool machine runs them.
- */
-export const sdkToolsOf = (tools: ModelRequest['tools']): ToolSet =>
-  Object.fromEntries(
-    Object.entries(tools).map(([name, spec]: [string, ToolSpec]) => [name, dynamicTool({ description: spec.description, inputSchema: jsonSchema(spec.inputSchema) })]),
-  );
-
-const usageOf = (usage: LanguageModelUsage): Record<string, number> => {
-  const all: Record<string, number | undefined> = {
-    inputTokens: usage.inputTokens,
-    outputTokens: usage.outputTokens,
-    totalTokens: usage.totalTokens,
-    cacheReadTokens: usage.inputTokenDetails?.cacheReadTokens,
-    reasoningTokens: usage.outputTokenDetails?.reasoningTokens,
-  };
-  return Object.fromEntries(Object.entries(all).filter((entry): entry is [string, number] => entry[1] !== undefined));
-};
-
-/**
- * The part a turn needs from one of the SDK's `fullStream` parts, or `undefined` for the rest
- * (`start`, `text-start`, tool input deltas, `finish-step`, ...). A tool call the SDK found
- * invalid (an unknown tool, unparsable input) is passed on as it came: the tool machine answers
- * it with an error result the model can read; the SDK's `tool-error` part after it is dropped.
- */
-export const modelPartOf = (part: TextStreamPart<ToolSet>): ModelPart | undefined => {
-  switch (part.type) {
-    case 'text-delta':
-      return { type: 'text-delta', text: part.text };
-    case 'tool-call':
-      return { type: 'tool-call', toolCallId: part.toolCallId, toolName: part.toolName, input: part.input };
-    case 'finish':
-      return { type: 'finish', finishReason: part.finishReason, usage: usageOf(part.totalUsage) };
-    default:
-      return undefined;
-  }
-};
-
-/**
- * One model call as an Observable of {@link ModelPart}s, over the AI SDK's `streamText`.
+ * One model call as an Observable of {@link ModelPart}s, read from the provider's own stream
+ * (`doStream` of the AI SDK's `LanguageModelV4`): what `streamText` would stream, without its
+ * per-part pipeline.
  *
- * 1. Subscribing starts the call: `streamText` with the request's system prompt, messages and
- *    tools (JSON Schema, no `execute`: the stream stops at tool calls), `maxRetries: 0` (fallback
- *    is the provider chain's job) and its own `AbortController`.
- * 2. It emits `text-delta`, `tool-call` and `finish` parts as they stream, then completes. The
- *    `finish` part names the model that answered (its id) beside its usage.
+ * 1. Subscribing starts the call. A model id string is resolved as the AI SDK does (its global
+ *    provider, by default the gateway); a V2 or V3 model is adapted. The model gets the request's
+ *    system prompt and messages (the SDK's conversion), its tools as JSON Schema function tools
+ *    (tool choice `auto`; no `execute`: the call stops at tool calls), the call's own
+ *    `AbortController`, and one attempt (fallback is the provider chain's job).
+ * 2. It emits `text-delta`, `tool-call` and `finish` parts as they stream, then completes. A tool
+ *    call's input is its JSON parsed; a call the SDK would find invalid (an unknown tool,
+ *    unparsable input) is passed on as it came, with what parses of its input: the tool machine
+ *    answers it with an error result the model can read. The `finish` part has the finish reason,
+ *    the usage (`inputTokens`, `outputTokens`, `totalTokens`, `cacheReadTokens`,
+ *    `reasoningTokens`, those the provider counted) and names the model that answered (its id)
+ *    and its provider. A stream that ends without a finish finishes `other`; one that ends
+ *    with no part at all errors with the SDK's `NoOutputGeneratedError`.
  * 3. A provider error (a rejected request such as an HTTP 500, an `error` part, a stream that
- *    breaks) errors the Observable with the provider's own error, nothing after it.
+ *    breaks) errors the Observable with the provider's own error, nothing after it. (An `error`
+ *    part's payload that is not an `Error` becomes the SDK's `StreamProviderError`, as in
+ *    `streamText`.)
  * 4. A call that produces nothing for `timeoutMs` errors with a {@link ModelCallTimeoutError}.
+ *    Any part of the provider's counts, a tool input delta too.
  * 5. Unsubscribing aborts the call: its HTTP request is closed.
  *
  * ## Example
@@ -117,24 +94,46 @@ export function modelCall$(model: LanguageModel, request: ModelRequest, options:
   const provider = providerOf(model);
   const answered = provider === undefined ? { model: modelId } : { model: modelId, provider };
 
-  const sdkParts$ = new Observable<TextStreamPart<ToolSet>>((subscriber) => {
+  // Every provider part, as the ModelPart it makes or `undefined` (a part that only shows the call is alive).
+  const providerParts$ = new Observable<ModelPart | undefined>((subscriber) => {
     const controller = new AbortController();
+    let reader: ReadableStreamDefaultReader<LanguageModelV4StreamPart> | undefined;
     let done = false;
-    const result = streamText({
-      model,
-      ...(request.system === undefined ? {} : { system: request.system }),
-      messages: [...request.messages],
-      tools: sdkToolsOf(request.tools),
-      maxRetries: 0,
-      abortSignal: controller.signal,
-      onError: () => {}, // the error reaches the subscriber; the default would also log it
-    });
     (async () => {
-      for await (const part of result.fullStream) {
-        if (subscriber.closed) return;
-        if (part.type === 'error') throw part.error;
-        subscriber.next(part);
+      const languageModel = resolveLanguageModel(model);
+      const { stream } = await languageModel.doStream(await callOptionsOf(languageModel, request, controller.signal));
+      reader = stream.getReader();
+      let parts = 0;
+      let finished = false;
+      for (;;) {
+        const read = await reader.read();
+        if (read.done || subscriber.closed) break;
+        const part = read.value;
+        parts++;
+        switch (part.type) {
+          case 'text-delta':
+            subscriber.next({ type: 'text-delta', text: part.delta });
+            break;
+          case 'tool-call':
+            subscriber.next(toolCallOf(part, request.tools));
+            break;
+          case 'finish':
+            finished = true;
+            subscriber.next({ type: 'finish', finishReason: part.finishReason.unified, usage: usageOf(part.usage), ...answered });
+            break;
+          case 'error':
+            throw streamErrorOf(part.error);
+          case 'stream-start':
+            if (part.warnings.length > 0) logWarnings({ warnings: part.warnings, provider: languageModel.provider, model: languageModel.modelId });
+            subscriber.next(undefined);
+            break;
+          default:
+            subscriber.next(undefined);
+        }
       }
+      if (subscriber.closed) return;
+      if (parts === 0) throw new NoOutputGeneratedError({ message: 'No output generated. Check the stream for errors.' });
+      if (!finished) subscriber.next({ type: 'finish', finishReason: 'other', usage: {}, ...answered });
       subscriber.complete();
     })()
       .catch((error: unknown) => {
@@ -142,17 +141,19 @@ export function modelCall$(model: LanguageModel, request: ModelRequest, options:
       })
       .finally(() => (done = true));
     return () => {
-      if (!done) controller.abort();
+      if (done) return;
+      controller.abort();
+      // Also for a provider whose stream does not watch the signal: the response body is released.
+      reader?.cancel().catch(() => {});
     };
   });
 
-  const timed$ = timeoutMs === Infinity ? sdkParts$ : sdkParts$.pipe(idleTimeout(timeoutMs, scheduler, () => new ModelCallTimeoutError(name, timeoutMs)));
+  const timed$ = timeoutMs === Infinity ? providerParts$ : providerParts$.pipe(idleTimeout(timeoutMs, scheduler, () => new ModelCallTimeoutError(name, timeoutMs)));
 
   return new Observable<ModelPart>((subscriber) =>
     timed$.subscribe({
       next: (part) => {
-        const modelPart = modelPartOf(part);
-        if (modelPart !== undefined) subscriber.next(modelPart.type === 'finish' ? { ...modelPart, ...answered } : modelPart);
+        if (part !== undefined) subscriber.next(part);
       },
       error: (error: unknown) => subscriber.error(error),
       complete: () => subscriber.complete(),

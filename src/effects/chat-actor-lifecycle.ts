@@ -1,4 +1,4 @@
-import { EMPTY, Observable, catchError, concat, defaultIfEmpty, defer, exhaustMap, filter, map, merge, of, startWith, switchMap, take } from 'rxjs';
+import { EMPTY, Observable, defer, exhaustMap, filter, map, merge, of, startWith, switchMap } from 'rxjs';
 import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { ChatActorEvent } from '../reducers/chat-actor/schema.js';
 import { durableDeadline } from '../streams/durable-deadline.js';
@@ -38,6 +38,9 @@ const STALE_NO_ACTIVITY = 'stale: no activity';
 const STALE_PAUSE = { type: 'Pause', reason: STALE_NO_ACTIVITY } as const;
 const INACTIVITY_TIMEOUT = { type: 'InactivityTimeout' } as const;
 const RESTART_PAUSE = { type: 'Pause', reason: INTERRUPTED_BY_RESTART } as const;
+
+/** Whether an actor's last rune leaves it a clock: one operator for every resumed actor's deadline. */
+const notShutDown = map((last: { kind: string } | undefined) => last?.kind !== 'Shutdown');
 
 /**
  * The chat actor's lifecycle (seed 000) as an epic:
@@ -128,7 +131,6 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
       // Every rune of an actor (a Ping included) restarts its clock or its heartbeat.
       restartOn: () => true,
       effects: (view, context): EffectsByKey<typeof chatActor> => {
-        const deadline = <E extends ChatActorEvent>(ms: number, event: E) => durableDeadline(view.at + ms, event, { scheduler: context.scheduler, ...clock });
         if (view.rune?.kind === 'Shutdown') return { release: released(view.stream, context) };
         if (view.value === 'running') {
           // Its interaction died with the process that ran it: pause it, so the user can resume it.
@@ -137,26 +139,12 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         }
         // The chat's work (a turn a client started on the agent's stream, say) is no inactivity either.
         if (view.rune !== undefined) return { inactivity: quietFor(view, context, work, inactivityTimeoutMs, INACTIVITY_TIMEOUT) };
-        const timeout$ = deadline(inactivityTimeoutMs, INACTIVITY_TIMEOUT);
         // Found in the store: its last rune, read only once the clock runs out, may be a Shutdown, and
         // a shut-down actor has no clock, here as in the process that shut it down. Otherwise it times
-        // out as soon as that is read, and is retried like any deadline.
-        const unlessShutDown$ = view.lastRune$.pipe(
-          take(1),
-          defaultIfEmpty(undefined),
-          catchError(() => of(undefined)),
-          switchMap((last) =>
-            last?.kind === 'Shutdown'
-              ? EMPTY
-              : concat(of(INACTIVITY_TIMEOUT), durableDeadline(context.scheduler.now() + retryMs, INACTIVITY_TIMEOUT, { scheduler: context.scheduler, ...clock })),
-          ),
-        );
-        return {
-          inactivity: timeout$.pipe(
-            take(1),
-            switchMap(() => unlessShutDown$),
-          ),
-        };
+        // out as soon as that is read (or if it cannot be), and is retried like any deadline. The
+        // read is part of the deadline's data: a million resumed clocks hold no subscription.
+        const holds$ = view.lastRune$.pipe(notShutDown);
+        return { inactivity: durableDeadline(view.at + inactivityTimeoutMs, INACTIVITY_TIMEOUT, { scheduler: context.scheduler, ...clock, holds$ }) };
       },
     });
     // The chat's work is heard whoever owns its streams: all the runes, where processes share a log.

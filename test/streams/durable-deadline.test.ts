@@ -1,4 +1,4 @@
-import { EMPTY, defer, of, take, throwError, type Observable } from 'rxjs';
+import { EMPTY, defer, of, take, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { durableDeadline } from '../../src/streams/durable-deadline.js';

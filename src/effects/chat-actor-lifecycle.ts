@@ -1,4 +1,4 @@
-import { EMPTY, Observable, catchError, concat, defaultIfEmpty, defer, exhaustMap, map, merge, of, startWith, switchMap, take } from 'rxjs';
+import { EMPTY, Observable, defer, exhaustMap, map, merge, of, startWith, switchMap } from 'rxjs';
 import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { ChatActorEvent } from '../reducers/chat-actor/schema.js';
 import { durableDeadline } from '../streams/durable-deadline.js';
@@ -39,6 +39,9 @@ const STALE_NO_ACTIVITY = 'stale: no activity';
 const STALE_PAUSE = { type: 'Pause', reason: STALE_NO_ACTIVITY } as const;
 const INACTIVITY_TIMEOUT = { type: 'InactivityTimeout' } as const;
 const RESTART_PAUSE = { type: 'Pause', reason: INTERRUPTED_BY_RESTART } as const;
+
+/** Whether an actor's last rune leaves it a clock: one operator for every resumed actor's deadline. */
+const notShutDown = map((last: { kind: string } | undefined) => last?.kind !== 'Shutdown');
 
 /**
  * The chat actor's lifecycle (seed 000) as an epic:
@@ -104,11 +107,20 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
    * done before a restart, which this process never heard), unless a call of the chat waits for a
    * person. A running actor's heartbeat (the stale `Pause`) and an idle or paused one's inactivity
    * clock alike, in the process that saw its last rune or one that found it in the store. An actor
-   * outside the chat scheme has no work to hear: its own runes only, as a plain durable deadline.
+   * outside the chat scheme has no work to hear: its own runes only, as a plain durable deadline
+   * (data on the shared wheel). `holds$`, when given, is asked once the clock runs out whether it
+   * still holds (a resumed actor's last rune may be a `Shutdown`).
    */
-  const quietFor = <E extends ChatActorEvent>(view: StreamView<typeof chatActor>, context: EpicContext, work: ChatWork, ms: number, event: E): Observable<E> => {
+  const quietFor = <E extends ChatActorEvent>(
+    view: StreamView<typeof chatActor>,
+    context: EpicContext,
+    work: ChatWork,
+    ms: number,
+    event: E,
+    holds$?: Observable<boolean>,
+  ): Observable<E> => {
     const chat = chatOfActor(view.stream);
-    const options = { scheduler: context.scheduler, ...clock };
+    const options = { scheduler: context.scheduler, ...clock, ...(holds$ === undefined ? {} : { holds$ }) };
     if (chat === undefined) return durableDeadline(view.at + ms, event, options);
     // Quiet since `at`: runs out `ms` later, then again from the store's last work if that is later.
     const quietSince = (at: number): Observable<E> =>
@@ -140,27 +152,12 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
           return staleAfterMs > 0 ? { heartbeat: quietFor(view, context, work, staleAfterMs, STALE_PAUSE) } : {};
         }
         // The chat's work (a turn a client started on the agent's stream, say) is no inactivity either.
-        const timeout$ = quietFor(view, context, work, inactivityTimeoutMs, INACTIVITY_TIMEOUT);
-        if (view.rune !== undefined) return { inactivity: timeout$ };
         // Found in the store: its last rune, read only once the clock runs out, may be a Shutdown, and
         // a shut-down actor has no clock, here as in the process that shut it down. Otherwise it times
-        // out as soon as that is read, and is retried like any deadline.
-        const unlessShutDown$ = view.lastRune$.pipe(
-          take(1),
-          defaultIfEmpty(undefined),
-          catchError(() => of(undefined)),
-          switchMap((last) =>
-            last?.kind === 'Shutdown'
-              ? EMPTY
-              : concat(of(INACTIVITY_TIMEOUT), durableDeadline(context.scheduler.now() + retryMs, INACTIVITY_TIMEOUT, { scheduler: context.scheduler, ...clock })),
-          ),
-        );
-        return {
-          inactivity: timeout$.pipe(
-            take(1),
-            switchMap(() => unlessShutDown$),
-          ),
-        };
+        // out as soon as that is read (or if it cannot be), and is retried like any deadline. The
+        // read is part of the deadline's data: a million resumed clocks hold no subscription.
+        const holds$ = view.rune === undefined ? view.lastRune$.pipe(notShutDown) : undefined;
+        return { inactivity: quietFor(view, context, work, inactivityTimeoutMs, INACTIVITY_TIMEOUT, holds$) };
       },
     });
     // The chat's work is heard whoever owns its streams: all the runes, where processes share a log.

@@ -1,4 +1,4 @@
-import { Observable, type SchedulerLike } from 'rxjs';
+import { Observable, catchError, defaultIfEmpty, of, take, type SchedulerLike, type Subscriber, type Subscription } from 'rxjs';
 import { timerWheel, type TimerWheel } from './timer-wheel.js';
 
 /** Options of {@link durableDeadline}. */
@@ -12,6 +12,13 @@ export interface DurableDeadlineOptions {
   readonly retryMs?: number;
   /** How late it may fire: the bucket size of the shared timer wheel it joins. Default: 1,000 ms. */
   readonly resolutionMs?: number;
+  /**
+   * Whether the deadline still holds, read each time it is due and never before: so a deadline
+   * armed from a stream's head alone can depend on what only a read tells (its last rune, say)
+   * and still cost no read and no subscription while it waits. Its first value `false` drops the
+   * deadline (nothing is emitted, now or later); `true`, no value or an error: it emits.
+   */
+  readonly holds$?: Observable<boolean>;
 }
 
 /** A durable deadline as data: what {@link durableDeadline} arms. */
@@ -21,6 +28,7 @@ export interface DeadlineSpec<T = unknown> {
   readonly scheduler: SchedulerLike;
   readonly retryMs: number;
   readonly resolutionMs: number;
+  readonly holds$?: Observable<boolean>;
 }
 
 /** One timer wheel per scheduler and resolution: every deadline of an engine shares one scheduled action. */
@@ -39,17 +47,31 @@ function sharedWheel(scheduler: SchedulerLike, resolutionMs: number): TimerWheel
   return wheel;
 }
 
+/** Read when a deadline with `holds$` is due: its first value, true when it gives none or fails. */
+const holdsWhenDue = (holds$: Observable<boolean>): Observable<boolean> =>
+  holds$.pipe(
+    take(1),
+    defaultIfEmpty(true),
+    catchError(() => of(true)),
+  );
+
 /**
  * A deadline armed on its scheduler's shared wheel: `due()` is called at `at`, then every
- * `retryMs`, until `disarm()`. A class, not closures: the effect host keeps one per idle stream,
- * a million of them at once.
+ * `retryMs`, until `disarm()` (or until its `holds$`, read first each time, says it no longer
+ * holds: then `dropped()`). A class, not closures: the effect host keeps one per idle stream, a
+ * million of them at once.
  */
 export abstract class ArmedDeadline<T = unknown> {
   private armed = false;
+  /** The read of `holds$` under way, if any. */
+  private checking: Subscription | undefined;
   constructor(readonly spec: DeadlineSpec<T>) {}
 
   /** Called when the deadline (or a retry of it) is due. */
   protected abstract due(value: T): void;
+
+  /** Called once its `holds$` said it no longer holds: it is disarmed for good. */
+  protected dropped(): void {}
 
   arm(): void {
     this.armed = true;
@@ -58,6 +80,8 @@ export abstract class ArmedDeadline<T = unknown> {
 
   disarm(): void {
     this.armed = false;
+    this.checking?.unsubscribe();
+    this.checking = undefined;
     sharedWheel(this.spec.scheduler, this.spec.resolutionMs).delete(this);
   }
 
@@ -65,9 +89,19 @@ export abstract class ArmedDeadline<T = unknown> {
   fire(): void {
     // Due in the same tick as a deadline whose emission disarmed this one: stay disarmed.
     if (!this.armed) return;
-    const { scheduler, retryMs, resolutionMs } = this.spec;
+    const { scheduler, retryMs, resolutionMs, holds$, value } = this.spec;
+    // Due again unless what it emits ends it: a dispatch that failed is retried.
     sharedWheel(scheduler, resolutionMs).set(this, scheduler.now() + retryMs);
-    this.due(this.spec.value);
+    if (holds$ === undefined) return this.due(value);
+    this.checking?.unsubscribe();
+    const checking = holdsWhenDue(holds$).subscribe((holds) => {
+      this.checking = undefined;
+      if (holds) return this.due(value);
+      this.disarm();
+      this.dropped();
+    });
+    // A read answered at once has ended already; one under way is cancelled by `disarm()`.
+    if (!checking.closed) this.checking = checking;
   }
 }
 
@@ -76,16 +110,19 @@ const DEADLINE = Symbol('runestream.durableDeadline');
 /** The deadline a {@link durableDeadline} Observable stands for, if it is one: the effect host arms it without a subscription. */
 export const deadlineSpecOf = (effect: Observable<unknown>): DeadlineSpec | undefined => (effect as { [DEADLINE]?: DeadlineSpec })[DEADLINE];
 
-/** Emits each time its deadline is due, to one subscriber. */
+/** Emits each time its deadline is due, to one subscriber; completes when it no longer holds. */
 class SubscribedDeadline<T> extends ArmedDeadline<T> {
   constructor(
     spec: DeadlineSpec<T>,
-    private readonly next: (value: T) => void,
+    private readonly subscriber: Subscriber<T>,
   ) {
     super(spec);
   }
   protected due(value: T): void {
-    this.next(value);
+    this.subscriber.next(value);
+  }
+  protected override dropped(): void {
+    this.subscriber.complete();
   }
 }
 
@@ -101,9 +138,13 @@ class SubscribedDeadline<T> extends ArmedDeadline<T> {
  *
  * 1. Every deadline joins one timer wheel per scheduler and `resolutionMs`: a million armed
  *    deadlines are a million map entries and one scheduled action.
- * 2. Unsubscribing disarms it. It never completes on its own.
+ * 2. Unsubscribing disarms it. It never completes on its own, unless its `holds$` says it no longer
+ *    holds: `holds$` is read each time it is due (never while it waits), and a first value `false`
+ *    completes it without emitting. A deadline armed from a stream's head alone reads there what
+ *    the head does not tell (the chat actor's lifecycle: whether its last rune is a `Shutdown`).
  * 3. It is also data: given as an effect to `stateEffects` as it is, the host arms it on the wheel
- *    without subscribing (a few dozen bytes per idle stream, not an rxjs subscription).
+ *    without subscribing (a few dozen bytes per idle stream, not an rxjs subscription), `holds$`
+ *    included (held as it is, subscribed only when due).
  *
  * ## Example
  * ```ts
@@ -119,12 +160,12 @@ class SubscribedDeadline<T> extends ArmedDeadline<T> {
  * ```
  */
 export function durableDeadline<T>(at: number, value: T, options: DurableDeadlineOptions): Observable<T> {
-  const { scheduler, retryMs = 60_000, resolutionMs = 1000 } = options;
+  const { scheduler, retryMs = 60_000, resolutionMs = 1000, holds$ } = options;
   if (!(retryMs > 0)) throw new TypeError(`durableDeadline: "retryMs" must be positive, got ${String(retryMs)}`);
   if (!(resolutionMs > 0)) throw new TypeError(`durableDeadline: "resolutionMs" must be positive, got ${String(resolutionMs)}`);
-  const spec: DeadlineSpec<T> = { at, value, scheduler, retryMs, resolutionMs };
+  const spec: DeadlineSpec<T> = holds$ === undefined ? { at, value, scheduler, retryMs, resolutionMs } : { at, value, scheduler, retryMs, resolutionMs, holds$ };
   const deadline$ = new Observable<T>((subscriber) => {
-    const armed = new SubscribedDeadline(spec, (due) => subscriber.next(due));
+    const armed = new SubscribedDeadline(spec, subscriber);
     armed.arm();
     return () => armed.disarm();
   });

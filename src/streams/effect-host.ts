@@ -65,12 +65,18 @@ class DeadlineSlot extends ArmedDeadline implements Slot {
 
 /** The effects of one stream in one of the declaration's states: a few keys, so an array. */
 interface StreamEffects {
-  readonly slots: Slot[];
+  /** Replaced, not pushed to, when one is added (see {@link addSlot}). */
+  slots: Slot[];
   /** Bumped by every reconciliation: an outer one, re-entered through a synchronous dispatch, stops. */
   generation: number;
 }
 
 const slotOf = (effects: StreamEffects, key: string): Slot | undefined => effects.slots.find((slot) => slot.key === key);
+
+/** Adds a slot in an array of its exact size: a pushed-to empty array reserves 17, and a million idle streams hold one slot each. */
+const addSlot = (effects: StreamEffects, slot: Slot): void => {
+  effects.slots = effects.slots.length === 0 ? [slot] : [...effects.slots, slot];
+};
 
 const removeSlot = (effects: StreamEffects, slot: Slot): void => {
   const index = effects.slots.indexOf(slot);
@@ -178,12 +184,12 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
         const deadline = deadlineSpecOf(effect$);
         if (deadline !== undefined) {
           const slot = new DeadlineSlot(key, deadline, stream, emit);
-          effects.slots.push(slot);
+          addSlot(effects, slot);
           slot.arm();
           return;
         }
         const slot = new SubscribedSlot(key, view);
-        effects.slots.push(slot);
+        addSlot(effects, slot);
         const subscription = effect$.subscribe({ next: (out) => emit(stream, out), error: (error: unknown) => fail(stream, key, error) });
         // Cancelled while it started (its own dispatch moved the stream on): stop it now.
         if (effects.slots.includes(slot)) slot.subscription = subscription;

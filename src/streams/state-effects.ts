@@ -135,10 +135,22 @@ export function viewOfHead<M extends AnyMachine>(machine: M, head: StreamHead, c
     at: head.at,
     origin: 'resumed',
     state$: stateOf$(machine, stream, context),
-    lastRune$: defer(() => context.read(stream, seq - 1).pipe(take(1))) as Observable<RuneOf<M> | undefined>,
+    lastRune$: storedLastRune$(stream, seq, context) as Observable<RuneOf<M> | undefined>,
     later$: later(stream, seq),
   };
 }
+
+/**
+ * A stream's last rune, read from the store when subscribed. One Observable and one closure over
+ * three values: a deadline armed from a head may hold it until it is due, a million of them at once.
+ */
+const storedLastRune$ = (stream: string, seq: number, context: EpicContext): Observable<RuneOf<AnyMachine> | undefined> =>
+  new Observable((subscriber) =>
+    context
+      .read(stream, seq - 1)
+      .pipe(take(1))
+      .subscribe(subscriber),
+  );
 
 /** A stream's state: synchronously from memory when it is there (so an effect starts in the rune's own tick), else hydrated. */
 const stateOf$ = <M extends AnyMachine>(machine: M, stream: string, context: EpicContext): Observable<StateOf<M> | undefined> =>

@@ -5,7 +5,7 @@ import { chatActorLifecycle, chatActorNotices, type ChatActorState, type Engine,
 import { createEngine } from '../../src/streams/engine.js';
 import { memoryStore } from '../../src/streams/memory-store.js';
 import { epicContext } from '../support/epic-context.js';
-import { quiet, settle, stepVirtualTime } from '../support/virtual-time.js';
+import { quiet, runVirtualTimeUntil, settle, stepVirtualTime } from '../support/virtual-time.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const rune = (stream: string, seq: number, kind: string, from: string | undefined, to: string, at = 0): Rune => ({
@@ -233,6 +233,51 @@ describe('chatActorLifecycle across a restart: shut-down actors', () => {
     expect(await timedOut).toMatchObject({ stream: 'chat-1', from: 'idle', to: 'completed', at: 600_000 });
     await after.close();
   });
+});
+
+describe('chatActorLifecycle across a restart: 100,000 stored idle actors', () => {
+  it('re-arms every clock from the heads alone, each firing at its original instant (at once if passed), none for a shut-down actor', async () => {
+    const actors = 100_000;
+    const restartAt = 60 * 60_000;
+    const timeout = 10 * 60_000;
+    const window = 200_000;
+    // One in five is the sample: deadlines one per second from 50 s before the restart (passed: due
+    // at once) to 149 s after it. The rest are due an hour or more later, past the time run here: a
+    // timeout dispatched is a hydration and an append, and 100,000 of them take minutes here.
+    const sampled = (i: number) => i % 5 === 0;
+    const deadlineOf = (i: number) => (sampled(i) ? restartAt + ((i % 200) - 50) * 1000 : restartAt + 60 * 60_000 + (i % 3600) * 1000);
+    const shutDown = (i: number) => i % 10_000 === 5; // ten of the sample, shut down while idle
+    const store = memoryStore();
+    for (let i = 0; i < actors; i++) {
+      const stream = `chat-${i}`;
+      const at = deadlineOf(i) - timeout;
+      store.appendSync!({ stream, seq: 1, machine: 'chat-actor', kind: 'spawned', event: { type: 'spawn' }, to: 'idle', at });
+      if (shutDown(i)) store.appendSync!({ stream, seq: 2, machine: 'chat-actor', kind: 'Shutdown', event: { type: 'Shutdown' }, from: 'idle', to: 'idle', at });
+    }
+
+    const scheduler = new VirtualTimeScheduler();
+    scheduler.frame = restartAt;
+    const engine = createEngine({ store, scheduler, epics: [chatActorLifecycle()] });
+    const timeouts: Rune[] = [];
+    engine.runes$().subscribe((r) => {
+      if (r.kind === 'InactivityTimeout') timeouts.push(r);
+    });
+    // Every due time in turn through the window, and a minute past it: a shut-down actor's timeout, or its retry, would come here.
+    await runVirtualTimeUntil(
+      scheduler,
+      () => timeouts.length,
+      () => (scheduler.actions[0]?.delay ?? Infinity) > restartAt + window + 60_000,
+    );
+
+    const indexOf = (r: Rune) => Number(r.stream.slice('chat-'.length));
+    expect(timeouts.filter((r) => !sampled(indexOf(r)))).toEqual([]);
+    expect(timeouts.filter((r) => r.at !== Math.max(restartAt, deadlineOf(indexOf(r)))).slice(0, 3)).toEqual([]);
+    expect(timeouts.filter((r) => r.at === restartAt)).toHaveLength((actors / 200) * 11 - 10); // passed while down, or due right then: at once
+    expect(new Set(timeouts.map((r) => r.stream)).size).toBe(actors / 5 - 10);
+    expect(timeouts).toHaveLength(actors / 5 - 10);
+    for (let i = 5; i < actors; i += 10_000) expect((await store.read(`chat-${i}`)).map((r) => r.kind)).toEqual(['spawned', 'Shutdown']);
+    await engine.close();
+  }, 300_000);
 });
 
 describe('chatActorLifecycle across a restart: interrupted interactions', () => {

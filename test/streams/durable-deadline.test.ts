@@ -1,4 +1,4 @@
-import { take } from 'rxjs';
+import { EMPTY, defer, of, take, throwError } from 'rxjs';
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import { durableDeadline } from '../../src/streams/durable-deadline.js';
@@ -42,6 +42,44 @@ describe('durableDeadline', () => {
     expect(firedAt.filter((t) => t === 1000)).toHaveLength(334);
     expect(firedAt.filter((t) => t === 2000)).toHaveLength(333);
     expect(firedAt.filter((t) => t === 3000)).toHaveLength(333);
+  });
+
+  it('reads its holds$ each time it is due and never before: false completes it without emitting, true lets it emit', () => {
+    /** Runs `durableDeadline(5000, 'due')` whose holds$ answers `answer` 10 ms after each read (a store read, say), for 10 minutes. */
+    const run = (answer: boolean, expected: string) => {
+      const scheduler = testScheduler();
+      const readAt: number[] = [];
+      scheduler.run(({ cold, expectObservable }) => {
+        const holds$ = defer(() => {
+          readAt.push(scheduler.now());
+          return cold('10ms (a|)', { a: answer });
+        });
+        expectObservable(durableDeadline(5000, 'due', { scheduler, retryMs: 3000, holds$ }), '^ 9s !').toBe(expected, { a: 'due' });
+      });
+      return readAt;
+    };
+    // Holding: it emits once the answer is in, and each retry reads it again.
+    expect(run(true, '5010ms a 2999ms a')).toEqual([5000, 8000]);
+    // No longer holding: it completes, and is not retried.
+    expect(run(false, '5010ms |')).toEqual([5000]);
+  });
+
+  it('emits when its holds$ gives no answer or fails: a read that cannot be made does not keep a deadline from firing', () => {
+    const scheduler = testScheduler();
+    scheduler.run(({ expectObservable }) => {
+      expectObservable(durableDeadline(1000, 'empty', { scheduler, holds$: EMPTY }).pipe(take(1))).toBe('1s (a|)', { a: 'empty' });
+      expectObservable(durableDeadline(1000, 'failed', { scheduler, holds$: throwError(() => new Error('store down')) }).pipe(take(1))).toBe('1s (a|)', { a: 'failed' });
+      expectObservable(durableDeadline(1000, 'first', { scheduler, holds$: of(true, false) }).pipe(take(1))).toBe('1s (a|)', { a: 'first' });
+    });
+  });
+
+  it('stops reading its holds$ when unsubscribed while the read is under way', () => {
+    const scheduler = testScheduler();
+    scheduler.run(({ cold, expectObservable, expectSubscriptions }) => {
+      const answer = cold('1m (t|)', { t: true });
+      expectObservable(durableDeadline(1000, 'due', { scheduler, holds$: answer }), '^ 2s !').toBe('');
+      expectSubscriptions(answer.subscriptions).toBe('1s ^ 1s !');
+    });
   });
 
   it('refuses a retryMs or resolutionMs that is not positive', () => {

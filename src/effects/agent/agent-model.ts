@@ -9,7 +9,7 @@ import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { ofMachine } from '../../streams/of-machine.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
-import { AllProvidersFailedError } from '../llm/provider-chain.js';
+import { spentOf } from '../llm/provider-chain.js';
 import { toSegment } from '../../reducers/stream-ids.js';
 import { agentOfTurn } from './streams.js';
 import { turnRefusal$ } from './turn-refusal.js';
@@ -133,7 +133,7 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
     }),
     catchError((error: unknown) => {
       // Empty answers the chain fell over from were answered: the turn counts them, failed or not.
-      const spent = error instanceof AllProvidersFailedError ? error.spent : undefined;
+      const spent = spentOf(error);
       return of<EpicCommand>({ stream, event: { type: 'stream_error', error: errorText(error), ...(spent === undefined ? {} : { usage: spent }) } });
     }),
   );

@@ -1,7 +1,7 @@
 import type { ModelMessage } from 'ai';
 import { EMPTY, Observable, catchError, concat, defer, from, merge, mergeMap, of, switchMap, throwError, type SchedulerLike } from 'rxjs';
 import { NO_USAGE, addUsage, costOf, responseUsage, type PriceTable, type Usage } from '../../reducers/budget.js';
-import { AllProvidersFailedError } from '../llm/provider-chain.js';
+import { spentOf } from '../llm/provider-chain.js';
 import { errorText } from '../../reducers/error-text.js';
 import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
 import type { AgentInput } from '../../reducers/react-agent/input.js';
@@ -274,7 +274,7 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
         // The loop ends with what was streamed; the failure is reported, and the next message starts a new loop.
         for (const key of Object.keys(external)) delete external[key];
         // Empty answers the chain fell over from were answered: they count, as for a turn-based agent.
-        const spent = error instanceof AllProvidersFailedError ? error.spent : undefined;
+        const spent = spentOf(error);
         if (spent !== undefined) usage = addUsage(usage, responseUsage(spent, 0, undefined));
         return concat(
           from(end()),

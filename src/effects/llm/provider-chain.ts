@@ -40,6 +40,13 @@ export class AllProvidersFailedError extends Error {
   }
 }
 
+/**
+ * What a failed chain call still used (`spent`: the empty answers it fell over from), whether every
+ * provider failed or the one answering failed mid-answer; undefined for none, or any other error.
+ */
+export const spentOf = (error: unknown): Readonly<Record<string, number>> | undefined =>
+  error instanceof AllProvidersFailedError || error instanceof ProviderFailedError ? error.spent : undefined;
+
 /** A provider's breaker settings: its `breaker` over the defaults. */
 export const breakerInputOf = (provider: Pick<Provider, 'breaker'>): CircuitBreakerInput => ({
   failureThreshold: 3,
@@ -149,7 +156,7 @@ export interface ChainContext {
  * 4. The first provider whose answer starts (a text delta or a tool call) answers: its parts are
  *    emitted as they stream, then its `success` is recorded when the call completes. An error
  *    after that is recorded as a `failure` and errors the output: no fallback in the middle of an
- *    answer.
+ *    answer (its {@link ProviderFailedError} carries the `spent` of empty answers fallen over from before it).
  * 5. Every error names its provider and keeps the server's error body ({@link ProviderFailedError});
  *    if all fail, the output errors with an {@link AllProvidersFailedError} listing each.
  * 6. Unsubscribing aborts the call in progress and records nothing for it.
@@ -210,8 +217,8 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
       }
       subscriber.next({ type: 'command', command: { stream: link.stream, event } satisfies EpicCommand });
     };
-    const recordFailure = (link: Link, error: unknown): ProviderFailedError => {
-      const failed = new ProviderFailedError(link.provider.name, error, context.scheduler.now());
+    const recordFailure = (link: Link, error: unknown, spent?: Readonly<Record<string, number>>): ProviderFailedError => {
+      const failed = new ProviderFailedError(link.provider.name, error, context.scheduler.now(), spent);
       const { retryAfterMs } = failed;
       record(link, { type: 'failure', error: describeError(failed.detail), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
       return failed;
@@ -256,7 +263,8 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
           },
           error: (error: unknown) => {
             endTrial();
-            const failed = recordFailure(link, error);
+            // Failed mid-answer: the empty answers fallen over from before it were still answered.
+            const failed = recordFailure(link, error, answered ? fallenOverUsage(fallen) : undefined);
             if (answered) {
               subscriber.error(failed);
               return;

@@ -57,6 +57,11 @@ export class ProviderFailedError extends Error {
     cause: unknown,
     /** The clock an HTTP-date `Retry-After` is read against. */
     now: number,
+    /**
+     * What the chain's calls before this one used (the empty answers it fell over from, see
+     * `fallenOverUsage`), when this provider failed in the middle of its answer: they still count.
+     */
+    readonly spent?: Readonly<Record<string, number>>,
   ) {
     const { statusCode, responseHeaders, responseBody } = fieldsOf(cause);
     const status = typeof statusCode === 'number' ? statusCode : undefined;

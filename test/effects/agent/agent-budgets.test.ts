@@ -159,6 +159,18 @@ describe('agent budgets: an empty answer, then every other provider fails', () =
   });
 });
 
+describe('agent budgets: an empty answer, then the provider fallen over to fails mid-answer', () => {
+  it("the turn ends in error, with the empty answer's call and tokens in its usage and the conversation's", async () => {
+    const model = afterEmptyAnswer({ text: 'I was about to', error: 'connection reset by the provider', afterDeltas: 1 });
+    const engine = createEngine({ store: memoryStore(), epics: agentEpics({ model, tools: [clock] }) });
+    engines.push(engine);
+    const turn = await runTurn(engine, 'time?');
+    expect(turn).toMatchObject({ error: expect.stringContaining('connection reset by the provider'), turnUsage: { inputTokens: 100, modelCalls: 1 } });
+    const talk = await firstValueFrom(engine.state$<ConversationState>(a.root).pipe(filter((s) => (s.consecutiveErrors ?? 0) > 0)));
+    expect(talk.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });
+  });
+});
+
 /** Each dimension, with a limit the first response of {@link waitThenAnswer} (100 in, 10 out, one model call, two tool calls, 0.2) reaches. */
 const crossedByFirstResponse: Array<[keyof Budget, Budget, string]> = [
   ['inputTokens', { inputTokens: 100 }, 'inputTokens 100 of 100'],

@@ -73,6 +73,31 @@ const loopClosed = fold([completeReAct(4, 3)], toolDone);
 const nextLoop = fold([userMessage('m2', 5)], loopClosed);
 const claimed = fold([claim('t1', 'run-a', 3)], toolInFlight);
 
+describe('agentTransition: llm-round-answered (ours: a round of the model call in progress, with its usage)', () => {
+  const round = (calledLlmAt: number, timestamp: number): AgentInput => ({
+    type: 'llm-round-answered',
+    calledLlmAt,
+    usage: { inputTokens: 7, outputTokens: 1, modelCalls: 1, toolCalls: 0, wallClockMs: 0 },
+    timestamp,
+  });
+
+  it('is taken for the call due, as a rune of its own kind, and moves nothing but the clock: the call is still due', () => {
+    const step = reactAgent.step(afterUser, round(1, 2));
+    expect(step).toMatchObject({ accepted: true, kind: 'llm-round-answered', state: { ...afterUser, updatedAt: 2 } });
+    expect(step.accepted && reactAgentEffectsAt(step.state)).toEqual(reactAgentEffectsAt(afterUser));
+    expect(reactAgent.inputs.find((row) => row.on === 'llm-round-answered')).toMatchObject({ kind: 'llm-round-answered', source: 'extension' });
+  });
+
+  it('is refused for no loop, and for a call the loop has already observed', () => {
+    expect(reactAgent.step(initialAgentState(), round(1, 2))).toMatchObject({ accepted: false, code: 'not_allowed', reason: 'no ReAct loop is in progress' });
+    expect(reactAgent.step(toolDone, round(1, 4))).toMatchObject({
+      accepted: false,
+      code: 'not_allowed',
+      reason: "stale round: calledLlmAt 1 is not after the state's calledLlmAt 1",
+    });
+  });
+});
+
 describe('agentTransition: tool-call-claimed (ours: a tool call claimed before its tool starts)', () => {
   it('an unclaimed call in flight takes a claim that supersedes nothing: its first attempt', () => {
     expect(claimed.toolCalls['t1']).toEqual({ ...toolInFlight.toolCalls['t1'], claim: 'run-a', attempt: 1 });
@@ -100,9 +125,9 @@ describe('agentTransition: tool-call-claimed (ours: a tool call claimed before i
       kind: 'tool.claimed',
       payload: { callId: 't1', claim: 'run-b', attempt: 2, supersedes: 'run-a' },
     });
-    expect(reactAgent.inputs.at(-1)).toMatchObject({ on: 'tool-call-claimed', kind: 'tool.claimed', source: 'extension' });
+    expect(reactAgent.inputs.find((row) => row.on === 'tool-call-claimed')).toMatchObject({ kind: 'tool.claimed', source: 'extension' });
     expect(reactAgent.inputs.filter((row) => row.source === 'seed').map((row) => [row.on, row.kind])).toEqual(
-      reactAgent.events.filter((type) => type !== 'tool-call-claimed').map((type) => [type, type]),
+      reactAgent.events.filter((type) => type !== 'tool-call-claimed' && type !== 'llm-round-answered').map((type) => [type, type]),
     );
   });
 
@@ -316,7 +341,7 @@ describe('agentTransition: inputs that do not apply return the same state, and s
 });
 
 describe('reactAgent: the Machine contract', () => {
-  it("is a data-state machine: no state names, no terminal state, the seed's seven inputs and our claim as events", () => {
+  it("is a data-state machine: no state names, no terminal state, the seed's seven inputs and our claim and round as events", () => {
     expect(reactAgent.id).toBe('react-agent');
     expect(reactAgent.states).toEqual([]);
     expect(reactAgent.terminal).toEqual([]);
@@ -329,6 +354,7 @@ describe('reactAgent: the Machine contract', () => {
       'context-window-expanded',
       'history-tool-calls-added',
       'tool-call-claimed',
+      'llm-round-answered',
     ]);
     expect(reactAgent.initial()).toEqual(initialAgentState());
   });
@@ -351,7 +377,7 @@ describe('reactAgent: the Machine contract', () => {
     const step = stepUnknown(reactAgent, afterUser, { type: 'llm-chunk', messageId: 'a1', chunk: 'He', timestamp: 2 });
     expect(step).toMatchObject({ accepted: false, code: 'unknown_event' });
     expect(!step.accepted && step.reason).toMatchInlineSnapshot(
-      `"unknown event type "llm-chunk" for machine "react-agent"; expected one of: user-message-received, llm-message-started, llm-message-completed, re-act-observed, tool-call-completed, context-window-expanded, history-tool-calls-added, tool-call-claimed"`,
+      `"unknown event type "llm-chunk" for machine "react-agent"; expected one of: user-message-received, llm-message-started, llm-message-completed, re-act-observed, tool-call-completed, context-window-expanded, history-tool-calls-added, tool-call-claimed, llm-round-answered"`,
     );
     // A hand-built input that skips validation gets the same answer from step.
     expect(reactAgent.step(afterUser, { type: 'llm-chunk' } as never)).toMatchObject({ accepted: false, code: 'unknown_event' });

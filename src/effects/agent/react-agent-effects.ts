@@ -1,7 +1,7 @@
 import type { ModelMessage } from 'ai';
-import { EMPTY, Observable, catchError, concat, defer, from, mergeMap, of, throwError, type SchedulerLike } from 'rxjs';
+import { EMPTY, Observable, catchError, concat, defer, from, merge, mergeMap, of, switchMap, throwError, type SchedulerLike } from 'rxjs';
 import { NO_USAGE, addUsage, costOf, responseUsage, type PriceTable, type Usage } from '../../reducers/budget.js';
-import { AllProvidersFailedError } from '../llm/provider-chain.js';
+import { spentOf } from '../llm/provider-chain.js';
 import { errorText } from '../../reducers/error-text.js';
 import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
 import type { AgentInput } from '../../reducers/react-agent/input.js';
@@ -47,6 +47,13 @@ export interface ReactAgentEffectDeps {
    * outlives the process and one runner runs each call): a tool starts at once, unclaimed.
    */
   readonly claims?: ToolCallClaims;
+  /**
+   * Why the model may not be asked again within the call answering up to `calledLlmAt` (a further
+   * round, after internal tools), heard once the round before is recorded (its
+   * `llm-round-answered`): each round is a model call, checked as a loop's next call is. Absent
+   * (no budgets, or in memory): every round is asked.
+   */
+  readonly roundRefusal$?: (calledLlmAt: number) => Observable<string | undefined>;
 }
 
 /** What an effect emits: inputs of its agent, and commands elsewhere (breakers). */
@@ -152,8 +159,11 @@ export function loopEnded(state: AgentState, reason: string, timestamp: number):
  * text, `llm-message-completed` with the text of every round (none for an answer of tool calls
  * only: it adds no message), and `re-act-observed` with the external calls it asked for
  * (`continue-re-act`) or `complete-re-act`, and the call's `usage` (each answered round a
- * response, `responseUsage`). A failed model call completes the message with what it streamed and
- * ends the loop, then errors (reported as the effect's failure).
+ * response, `responseUsage`). A round answered before the model is asked again is recorded as it
+ * is answered (`llm-round-answered` with its usage; the observation's `usage` then holds the rounds
+ * after it), so a restart mid-call loses none of what the model answered. A failed model call
+ * completes the message with what it streamed and ends the loop, then errors (reported as the
+ * effect's failure).
  */
 function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectDeps): Observable<ReactAgentEffectOutput> {
   return defer(() => {
@@ -224,30 +234,47 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
             },
           );
           // External calls asked beside them go on as usual: the next call sees the new context.
-          return Object.keys(external).length > 0 ? from(inputs) : concat(from(inputs), round(n + 1));
+          if (Object.keys(external).length > 0) return from(inputs);
+          // The model is asked again: what it answered so far is recorded first, so a restart
+          // before the observation loses none of it (the observation carries the rounds after).
+          const answered: AgentInput = { type: 'llm-round-answered', calledLlmAt: answersTo, usage, timestamp: now() };
+          usage = NO_USAGE;
+          const { roundRefusal$ } = deps;
+          if (roundRefusal$ === undefined) return concat(from([...inputs, answered]), round(n + 1));
+          // Listening before the round is recorded, so its rune is heard; refused, the call ends there, saying why.
+          const next$ = roundRefusal$(answersTo).pipe(switchMap((reason) => (reason === undefined ? round(n + 1) : defer(() => from(end(reason))))));
+          return merge(next$, from([...inputs, answered]));
         });
         return concat(answer$, internals$);
       });
 
-    const end = (): AgentInput[] => [
-      ...(started ? [{ type: 'llm-message-completed' as const, messageId, content: text, timestamp: now() }] : []),
-      {
-        type: 're-act-observed',
-        calledLlmAt: answersTo,
-        observation: Object.keys(external).length > 0 ? { type: 'continue-re-act', toolCalls: external } : { type: 'complete-re-act' },
-        usage,
-        timestamp: now(),
-      },
-    ];
+    // The call's end: the message completed with its text, and the observation (the loop ends saying why if `refused`).
+    let ended = false;
+    const end = (refused?: string): AgentInput[] => {
+      ended = true;
+      return [
+        ...(started ? [{ type: 'llm-message-completed' as const, messageId, content: text, timestamp: now() }] : []),
+        {
+          type: 're-act-observed',
+          calledLlmAt: answersTo,
+          observation:
+            Object.keys(external).length > 0
+              ? { type: 'continue-re-act', toolCalls: external }
+              : { type: 'complete-re-act', ...(refused === undefined ? {} : { reason: refused }) },
+          usage,
+          timestamp: now(),
+        },
+      ];
+    };
     return concat(
       round(0),
-      defer(() => from(end())),
+      defer(() => (ended ? EMPTY : from(end()))),
     ).pipe(
       catchError((error: unknown) => {
         // The loop ends with what was streamed; the failure is reported, and the next message starts a new loop.
         for (const key of Object.keys(external)) delete external[key];
         // Empty answers the chain fell over from were answered: they count, as for a turn-based agent.
-        const spent = error instanceof AllProvidersFailedError ? error.spent : undefined;
+        const spent = spentOf(error);
         if (spent !== undefined) usage = addUsage(usage, responseUsage(spent, 0, undefined));
         return concat(
           from(end()),

@@ -7,7 +7,7 @@ import type { AgentState } from '../../reducers/react-agent/state.js';
 import type { Rune } from '../../reducers/rune.js';
 import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
 import { reactAgent } from '../../reducers/react-agent/machine.js';
-import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
+import { agentStreams, parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
 import { applyAgentInput } from '../../reducers/react-agent/transition.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicContext } from '../../streams/epic.js';
@@ -25,6 +25,7 @@ import type { BudgetLimits } from './agent-budgets.js';
 import type { AgentAdmission } from './agent-companions.js';
 import { reactAgentLifecycle } from './react-agent-lifecycle.js';
 import { stateOf } from './state-of.js';
+import { agentOfReact } from './streams.js';
 import { loopEndedUnanswered, runReactAgentEffect, type ReactAgentEffectDeps, type ReactAgentEffectOutput, type ToolCallClaims } from './react-agent-effects.js';
 import { turnRefusal$, turnStartRefusal$ } from './turn-refusal.js';
 import { checkNoInternalNames } from './react-internal-tools.js';
@@ -192,7 +193,7 @@ function started$(stream: string, runes$: Observable<Rune>, context: EpicContext
  * with `limits`, its agent's or conversation's budget used up, even before the suspension lands): then
  * the loop ends unanswered, saying why, and the model is not called. Decided from the durable
  * states each time a call is due, so every call of a loop is checked, as each turn of a
- * turn-based agent is.
+ * turn-based agent is; with `limits`, so is each further round of a call ({@link roundRefusalOf}).
  */
 function unlessRefused(
   stream: string,
@@ -202,16 +203,34 @@ function unlessRefused(
   call$: Observable<ReactAgentEffectOutput>,
   limits: BudgetLimits | undefined,
 ): Observable<ReactAgentEffectOutput> {
-  const parts = parseStreamId(stream);
-  if (parts?.kind !== 'react') return call$;
-  const agent = agentStreams(parts.root, parts.agentId);
-  const refusal$ =
-    limits === undefined
-      ? turnRefusal$(agent, context)
-      : forkJoin([context.snapshot(agent.root, conversation), context.snapshot(agent.lifecycle, agentLifecycle)]).pipe(
-          switchMap(([talk, lifecycle]) => turnStartRefusal$(agent, talk?.state, lifecycle?.state, context, limits)),
-        );
-  return refusal$.pipe(switchMap((reason) => (reason === undefined ? call$ : from(loopEndedUnanswered(state, answersTo, reason, context.scheduler.now())))));
+  const agent = agentOfReact(stream);
+  if (agent === undefined) return call$;
+  return callRefusal$(agent, context, limits).pipe(
+    switchMap((reason) => (reason === undefined ? call$ : from(loopEndedUnanswered(state, answersTo, reason, context.scheduler.now())))),
+  );
+}
+
+/** Why `agent` may not call the model now (see {@link unlessRefused}), from the durable states: an Observable of one value. */
+function callRefusal$(agent: AgentStreams, context: EpicContext, limits: BudgetLimits | undefined): Observable<string | undefined> {
+  if (limits === undefined) return turnRefusal$(agent, context);
+  return forkJoin([context.snapshot(agent.root, conversation), context.snapshot(agent.lifecycle, agentLifecycle)]).pipe(
+    switchMap(([talk, lifecycle]) => turnStartRefusal$(agent, talk?.state, lifecycle?.state, context, limits)),
+  );
+}
+
+/**
+ * With budgets, why the model may not be asked a further round of the call answering up to
+ * `calledLlmAt` (see `ReactAgentEffectDeps.roundRefusal$`): once the round before is heard
+ * recorded on the stream (so the conversation's usage counts it), {@link callRefusal$}.
+ */
+function roundRefusalOf(view: StreamView<typeof reactAgent>, context: EpicContext, limits: BudgetLimits | undefined) {
+  const agent = agentOfReact(view.stream);
+  if (agent === undefined || limits === undefined) return undefined;
+  return (calledLlmAt: number): Observable<string | undefined> =>
+    view.later$.pipe(
+      first((rune) => rune.event.type === 'llm-round-answered' && rune.event.calledLlmAt === calledLlmAt),
+      switchMap(() => callRefusal$(agent, context, limits)),
+    );
 }
 
 /** The effects of every ReAct stream, reconciled by the engine (see {@link reactAgentEpics}). */
@@ -230,6 +249,7 @@ export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
       effects: (view, context): EffectsByKey<typeof reactAgent> => {
         const { state } = view;
         if (state === undefined || parseStreamId(view.stream)?.kind !== 'react') return {};
+        const roundRefusal$ = roundRefusalOf(view, context, budgets);
         const deps: ReactAgentEffectDeps = {
           call: (request) => call(request, context),
           registry,
@@ -239,6 +259,7 @@ export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
           ...(prices === undefined ? {} : { prices }),
           apply: (input, at) => applyAgentInput(input, at),
           claims: claimsOn(view, claimId),
+          ...(roundRefusal$ === undefined ? {} : { roundRefusal$ }),
         };
         return Object.fromEntries(
           Object.entries(reactAgentEffectsAt(state)).map(([key, effect]) => {

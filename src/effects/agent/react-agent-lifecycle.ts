@@ -6,19 +6,14 @@ import { reactAgentEffectsAt } from '../../reducers/react-agent/effects.js';
 import { reactAgent } from '../../reducers/react-agent/machine.js';
 import type { AgentState } from '../../reducers/react-agent/state.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../../reducers/rune.js';
-import { agentStreams, parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
+import type { AgentStreams } from '../../reducers/stream-ids.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { agentCompanions, type AgentAdmission } from './agent-companions.js';
 import type { BudgetLimits } from './agent-budgets.js';
 import { stateOf } from './state-of.js';
+import { agentOfReact } from './streams.js';
 import { turnStartRefusal } from './turn-refusal.js';
 import { reactTurnId, reactTurnUsageAt } from './turn-usage.js';
-
-/** The agent whose ReAct stream (`<root>/agent/<a>/react`) is `stream`, or undefined for any other stream. */
-function agentOfReact(stream: string): AgentStreams | undefined {
-  const parts = parseStreamId(stream);
-  return parts?.kind === 'react' ? agentStreams(parts.root, parts.agentId) : undefined;
-}
 
 /** The lifecycle step a ReAct agent's last command will bring about: its state, and the turn it runs. */
 interface Step {

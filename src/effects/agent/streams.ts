@@ -11,3 +11,9 @@ export function agentOfCall(stream: string): AgentStreams | undefined {
   const parts = parseStreamId(stream);
   return parts?.kind === 'call' ? agentStreams(parts.root, parts.agentId) : undefined;
 }
+
+/** The agent whose ReAct stream (`<root>/agent/<a>/react`) is `stream`, or undefined for any other stream. */
+export function agentOfReact(stream: string): AgentStreams | undefined {
+  const parts = parseStreamId(stream);
+  return parts?.kind === 'react' ? agentStreams(parts.root, parts.agentId) : undefined;
+}

@@ -7,7 +7,7 @@ import type { AgentStreams } from '../../reducers/stream-ids.js';
 import { NO_USAGE, addUsage, type Usage } from '../../reducers/budget.js';
 import type { EpicContext } from '../../streams/epic.js';
 import { budgetRefusal, type BudgetLimits } from './agent-budgets.js';
-import { conversationUsageNow$ } from './conversation-usage.js';
+import { conversationUsageNow$, reactTurnUsageNow } from './conversation-usage.js';
 
 /**
  * Why no turn of an agent may start now, from the durable states of its conversation (`talk`)
@@ -61,8 +61,10 @@ export function turnStartRefusal(
 
 /**
  * {@link turnStartRefusal} of `agent` now, the conversation's usage counting its running turns
- * ({@link conversationUsageNow$}: their answered calls are theirs until they end). Asked by
- * `agentTurns` when a turn starts and by `reactAgentLoop` before each model call.
+ * ({@link conversationUsageNow$}: their answered calls are theirs until they end), and the agent's
+ * its own running ReAct turn (a model call made again after a restart: the rounds answered before
+ * it, {@link reactTurnUsageNow}). Asked by `agentTurns` when a turn starts and by `reactAgentLoop`
+ * before each model call.
  */
 export async function turnStartRefusal$(
   agent: AgentStreams,
@@ -72,5 +74,7 @@ export async function turnStartRefusal$(
   limits: BudgetLimits | undefined,
 ): Promise<string | undefined> {
   if (turnRefusal(talk, lifecycle) !== undefined || limits === undefined || talk === undefined) return turnStartRefusal(talk, lifecycle, limits);
-  return turnStartRefusal(talk, lifecycle, limits, await lastValueFrom(conversationUsageNow$(agent.root, talk, context)));
+  const [talkUsed, running] = await Promise.all([lastValueFrom(conversationUsageNow$(agent.root, talk, context)), reactTurnUsageNow(agent, context)]);
+  const agentNow = lifecycle === undefined ? undefined : { ...lifecycle, usage: addUsage(lifecycle.usage, running) };
+  return turnStartRefusal(talk, agentNow, limits, talkUsed);
 }

@@ -37,14 +37,17 @@ export const reactTurnId = (seq: number): string => `react-${seq}`;
 
 /**
  * What a ReAct agent's turn `turnId` (see {@link reactTurnId}) used by `at`: the usage its model
- * call recorded (on its `re-act-observed`, each answered round a response), and its wall clock,
- * from the rune that started it to `at`. The ReAct counterpart of {@link turnUsageAt}.
+ * call recorded, each answered round a response (on its `llm-round-answered` runes as they were
+ * answered, by this process or one that died mid-call, and on its `re-act-observed`), and its wall
+ * clock, from the rune that started it to `at`. The ReAct counterpart of {@link turnUsageAt}.
  */
 export async function reactTurnUsageAt(react: string, turnId: string | undefined, at: number, context: EpicContext): Promise<Usage> {
   const start = /^react-(\d+)$/.exec(turnId ?? '')?.[1];
   if (start === undefined) return NO_USAGE;
   const runes = await lastValueFrom(context.read(react, Number(start) - 1).pipe(ofMachine(reactAgent), toArray()));
   let used = NO_USAGE;
-  for (const { event } of runes) if (event.type === 're-act-observed' && event.usage !== undefined) used = addUsage(used, event.usage);
+  for (const { event } of runes) {
+    if ((event.type === 're-act-observed' || event.type === 'llm-round-answered') && event.usage !== undefined) used = addUsage(used, event.usage);
+  }
   return withWallClock(used, runes[0]?.at, at);
 }

@@ -46,6 +46,19 @@ const ReActObserved = z.object({
   usage: Usage.optional(),
   timestamp,
 });
+/**
+ * Ours, not the seed's: a round of a model call that answered and asked again (internal tools,
+ * answered inside the call), with what it used. Recorded as it is answered, so a restart before
+ * the call's `re-act-observed` loses none of it: the call's turn sums these and its observation's
+ * `usage` (which then holds only the rounds after the last of these).
+ */
+const LlmRoundAnswered = z.object({
+  type: z.literal('llm-round-answered'),
+  /** The call it is a round of: the `answersTo` of its `call-llm` effect, as its `re-act-observed`'s `calledLlmAt`. */
+  calledLlmAt: z.number(),
+  usage: Usage,
+  timestamp,
+});
 const ToolCallCompleted = z.object({
   type: z.literal('tool-call-completed'),
   toolCallId: id,
@@ -75,7 +88,7 @@ const ToolCallClaimed = z.object({
 
 /**
  * Seed 004 "AgentInput": the seven inputs, in the seed's order, with the payloads of its examples;
- * then ours, `tool-call-claimed`.
+ * then ours, `tool-call-claimed` and `llm-round-answered`.
  */
 export const AgentInput = z.discriminatedUnion('type', [
   UserMessageReceived,
@@ -86,6 +99,7 @@ export const AgentInput = z.discriminatedUnion('type', [
   ContextWindowExpanded,
   HistoryToolCallsAdded,
   ToolCallClaimed,
+  LlmRoundAnswered,
 ]);
 export type AgentInput = z.infer<typeof AgentInput>;
 

@@ -24,13 +24,19 @@ export interface AgentInputRow {
  * finite states: every input may apply at any time, and the rules of `agentTransition` decide.
  */
 const inputs: readonly AgentInputRow[] = [
-  ...AGENT_INPUT_TYPES.filter((on) => on !== 'tool-call-claimed').map((on): AgentInputRow => ({ on, kind: on, source: 'seed' })),
+  ...AGENT_INPUT_TYPES.filter((on) => on !== 'tool-call-claimed' && on !== 'llm-round-answered').map((on): AgentInputRow => ({ on, kind: on, source: 'seed' })),
   {
     on: 'tool-call-claimed',
     // The tool-call machine's kind and payload, so whoever reads claims (the inspector, metrics) finds every claim by one kind.
     kind: 'tool.claimed',
     source: 'extension',
     note: 'the runner claims an external tool call in flight (unclaimed, or superseding its current claim) before its tool starts, so a process taking the agent over knows whether it started, and two runners cannot both start it',
+  },
+  {
+    on: 'llm-round-answered',
+    kind: 'llm-round-answered',
+    source: 'extension',
+    note: "a round of the model call in progress answered and asked again (internal tools), with its usage: recorded as it is answered, so a restart before the call's observation loses none of what the model answered",
   },
 ];
 

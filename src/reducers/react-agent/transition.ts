@@ -55,6 +55,8 @@ export function applyAgentInput(input: AgentInput, state: AgentState, options: A
       return historyToolCallsAdded(stamped, state);
     case 'tool-call-claimed':
       return toolCallClaimed(stamped, state);
+    case 'llm-round-answered':
+      return llmRoundAnswered(stamped, state);
   }
 }
 
@@ -211,6 +213,19 @@ function toolCallClaimed({ toolCallId, claim, supersedes, timestamp }: Input<'to
     toolCalls: { ...state.toolCalls, [toolCallId]: { ...call, claim, attempt: (call.attempt ?? 0) + 1 } },
     updatedAt: timestamp,
   });
+}
+
+/**
+ * A round of the model call in progress answered: the state keeps nothing of it (its usage is the
+ * rune's, summed by the call's turn), but only the current call has rounds, so one of a call the
+ * loop has already observed, or of no loop, is refused.
+ */
+function llmRoundAnswered({ calledLlmAt, timestamp }: Input<'llm-round-answered'>, state: AgentState): AgentInputOutcome {
+  if (state.reActContext === null) return notAllowed('no ReAct loop is in progress');
+  if (!(calledLlmAt > state.calledLlmAt)) {
+    return notAllowed(`stale round: calledLlmAt ${calledLlmAt} is not after the state's calledLlmAt ${state.calledLlmAt}`);
+  }
+  return applied({ ...state, updatedAt: timestamp });
 }
 
 /** The context with `ids` added after its own, each once. */

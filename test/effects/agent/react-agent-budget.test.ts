@@ -11,6 +11,7 @@ import {
   type AgentState,
   type ConversationState,
   type Engine,
+  type RuneStore,
 } from '../../../src/index.js';
 import { watchEngine } from '../../support/watched-engine.js';
 import { afterEmptyAnswer } from '../../support/empty-answer-chain.js';
@@ -30,8 +31,14 @@ afterEach(async () => {
 const clock = defineTool({ name: 'clock', description: 'The time now.', inputSchema: z.object({}), execute: () => '12:00' });
 const answer: ScriptStep = { text: 'An answer.', usage: { inputTokens: 10, outputTokens: 2 } };
 
-function start(modelCalls: number, script: readonly ScriptStep[] = [answer], chain?: ProviderChain, scheduler = new VirtualTimeScheduler(), tools = [clock]) {
-  const store = memoryStore();
+function start(
+  modelCalls: number,
+  script: readonly ScriptStep[] = [answer],
+  chain?: ProviderChain,
+  scheduler = new VirtualTimeScheduler(),
+  tools = [clock],
+  store: RuneStore = memoryStore(),
+) {
   const model = scriptedModel(script, { whenExhausted: 'cycle' });
   const engine = createEngine({
     store,
@@ -131,6 +138,34 @@ describe('a ReAct agent under its conversation budget', () => {
   });
 });
 
+describe('a ReAct model call of several rounds (internal tools answered inside it)', () => {
+  it('each round is a model call under the budget: with modelCalls 1, the round after the first is not asked, the loop ends saying why', async () => {
+    const internalRound: ScriptStep = { text: 'Looking.', toolCalls: [{ toolName: 'query_tool_calls', input: {} }], usage: { inputTokens: 7, outputTokens: 1 } };
+    const { engine, store, model, errors, runes, until, state } = start(1, [internalRound, answer]);
+    await engine.spawn(agent.react, 'react-agent');
+    await until(() => state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+    await engine.dispatch(agent.react, { type: 'user-message-received', messageId: 'm1', content: 'hi', timestamp: 1000 });
+    expect(await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle')).toBe(true);
+
+    expect(model.doStreamCalls).toHaveLength(1);
+    const reactRunes = await store.read(agent.react);
+    expect(reactRunes.map((rune) => rune.kind)).toEqual([
+      'spawned',
+      'user-message-received',
+      'llm-message-started',
+      'llm-round-answered',
+      'llm-message-completed',
+      're-act-observed',
+    ]);
+    expect(reactRunes.at(-1)?.event).toMatchObject({ observation: { type: 'complete-re-act', reason: 'conversation budget exhausted: modelCalls 1 of 1' } });
+    // The message started in the first round keeps what it had.
+    expect(state<AgentState>(agent.react)!.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Looking.', streaming: false });
+    expect(state<ConversationState>(agent.root)).toMatchObject({ value: 'suspended', usage: { modelCalls: 1 } });
+    expect(checkInvariants(runes)).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+});
+
 describe("a ReAct agent's model call that fails after an empty answer", () => {
   it("counts the empty answer: the provider answered it, so its call and tokens reach the agent's and the conversation's usage", async () => {
     const chain = afterEmptyAnswer({ error: 'HTTP 503' });
@@ -146,5 +181,52 @@ describe("a ReAct agent's model call that fails after an empty answer", () => {
     );
     expect(state<AgentLifecycleState>(agent.lifecycle)!.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });
     expect(state<ConversationState>(agent.root)!.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });
+  });
+});
+
+describe('a ReAct model call cut by a restart after a round of internal tools was answered', () => {
+  // The model answers a first round (an internal tool, answered inside the call) and hangs on the
+  // second; the process dies there. The answered round was a call the provider answered.
+  const internalRound: ScriptStep = { toolCalls: [{ toolName: 'query_tool_calls', input: {} }], usage: { inputTokens: 7, outputTokens: 1 } };
+  const hangs: ScriptStep = { hang: true };
+
+  /** The first process, on a store that outlives it: it dies with the call's second round under way. */
+  async function diesMidCall(modelCalls: number) {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} };
+    const before = start(modelCalls, [internalRound, hangs], undefined, undefined, undefined, kept);
+    await before.engine.spawn(agent.react, 'react-agent');
+    await before.until(() => before.state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+    await before.engine.dispatch(agent.react, { type: 'user-message-received', messageId: 'm1', content: 'hi', timestamp: 1000 });
+    expect(await before.until(() => before.model.doStreamCalls.length === 2)).toBe(true);
+    await before.engine.close();
+    expect(before.errors).toEqual([]);
+    return kept;
+  }
+
+  it("the round the dead process had answered counts in the call's turn, for the agent and the conversation", async () => {
+    const kept = await diesMidCall(10);
+    const { model, errors, until, state } = start(10, [answer], undefined, undefined, undefined, kept);
+    expect(await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle')).toBe(true);
+
+    expect(model.doStreamCalls).toHaveLength(1);
+    // Two answered calls: the dead process's round and the answer made after the restart.
+    const used = { inputTokens: 17, outputTokens: 3, modelCalls: 2 };
+    expect(state<AgentLifecycleState>(agent.lifecycle)!.usage).toMatchObject(used);
+    expect(state<ConversationState>(agent.root)!.usage).toMatchObject(used);
+    expect(errors).toEqual([]);
+  });
+
+  it('restarted with modelCalls 1, that round used the budget up: the call is not made again, the loop ends saying why', async () => {
+    // The first process had room for the second round; the one after the restart has none left.
+    const kept = await diesMidCall(10);
+    const { model, errors, until, state } = start(1, [answer], undefined, undefined, undefined, kept);
+    expect(await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle')).toBe(true);
+
+    expect(model.doStreamCalls).toHaveLength(0);
+    const observed = (await kept.read(agent.react)).filter((rune) => rune.kind === 're-act-observed');
+    expect(observed.map((rune) => rune.event)).toMatchObject([{ observation: { type: 'complete-re-act', reason: 'conversation budget exhausted: modelCalls 1 of 1' } }]);
+    expect(state<ConversationState>(agent.root)).toMatchObject({ value: 'suspended', usage: { modelCalls: 1 } });
+    expect(errors).toEqual([]);
   });
 });

@@ -36,7 +36,8 @@ describe('ReAct agent crash: the process dies with SIGKILL while an LLM call is 
     try {
       const state = await firstValueFrom(engine.state$<AgentState>(stream).pipe(filter((s) => s.reActContext === null && s.messages.length === 14)));
       const after = (await storeLog(store)).filter((r) => r.stream === stream && r.seq > before.length);
-      expect(after.map((r) => r.kind)).toEqual(['context-window-expanded', 'llm-message-completed', 're-act-observed']);
+      // The internal round is recorded as it is answered (its usage), before the model is asked again.
+      expect(after.map((r) => r.kind)).toEqual(['context-window-expanded', 'llm-round-answered', 'llm-message-completed', 're-act-observed']);
 
       // The message the dead process started is the one completed: no second answer.
       expect(state.messages.at(-1)).toMatchObject({ id: startedId, role: 'assistant', content: 'You first asked question 1.', streaming: false });

@@ -125,16 +125,18 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
         l: toolCall('i2', 'load_tool_call_results', { toolCallIds: ['t1'] }),
         f: finish,
       });
-      const second = m.cold<ChainOutput>('-(xf|)', { x: text('I added 1 and 2.'), f: finish });
+      const second = m.cold<ChainOutput>('----(xf|)', { x: text('I added 1 and 2.'), f: finish });
       const { call, context, requests } = setup(m, runes$, states, [first, second]);
-      m.expectObservable(reactAgentLoop({ call, tools: [add] })(runes$, context, undefined)).toBe('--h(sco)', {
+      // The first round is recorded, with its usage, before the model is asked again; the observation has the second's.
+      m.expectObservable(reactAgentLoop({ call, tools: [add] })(runes$, context, undefined)).toBe('--(hr)(sco)', {
         h: toAgent({ type: 'history-tool-calls-added', toolCallIds: ['t1'], timestamp: 2 }),
-        s: toAgent({ type: 'llm-message-started', messageId: 'llm-10', timestamp: 3 }),
-        c: toAgent({ type: 'llm-message-completed', messageId: 'llm-10', content: 'I added 1 and 2.', timestamp: 3 }),
-        o: toAgent({ type: 're-act-observed', calledLlmAt: 10, observation: { type: 'complete-re-act' }, usage: used(2), timestamp: 3 }),
+        r: toAgent({ type: 'llm-round-answered', calledLlmAt: 10, usage: used(1), timestamp: 2 }),
+        s: toAgent({ type: 'llm-message-started', messageId: 'llm-10', timestamp: 6 }),
+        c: toAgent({ type: 'llm-message-completed', messageId: 'llm-10', content: 'I added 1 and 2.', timestamp: 6 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 10, observation: { type: 'complete-re-act' }, usage: used(1), timestamp: 6 }),
       });
       m.expectSubscriptions(first.subscriptions).toBe('-^!');
-      m.expectSubscriptions(second.subscriptions).toBe('--^!');
+      m.expectSubscriptions(second.subscriptions).toBe('--^---!');
       return () => {
         const again = requests[1]!.messages;
         // The loaded call is a standard round of the context; the internal calls are this call's round only.
@@ -153,10 +155,11 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
       const first = m.cold<ChainOutput>('-(if|)', { i: toolCall('i1', 'load_older_messages', {}), f: finish });
       const second = m.cold<ChainOutput>('-(xf|)', { x: text('Nothing older.'), f: finish });
       const { call, context, requests } = setup(m, runes$, states, [first, second]);
-      m.expectObservable(reactAgentLoop({ call, tools: [] })(runes$, context, undefined)).toBe('---(sco)', {
+      m.expectObservable(reactAgentLoop({ call, tools: [] })(runes$, context, undefined)).toBe('--r(sco)', {
+        r: toAgent({ type: 'llm-round-answered', calledLlmAt: 1, usage: used(1), timestamp: 2 }),
         s: toAgent({ type: 'llm-message-started', messageId: 'llm-1', timestamp: 3 }),
         c: toAgent({ type: 'llm-message-completed', messageId: 'llm-1', content: 'Nothing older.', timestamp: 3 }),
-        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, usage: used(2), timestamp: 3 }),
+        o: toAgent({ type: 're-act-observed', calledLlmAt: 1, observation: { type: 'complete-re-act' }, usage: used(1), timestamp: 3 }),
       });
       return () =>
         expect(requests[1]!.messages.at(-1)!.content).toEqual([

@@ -152,9 +152,10 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
       // Quiet: long enough after the last client action, and after the last rune, for every
       // timeout to have fired twice. Work still moving is not stuck (a slow answer after a round
       // of calls that each waited out its approval, one by one); the extensions are bounded, so
-      // what ticks for ever is judged too.
+      // what ticks for ever is judged too. After the last rune from the start: a last action that
+      // jumped past the window after the client's has not let the work it set moving go quiet.
       const window = 2 * largestTimeout(world.settings) + 60_000;
-      let until = lastClientAt + window;
+      let until = Math.max(lastClientAt, world.log.at(-1)?.at ?? 0) + window;
       for (let extension = 0; until > world.clock.now && extension <= QUIET_EXTENSIONS; extension++) {
         await world.clock.advance(until - world.clock.now);
         until = (world.log.at(-1)?.at ?? 0) + window;

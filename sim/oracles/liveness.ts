@@ -56,7 +56,7 @@ export const livenessOracle = (): Oracle => ({
  * Whether a stream waits on one of `others`: an agent on its turn or ReAct loop; a turn on its
  * agent's tool calls; a tool call on the calls before it (calls that are not parallel-safe run one
  * at a time) and, for a delegation, on its sub-agent (`<agent>.<callId>`); a plan on the agents of
- * its conversation.
+ * its conversation; a chat actor (`<chat>/actor/<n>`) on its chat's agents, whose turn is its interaction.
  */
 function dependsOn(stream: string, machine: string, others: readonly string[]): boolean {
   const parts = parseStreamId(stream);
@@ -68,7 +68,7 @@ function dependsOn(stream: string, machine: string, others: readonly string[]): 
     const agent = `${parts.root}/agent/${parts.agentId}`;
     return candidates.some((other) => other.startsWith(`${agent}/call/`) || other.startsWith(`${agent}.${parts.callId}`));
   }
-  if (machine === 'autonomy-loop') return candidates.some((other) => other.startsWith(`${parts.root}/agent/`));
+  if (machine === 'autonomy-loop' || (machine === 'chat-actor' && parts.kind === 'actor')) return candidates.some((other) => other.startsWith(`${parts.root}/agent/`));
   return false;
 }
 

@@ -5,7 +5,7 @@ import type { RuneStore } from '../../src/streams/store.js';
 import { ACTION_KINDS, type ActionKind } from '../../sim/actions.js';
 import { rootTag } from '../../sim/fake-llm.js';
 import { runSeed } from '../../sim/run-seed.js';
-import type { World } from '../../sim/world.js';
+import { largestTimeout, type World } from '../../sim/world.js';
 
 /**
  * The simulation's own tests: a seed replays byte for byte, and each oracle catches a defect
@@ -26,6 +26,22 @@ describe('the simulation', () => {
     expect(second.transcript).toBe(first.transcript);
     const other = await runSeed(4, { steps: 80 });
     expect(other.transcript).not.toBe(first.transcript);
+  });
+
+  it('judges liveness only once the log has been quiet for its window, also after a last action that jumped past the window from the last client action', async () => {
+    // Seed 7's chats: its last jump goes past the window after the last chat, while the work that chat set moving still runs.
+    const judged: { now: number; lastRuneAt: number; window: number }[] = [];
+    const probe = {
+      name: 'quiet',
+      final: (world: World) => {
+        judged.push({ now: world.clock.now, lastRuneAt: world.log.at(-1)?.at ?? 0, window: 2 * largestTimeout(world.settings) + 60_000 });
+        return undefined;
+      },
+    };
+    await runSeed(7, { steps: 8, mix: only('chat', 'jump'), extraOracles: [probe] });
+    expect(judged).toHaveLength(1);
+    const [{ now, lastRuneAt, window }] = judged as [(typeof judged)[number]];
+    expect(now - lastRuneAt).toBeGreaterThanOrEqual(window);
   });
 
   it('catches a tool that runs its side effect twice for one call (the side-effect oracle)', async () => {

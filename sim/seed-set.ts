@@ -21,4 +21,8 @@ export const CI_SEEDS: readonly SeedExpectation[] = [
   // after a failed spawn (6044), a chat clock after a restart (6102, 6178), an empty answer fallen
   // over from before an answer that broke off (6192, 6045).
   ...[6044, 6102, 6178, 6192, 6045].map((seed) => ({ seed, expect: 'pass' })),
+  // A ReAct call's rounds answered across a restart and each under the budget (6001, 6051); a
+  // running chat actor waiting on its chat's agents (6501); a turn every provider failed, with no
+  // text (6483: the turn text oracle).
+  ...[6001, 6051, 6501, 6483].map((seed) => ({ seed, expect: 'pass' })),
 ];

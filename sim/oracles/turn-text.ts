@@ -38,7 +38,8 @@ export const turnTextOracle = (llm: FakeLlm): Oracle => {
           stream: rune.stream,
         };
       }
-      if (llm.sent.some((sent) => sent.text.startsWith(text))) return undefined;
+      // Nothing appended is a prefix of anything, even when no call sent a word (every provider failed).
+      if (text === '' || llm.sent.some((sent) => sent.text.startsWith(text))) return undefined;
       return {
         oracle: 'turn text',
         message: `${rune.stream} seq ${rune.seq} (${rune.kind}): its response's text ${quoted(text)} is no prefix of any answer the model sent`,

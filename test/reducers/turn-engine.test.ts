@@ -132,6 +132,19 @@ describe('turnEngine: context', () => {
     expect(s.turnUsage).toEqual(turnEngine.initial().turnUsage);
   });
 
+  it("counts an interrupt's usage (a call that died with its process) in turnUsage; an interrupt without one adds nothing", () => {
+    const round = [
+      { type: 'start_turn', input: 'hi' },
+      { type: 'tool_calls_received', callIds: ['c1'], usage: { inputTokens: 5, outputTokens: 2 } },
+      { type: 'tools_finished', more: true },
+    ] as const satisfies readonly TurnEngineEvent[];
+    const streaming = round.reduce<TurnEngineState>((s, e) => turnEngine.transition(s, e), turnEngine.initial());
+    const cut = turnEngine.step(streaming, { type: 'interrupt', reason: 'interrupted by restart', usage: { modelCalls: 1 } });
+    expect(cut).toMatchObject({ accepted: true, kind: 'turn.interrupted', payload: { reason: 'interrupted by restart', partialOutput: '' } });
+    expect(cut.state.turnUsage).toEqual({ inputTokens: 5, outputTokens: 2, modelCalls: 2, toolCalls: 1, wallClockMs: 0 });
+    expect(turnEngine.transition(streaming, { type: 'interrupt', reason: 'user' }).turnUsage).toEqual(streaming.turnUsage);
+  });
+
   it('keeps a steer for the next turn, which starts clean', () => {
     let s = turnEngine.transition(turnEngine.initial(), { type: 'start_turn', input: 'write a poem' });
     s = turnEngine.transition(s, { type: 'assistant_delta', content: 'Roses' });

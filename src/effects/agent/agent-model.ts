@@ -207,7 +207,9 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
  * `callRefusal$`): the answered calls of the conversation's other running turns count.
  *
  * A turn found `streaming` when this process took it over (after a restart) had its call die with
- * the old process: it is interrupted, "interrupted by restart", and the agent is ready again.
+ * the old process: it is interrupted, "interrupted by restart", and the agent is ready again. That
+ * call counts as one model call of the turn (`usage` of the `interrupt`): it may have been answered
+ * before the process died.
  */
 export function agentModel(options: AgentModelOptions | AgentModelChooser, budgets: BudgetLimits = {}, streaming: AgentModelStreaming = {}): Epic {
   const choose: AgentModelChooser = typeof options === 'function' ? options : () => of(options);
@@ -219,7 +221,9 @@ export function agentModel(options: AgentModelOptions | AgentModelChooser, budge
     effects: (view, context): EffectsByKey<typeof turnEngine> => {
       const agent = agentOfTurn(view.stream);
       if (agent === undefined) return {};
-      if (view.origin === 'resumed') return { interrupted: of({ type: 'interrupt', reason: INTERRUPTED_BY_RESTART }) };
+      // Its call counts as one model call: the provider may have answered it before the process
+      // died (and the log cannot tell), so the conversation's budget does not lose it.
+      if (view.origin === 'resumed') return { interrupted: of({ type: 'interrupt', reason: INTERRUPTED_BY_RESTART, usage: { modelCalls: 1 } }) };
       const model$ = choose(view.stream, context).pipe(
         switchMap((chosen) => respond(view.stream, context, chosen, deltaFlushMs)),
         catchError((error: unknown) => of<EpicCommand>({ stream: view.stream, event: { type: 'stream_error', error: errorText(error) } })),

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import { EMPTY, Observable, catchError, concat, defer, filter, first, from, lastValueFrom, map, merge, mergeMap, of, toArray } from 'rxjs';
+import { EMPTY, Observable, catchError, concat, concatMap, defer, filter, first, from, lastValueFrom, map, merge, mergeMap, of, toArray } from 'rxjs';
 import { z } from 'zod';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
+import { conversation } from '../../reducers/conversation/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { isRuneOf, type Rune } from '../../reducers/rune.js';
 import { MAX_SEGMENT, agentStreams, type AgentStreams } from '../../reducers/stream-ids.js';
@@ -19,6 +20,7 @@ import { defineTool, type AnyTool } from '../tools/tool.js';
 import { INTERRUPTED_BY_RESTART, executionStart } from '../tool-call-recovery.js';
 import { agentOfCall } from './streams.js';
 import { stateOf } from './state-of.js';
+import { turnRefusal$ } from './turn-refusal.js';
 
 /** The name of the built-in tool through which an agent hands a task to a sub-agent. */
 export const DELEGATE_TOOL = 'delegate';
@@ -141,6 +143,13 @@ export interface DelegationOptions extends DelegationLimits {
  *    streaming when the process died (`agentModel` interrupts it, "interrupted by restart") is started again once
  *    with the task, and the call's result is that second turn's; a second turn cut the same way
  *    ends the call with an `execution_error`. A cancelled delegate call interrupts the sub-agent's turn.
+ * 5. A task that may not start (`turnRefusal`: the conversation paused, suspended or closing, the
+ *    sub-agent ended) ends the call with an `execution_error` saying why ("the sub-agent's turn
+ *    could not start: the conversation is paused"), first run or resumed, nothing spawned if not
+ *    yet: the engine holds back a paused conversation's `start_turn` (`held`) and tells no epic,
+ *    so a call waiting for that turn's end would wait for ever. A pause that lands after the
+ *    check, before the start, ends it the same way. The parent's turn then goes on as after any
+ *    tool round (in a paused conversation, `agentModel` interrupts it).
  */
 export function delegation(options: DelegationOptions): Epic {
   const { roles, maxDepth = 2, maxAgents = 16, claimId = randomClaimId } = options;
@@ -179,9 +188,35 @@ export function delegation(options: DelegationOptions): Epic {
         defer(() => stateOf(context, sub.turn, turnEngine)).pipe(filter((turn) => turn?.value === 'idle')),
       ).pipe(first());
 
-    /** The task as a new turn of the sub-agent, listening (subscribed first) for its end before it starts. */
-    const start$ = (sub: AgentStreams, task: string): Observable<EpicCommand | ToolCallEvent> =>
-      merge(liveResult$(sub), of<EpicCommand>({ stream: sub.turn, event: { type: 'start_turn', input: task } }));
+    /**
+     * The task as a new turn of the sub-agent, after `before` (its spawn), listening (subscribed
+     * first) for its end before it starts. Unless no turn of it may start (`turnRefusal`: its
+     * conversation paused, suspended or closing; it ended): the call's result is then an error
+     * saying why, and nothing is spawned or started. A start refused all the same (`held`: the
+     * conversation paused after the check) is told to no epic: once its conversation refuses
+     * turns while the sub-agent's turn has not started, the call ends with that error too.
+     */
+    const start$ = (sub: AgentStreams, task: string, before: readonly EpicCommand[] = []): Observable<EpicCommand | ToolCallEvent> => {
+      const refused = (reason: string): ToolCallEvent => ({ type: 'execution_error', error: `the sub-agent's turn could not start: ${reason}` });
+      /** Why no turn of the sub-agent may start, if none may and it has not started one past its `turns`. */
+      const unstarted = async (turns: number): Promise<string | undefined> => {
+        const reason = await lastValueFrom(turnRefusal$(sub, context));
+        return reason !== undefined && ((await stateOf(context, sub.turn, turnEngine))?.turn ?? 0) === turns ? reason : undefined;
+      };
+      return defer(async (): Promise<Observable<EpicCommand | ToolCallEvent>> => {
+        const turns = (await stateOf(context, sub.turn, turnEngine))?.turn ?? 0;
+        const reason = await unstarted(turns);
+        if (reason !== undefined) return of(refused(reason));
+        const held$ = runes$.pipe(
+          filter((rune) => rune.stream === sub.root && isRuneOf(conversation, rune)),
+          concatMap(() => unstarted(turns)),
+          filter((why): why is string => why !== undefined),
+          map(refused),
+        );
+        const start: EpicCommand = { stream: sub.turn, event: { type: 'start_turn', input: task } };
+        return concat(from(before), merge(merge(liveResult$(sub), held$).pipe(first()), of(start)));
+      }).pipe(mergeMap((effect) => effect));
+    };
 
     /** A sub-agent found after a restart: its turn's result, or its task started once more if the restart cut its first turn. */
     const resumed$ = (sub: AgentStreams, task: string): Observable<EpicCommand | ToolCallEvent> =>
@@ -214,7 +249,7 @@ export function delegation(options: DelegationOptions): Epic {
           { stream: sub.lifecycle, spawn: agentLifecycle.id, input: { agentId: sub.agentId, role, parentId: parent.agentId, ...(model === undefined ? {} : { model }) } },
           { stream: sub.turn, spawn: turnEngine.id, input: { agentId: sub.agentId } },
         ];
-        return concat(from(spawn), start$(sub, task));
+        return start$(sub, task, spawn);
       }).pipe(mergeMap((effect) => effect));
     };
 

@@ -88,7 +88,15 @@ const table: readonly Row<S, E, P>[] = [
     payload: completed,
     note: "the seed's `usage`, with the response's `model`, `cost` and the turn's `wallClockMs` (an extension of the seed's payload), summed into `turnUsage` for budgets",
   },
-  { from: 'streaming', on: 'interrupt', to: 'interrupted', kind: 'turn.interrupted', assign: (_, e) => ({ reason: e.reason }), payload: interrupted },
+  {
+    from: 'streaming',
+    on: 'interrupt',
+    to: 'interrupted',
+    kind: 'turn.interrupted',
+    // A call cut short that may have been answered (it died with its process) counts, as a response does.
+    assign: (s, e) => ({ reason: e.reason, ...(e.usage === undefined ? {} : { turnUsage: addUsage(s.turnUsage, responseUsage(e.usage, 0, undefined)) }) }),
+    payload: interrupted,
+  },
   {
     from: 'streaming',
     on: 'steer',

@@ -82,7 +82,12 @@ export const TurnEngineEvent = z.discriminatedUnion('type', [
     ...ResponseUsage,
   }),
   z.object({ type: z.literal('response_done'), ...ResponseUsage }),
-  z.object({ type: z.literal('interrupt'), reason: z.string().optional() }),
+  z.object({
+    type: z.literal('interrupt'),
+    reason: z.string().optional(),
+    /** What the call it cuts short may have used (a call that died with its process may have been answered): counted in `turnUsage`. */
+    usage: Usage.optional(),
+  }),
   z.object({ type: z.literal('steer'), input: z.string() }),
   z.object({
     type: z.literal('stream_error'),

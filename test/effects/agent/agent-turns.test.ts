@@ -248,9 +248,35 @@ describe('agent turns: a turn stream is an agent', () => {
 
     const after = start(scriptedCaller([text('Back.')]).call, kept);
     await turnsDone(after, 'a1', 1);
-    expect((await runeWhere(after, a.turn, (r) => r.kind === 'turn.interrupted')).event).toEqual({ type: 'interrupt', reason: 'interrupted by restart' });
+    expect((await runeWhere(after, a.turn, (r) => r.kind === 'turn.interrupted')).event).toEqual({
+      type: 'interrupt',
+      reason: 'interrupted by restart',
+      usage: { modelCalls: 1 },
+    });
     await runeWhere(after, a.lifecycle, (r) => r.kind === 'turn.interrupted');
     expect((await after.snapshot(a.lifecycle))?.state).toMatchObject({ value: 'idle' });
+    expect(checkInvariants(await storeLog(store))).toEqual([]);
+  });
+
+  it('after a restart, the model call that died with the process counts in the usage of the turn it interrupts (it may have been answered: sim seed 9)', async () => {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} };
+    // A tool round answered and recorded, then a second call that streams its text and dies with the process.
+    const tool = toolCalls({ id: 'c1', name: 'clock', input: {} });
+    const before = start(scriptedCaller([tool, () => concat(of<ModelPart>({ type: 'text-delta', text: 'It is ' }), NEVER)]).call, kept);
+    const a = agentStreams('conv/c1', 'a1');
+    await before.spawn(a.turn, 'turn-engine');
+    await before.dispatch(a.turn, { type: 'start_turn', input: 'what time is it?' });
+    await runeWhere(before, a.call('c1'), (r) => r.kind === 'tool.call');
+    await before.dispatch(a.call('c1'), { type: 'no_approval_needed' });
+    await before.dispatch(a.call('c1'), { type: 'success', output: 'noon' });
+    await runeWhere(before, a.turn, (r) => r.kind === 'turn.assistant_delta');
+    await before.close(); // the process dies mid-answer
+
+    const after = start(scriptedCaller([]).call, kept);
+    const interrupted = await runeWhere(after, a.lifecycle, (r) => r.kind === 'turn.interrupted');
+    expect(interrupted.event).toMatchObject({ reason: 'interrupted by restart', usage: { modelCalls: 2, toolCalls: 1 } });
+    expect((await runeWhere(after, a.root, (r) => r.event.type === 'turn_completed')).event).toMatchObject({ outcome: 'interrupted', usage: { modelCalls: 2 } });
     expect(checkInvariants(await storeLog(store))).toEqual([]);
   });
 

@@ -118,6 +118,35 @@ describe('delegation: a delegate call runs a sub-agent', () => {
     ]);
   });
 
+  it('a conversation that takes no turn (paused): the call ends with an execution_error saying so, and nothing is spawned', async () => {
+    const w = conversation();
+    w.dispatch(ROOT, { type: 'pause_requested', reason: 'user' });
+    const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
+    const { stream, rune } = executingCall(w, 'root', delegateCall('d1'));
+    expect(await claimed(play, w, stream, rune)).toEqual([
+      { stream, event: { type: 'execution_error', error: "the sub-agent's turn could not start: the conversation is paused" } },
+    ]);
+    expect(w.value(agentStreams(ROOT, 'root.d1').lifecycle)).toBeUndefined();
+  });
+
+  it('paused after the task was sent but before it started (the engine holds the start back, telling no epic): the call ends with an execution_error; a pause once it started does not', async () => {
+    const w = conversation();
+    const play = playEpic(delegation({ roles }), w.context(), w.scheduler);
+    const held = executingCall(w, 'root', delegateCall('d1'));
+    const running = executingCall(w, 'root', delegateCall('d2'));
+    const heldCommands = await claimed(play, w, held.stream, held.rune);
+    expect(heldCommands.at(-1)).toEqual({ stream: agentStreams(ROOT, 'root.d1').turn, event: { type: 'start_turn', input: 'find the answer' } });
+    await applyAll(play, w, heldCommands.slice(0, -1)); // its spawns only: its start is held back
+    await applyAll(play, w, await claimed(play, w, running.stream, running.rune)); // started
+    expect(await play.send(w.dispatch(ROOT, { type: 'pause_requested', reason: 'user' }))).toEqual([
+      { stream: held.stream, event: { type: 'execution_error', error: "the sub-agent's turn could not start: the conversation is paused" } },
+    ]);
+    // The running sub-agent's turn goes on; its end is the other call's result.
+    expect(await play.send(w.dispatch(agentStreams(ROOT, 'root.d2').turn, { type: 'response_done' }))).toEqual([
+      { stream: running.stream, event: { type: 'success', output: '' } },
+    ]);
+  });
+
   it("a cancelled delegate call interrupts its sub-agent's turn with the call's reason", async () => {
     const w = conversation();
     const play = playEpic(delegation({ roles }), w.context(), w.scheduler);

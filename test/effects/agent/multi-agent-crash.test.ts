@@ -68,7 +68,7 @@ describe('multi-agent crash: the process dies with SIGKILL while a sub-agent tur
         'turn.completed',
         'turn_finalized',
       ]);
-      expect(runesOf(SUB.turn)[0]!.event).toEqual({ type: 'interrupt', reason: 'interrupted by restart' });
+      expect(runesOf(SUB.turn)[0]!.event).toEqual({ type: 'interrupt', reason: 'interrupted by restart', usage: { modelCalls: 1 } });
       expect(runesOf(SUB.turn)[2]!.event).toEqual({ type: 'start_turn', input: 'find A' });
       expect(researcher.doStreamCalls).toHaveLength(1);
       // It sees its task, the answer the crash cut ("Looking it"), and its task again.

@@ -23,6 +23,6 @@ export const CI_SEEDS: readonly SeedExpectation[] = [
   ...[6044, 6102, 6178, 6192, 6045].map((seed) => ({ seed, expect: 'pass' })),
   // A ReAct call's rounds answered across a restart and each under the budget (6001, 6051); a
   // running chat actor waiting on its chat's agents (6501); a turn every provider failed, with no
-  // text (6483: the turn text oracle).
-  ...[6001, 6051, 6501, 6483].map((seed) => ({ seed, expect: 'pass' })),
+  // text (6483: the turn text oracle); a delegate call a paused conversation refuses (6398).
+  ...[6001, 6051, 6501, 6483, 6398].map((seed) => ({ seed, expect: 'pass' })),
 ];

@@ -19,13 +19,9 @@ export interface CoalesceTextOptions<T> {
  * window that ends with nothing held closes. Any other value (what `textOf` says is not text) first
  * lets the held text pass, then passes itself, so the order of text and the rest is kept; so do the
  * source's end and its error. Nothing is held past the source's end: only an unsubscription drops
- * what a window holds (at most one window's text).
- *
- * @example
- * ```ts
- * // Pieces at 0, 10 and 20 ms, windows of 50 ms: "Hel" at once, then "lo there" at 50 ms.
- * source.pipe(coalesceText({ windowMs: 50, scheduler, textOf: (piece) => piece, joined: (text) => text }));
- * ```
+ * what a window holds (at most one window's text). So pieces `"Hel"`, `"lo "` and `"there"` at 0, 10
+ * and 20 ms, with windows of 50 ms, pass as `"Hel"` at once, then `"lo there"` at 50 ms (the marble
+ * tests in test/streams/coalesce-text.marbles.test.ts show more).
  */
 export function coalesceText<T>(options: CoalesceTextOptions<T>): MonoTypeOperatorFunction<T> {
   const { windowMs, scheduler, textOf, joined } = options;

@@ -7,7 +7,7 @@
  */
 
 // Models: one call, a chain of providers with fallback, their breakers, and a scripted model.
-export type { ChainOutput, ModelPart, ModelRequest, Provider, ToolSpec } from './effects/llm/model-types.js';
+export type { ChainOutput, ModelPart, ModelRequest, Provider, SpentCall, ToolSpec } from './effects/llm/model-types.js';
 export { ModelCallTimeoutError, modelCall$, type ModelCallOptions } from './effects/llm/model-call.js';
 export {
   AllProvidersFailedError,

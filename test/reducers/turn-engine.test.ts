@@ -29,6 +29,13 @@ describe('turnEngine: seed 003 diagram, edge by edge', () => {
     expectRow(turnEngine, at(from), event, to, kind);
   });
 
+  it('an empty answer fallen over from (model_call_spent, ours) stays streaming and counts as a response', () => {
+    expectRow(turnEngine, at('streaming'), { type: 'model_call_spent', usage: { inputTokens: 100 }, cost: 0.1 }, 'streaming', 'turn.model_call_spent');
+    const after = turnEngine.transition(at('streaming'), { type: 'model_call_spent', usage: { inputTokens: 100 }, cost: 0.1 });
+    expect(after.turnUsage).toMatchObject({ inputTokens: 100, modelCalls: 1, toolCalls: 0, cost: 0.1 });
+    expect(edgesOf(turnEngine).find((e) => e.on === 'model_call_spent')).toMatchObject({ source: 'extension', note: expect.any(String) });
+  });
+
   it('every drawn transition is in the table', () => {
     const drawn = drawnEdges(seed, '## TurnEngine State Machine');
     expect(drawn.length).toBe(12);
@@ -201,7 +208,7 @@ describe('turnEngine: bad input', () => {
   it('rejects an unknown event type by name', () => {
     const step = stepUnknown(turnEngine, at('idle'), { type: 'start' });
     expect(!step.accepted && step.reason).toMatchInlineSnapshot(
-      `"unknown event type "start" for machine "turn-engine"; expected one of: start_turn, assistant_delta, tool_calls_received, response_done, interrupt, steer, stream_error, tools_finished, tool_crash, turn_finalized"`,
+      `"unknown event type "start" for machine "turn-engine"; expected one of: start_turn, assistant_delta, tool_calls_received, response_done, model_call_spent, interrupt, steer, stream_error, tools_finished, tool_crash, turn_finalized"`,
     );
   });
 

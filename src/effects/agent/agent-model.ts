@@ -10,7 +10,6 @@ import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import { ofMachine } from '../../streams/of-machine.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
-import { spentOf } from '../llm/provider-chain.js';
 import { toSegment } from '../../reducers/stream-ids.js';
 import { agentOfTurn } from './streams.js';
 import { turnRefusal$ } from './turn-refusal.js';
@@ -119,7 +118,7 @@ function uniqueCallId(asked: string, used: Set<string>): string {
  * deltas of each `deltaFlushMs` window as one, see {@link AgentModelStreaming});
  * at the end either `tool_calls_received` (with what each call asked for) or `response_done`, each
  * with the response's usage, the model that answered and its cost by the price table; a failed
- * call `stream_error`. Each response also carries the turn's wall clock so far (`wallClockMs`, from
+ * call `stream_error`. An empty answer the chain fell over from is `model_call_spent` at once. Each response also carries the turn's wall clock so far (`wallClockMs`, from
  * its `turn.started` rune, on the engine's scheduler). Commands the call makes of its own (its
  * breakers) pass through.
  */
@@ -143,6 +142,17 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
         answer$.subscribe({
           next: (output) => {
             if (output.type === 'command') return subscriber.next(output.command);
+            if (output.type === 'spent') {
+              const cost = costOf(options.prices, output.model, output.usage);
+              return subscriber.next(
+                toTurn({
+                  type: 'model_call_spent',
+                  usage: output.usage,
+                  ...(output.model === undefined ? {} : { model: output.model }),
+                  ...(cost === undefined ? {} : { cost }),
+                }),
+              );
+            }
             const { part } = output;
             if (part.type === 'text-delta') subscriber.next(toTurn({ type: 'assistant_delta', content: part.text }));
             else if (part.type === 'tool-call') {
@@ -176,11 +186,7 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
         }),
       );
     }),
-    catchError((error: unknown) => {
-      // Empty answers the chain fell over from were answered: the turn counts them, failed or not.
-      const spent = spentOf(error);
-      return of<EpicCommand>({ stream, event: { type: 'stream_error', error: errorText(error), ...(spent === undefined ? {} : { usage: spent }) } });
-    }),
+    catchError((error: unknown) => of<EpicCommand>({ stream, event: { type: 'stream_error', error: errorText(error) } })),
   );
 }
 

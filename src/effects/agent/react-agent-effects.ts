@@ -1,7 +1,6 @@
 import type { ModelMessage } from 'ai';
 import { EMPTY, Observable, catchError, concat, defer, from, merge, mergeMap, of, switchMap, throwError, type SchedulerLike } from 'rxjs';
 import { NO_USAGE, addUsage, costOf, responseUsage, type PriceTable, type Usage } from '../../reducers/budget.js';
-import { spentOf } from '../llm/provider-chain.js';
 import { errorText } from '../../reducers/error-text.js';
 import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
 import type { AgentInput } from '../../reducers/react-agent/input.js';
@@ -161,7 +160,8 @@ export function loopEnded(state: AgentState, reason: string, timestamp: number):
  * (`continue-re-act`) or `complete-re-act`, and the call's `usage` (each answered round a
  * response, `responseUsage`). A round answered before the model is asked again is recorded as it
  * is answered (`llm-round-answered` with its usage; the observation's `usage` then holds the rounds
- * after it), so a restart mid-call loses none of what the model answered. A failed model call
+ * after it), so a restart mid-call loses none of what the model answered; so is an empty answer
+ * the provider chain fell over from (`emptyAnswer`), billed though it said nothing. A failed model call
  * completes the message with what it streamed and ends the loop, then errors (reported as the
  * effect's failure).
  */
@@ -192,6 +192,11 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
         const answer$ = deps.call(request).pipe(
           mergeMap((output): ReactAgentEffectOutput[] => {
             if (output.type === 'command') return [output.command];
+            if (output.type === 'spent') {
+              // Billed though it said nothing: recorded at once, so budgets count it while the next provider answers.
+              const spent = responseUsage(output.usage, 0, costOf(deps.prices, output.model, output.usage));
+              return [{ type: 'llm-round-answered', calledLlmAt: answersTo, usage: spent, emptyAnswer: true, timestamp: now() }];
+            }
             const { part } = output;
             if (part.type === 'text-delta') {
               text += part.text;
@@ -273,9 +278,6 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
       catchError((error: unknown) => {
         // The loop ends with what was streamed; the failure is reported, and the next message starts a new loop.
         for (const key of Object.keys(external)) delete external[key];
-        // Empty answers the chain fell over from were answered: they count, as for a turn-based agent.
-        const spent = spentOf(error);
-        if (spent !== undefined) usage = addUsage(usage, responseUsage(spent, 0, undefined));
         return concat(
           from(end()),
           throwError(() => error),

@@ -228,7 +228,7 @@ function roundRefusalOf(view: StreamView<typeof reactAgent>, context: EpicContex
   if (agent === undefined || limits === undefined) return undefined;
   return (calledLlmAt: number): Observable<string | undefined> =>
     view.later$.pipe(
-      first((rune) => rune.event.type === 'llm-round-answered' && rune.event.calledLlmAt === calledLlmAt),
+      first((rune) => rune.event.type === 'llm-round-answered' && rune.event.calledLlmAt === calledLlmAt && rune.event.emptyAnswer !== true),
       switchMap(() => callRefusal$(agent, context, limits)),
     );
 }

@@ -93,7 +93,7 @@ export function structuredAnswer$<T>(
         call({ ...request, messages }, context).subscribe({
           next: (output) => {
             if (output.type === 'command') subscriber.next(output);
-            else if (output.part.type === 'text-delta') text += output.part.text;
+            else if (output.type === 'part' && output.part.type === 'text-delta') text += output.part.text;
           },
           error: (error: unknown) => subscriber.error(error),
           complete: () => subscriber.complete(),

@@ -6,6 +6,7 @@ type UsageRecord = Readonly<Record<string, number | undefined>>;
 /**
  * What the answers a provider chain fell over from used: an empty answer (no text, no tool call)
  * is a call the provider answered, and billed, though the chain takes the next provider's answer.
+ * Each is emitted as it comes (a `spent` output); this sum is the record a failed call's error keeps.
  */
 export interface FallenOverUsage {
   /** How many such answers. */
@@ -25,16 +26,6 @@ export const addFallenOver = (fallen: FallenOverUsage, finish: Finish | undefine
   usage: sum({ ...fallen.usage }, finish?.usage),
 });
 
-/** The usage record of the answers fallen over from, `modelCalls` their number; none if none: what a failed call's turn still counts. */
+/** The usage record of the answers fallen over from, `modelCalls` their number; none if none. */
 export const fallenOverUsage = (fallen: FallenOverUsage): Record<string, number> | undefined =>
   fallen.calls === 0 ? undefined : { ...fallen.usage, modelCalls: fallen.calls };
-
-/**
- * The answer's finish part with the fallen-over answers added: their tokens summed into its
- * `usage`, and `modelCalls` (one, the answer's, plus theirs) saying how many calls it took, which
- * `responseUsage` counts. Unchanged when the chain fell over from none.
- */
-export function withFallenOver(finish: Finish, fallen: FallenOverUsage): Finish {
-  if (fallen.calls === 0) return finish;
-  return { ...finish, usage: { ...sum(sum({}, fallen.usage), finish.usage), modelCalls: 1 + fallen.calls } };
-}

@@ -44,5 +44,20 @@ export interface Provider {
   readonly breaker?: Partial<CircuitBreakerInput>;
 }
 
-/** What a call through a provider chain emits: the model's parts, and commands for its breakers. */
-export type ChainOutput = { readonly type: 'part'; readonly part: ModelPart } | { readonly type: 'command'; readonly command: EpicCommand };
+/**
+ * A model call answered with nothing (no text, no tool call) that a provider chain fell over
+ * from: the provider answered it, and billed it, so it counts as a model call with its tokens.
+ */
+export interface SpentCall {
+  readonly type: 'spent';
+  /** The empty answer's usage record (its `finish` part's), numbers only. */
+  readonly usage: Readonly<Record<string, number>>;
+  /** The id of the model that answered it, when the provider said. */
+  readonly model?: string;
+}
+
+/**
+ * What a call through a provider chain emits: the model's parts, commands for its breakers, and
+ * each empty answer it fell over from, as it falls over (a {@link SpentCall}).
+ */
+export type ChainOutput = { readonly type: 'part'; readonly part: ModelPart } | { readonly type: 'command'; readonly command: EpicCommand } | SpentCall;

@@ -4,9 +4,9 @@ import type { CircuitBreakerEvent, CircuitBreakerInput, CircuitBreakerState } fr
 import type { EpicCommand } from '../../streams/epic.js';
 import type { Snapshot } from '../../streams/store.js';
 import { modelCall$ } from './model-call.js';
-import type { ChainOutput, ModelPart, ModelRequest, Provider } from './model-types.js';
+import type { ChainOutput, ModelPart, ModelRequest, Provider, SpentCall } from './model-types.js';
 import { EmptyAnswerError, ProviderFailedError } from './provider-errors.js';
-import { addFallenOver, fallenOverUsage, withFallenOver, type FallenOverUsage } from './fallen-over-usage.js';
+import { addFallenOver, fallenOverUsage, type FallenOverUsage } from './fallen-over-usage.js';
 
 /** A provider fallback chain (seed 002): providers in order of preference, each behind a circuit breaker. */
 export interface ProviderChain {
@@ -31,7 +31,7 @@ export class AllProvidersFailedError extends Error {
     readonly failures: readonly ProviderFailure[],
     /** Providers not tried because their breaker let no call through (OPEN, or HALF_OPEN with its trials under way) while another's did. */
     readonly skipped: readonly string[] = [],
-    /** What the calls answered on the way used (empty answers, see `fallenOverUsage`), if any: they still count. */
+    /** What the calls answered on the way used (empty answers, emitted as `spent` outputs as they came), if any: a record. */
     readonly spent?: Readonly<Record<string, number>>,
   ) {
     const tried = failures.map((f) => `"${f.provider}": ${f.error.detail}`).join('; ');
@@ -39,13 +39,6 @@ export class AllProvidersFailedError extends Error {
     super(`all providers failed: ${tried}${notTried}`);
   }
 }
-
-/**
- * What a failed chain call's answered calls used (the empty answers it fell over from), if any:
- * an {@link AllProvidersFailedError}'s, or the `ProviderFailedError` of an answer that broke off.
- */
-export const spentOf = (error: unknown): Readonly<Record<string, number>> | undefined =>
-  error instanceof AllProvidersFailedError || error instanceof ProviderFailedError ? error.spent : undefined;
 
 /** A provider's breaker settings: its `breaker` over the defaults. */
 export const breakerInputOf = (provider: Pick<Provider, 'breaker'>): CircuitBreakerInput => ({
@@ -150,13 +143,13 @@ export interface ChainContext {
  * 3. A provider fails if its call errors, produces nothing for `callTimeoutMs`, or finishes with
  *    no text and no tool call ({@link EmptyAnswerError}), before its answer starts: its `failure`
  *    is recorded and the next provider is tried. An empty answer was still a call answered (and
- *    billed): the answer's `finish` part counts it, its tokens added to the `usage` and
- *    `usage.modelCalls` the calls it took (see `withFallenOver`). An HTTP 429 or 503 with `Retry-After` records
- *    the failure with `retryAfterMs`, which opens the breaker at once for that long.
+ *    billed): it is emitted at once, as a `spent` output with its usage ({@link SpentCall}),
+ *    so a budget counts it while the next provider answers. An HTTP 429 or 503 with `Retry-After`
+ *    records the failure with `retryAfterMs`, which opens the breaker at once for that long.
  * 4. The first provider whose answer starts (a text delta or a tool call) answers: its parts are
  *    emitted as they stream, then its `success` is recorded when the call completes. An error
  *    after that is recorded as a `failure` and errors the output: no fallback in the middle of an
- *    answer. Its `ProviderFailedError` carries the empty answers' usage as `spent` (see {@link spentOf}).
+ *    answer. Its `ProviderFailedError` records the empty answers' usage as `spent` (emitted already).
  * 5. Every error names its provider and keeps the server's error body ({@link ProviderFailedError});
  *    if all fail, the output errors with an {@link AllProvidersFailedError} listing each.
  * 6. Unsubscribing aborts the call in progress and records nothing for it.
@@ -207,7 +200,7 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
     let attempt: Subscription | undefined;
     let stopped = false;
     const failures: ProviderFailure[] = [];
-    // Empty answers fallen over from: answered (and billed) calls, counted in the answer's usage.
+    // Empty answers fallen over from: answered (and billed) calls, emitted as they come, recorded on a failure.
     let fallen: FallenOverUsage = { calls: 0, usage: {} };
 
     const record = (link: Link, event: CircuitBreakerEvent): void => {
@@ -258,8 +251,8 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
               return;
             }
             answered = true;
-            for (const early of held.splice(0)) subscriber.next({ type: 'part', part: early.type === 'finish' ? withFallenOver(early, fallen) : early });
-            subscriber.next({ type: 'part', part: part.type === 'finish' ? withFallenOver(part, fallen) : part });
+            for (const early of held.splice(0)) subscriber.next({ type: 'part', part: early });
+            subscriber.next({ type: 'part', part });
           },
           error: (error: unknown) => {
             endTrial();
@@ -277,6 +270,7 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
             if (!answered) {
               const finish = held.find((part) => part.type === 'finish');
               fallen = addFallenOver(fallen, finish);
+              subscriber.next(spentCall(finish));
               failures.push({ provider: link.provider.name, error: recordFailure(link, new EmptyAnswerError(finish?.finishReason)) });
               tryFrom(links, index + 1, skipped, forced);
               return;
@@ -324,6 +318,13 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
     };
   });
 }
+
+/** An empty answer as a {@link SpentCall}: its finish part's numeric usage and model. */
+const spentCall = (finish: Extract<ModelPart, { type: 'finish' }> | undefined): SpentCall => ({
+  type: 'spent',
+  usage: Object.fromEntries(Object.entries(finish?.usage ?? {}).filter((entry): entry is [string, number] => typeof entry[1] === 'number')),
+  ...(finish?.model === undefined ? {} : { model: finish.model }),
+});
 
 /** Whether a part starts an answer: text, or a tool call. A finish alone is no answer. */
 const startsAnswer = (part: ModelPart): boolean => (part.type === 'text-delta' && part.text.length > 0) || part.type === 'tool-call';

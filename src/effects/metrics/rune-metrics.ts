@@ -83,7 +83,7 @@ export class RuneMetrics {
         this.#awaitingDelta.delete(stream);
       }
     } else if (rune.to !== 'streaming') this.#awaitingDelta.delete(stream);
-    if (event.type === 'response_done' || event.type === 'tool_calls_received') {
+    if (event.type === 'response_done' || event.type === 'tool_calls_received' || event.type === 'model_call_spent') {
       const usage = event.usage as { inputTokens?: unknown; outputTokens?: unknown } | undefined;
       const model = this.labels.model(typeof event.model === 'string' ? event.model : 'unknown');
       const input = count(usage?.inputTokens);

@@ -145,6 +145,10 @@ export class RuneSpans {
     switch (event.type) {
       case 'start_turn':
         break;
+      case 'model_call_spent':
+        // An empty answer the chain fell over from: the call goes on, with the next provider.
+        turn.chat?.span.addEvent(rune.kind, payloadAttributes(rune.payload), rune.at);
+        break;
       case 'tools_finished':
         turn.span.addEvent(rune.kind, { [GEN_AI.callIds]: (rune.payload?.callIds as string[] | undefined) ?? [] }, rune.at);
         break;

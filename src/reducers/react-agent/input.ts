@@ -48,7 +48,7 @@ const ReActObserved = z.object({
 });
 /**
  * Ours, not the seed's: a round of a model call that answered and asked again (internal tools,
- * answered inside the call), with what it used. Recorded as it is answered, so a restart before
+ * answered inside the call), or an empty answer a provider chain fell over from, with what it used. Recorded as it is answered, so a restart before
  * the call's `re-act-observed` loses none of it: the call's turn sums these and its observation's
  * `usage` (which then holds only the rounds after the last of these).
  */
@@ -57,6 +57,11 @@ const LlmRoundAnswered = z.object({
   /** The call it is a round of: the `answersTo` of its `call-llm` effect, as its `re-act-observed`'s `calledLlmAt`. */
   calledLlmAt: z.number(),
   usage: Usage,
+  /**
+   * The call answered with nothing (no text, no tool call) and a provider chain fell over from it
+   * to the next provider: billed, so recorded at once, though no round of the call follows it.
+   */
+  emptyAnswer: z.literal(true).optional(),
   timestamp,
 });
 const ToolCallCompleted = z.object({

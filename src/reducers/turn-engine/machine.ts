@@ -90,6 +90,16 @@ const table: readonly Row<S, E, P>[] = [
   },
   {
     from: 'streaming',
+    on: 'model_call_spent',
+    kind: 'turn.model_call_spent',
+    // Billed though it said nothing: budgets count it now, not when the answer after it ends.
+    assign: (s, e) => ({ turnUsage: addUsage(s.turnUsage, responseUsage(e.usage, 0, e.cost)) }),
+    payload: (_, e) => ({ usage: e.usage, model: e.model, cost: e.cost }),
+    source: 'extension',
+    note: 'a call answered with nothing that a provider chain fell over from: billed, so counted in `turnUsage` as a response at once',
+  },
+  {
+    from: 'streaming',
     on: 'interrupt',
     to: 'interrupted',
     kind: 'turn.interrupted',

@@ -83,6 +83,13 @@ export const TurnEngineEvent = z.discriminatedUnion('type', [
   }),
   z.object({ type: z.literal('response_done'), ...ResponseUsage }),
   z.object({
+    type: z.literal('model_call_spent'),
+    /** The usage of a call answered with nothing, that a provider chain fell over from: counted in `turnUsage` at once, as a response. */
+    usage: Usage,
+    model: z.string().optional(),
+    cost: z.number().nonnegative().optional(),
+  }),
+  z.object({
     type: z.literal('interrupt'),
     reason: z.string().optional(),
     /** What the call it cuts short may have used (a call that died with its process may have been answered): counted in `turnUsage`. */
@@ -92,7 +99,10 @@ export const TurnEngineEvent = z.discriminatedUnion('type', [
   z.object({
     type: z.literal('stream_error'),
     error: z.string(),
-    /** What calls answered before the failure used (empty answers a provider chain fell over from): counted in `turnUsage`. */
+    /**
+     * What calls answered before the failure used, counted in `turnUsage`: what runes stored before
+     * `model_call_spent` carry (empty answers a provider chain fell over from). Not set now.
+     */
     usage: Usage.optional(),
   }),
   z.object({
@@ -125,6 +135,8 @@ export const TurnEnginePayloads = {
   }),
   /** The output streamed before the stop; a steer's input, for the next turn, when a steer stopped it. */
   'turn.interrupted': z.object({ reason: z.string().optional(), partialOutput: z.string(), steerInput: z.string().optional() }),
+  /** A model call answered with nothing (a provider chain fell over from it): its usage, counted as a response's. */
+  'turn.model_call_spent': z.object({ usage: Usage, model: z.string().optional(), cost: z.number().nonnegative().optional() }),
   /** `errorType` is the event that failed the turn: the model stream's error, or an unrecoverable tool crash. */
   'turn.error': z.object({ errorType: z.enum(['stream_error', 'tool_crash']), message: z.string() }),
   /** The round's calls, and how each ended when the dispatcher said. */

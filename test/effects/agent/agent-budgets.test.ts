@@ -147,6 +147,21 @@ describe('agent budgets: an empty answer the chain falls over from', () => {
   });
 });
 
+describe('agent budgets: an empty answer while the next provider still answers', () => {
+  it("counts at once: the turn's usage holds the empty answer's call and tokens before the answer after it ends", async () => {
+    const model = afterEmptyAnswer({ text: 'It is noon.', hang: true, afterDeltas: 1 });
+    const engine = createEngine({ store: memoryStore(), epics: agentEpics({ model, tools: [clock] }) });
+    engines.push(engine);
+    await spawnAgent(engine);
+    await engine.dispatch(a.turn, { type: 'start_turn', input: 'time?' });
+    // The second provider has streamed its first word and hangs: its answer has not ended.
+    const streaming = await firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.output === 'It')));
+    expect(streaming).toMatchObject({ value: 'streaming', turnUsage: { inputTokens: 100, modelCalls: 1 } });
+    const spent = await runeWhere(engine, a.turn, (rune) => rune.kind === 'turn.model_call_spent');
+    expect(spent.payload).toMatchObject({ usage: { inputTokens: 100, outputTokens: 0 } });
+  });
+});
+
 describe('agent budgets: an empty answer, then every other provider fails', () => {
   it("the turn ends in error, with the empty answer's call and tokens in its usage and the conversation's", async () => {
     const model = afterEmptyAnswer({ error: 'HTTP 503' });

@@ -184,6 +184,21 @@ describe("a ReAct agent's model call that fails after an empty answer", () => {
   });
 });
 
+describe("a ReAct agent's model call after an empty answer, while the next provider still answers", () => {
+  it('records the empty answer at once (llm-round-answered, emptyAnswer): its call counts in the running turn before the answer ends', async () => {
+    const chain = afterEmptyAnswer({ text: 'An answer.', hang: true, afterDeltas: 1 });
+    const { engine, until, state, runes } = start(10, [answer], chain);
+    await engine.spawn(agent.react, 'react-agent');
+    await until(() => state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+    await engine.dispatch(agent.react, { type: 'user-message-received', messageId: 'm1', content: 'hi', timestamp: 1000 });
+    expect(await until(() => runes.some((rune) => rune.stream === agent.react && rune.kind === 'llm-message-started'))).toBe(true);
+    const spent = runes.filter((rune) => rune.stream === agent.react && rune.kind === 'llm-round-answered');
+    expect(spent.map((rune) => rune.event)).toMatchObject([{ emptyAnswer: true, usage: { inputTokens: 100, modelCalls: 1 } }]);
+    // The call is still under way: the agent's turn runs, the empty answer already counted.
+    expect(state<AgentLifecycleState>(agent.lifecycle)?.value).toBe('running_turn');
+  });
+});
+
 describe('a ReAct model call cut by a restart after a round of internal tools was answered', () => {
   // The model answers a first round (an internal tool, answered inside the call) and hangs on the
   // second; the process dies there. The answered round was a call the provider answered.

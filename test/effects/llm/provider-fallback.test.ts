@@ -111,12 +111,16 @@ describe('provider fallback against an OpenAI-compatible server on 127.0.0.1', (
     const run = await runChain(engine, chainOf(['empty', 'garbage', 'hello']), clock);
     expect(run.error).toBeUndefined();
     expect(run.parts.map((p) => p.type)).toEqual(['text-delta', 'finish']);
+    // The empty answer was answered (and billed): one spent call; the unparseable stream was not answered.
+    expect(run.spent).toHaveLength(1);
+    expect(run.spent[0]).toMatchObject({ type: 'spent', model: expect.any(String) });
     expect(run.commands.filter((c) => c.endsWith('failure'))).toEqual(['provider/empty failure', 'provider/garbage failure']);
     expect((await breaker(engine, 'empty'))?.lastError).toBe('the model answered nothing: no text and no tool call (finish reason "stop")');
 
     const alone = await runChain(engine, chainOf(['empty']), clock);
     expect((alone.error as AllProvidersFailedError).failures[0]?.error.cause).toBeInstanceOf(EmptyAnswerError);
     expect(alone.parts).toEqual([]); // the held finish part is not emitted
+    expect(alone.spent).toHaveLength(1);
     await engine.close();
   });
 });

@@ -1,7 +1,16 @@
 import { VirtualTimeScheduler, type Observable, type SchedulerLike } from 'rxjs';
 import { expect } from 'vitest';
 import { isSpawnCommand, type CircuitBreakerState, type Engine, type EpicCommand } from '../../../src/index.js';
-import { chainCall$, scriptedModel, type ChainOutput, type ModelPart, type ModelRequest, type ProviderChain, type ScriptedModel } from '../../../src/agents.js';
+import {
+  chainCall$,
+  scriptedModel,
+  type ChainOutput,
+  type ModelPart,
+  type ModelRequest,
+  type ProviderChain,
+  type SpentCall,
+  type ScriptedModel,
+} from '../../../src/agents.js';
 
 /** A request with one user message and one tool. */
 export const request: ModelRequest = {
@@ -36,6 +45,8 @@ export async function execute(engine: Engine, command: EpicCommand): Promise<voi
 /** What a chain call produced, once its commands are all carried out on the engine. */
 export interface ChainRun {
   readonly parts: ModelPart[];
+  /** Each empty answer the chain fell over from, as it came. */
+  readonly spent: SpentCall[];
   /** Each command, in order, as `spawn <stream>` or `<stream> <event type>`. */
   readonly commands: string[];
   readonly error?: unknown;
@@ -47,11 +58,16 @@ export interface ChainRun {
  */
 export function runChain(engine: Engine, chain: ProviderChain, scheduler: SchedulerLike, req: ModelRequest = request): Promise<ChainRun> {
   const parts: ModelPart[] = [];
+  const spent: SpentCall[] = [];
   const commands: string[] = [];
   let done = Promise.resolve();
   const handle = async (output: ChainOutput): Promise<void> => {
     if (output.type === 'part') {
       parts.push(output.part);
+      return;
+    }
+    if (output.type === 'spent') {
+      spent.push(output);
       return;
     }
     const { command } = output;
@@ -61,8 +77,8 @@ export function runChain(engine: Engine, chain: ProviderChain, scheduler: Schedu
   return new Promise((resolve, reject) => {
     chainCall$(chain, req, { snapshot: engine.snapshot, scheduler }).subscribe({
       next: (output) => void (done = done.then(() => handle(output))),
-      error: (error: unknown) => void done.then(() => resolve({ parts, commands, error }), reject),
-      complete: () => void done.then(() => resolve({ parts, commands }), reject),
+      error: (error: unknown) => void done.then(() => resolve({ parts, spent, commands, error }), reject),
+      complete: () => void done.then(() => resolve({ parts, spent, commands }), reject),
     });
   });
 }

@@ -84,6 +84,11 @@ export class FakeLlm {
     this.#failureRate = options.failureRate ?? 0.05;
   }
 
+  /** The simulation's clock now (virtual time). */
+  now(): number {
+    return this.#clock.scheduler.now();
+  }
+
   onAnswered(listener: AnsweredListener): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);

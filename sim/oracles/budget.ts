@@ -1,4 +1,5 @@
 import type { Rune } from '../../src/reducers/rune.js';
+import { turnEdgeOf } from '../../src/reducers/turn-edges.js';
 import type { FakeLlm } from '../fake-llm.js';
 import { BusyAgents } from './busy-agents.js';
 import type { Finding, Oracle } from './oracle.js';
@@ -7,12 +8,17 @@ import type { Finding, Oracle } from './oracle.js';
  * Budgets from the model API's own count: the calls answered for a conversation's agents never
  * exceed its `modelCalls` limit plus the number of its agents whose turn was open when the limit
  * was reached (each may finish the model call it had under way: README's "next safe boundary"),
- * whatever kind of agent made them. A `budget_replenished` with a new budget moves the limit.
+ * whatever kind of agent made them. A turn whose start is logged at that same instant was open
+ * then (a ReAct call's answer may come before its lifecycle's `turn.started` rune is appended).
+ * A `budget_replenished` with a new budget moves the limit.
  */
 export const budgetOracle = (llm: FakeLlm, modelCalls: number): Oracle => {
   const agents = new BusyAgents();
-  /** Per conversation: its limit now, and once reached, the bound that then holds. */
-  const limits = new Map<string, { limit: number; bound?: number }>();
+  /**
+   * Per conversation: its limit now, and once reached, the bound that then holds, when it was
+   * reached and the agents whose turns were open then.
+   */
+  const limits = new Map<string, { limit: number; bound?: number; reachedAt?: number; open?: Set<string> }>();
   const limitOf = (root: string) => {
     let entry = limits.get(root);
     if (entry === undefined) limits.set(root, (entry = { limit: modelCalls }));
@@ -21,12 +27,21 @@ export const budgetOracle = (llm: FakeLlm, modelCalls: number): Oracle => {
   llm.onAnswered((root, book) => {
     if (root.startsWith('plan:') || root === 'untagged') return;
     const entry = limitOf(root);
-    if (entry.bound === undefined && book.answered >= entry.limit) entry.bound = entry.limit + agents.busyIn(root);
+    if (entry.bound !== undefined || book.answered < entry.limit) return;
+    entry.bound = entry.limit + agents.busyIn(root);
+    entry.reachedAt = llm.now();
+    entry.open = new Set([...agents.open.keys()].filter((agent) => agent.startsWith(`${root}/agent/`)));
   });
   return {
     name: 'budget',
     see(rune: Rune) {
       agents.see(rune);
+      const edge = turnEdgeOf(rune);
+      const entry = edge?.edge === 'start' ? limits.get(edge.root) : undefined;
+      if (entry?.open !== undefined && rune.at <= entry.reachedAt! && !entry.open.has(edge!.agent)) {
+        entry.open.add(edge!.agent);
+        entry.bound! += 1;
+      }
       if (rune.machine === 'conversation' && rune.event.type === 'budget_replenished') {
         const budget = (rune.event as { budget?: { modelCalls?: number } }).budget;
         if (budget !== undefined) limits.set(rune.stream, { limit: budget.modelCalls ?? Number.POSITIVE_INFINITY });

@@ -20,6 +20,8 @@ import { percentile, within } from './harness.js';
  * - `BENCH_CPU_MS` (default 3000): their measured window.
  * - `BENCH_RELAY` (default `doStream`, the issue's raw relay): how the anchor reads the model's stream, `streamText`
  *   (as the engine does) or `doStream` (the provider's stream alone, no SDK).
+ * - `BENCH_PARTS` (default `cpu,capacity,runes`): which parts run, for a quick look at one
+ *   (`cpu`: CPU per turn and per delta; `capacity`: sessions held; `runes`: runes per turn).
  */
 const WARMUP_MS = positiveEnv('BENCH_WARMUP_MS', 1500);
 const STEP_MS = positiveEnv('BENCH_STEP_MS', 2500);
@@ -27,6 +29,8 @@ const MAX_SESSIONS = positiveEnv('BENCH_MAX_SESSIONS', 3200);
 const CPU_SESSIONS = positiveEnv('BENCH_CPU_SESSIONS', 10);
 const CPU_MS = positiveEnv('BENCH_CPU_MS', 3000);
 const RELAY = process.env.BENCH_RELAY ?? 'doStream';
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'cpu,capacity,runes').split(','));
+for (const part of PARTS) if (!['cpu', 'capacity', 'runes'].includes(part)) throw new Error(`BENCH_PARTS names cpu, capacity or runes, got ${part}`);
 
 /** Each turn's answer: this many deltas, this far apart (a hosted model's 20 tokens a second). */
 const DELTAS = 20;
@@ -522,6 +526,16 @@ export async function benchStreamingSessions(): Promise<boolean> {
   );
   const results: boolean[] = [];
 
+  if (PARTS.has('cpu')) results.push(await cpuFigures());
+  if (PARTS.has('capacity')) results.push(await capacityFigures());
+  if (PARTS.has('runes')) results.push(await companionRunes(), await coalescedDeltas());
+  console.log(`  (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+  return results.every(Boolean);
+}
+
+/** Process CPU per turn, engine and relay, and the engine's work per delta beyond the relay's: whether the bars hold. */
+async function cpuFigures(): Promise<boolean> {
+  const results: boolean[] = [];
   console.log(`  process CPU per completed turn, ${CPU_SESSIONS} sessions in steady state (${WARMUP_MS} ms warm-up, ${CPU_MS} ms window)`);
   // The relay before and after the engines, their mean its figure: the machine's drift falls on both.
   const relayBefore = await cpuPerTurn('relay', relayHost());
@@ -537,7 +551,12 @@ export async function benchStreamingSessions(): Promise<boolean> {
     console.log(`  engine, ${kind}: work per delta beyond the relay's (${RELAY}) ${perDeltaUs.toFixed(0)} µs (bar: <= ${ENGINE_PER_DELTA_BAR_US} µs)  ${verdict(deltaOk)}`);
     results.push(cpuOk, deltaOk);
   }
+  return results.every(Boolean);
+}
 
+/** Sessions held under the latency bar, engine against relay: whether the ratio holds. */
+async function capacityFigures(): Promise<boolean> {
+  const results: boolean[] = [];
   console.log(
     `  sessions held with p99 latency (a delta due -> a subscriber hears the rune carrying it) < ${P99_BAR_MS} ms (${WARMUP_MS} ms warm-up, ${STEP_MS} ms window a round)`,
   );
@@ -549,8 +568,5 @@ export async function benchStreamingSessions(): Promise<boolean> {
     console.log(`  engine, ${kind}: ${held} sessions held against the relay's (${RELAY}) ${relay}: ratio ${ratio.toFixed(3)}x (bar: >= ${CAPACITY_BAR}x)  ${verdict(ok)}`);
     results.push(ok);
   }
-
-  results.push(await companionRunes(), await coalescedDeltas());
-  console.log(`  (${((performance.now() - started) / 1000).toFixed(0)} s)`);
   return results.every(Boolean);
 }

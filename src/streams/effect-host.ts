@@ -96,7 +96,8 @@ const isCommand = (value: object): value is EpicCommand => 'stream' in value && 
  * 1. On every live rune of the machine, `effects(view)` is asked what is due in the stream's new
  *    state: a new key starts (its Observable is subscribed), a vanished key is cancelled
  *    (unsubscribed), a kept key runs on untouched (a finished one is not started again until its
- *    key vanishes and comes back). A rune for which `restartOn` holds restarts the kept ones.
+ *    key vanishes and comes back). A rune for which `restartOn` holds restarts the kept ones; one
+ *    of the `unchangedBy` events that keeps the state name changes nothing, `effects` not asked.
  * 2. At start, the stored streams in the declaration's `states` (all of the machine's, with
  *    `'any'`) are listed from their heads (no hydration, unless `withState`: then `view.state` is
  *    read first) and their effects started as `resumed`: nothing is left hanging after a restart,
@@ -134,6 +135,7 @@ const isCommand = (value: object): value is EpicCommand => 'stream' in value && 
  */
 export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: StateEffects<M, Deps>): Epic<Deps> {
   const { name, machine, states, restartOn, withState = false, everyProcess = false } = declaration;
+  const unchangedBy = new Set<string>(declaration.unchangedBy ?? []);
   const anyState = states === 'any';
   const inStates = new Set<string>(anyState ? [] : states);
   const epic = (runes$: Observable<unknown>, context: EpicContext, deps: Deps): Observable<EpicCommand> =>
@@ -264,7 +266,9 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
           cancelAll(stream, effects, rune);
           return;
         }
-        if (effects !== undefined && restartOn?.(rune) === true) for (const slot of effects.slots.splice(0)) slot.stop(rune);
+        const restarts = effects !== undefined && restartOn?.(rune) === true;
+        if (effects !== undefined && !restarts && rune.from === rune.to && unchangedBy.has(rune.event.type)) return;
+        if (restarts) for (const slot of effects!.slots.splice(0)) slot.stop(rune);
         const entered = rune.event.type === SPAWN_EVENT_TYPE || rune.from !== rune.to || rune.to === undefined;
         reconcileView(viewOfRune(machine, rune, effects !== undefined || entered ? 'live' : 'resumed', context, later));
       };

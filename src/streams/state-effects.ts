@@ -104,6 +104,13 @@ export interface StateEffects<M extends AnyMachine, Deps = unknown> {
    * breaker's. Default: none does.
    */
   readonly restartOn?: (rune: RuneOf<M>) => boolean;
+  /**
+   * Events that never change what is due: a live rune of one of these types that keeps its
+   * stream's state name, once the stream's effects are reconciled in this process, reaches
+   * `later$` listeners and leaves the effects as they are, `effects` not asked (a turn's text
+   * deltas, many a turn). Default: none: every rune is reconciled.
+   */
+  readonly unchangedBy?: readonly EventOf<M>['type'][];
 }
 
 /** A stream's live runes after `afterSeq`, as the effect host hears them (see {@link StreamView.later$}). */

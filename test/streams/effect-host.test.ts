@@ -111,6 +111,36 @@ describe('stateEffects: reconciliation by key', () => {
   );
 
   it(
+    'unchangedBy: a rune of those events asks effects nothing (its later$ hears it); one that is not, or a stream not yet reconciled, is asked',
+    marbles((m) => {
+      const runes = m.hot('-a-b-c-d', {
+        // call-2's first rune is a progress update: heard first here, it is reconciled (resumed).
+        a: callRune('call-2', 4, { type: 'progress_update', chunk: 'x' }, 'executing', 'executing'),
+        b: callRune('call-1', 3, { type: 'approved' }, 'awaiting_approval', 'executing'),
+        c: callRune('call-1', 4, { type: 'progress_update', chunk: 'y' }, 'executing', 'executing'),
+        d: callRune('call-1', 5, { type: 'progress_update', chunk: 'z' }, 'executing', 'executing'),
+      });
+      const asked: string[] = [];
+      const epic = stateEffects({
+        name: 'test',
+        machine: toolCall,
+        states: ['executing'],
+        unchangedBy: ['progress_update'],
+        effects: (view) => {
+          asked.push(`${view.stream}#${view.seq} ${view.origin}`);
+          return {
+            hear: view.stream === 'call-1' ? view.later$.pipe(map((rune) => ({ type: 'progress_update' as const, chunk: `heard ${rune.seq}` }))) : NEVER,
+          };
+        },
+      });
+      const heard = (seq: number): EpicCommand => ({ stream: 'call-1', event: { type: 'progress_update', chunk: `heard ${seq}` } });
+      m.expect(epic(runes, epicContext(m.scheduler), undefined)).toBeObservable('-----c-d', { c: heard(4), d: heard(5) });
+      m.flush();
+      expect(asked).toEqual(['call-2#4 resumed', 'call-1#3 live']);
+    }),
+  );
+
+  it(
     "view.later$ gives an effect its own stream's later runes, the one that cancels it included, and nothing before or of other streams",
     marbles((m) => {
       const runes = m.hot('-a-b-c-d-e', {

@@ -6,7 +6,7 @@ import { Budget, NO_USAGE, addUsage, budgetOverrun, describeOverrun, type Budget
 import { conversation } from '../../reducers/conversation/machine.js';
 import type { ConversationState } from '../../reducers/conversation/schema.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
-import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import { TURN_PROGRESS, turnEngine } from '../../reducers/turn-engine/machine.js';
 import { durableDeadline } from '../../streams/durable-deadline.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
@@ -239,6 +239,7 @@ export function agentBudgets(limits: BudgetLimits): Epic {
     name: 'agentBudgets.turns',
     machine: turnEngine,
     states: ['streaming', 'tool_executing'],
+    unchangedBy: TURN_PROGRESS,
     effects: (view, context): EffectsByKey<typeof turnEngine> => {
       const agent = agentOfTurn(view.stream);
       if (agent === undefined) return {};

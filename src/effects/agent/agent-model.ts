@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Observable, catchError, defer, filter, forkJoin, from, map, of, switchMap, toArray } from 'rxjs';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
-import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import { TURN_PROGRESS, turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { TurnEngineEvent } from '../../reducers/turn-engine/schema.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
@@ -224,6 +224,7 @@ export function agentModel(options: AgentModelOptions | AgentModelChooser, budge
     name: 'agentModel',
     machine: turnEngine,
     states: ['streaming'],
+    unchangedBy: TURN_PROGRESS,
     effects: (view, context): EffectsByKey<typeof turnEngine> => {
       const agent = agentOfTurn(view.stream);
       if (agent === undefined) return {};

@@ -159,6 +159,12 @@ const table: readonly Row<S, E, P>[] = [
   { from: ['interrupted', 'completed', 'error'], on: 'turn_finalized', to: 'idle' },
 ];
 
+/**
+ * The events of a streaming turn that add only to its text and usage so far: what a turn's
+ * effects and companions do never depends on them (`unchangedBy`), and there are many a turn.
+ */
+export const TURN_PROGRESS: readonly TurnEngineEvent['type'][] = ['assistant_delta', 'model_call_spent'];
+
 /** The states a turn ends in (`turn_finalized` then makes it idle again). */
 export const TURN_ENDINGS: ReadonlySet<string> = new Set<TurnEngineStateName>(['completed', 'error', 'interrupted']);
 

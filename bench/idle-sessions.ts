@@ -102,7 +102,7 @@ export async function benchIdleSessions(): Promise<boolean> {
   const batch = 10_000;
   for (let from = 0; from < n; from += batch) {
     const spawns: Promise<unknown>[] = [];
-    for (let i = from; i < Math.min(n, from + batch); i++) spawns.push(engine.spawn(`chat-${i}`, chatActor));
+    for (let i = from; i < Math.min(n, from + batch); i++) spawns.push(engine.spawn(actorStream(i), chatActor));
     const results = (await Promise.all(spawns)) as { accepted: boolean; reason?: string }[];
     const refused = results.find((r) => !r.accepted);
     if (refused !== undefined) throw new Error(`spawn refused: ${refused.reason}`);
@@ -148,8 +148,12 @@ const SAMPLE_WINDOW_MS = 10_000;
  * down after their spawn, at the same instant, so their clocks would run out there too), and a
  * minute or more after the restart for the rest.
  */
+/** Session `i`'s actor, in the chat scheme a server uses (`chat/<c>/actor/<n>`): its clock reads its chat's work when due. */
+const actorStream = (i: number): string => `chat/c${String(i).padStart(8, '0')}/actor/1`;
+const ACTOR_STREAM = /^chat\/c(\d{8})\/actor\/1$/;
+
 function storedSession(i: number): { stream: string; at: number; shutDown: boolean; sampled: boolean } {
-  const stream = `chat-${String(i).padStart(8, '0')}`;
+  const stream = actorStream(i);
   const slot = i % SAMPLE_EVERY;
   if (slot === 0 || slot === SAMPLE_EVERY / 2) {
     const second = Math.floor(i / SAMPLE_EVERY) % (SAMPLE_WINDOW_MS / 1000);
@@ -170,7 +174,7 @@ const deadlineOf = (session: { at: number }): number => session.at + TIMEOUT;
  */
 function storedSessionsStore(n: number) {
   const indexOf = (stream: string): number | undefined => {
-    const i = stream.startsWith('chat-') ? Number(stream.slice(5)) : NaN;
+    const i = Number(ACTOR_STREAM.exec(stream)?.[1] ?? NaN);
     return Number.isInteger(i) && i >= 0 && i < n ? i : undefined;
   };
   /** What this engine appended, by stream: the sample's timeouts. */
@@ -196,6 +200,13 @@ function storedSessionsStore(n: number) {
     async *heads(query = {}) {
       if (query.machine !== undefined && query.machine !== chatActor.id) return;
       if (query.values !== undefined && !query.values.includes('idle')) return;
+      if (query.prefix !== undefined) {
+        // A chat's streams (what an actor's clock reads when due): its actor, no work besides.
+        const i = indexOf(`${query.prefix}actor/1`);
+        const head = i === undefined ? undefined : headOf(storedRunes(i));
+        if (head !== undefined) yield head;
+        return;
+      }
       const page = 1000;
       for (let from = 0; from < n; from += page) {
         await new Promise((resolve) => setImmediate(resolve));

@@ -1,4 +1,4 @@
-import { EMPTY, Observable, defer, exhaustMap, map, merge, of, startWith, switchMap } from 'rxjs';
+import { EMPTY, Observable, defaultIfEmpty, defer, exhaustMap, map, merge, of, startWith, switchMap, take } from 'rxjs';
 import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { ChatActorEvent } from '../reducers/chat-actor/schema.js';
 import { durableDeadline } from '../streams/durable-deadline.js';
@@ -40,9 +40,6 @@ const STALE_PAUSE = { type: 'Pause', reason: STALE_NO_ACTIVITY } as const;
 const INACTIVITY_TIMEOUT = { type: 'InactivityTimeout' } as const;
 const RESTART_PAUSE = { type: 'Pause', reason: INTERRUPTED_BY_RESTART } as const;
 
-/** Whether an actor's last rune leaves it a clock: one operator for every resumed actor's deadline. */
-const notShutDown = map((last: { kind: string } | undefined) => last?.kind !== 'Shutdown');
-
 /**
  * The chat actor's lifecycle (seed 000) as an epic:
  *
@@ -51,7 +48,9 @@ const notShutDown = map((last: { kind: string } | undefined) => last?.kind !== '
  *    after `inactivityTimeoutMs` without one, and with no call of the chat waiting for a person,
  *    it gets `InactivityTimeout` (and completes), in this process or one that found it in the
  *    store after a restart. While it is `running` no clock runs. Every clock is a `durableDeadline`
- *    on one shared timer wheel: a million idle actors are a million map entries and one scheduled action.
+ *    on one shared timer wheel, held as data: a million idle actors are a million map entries and
+ *    one scheduled action, no subscription. The chat's work is read from the store when the clock
+ *    runs out (work since moves it on), not heard as it happens.
  * 2. Heartbeat (seed 000's heartbeat task), kept in memory: while this process owns a `running`
  *    actor, the epic holds its heartbeat as a deadline moved by each of the actor's runes and
  *    each rune of its chat's work (`chat/<c>`'s agent, turn and tool calls, whoever owns them),
@@ -105,22 +104,13 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
    * `event`, once the actor and its chat's work have been quiet for `ms`: after its last rune or
    * its chat's last work rune, heard live or, when the clock runs out, read from the store (work
    * done before a restart, which this process never heard), unless a call of the chat waits for a
-   * person. A running actor's heartbeat (the stale `Pause`) and an idle or paused one's inactivity
-   * clock alike, in the process that saw its last rune or one that found it in the store. An actor
-   * outside the chat scheme has no work to hear: its own runes only, as a plain durable deadline
-   * (data on the shared wheel). `holds$`, when given, is asked once the clock runs out whether it
-   * still holds (a resumed actor's last rune may be a `Shutdown`).
+   * person: a running actor's heartbeat (the stale `Pause`), which hears its chat's work live. An
+   * actor outside the chat scheme has no work to hear: its own runes only, as a plain durable
+   * deadline (data on the shared wheel).
    */
-  const quietFor = <E extends ChatActorEvent>(
-    view: StreamView<typeof chatActor>,
-    context: EpicContext,
-    work: ChatWork,
-    ms: number,
-    event: E,
-    holds$?: Observable<boolean>,
-  ): Observable<E> => {
+  const quietFor = <E extends ChatActorEvent>(view: StreamView<typeof chatActor>, context: EpicContext, work: ChatWork, ms: number, event: E): Observable<E> => {
     const chat = chatOfActor(view.stream);
-    const options = { scheduler: context.scheduler, ...clock, ...(holds$ === undefined ? {} : { holds$ }) };
+    const options = { scheduler: context.scheduler, ...clock };
     if (chat === undefined) return durableDeadline(view.at + ms, event, options);
     // Quiet since `at`: runs out `ms` later, then again from the store's last work if that is later.
     const quietSince = (at: number): Observable<E> =>
@@ -134,6 +124,38 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
       startWith(view.at),
       switchMap(quietSince),
     );
+  };
+
+  /**
+   * What an idle or paused actor's inactivity clock reads once it runs out (see
+   * {@link durableDeadline}'s `holds$`), or `undefined` when there is nothing to read: a resumed
+   * actor whose last rune (`lastSeq`) is a `Shutdown` has no clock; in the chat scheme, its chat's
+   * work as the store has it (heard live before, or done before a restart alike) moves it to that
+   * work's time plus the timeout, and a call waiting for a person asks again `retryMs` later.
+   * Built from the few values it needs, read only when due: a million armed clocks hold no
+   * subscription, and no view of their stream.
+   */
+  const idleClockHolds$ = (stream: string, at: number, lastSeq: number | undefined, context: EpicContext): Observable<boolean | number> | undefined => {
+    const chat = chatOfActor(stream);
+    if (chat === undefined && lastSeq === undefined) return undefined;
+    return defer(() => {
+      const quiet$ =
+        chat === undefined
+          ? of<boolean | number>(true)
+          : storedWork$(chat, context).pipe(
+              map((stored): boolean | number => {
+                const until = Math.max(at, stored.lastAt) + inactivityTimeoutMs;
+                if (until > context.scheduler.now()) return until;
+                return stored.waitsForPerson ? context.scheduler.now() + retryMs : true;
+              }),
+            );
+      if (lastSeq === undefined) return quiet$;
+      return context.read(stream, lastSeq - 1).pipe(
+        take(1),
+        defaultIfEmpty(undefined),
+        switchMap((last) => (last?.kind === 'Shutdown' ? of(false) : quiet$)),
+      );
+    });
   };
 
   return function chatActorLifecycle(runes$, context, deps) {
@@ -155,9 +177,10 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
         // Found in the store: its last rune, read only once the clock runs out, may be a Shutdown, and
         // a shut-down actor has no clock, here as in the process that shut it down. Otherwise it times
         // out as soon as that is read (or if it cannot be), and is retried like any deadline. The
-        // read is part of the deadline's data: a million resumed clocks hold no subscription.
-        const holds$ = view.rune === undefined ? view.lastRune$.pipe(notShutDown) : undefined;
-        return { inactivity: quietFor(view, context, work, inactivityTimeoutMs, INACTIVITY_TIMEOUT, holds$) };
+        // reads are part of the deadline's data: a million armed clocks hold no subscription.
+        const holds$ = idleClockHolds$(view.stream, view.at, view.rune === undefined ? view.seq : undefined, context);
+        const options = { scheduler: context.scheduler, ...clock };
+        return { inactivity: durableDeadline(view.at + inactivityTimeoutMs, INACTIVITY_TIMEOUT, holds$ === undefined ? options : { ...options, holds$ }) };
       },
     });
     // The chat's work is heard whoever owns its streams: all the runes, where processes share a log.

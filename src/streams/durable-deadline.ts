@@ -16,9 +16,11 @@ export interface DurableDeadlineOptions {
    * Whether the deadline still holds, read each time it is due and never before: so a deadline
    * armed from a stream's head alone can depend on what only a read tells (its last rune, say)
    * and still cost no read and no subscription while it waits. Its first value `false` drops the
-   * deadline (nothing is emitted, now or later); `true`, no value or an error: it emits.
+   * deadline (nothing is emitted, now or later); a number later than now moves it there (it is
+   * read again then: an inactivity clock that finds work done since it was armed); `true`, an
+   * instant that has passed, no value or an error: it emits.
    */
-  readonly holds$?: Observable<boolean>;
+  readonly holds$?: Observable<boolean | number>;
 }
 
 /** A durable deadline as data: what {@link durableDeadline} arms. */
@@ -28,7 +30,7 @@ export interface DeadlineSpec<T = unknown> {
   readonly scheduler: SchedulerLike;
   readonly retryMs: number;
   readonly resolutionMs: number;
-  readonly holds$?: Observable<boolean>;
+  readonly holds$?: Observable<boolean | number>;
 }
 
 /** One timer wheel per scheduler and resolution: every deadline of an engine shares one scheduled action. */
@@ -48,7 +50,7 @@ function sharedWheel(scheduler: SchedulerLike, resolutionMs: number): TimerWheel
 }
 
 /** Read when a deadline with `holds$` is due: its first value, true when it gives none or fails. */
-const holdsWhenDue = (holds$: Observable<boolean>): Observable<boolean> =>
+const holdsWhenDue = (holds$: Observable<boolean | number>): Observable<boolean | number> =>
   holds$.pipe(
     take(1),
     defaultIfEmpty(true),
@@ -58,8 +60,8 @@ const holdsWhenDue = (holds$: Observable<boolean>): Observable<boolean> =>
 /**
  * A deadline armed on its scheduler's shared wheel: `due()` is called at `at`, then every
  * `retryMs`, until `disarm()` (or until its `holds$`, read first each time, says it no longer
- * holds: then `dropped()`). A class, not closures: the effect host keeps one per idle stream, a
- * million of them at once.
+ * holds: then `dropped()`; or says a later instant: then it is due again there). A class, not
+ * closures: the effect host keeps one per idle stream, a million of them at once.
  */
 export abstract class ArmedDeadline<T = unknown> {
   private armed = false;
@@ -96,7 +98,11 @@ export abstract class ArmedDeadline<T = unknown> {
     this.checking?.unsubscribe();
     const checking = holdsWhenDue(holds$).subscribe((holds) => {
       this.checking = undefined;
-      if (holds) return this.due(value);
+      if (typeof holds === 'number' && holds > scheduler.now()) {
+        if (this.armed) sharedWheel(scheduler, resolutionMs).set(this, holds);
+        return;
+      }
+      if (holds !== false) return this.due(value);
       this.disarm();
       this.dropped();
     });
@@ -140,8 +146,9 @@ class SubscribedDeadline<T> extends ArmedDeadline<T> {
  *    deadlines are a million map entries and one scheduled action.
  * 2. Unsubscribing disarms it. It never completes on its own, unless its `holds$` says it no longer
  *    holds: `holds$` is read each time it is due (never while it waits), and a first value `false`
- *    completes it without emitting. A deadline armed from a stream's head alone reads there what
- *    the head does not tell (the chat actor's lifecycle: whether its last rune is a `Shutdown`).
+ *    completes it without emitting; a later instant moves it there. A deadline armed from a
+ *    stream's head alone reads there what the head does not tell (the chat actor's lifecycle:
+ *    whether its last rune is a `Shutdown`, and when its chat last worked).
  * 3. It is also data: given as an effect to `stateEffects` as it is, the host arms it on the wheel
  *    without subscribing (a few dozen bytes per idle stream, not an rxjs subscription), `holds$`
  *    included (held as it is, subscribed only when due).

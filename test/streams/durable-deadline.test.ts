@@ -64,6 +64,21 @@ describe('durableDeadline', () => {
     expect(run(false, '5010ms |')).toEqual([5000]);
   });
 
+  it('moves to the later instant its holds$ names, reading it again there; an instant passed lets it emit', () => {
+    const scheduler = testScheduler();
+    const readAt: number[] = [];
+    scheduler.run(({ expectObservable }) => {
+      // Work seen at 7,000, then none: quiet until 7,000 + 5,000.
+      const holds$ = defer(() => {
+        readAt.push(scheduler.now());
+        return of(scheduler.now() < 12_000 ? 12_000 : true);
+      });
+      expectObservable(durableDeadline(5000, 'due', { scheduler, retryMs: 60_000, holds$ }), '^ 20s !').toBe('12s a', { a: 'due' });
+      expectObservable(durableDeadline(1000, 'passed', { scheduler, holds$: of(500) }).pipe(take(1))).toBe('1s (a|)', { a: 'passed' });
+    });
+    expect(readAt).toEqual([5000, 12_000]);
+  });
+
   it('emits when its holds$ gives no answer or fails: a read that cannot be made does not keep a deadline from firing', () => {
     const scheduler = testScheduler();
     scheduler.run(({ expectObservable }) => {

@@ -232,7 +232,8 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
     // side; an agent's group ends when its turn is idle again. A turn's progress asks nothing of them.
     const progress: ReadonlySet<string> = new Set(TURN_PROGRESS);
     const agentKey = (rune: Rune): string | undefined =>
-      (isRuneOf(turnEngine, rune) ? (progress.has(rune.event.type) ? undefined : agentOfTurn(rune.stream)) : isRuneOf(toolCall, rune) ? agentOfCall(rune.stream) : undefined)?.turn;
+      (isRuneOf(turnEngine, rune) ? (progress.has(rune.event.type) ? undefined : agentOfTurn(rune.stream)) : isRuneOf(toolCall, rune) ? agentOfCall(rune.stream) : undefined)
+        ?.turn;
     const keyed$ = runes$.pipe(
       map((rune) => ({ rune, key: agentKey(rune) })),
       filter((keyed): keyed is { rune: Rune; key: string } => keyed.key !== undefined),

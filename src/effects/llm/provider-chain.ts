@@ -170,6 +170,7 @@ export interface ChainContext {
  * const calling = chainCall$(chain, request, { snapshot: engine.snapshot, scheduler: asyncScheduler }).pipe(
  *   tap((out) => {
  *     if (out.type === 'part') return console.log(out.part.type);
+ *     if (out.type === 'spent') return console.log('an empty answer, billed:', out.usage); // none here
  *     const { command } = out;
  *     console.log(command.stream, isSpawnCommand(command) ? 'spawn' : command.event.type);
  *     // Not awaited: the breakers' runes need not hold up the answer (a refusal is a result, not an error).

@@ -1,4 +1,4 @@
-import { Observable, Subject, asyncScheduler, defer, filter, from, type SchedulerLike, type Subscription } from 'rxjs';
+import { Observable, Subject, asyncScheduler, concatMap, defer, filter, from, type SchedulerLike, type Subscription } from 'rxjs';
 import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine.js';
 import { machines as builtInMachines } from '../reducers/machines.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
@@ -759,15 +759,18 @@ export function createEngine(options: EngineOptions = {}): Engine {
     });
   }
 
-  /** A stream's stored runes after `afterSeq`, a page at a time. */
-  async function* storedRunes(stream: string, afterSeq: number): AsyncGenerator<Rune> {
+  /** A stream's stored runes after `afterSeq`, in pages of 1,000. */
+  async function* storedPages(stream: string, afterSeq: number): AsyncGenerator<readonly Rune[]> {
     for (let after = afterSeq; ; ) {
       const page = await readRunes(stream, after, 1000);
       if (page.length === 0) return;
-      yield* page;
+      yield page;
       after = page[page.length - 1]!.seq;
     }
   }
+  // A page's runes are emitted at once, one after another: an async generator's rune at a time
+  // costs a promise per rune, and a model call reads its whole turn stream.
+  const storedRunes = (stream: string, afterSeq: number): Observable<Rune> => from(storedPages(stream, afterSeq)).pipe(concatMap((page) => page));
 
   const release = (stream: string): void => instances.release(stream);
 
@@ -801,7 +804,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
       context: {
         state: <S>(stream: string) => instances.get(stream)?.durableState as S | undefined,
         snapshot: <S>(stream: string) => defer(() => snapshot<S>(stream)),
-        read: (stream, afterSeq = 0) => from(storedRunes(stream, afterSeq)),
+        read: (stream, afterSeq = 0) => storedRunes(stream, afterSeq),
         release,
         streams: (query) => from(store.heads(query)),
         scheduler,

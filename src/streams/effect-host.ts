@@ -102,7 +102,9 @@ const isCommand = (value: object): value is EpicCommand => 'stream' in value && 
  *    `'any'`) are listed from their heads (no hydration, unless `withState`: then `view.state` is
  *    read first) and their effects started as `resumed`: nothing is left hanging after a restart,
  *    and no epic keeps a flag or a listing of its own. A stream heard live while the listing runs
- *    is left to its live rune. A listing that fails is tried again (1 s, doubling to 30 s).
+ *    is left to its live rune, and so is one whose listed head is a rune this engine has stored
+ *    and not yet published (`context.unpublishedSeq`): the listing read it first. A listing that
+ *    fails is tried again (1 s, doubling to 30 s). Every change of ownership lists again.
  * 3. A stream first heard by a rune that does not change its state name was in that state before
  *    this process took it over: its effects start as `resumed` too.
  * 4. What an effect emits is dispatched: a bare event to its own stream. An effect that must hear
@@ -284,6 +286,9 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
                 .subscribe({
                   next: (head) => {
                     if (heardLive?.has(head.stream) || streams.has(head.stream) || hydrating.has(head.stream) || !owns(head.stream)) return;
+                    // Stored by this engine and not yet published: its live rune is on its way, and decides.
+                    const unpublished = context.unpublishedSeq?.(head.stream);
+                    if (unpublished !== undefined && head.seq <= unpublished) return;
                     reconcileView(viewOfHead(machine, head, context, later));
                   },
                   complete: () => {

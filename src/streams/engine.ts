@@ -806,6 +806,10 @@ export function createEngine(options: EngineOptions = {}): Engine {
         snapshot: <S>(stream: string) => defer(() => snapshot<S>(stream)),
         read: (stream, afterSeq = 0) => storedRunes(stream, afterSeq),
         release,
+        unpublishedSeq: (stream) => {
+          const instance = instances.get(stream);
+          return instance !== undefined && instance.seq > instance.durableSeq ? instance.seq : undefined;
+        },
         streams: (query) => from(store.heads(query)),
         scheduler,
         valueCheck: checkValue,

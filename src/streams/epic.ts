@@ -54,6 +54,13 @@ export interface EpicContext {
   /** Releases a stream's instance from memory; the next use hydrates it from the store. */
   release(stream: string): void;
   /**
+   * The seq of the newest rune of `stream` this engine has taken whose publication to the epics
+   * is still to come (its append under way), or `undefined` when none is: a listing of heads
+   * that finds that rune stored leaves the stream to its live rune, which is on its way, rather
+   * than take it for one found after a restart. Optional: a test context without one has none.
+   */
+  unpublishedSeq?(stream: string): number | undefined;
+  /**
    * The heads of the stored streams the query matches: how an epic resumes, when it starts, the
    * effects its streams still need (the Moorex idea: effects follow from state, so a restart
    * re-derives them). Completes after the last one.

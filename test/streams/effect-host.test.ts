@@ -243,6 +243,35 @@ describe('stateEffects: resuming from the store', () => {
   );
 
   it(
+    'a listed head this engine stored and has not yet published is left to its live rune, which comes after the listing',
+    marbles((m) => {
+      const origins: string[] = [];
+      // The listing reads the call's newest rune (seq 4) from the store before the engine publishes it.
+      let published = false;
+      const context = epicContext(m.scheduler, {
+        streams: () => m.cold('-a|', { a: head('call-1', 'awaiting_approval', 4) }),
+        unpublishedSeq: (stream) => (stream === 'call-1' && !published ? 4 : undefined),
+      });
+      const runes = m.hot('---a', { a: callRune('call-1', 4, { type: 'requires_approval' }, 'pending_call', 'awaiting_approval') });
+      m.scheduler.schedule(() => (published = true), 3);
+      const wait = m.cold('-');
+      const epic = stateEffects({
+        name: 'test',
+        machine: toolCall,
+        states: ['awaiting_approval'],
+        effects: (view) => {
+          origins.push(view.origin);
+          return { wait };
+        },
+      });
+      m.expect(epic(runes, context, undefined)).toBeObservable('-');
+      m.has(wait, '---^');
+      m.flush();
+      expect(origins).toEqual(['live']);
+    }),
+  );
+
+  it(
     'a stream first heard by a rune that keeps its state name was in it before this process: resumed',
     marbles((m) => {
       const origins: string[] = [];

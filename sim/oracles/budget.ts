@@ -10,7 +10,8 @@ import type { Finding, Oracle } from './oracle.js';
  * was reached (each may finish the model call it had under way: README's "next safe boundary"),
  * whatever kind of agent made them. A turn whose start is logged at that same instant was open
  * then (a ReAct call's answer may come before its lifecycle's `turn.started` rune is appended).
- * A `budget_replenished` with a new budget moves the limit.
+ * A `budget_replenished` with a new budget moves the limit; one below the calls answered already
+ * is reached at once, those calls no overrun of it.
  */
 export const budgetOracle = (llm: FakeLlm, modelCalls: number): Oracle => {
   const agents = new BusyAgents();
@@ -44,7 +45,18 @@ export const budgetOracle = (llm: FakeLlm, modelCalls: number): Oracle => {
       }
       if (rune.machine === 'conversation' && rune.event.type === 'budget_replenished') {
         const budget = (rune.event as { budget?: { modelCalls?: number } }).budget;
-        if (budget !== undefined) limits.set(rune.stream, { limit: budget.modelCalls ?? Number.POSITIVE_INFINITY });
+        if (budget !== undefined) {
+          const entry: { limit: number; bound?: number; reachedAt?: number; open?: Set<string> } = { limit: budget.modelCalls ?? Number.POSITIVE_INFINITY };
+          limits.set(rune.stream, entry);
+          // A new limit below what was answered already is reached at once: the calls answered
+          // before it are not an overrun of it, and the turns open now may finish their calls.
+          const answered = llm.books.get(rune.stream)?.answered ?? 0;
+          if (answered >= entry.limit) {
+            entry.bound = answered + agents.busyIn(rune.stream);
+            entry.reachedAt = llm.now();
+            entry.open = new Set([...agents.open.keys()].filter((agent) => agent.startsWith(`${rune.stream}/agent/`)));
+          }
+        }
       }
       return undefined;
     },

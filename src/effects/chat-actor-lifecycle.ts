@@ -1,10 +1,10 @@
-import { EMPTY, Observable, defaultIfEmpty, defer, exhaustMap, map, merge, of, startWith, switchMap, take } from 'rxjs';
+import { EMPTY, Observable, defaultIfEmpty, defer, exhaustMap, map, merge, of, startWith, switchMap } from 'rxjs';
 import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { ChatActorEvent } from '../reducers/chat-actor/schema.js';
 import { durableDeadline } from '../streams/durable-deadline.js';
 import { stateEffects } from '../streams/effect-host.js';
 import type { Epic, EpicContext } from '../streams/epic.js';
-import type { EffectsByKey, StreamView } from '../streams/state-effects.js';
+import { storedLastRune$, type EffectsByKey, type StreamView } from '../streams/state-effects.js';
 import { ChatWork, chatOfActor, storedWork$ } from './chat-work.js';
 import { INTERRUPTED_BY_RESTART } from './tool-call-recovery.js';
 
@@ -150,8 +150,7 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
               }),
             );
       if (lastSeq === undefined) return quiet$;
-      return context.read(stream, lastSeq - 1).pipe(
-        take(1),
+      return storedLastRune$(stream, lastSeq, context).pipe(
         defaultIfEmpty(undefined),
         switchMap((last) => (last?.kind === 'Shutdown' ? of(false) : quiet$)),
       );

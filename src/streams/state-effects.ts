@@ -151,7 +151,7 @@ export function viewOfHead<M extends AnyMachine>(machine: M, head: StreamHead, c
  * A stream's last rune, read from the store when subscribed. One Observable and one closure over
  * three values: a deadline armed from a head may hold it until it is due, a million of them at once.
  */
-const storedLastRune$ = (stream: string, seq: number, context: EpicContext): Observable<RuneOf<AnyMachine> | undefined> =>
+export const storedLastRune$ = (stream: string, seq: number, context: EpicContext): Observable<RuneOf<AnyMachine> | undefined> =>
   new Observable((subscriber) =>
     context
       .read(stream, seq - 1)

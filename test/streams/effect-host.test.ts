@@ -23,6 +23,18 @@ import { callRune, spawnRune } from '../effects/tools/support.js';
 const input = { callId: 'c', toolName: 't', arguments: {} };
 const head = (stream: string, value: string, seq = 3, at = 0): StreamHead => ({ stream, machine: toolCall.id, seq, value, at });
 
+/** An epic whose effect `wait` is due while a call awaits approval, noting each view's origin in `origins`. */
+const approvalWatcher = (origins: string[], wait: Observable<unknown>) =>
+  stateEffects({
+    name: 'test',
+    machine: toolCall,
+    states: ['awaiting_approval'],
+    effects: (view) => {
+      origins.push(view.origin);
+      return { wait: wait as Observable<never> };
+    },
+  });
+
 describe('stateEffects: reconciliation by key', () => {
   it(
     'starts a new key, keeps a kept one untouched across runes, cancels a vanished one',
@@ -226,15 +238,7 @@ describe('stateEffects: resuming from the store', () => {
       const context = epicContext(m.scheduler, { streams: () => m.cold('---a|', { a: head('call-1', 'awaiting_approval') }) });
       const runes = m.hot('-a', { a: callRune('call-1', 4, { type: 'requires_approval' }, 'pending_call', 'awaiting_approval') });
       const wait = m.cold('-');
-      const epic = stateEffects({
-        name: 'test',
-        machine: toolCall,
-        states: ['awaiting_approval'],
-        effects: (view) => {
-          origins.push(view.origin);
-          return { wait };
-        },
-      });
+      const epic = approvalWatcher(origins, wait);
       m.expect(epic(runes, context, undefined)).toBeObservable('-');
       m.has(wait, '-^');
       m.flush();
@@ -255,15 +259,7 @@ describe('stateEffects: resuming from the store', () => {
       const runes = m.hot('---a', { a: callRune('call-1', 4, { type: 'requires_approval' }, 'pending_call', 'awaiting_approval') });
       m.scheduler.schedule(() => (published = true), 3);
       const wait = m.cold('-');
-      const epic = stateEffects({
-        name: 'test',
-        machine: toolCall,
-        states: ['awaiting_approval'],
-        effects: (view) => {
-          origins.push(view.origin);
-          return { wait };
-        },
-      });
+      const epic = approvalWatcher(origins, wait);
       m.expect(epic(runes, context, undefined)).toBeObservable('-');
       m.has(wait, '---^');
       m.flush();

@@ -118,9 +118,9 @@ function uniqueCallId(asked: string, used: Set<string>): string {
  * deltas of each `deltaFlushMs` window as one, see {@link AgentModelStreaming});
  * at the end either `tool_calls_received` (with what each call asked for) or `response_done`, each
  * with the response's usage, the model that answered and its cost by the price table; a failed
- * call `stream_error`. An empty answer the chain fell over from is `model_call_spent` at once. Each response also carries the turn's wall clock so far (`wallClockMs`, from
- * its `turn.started` rune, on the engine's scheduler). Commands the call makes of its own (its
- * breakers) pass through.
+ * call `stream_error`. An empty answer the chain fell over from is `model_call_spent` at once.
+ * Each response also carries the turn's wall clock so far (`wallClockMs`, from its `turn.started`
+ * rune, on the engine's scheduler). Commands the call makes of its own (its breakers) pass through.
  */
 function respond(stream: string, context: EpicContext, options: AgentModelOptions, deltaFlushMs: number): Observable<EpicCommand> {
   return defer(() => requestOf(stream, context, options)).pipe(

@@ -161,9 +161,9 @@ export function loopEnded(state: AgentState, reason: string, timestamp: number):
  * response, `responseUsage`). A round answered before the model is asked again is recorded as it
  * is answered (`llm-round-answered` with its usage; the observation's `usage` then holds the rounds
  * after it), so a restart mid-call loses none of what the model answered; so is an empty answer
- * the provider chain fell over from (`emptyAnswer`), billed though it said nothing. A failed model call
- * completes the message with what it streamed and ends the loop, then errors (reported as the
- * effect's failure).
+ * the provider chain fell over from (`emptyAnswer`), billed though it said nothing. A failed model
+ * call completes the message with what it streamed and ends the loop, then errors (reported as
+ * the effect's failure).
  */
 function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectDeps): Observable<ReactAgentEffectOutput> {
   return defer(() => {

@@ -48,9 +48,10 @@ const ReActObserved = z.object({
 });
 /**
  * Ours, not the seed's: a round of a model call that answered and asked again (internal tools,
- * answered inside the call), or an empty answer a provider chain fell over from, with what it used. Recorded as it is answered, so a restart before
- * the call's `re-act-observed` loses none of it: the call's turn sums these and its observation's
- * `usage` (which then holds only the rounds after the last of these).
+ * answered inside the call), or an empty answer a provider chain fell over from, with what it
+ * used. Recorded as it is answered, so a restart before the call's `re-act-observed` loses none of
+ * it: the call's turn sums these and its observation's `usage` (which then holds only the rounds
+ * after the last of these).
  */
 const LlmRoundAnswered = z.object({
   type: z.literal('llm-round-answered'),

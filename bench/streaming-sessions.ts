@@ -20,8 +20,9 @@ import { percentile, within } from './harness.js';
  * - `BENCH_CPU_MS` (default 3000): their measured window.
  * - `BENCH_RELAY` (default `doStream`, the issue's raw relay): how the anchor reads the model's stream, `streamText`
  *   (as the engine does) or `doStream` (the provider's stream alone, no SDK).
- * - `BENCH_PARTS` (default `cpu,capacity,runes`): which parts run, for a quick look at one
- *   (`cpu`: CPU per turn and per delta; `capacity`: sessions held; `runes`: runes per turn).
+ * - `BENCH_PARTS` (default `cpu,capacity,runes,history`): which parts run, for a quick look at one
+ *   (`cpu`: CPU per turn and per delta; `capacity`: sessions held; `runes`: runes per turn;
+ *   `history`: a turn's cost early and late in a long conversation).
  */
 const WARMUP_MS = positiveEnv('BENCH_WARMUP_MS', 1500);
 const STEP_MS = positiveEnv('BENCH_STEP_MS', 2500);
@@ -29,8 +30,8 @@ const MAX_SESSIONS = positiveEnv('BENCH_MAX_SESSIONS', 3200);
 const CPU_SESSIONS = positiveEnv('BENCH_CPU_SESSIONS', 10);
 const CPU_MS = positiveEnv('BENCH_CPU_MS', 3000);
 const RELAY = process.env.BENCH_RELAY ?? 'doStream';
-const PARTS = new Set((process.env.BENCH_PARTS ?? 'cpu,capacity,runes').split(','));
-for (const part of PARTS) if (!['cpu', 'capacity', 'runes'].includes(part)) throw new Error(`BENCH_PARTS names cpu, capacity or runes, got ${part}`);
+const PARTS = new Set((process.env.BENCH_PARTS ?? 'cpu,capacity,runes,history').split(','));
+for (const part of PARTS) if (!['cpu', 'capacity', 'runes', 'history'].includes(part)) throw new Error(`BENCH_PARTS names cpu, capacity, runes or history, got ${part}`);
 
 /** Each turn's answer: this many deltas, this far apart (a hosted model's 20 tokens a second). */
 const DELTAS = 20;
@@ -53,6 +54,9 @@ const COMPANION_BAR = 4;
 const FAST_DELTA_MS = 10;
 const COALESCED_BAR = 6;
 const COMPANION_TURNS = 5;
+/** {@link historyGrowth}: this many turns of one conversation, its first and last this many compared. */
+const HISTORY_TURNS = 200;
+const HISTORY_SPAN = 20;
 const DELTA_KIND = 'turn.assistant_delta';
 
 function positiveEnv(name: string, fallback: number): number {
@@ -452,14 +456,14 @@ async function oneTurn(engine: Engine): Promise<void> {
   await within(finalized, 30_000, `${turn}: turn_finalized`);
 }
 
-/** An engine in memory on `model` with session 0 spawned, and ready once it has appended nothing for a while. */
-async function oneSession(model: LanguageModelV4): Promise<{ engine: Engine; store: RuneStore }> {
-  const store = memoryStore();
+/** An engine on `model` (in memory unless told) with session 0 spawned, and ready once it has appended nothing for a while. */
+async function oneSession(model: LanguageModelV4, kind: 'memory' | 'sqlite' = 'memory'): Promise<{ engine: Engine; store: RuneStore; remove: () => void }> {
+  const { store, remove } = storeOf(kind);
   const engine = createEngine({ store, epics: agentEpics({ model }) });
   const spawned = await engine.spawn(sessionStreams(0).turn, 'turn-engine');
   if (!spawned.accepted) throw new Error(`spawn refused: ${spawned.reason}`);
   await quiescence(engine);
-  return { engine, store };
+  return { engine, store, remove };
 }
 
 /**
@@ -488,6 +492,37 @@ async function companionRunes(): Promise<boolean> {
   console.log(`  companion runes per completed turn (${COMPANION_TURNS} turns, every stream, deltas aside): ${perTurn} (bar: <= ${COMPANION_BAR})  ${verdict(ok)}`);
   for (const [key, n] of kinds) console.log(`      ${(n / COMPANION_TURNS).toString().padStart(4)} x ${key}`);
   return ok;
+}
+
+/**
+ * Information, no bar: whether a turn costs more as its conversation grows (a model call is sent
+ * the whole conversation, but should not read it all from the store again). One session's turns
+ * back to back, unpaced: process CPU per turn over its first {@link HISTORY_SPAN} turns and over
+ * the last of {@link HISTORY_TURNS}.
+ */
+async function historyGrowth(): Promise<void> {
+  console.log(`  CPU per turn as a conversation grows (one session, unpaced ${DELTAS}-delta turns back to back; information, no bar)`);
+  for (const kind of ['memory', 'sqlite'] as const) {
+    const { engine, remove } = await oneSession(
+      scheduledModel(0, () => {}),
+      kind,
+    );
+    let early = 0;
+    let late = 0;
+    for (let turn = 1; turn <= HISTORY_TURNS; turn++) {
+      const cpuBefore = process.cpuUsage();
+      await oneTurn(engine);
+      const cpu = process.cpuUsage(cpuBefore);
+      if (turn <= HISTORY_SPAN) early += (cpu.user + cpu.system) / 1000;
+      else if (turn > HISTORY_TURNS - HISTORY_SPAN) late += (cpu.user + cpu.system) / 1000;
+    }
+    await engine.close();
+    remove();
+    const [first, last] = [early / HISTORY_SPAN, late / HISTORY_SPAN];
+    console.log(
+      `    engine, ${kind.padEnd(7)} turns 1-${HISTORY_SPAN}: ${first.toFixed(2)} ms, turns ${HISTORY_TURNS - HISTORY_SPAN + 1}-${HISTORY_TURNS}: ${last.toFixed(2)} ms CPU per turn (${(last / first).toFixed(2)}x)`,
+    );
+  }
 }
 
 /** A turn of {@link DELTAS} deltas {@link FAST_DELTA_MS} ms apart, at the default flush: how many delta runes, and its text unchanged. */
@@ -529,6 +564,7 @@ export async function benchStreamingSessions(): Promise<boolean> {
   if (PARTS.has('cpu')) results.push(await cpuFigures());
   if (PARTS.has('capacity')) results.push(await capacityFigures());
   if (PARTS.has('runes')) results.push(await companionRunes(), await coalescedDeltas());
+  if (PARTS.has('history')) await historyGrowth();
   console.log(`  (${((performance.now() - started) / 1000).toFixed(0)} s)`);
   return results.every(Boolean);
 }

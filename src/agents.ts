@@ -9,6 +9,7 @@
 // Models: one call, a chain of providers with fallback, their breakers, and a scripted model.
 export type { ChainOutput, ModelPart, ModelRequest, Provider, SpentCall, ToolSpec } from './effects/llm/model-types.js';
 export { ModelCallTimeoutError, modelCall$, type ModelCallOptions } from './effects/llm/model-call.js';
+export { MODEL_CALL_CHANNEL, type ModelCallReport } from './effects/llm/model-call-channel.js';
 export {
   AllProvidersFailedError,
   chainCall$,

@@ -123,6 +123,28 @@ interface Undelivered {
   readonly writer: string | undefined;
 }
 
+/** The first index of sorted `ids` whose id is not before `id`. */
+function lowerBound(ids: readonly string[], id: string): number {
+  let low = 0;
+  let high = ids.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if (ids[middle]! < id) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** Two sorted lists of ids as one. */
+function mergeSorted(a: readonly string[], b: readonly string[]): string[] {
+  if (a.length === 0) return [...b];
+  const merged = new Array<string>(a.length + b.length);
+  let i = 0;
+  let j = 0;
+  for (let k = 0; k < merged.length; k++) merged[k] = j >= b.length || (i < a.length && a[i]! < b[j]!) ? a[i++]! : b[j++]!;
+  return merged;
+}
+
 /**
  * A store in process memory: for tests, demos and embedding where durability is not wanted.
  * Same contract as every store (gapless seq enforced, atomic batches, snapshots, pruning). It has
@@ -141,6 +163,17 @@ interface Undelivered {
  */
 export function memoryStore(): RuneStore {
   const streams = new Map<string, MemoryStream>();
+  // The stream ids in order, for `heads`: those created since it last listed wait in `unlisted`,
+  // so a listing sorts only what is new and finds a prefix by binary search, not by a scan of all.
+  let listed: string[] = [];
+  let unlisted: string[] = [];
+  const orderedIds = (): readonly string[] => {
+    if (unlisted.length > 0) {
+      listed = mergeSorted(listed, unlisted.sort());
+      unlisted = [];
+    }
+    return listed;
+  };
   const { open, close } = openState();
   /** The newest epoch seen of each lease. */
   const epochs = new Map<string, number>();
@@ -193,7 +226,10 @@ export function memoryStore(): RuneStore {
 
   /** Adds a rune whose seq was checked to continue `s`, its stream (undefined: a new stream). */
   const push = (s: MemoryStream | undefined, rune: Rune): void => {
-    if (s === undefined) streams.set(rune.stream, (s = newStream(rune.machine)));
+    if (s === undefined) {
+      streams.set(rune.stream, (s = newStream(rune.machine)));
+      unlisted.push(rune.stream);
+    }
     let c = s.chunks[s.chunks.length - 1];
     if (c === undefined || c.size === CHUNK) s.chunks.push((c = newChunk(s.seq < CHUNK ? FIRST_CAPACITY : CHUNK)));
     else if (c.size === c.ats.length) grow(c);
@@ -254,9 +290,10 @@ export function memoryStore(): RuneStore {
     },
     async *heads(query = {}) {
       open();
-      const { prefix } = query;
-      for (const stream of [...streams.keys()].filter((id) => prefix === undefined || id.startsWith(prefix)).sort()) {
-        const head = headOf(stream, streams.get(stream)!);
+      const { prefix = '' } = query;
+      const ids = orderedIds();
+      for (let i = lowerBound(ids, prefix); i < ids.length && ids[i]!.startsWith(prefix); i++) {
+        const head = headOf(ids[i]!, streams.get(ids[i]!)!);
         if (headMatches(head, query)) yield head;
       }
     },

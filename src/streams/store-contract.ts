@@ -266,6 +266,11 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       ]);
       expect(await listed({ prefix: 'conv/c1/', machine: 'turn-engine' })).toEqual(['conv/c1/agent/a/turn']);
       expect(await listed({ prefix: 'conv/c2/' })).toEqual([]);
+      // Streams made after a listing take their places in the next one.
+      await store.append([runeOf('conv/c1/agent/aa', 1, 'agent-lifecycle'), runeOf('conv/c2/agent/a', 1, 'agent-lifecycle'), runeOf('conv/c1/agent/0', 1, 'agent-lifecycle')]);
+      expect(await listed({ prefix: 'conv/c1/agent/a' })).toEqual(['conv/c1/agent/a', 'conv/c1/agent/a/turn', 'conv/c1/agent/aa']);
+      expect(await listed({ prefix: 'conv/c2/' })).toEqual(['conv/c2/agent/a']);
+      expect((await listed({})).slice(0, 3)).toEqual(['conv/c0', 'conv/c1', 'conv/c1/agent/0']);
       await store.close();
     });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Observable, catchError, defer, filter, forkJoin, from, map, of, switchMap, toArray } from 'rxjs';
+import { Observable, catchError, defer, filter, forkJoin, from, map, of, switchMap } from 'rxjs';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import { TURN_PROGRESS, turnEngine } from '../../reducers/turn-engine/machine.js';
@@ -8,13 +8,13 @@ import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
-import { ofMachine } from '../../streams/of-machine.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
 import { toSegment } from '../../reducers/stream-ids.js';
 import { agentOfTurn } from './streams.js';
 import { turnRefusal$ } from './turn-refusal.js';
 import { callRefusal$, type BudgetLimits } from './agent-budgets.js';
 import { transcriptOf } from './transcript.js';
+import { turnRunes$ } from './turn-history.js';
 import { lastStartAt } from './turn-usage.js';
 import { errorText } from '../../reducers/error-text.js';
 import { costOf, type PriceTable } from '../../reducers/budget.js';
@@ -82,9 +82,7 @@ function requestOf(
   options: AgentModelOptions,
 ): Observable<{ request: ModelRequest; usedCallIds: Set<string>; startedAt: number | undefined }> {
   const agent = agentOfTurn(stream)!;
-  return context.read(stream).pipe(
-    ofMachine(turnEngine),
-    toArray(),
+  return turnRunes$(stream, context).pipe(
     switchMap((runes) => {
       const callIds = runes.flatMap((rune) => (rune.event.type === 'tool_calls_received' ? rune.event.callIds : []));
       const states$ = callIds.length === 0 ? of([]) : forkJoin(callIds.map((callId) => context.snapshot(agent.call(callId), toolCall)));

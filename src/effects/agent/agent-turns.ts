@@ -1,4 +1,4 @@
-import { EMPTY, Observable, concatMap, defer, filter, from, groupBy, lastValueFrom, map, merge, mergeMap, tap, toArray } from 'rxjs';
+import { EMPTY, Observable, concatMap, defer, filter, from, groupBy, lastValueFrom, map, merge, mergeMap, tap } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
@@ -9,13 +9,13 @@ import { STEERED, TURN_ENDINGS, TURN_PROGRESS, turnEngine } from '../../reducers
 import type { ToolResultSummary } from '../../reducers/turn-engine/schema.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
-import { ofMachine } from '../../streams/of-machine.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
 import { agentCompanions, type AgentAdmission } from './agent-companions.js';
 import { stateOf } from './state-of.js';
 import { agentOfCall, agentOfTurn } from './streams.js';
+import { turnRunes$ } from './turn-history.js';
 import { turnUsageAt } from './turn-usage.js';
 import type { BudgetLimits } from './agent-budgets.js';
 import { turnStartRefusal$ } from './turn-refusal.js';
@@ -26,7 +26,7 @@ const isTerminalCall = (state: ToolCallState | undefined): boolean => state !== 
 
 /** The calls of a turn's latest tool round, as the model asked for them (from its log). */
 async function latestRound(turn: string, context: EpicContext): Promise<readonly ToolCallInput[]> {
-  const runes = await lastValueFrom(context.read(turn).pipe(ofMachine(turnEngine), toArray()));
+  const runes = await lastValueFrom(turnRunes$(turn, context));
   for (let i = runes.length - 1; i >= 0; i--) {
     const { event } = runes[i]!;
     if (event.type === 'tool_calls_received') return event.calls ?? [];

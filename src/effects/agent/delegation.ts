@@ -12,7 +12,6 @@ import { TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js'
 import type { TurnEngineState } from '../../reducers/turn-engine/schema.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
-import { ofMachine } from '../../streams/of-machine.js';
 import type { EffectsByKey, StreamView } from '../../streams/state-effects.js';
 import { errorText } from '../../reducers/error-text.js';
 import { checkedClaim, claimCallThenRun, randomClaimId } from '../tools/claim-execution.js';
@@ -20,6 +19,7 @@ import { defineTool, type AnyTool } from '../tools/tool.js';
 import { INTERRUPTED_BY_RESTART, executionStart } from '../tool-call-recovery.js';
 import { agentOfCall } from './streams.js';
 import { stateOf } from './state-of.js';
+import { turnRunes$ } from './turn-history.js';
 import { turnRefusal$ } from './turn-refusal.js';
 
 /** The name of the built-in tool through which an agent hands a task to a sub-agent. */
@@ -172,7 +172,7 @@ export function delegation(options: DelegationOptions): Epic {
       merge(
         liveEnd$(sub),
         defer(async () => {
-          const runes = await lastValueFrom(context.read(sub.turn).pipe(ofMachine(turnEngine), toArray()));
+          const runes = await lastValueFrom(turnRunes$(sub.turn, context));
           for (const rune of [...runes].reverse()) {
             if (rune.event.type === 'start_turn') return [];
             if (rune.to !== undefined && TURN_ENDINGS.has(rune.to)) return [{ rune, turn: await stateOf(context, sub.turn, turnEngine) }];

@@ -6,6 +6,7 @@ import { turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { TurnEngineState } from '../../reducers/turn-engine/schema.js';
 import type { EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
+import { turnRunes$ } from './turn-history.js';
 
 /** When the last turn of these runes of a turn stream started: the `at` of the last `turn.started`. */
 export function lastStartAt(runes: readonly RuneOf<typeof turnEngine>[]): number | undefined {
@@ -15,7 +16,7 @@ export function lastStartAt(runes: readonly RuneOf<typeof turnEngine>[]): number
 
 /** When a turn stream's current (or last) turn started: the `at` of its last `turn.started` rune. */
 export async function turnStartedAt(turn: string, context: EpicContext): Promise<number | undefined> {
-  return lastStartAt(await lastValueFrom(context.read(turn).pipe(ofMachine(turnEngine), toArray())));
+  return lastStartAt(await lastValueFrom(turnRunes$(turn, context)));
 }
 
 /** `used` with the wall clock of a turn that started at `startedAt` (none if unknown) and ended at `at`. */

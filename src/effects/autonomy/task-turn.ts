@@ -5,8 +5,8 @@ import { toolCall, toolCallStatus } from '../../reducers/tool-call/machine.js';
 import { TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
 import type { EpicContext } from '../../streams/epic.js';
-import { ofMachine } from '../../streams/of-machine.js';
 import { stateOf } from '../agent/state-of.js';
+import { turnRunes$ } from '../agent/turn-history.js';
 
 /** Turn `n` of an agent as its log has it: the rune that started it, and the one that ended it once it ended. */
 export interface TaskTurn {
@@ -22,7 +22,7 @@ export interface EndedTurn {
 
 /** Finds turn `n` (its `turn.started` rune, `turnId` n) in the agent's turn log, and its end. */
 export async function findTurn(context: EpicContext, agent: AgentStreams, n: number): Promise<TaskTurn> {
-  const runes = await lastValueFrom(context.read(agent.turn).pipe(ofMachine(turnEngine), toArray()));
+  const runes = await lastValueFrom(turnRunes$(agent.turn, context));
   const index = runes.findIndex((rune) => rune.kind === 'turn.started' && (rune.payload as { turnId?: string } | undefined)?.turnId === String(n));
   if (index < 0) return { start: undefined, end: undefined };
   const end = runes.slice(index + 1).find((rune) => rune.to !== undefined && TURN_ENDINGS.has(rune.to));

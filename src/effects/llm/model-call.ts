@@ -134,12 +134,15 @@ export function modelCall$(model: LanguageModel, request: ModelRequest, options:
       if (subscriber.closed) return;
       if (parts === 0) throw new NoOutputGeneratedError({ message: 'No output generated. Check the stream for errors.' });
       if (!finished) subscriber.next({ type: 'finish', finishReason: 'other', usage: {}, ...answered });
+      // Read to its end: nothing to abort (an abort makes a DOMException, its stack captured, per call).
+      done = true;
       subscriber.complete();
     })()
       .catch((error: unknown) => {
         if (!controller.signal.aborted) subscriber.error(error);
       })
       .finally(() => (done = true));
+    // A call given up (unsubscribed, or failed mid-stream) is aborted, its response body released.
     return () => {
       if (done) return;
       controller.abort();

@@ -4,6 +4,7 @@ import type { CircuitBreakerEvent, CircuitBreakerInput, CircuitBreakerState } fr
 import type { EpicCommand } from '../../streams/epic.js';
 import type { Snapshot } from '../../streams/store.js';
 import { modelCall$ } from './model-call.js';
+import { reportModelCall, type MODEL_CALL_CHANNEL } from './model-call-channel.js';
 import type { ChainOutput, ModelPart, ModelRequest, Provider, SpentCall } from './model-types.js';
 import { EmptyAnswerError, ProviderFailedError } from './provider-errors.js';
 import { addFallenOver, fallenOverUsage, type FallenOverUsage } from './fallen-over-usage.js';
@@ -121,6 +122,11 @@ interface Link {
 export interface ChainContext {
   snapshot<S = unknown>(stream: string): ObservableInput<Snapshot<S> | undefined>;
   readonly scheduler: SchedulerLike;
+  /**
+   * A breaker's durable state now, if in memory (an epic's context has it): whether a success
+   * changes it, when the call ends. Optional: without it, the state read when the call started.
+   */
+  state?<S = unknown>(stream: string): S | undefined;
 }
 
 /**
@@ -147,9 +153,13 @@ export interface ChainContext {
  *    so a budget counts it while the next provider answers. An HTTP 429 or 503 with `Retry-After`
  *    records the failure with `retryAfterMs`, which opens the breaker at once for that long.
  * 4. The first provider whose answer starts (a text delta or a tool call) answers: its parts are
- *    emitted as they stream, then its `success` is recorded when the call completes. An error
- *    after that is recorded as a `failure` and errors the output: no fallback in the middle of an
- *    answer. Its `ProviderFailedError` records the empty answers' usage as `spent` (emitted already).
+ *    emitted as they stream, then its `success` is recorded when the call completes, if it changes
+ *    the breaker: not on a stored breaker `CLOSED` with no failure counted (as `context.state`
+ *    shows it then, else as read at the start), so answered calls do not all write to one stream.
+ *    An error after that is recorded as a `failure` and errors the output: no fallback in the
+ *    middle of an answer. Its `ProviderFailedError` records the empty answers' usage as `spent`
+ *    (emitted already). Every provider's outcome is also published on the
+ *    {@link MODEL_CALL_CHANNEL} diagnostics channel, which the metrics count.
  * 5. Every error names its provider and keeps the server's error body ({@link ProviderFailedError});
  *    if all fail, the output errors with an {@link AllProvidersFailedError} listing each.
  * 6. Unsubscribing aborts the call in progress and records nothing for it.
@@ -211,7 +221,16 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
       }
       subscriber.next({ type: 'command', command: { stream: link.stream, event } satisfies EpicCommand });
     };
+    // A success that changes nothing (a stored breaker CLOSED with no failure counted, its settings
+    // recorded) is not recorded: a rune per answered call on one stream every session writes to.
+    const recordSuccess = (link: Link): void => {
+      reportModelCall({ provider: link.provider.name, outcome: 'success' });
+      const now = context.state?.<CircuitBreakerState>(link.stream) ?? link.state;
+      if (now?.value === 'CLOSED' && now.failureCount === 0 && link.state !== undefined && !link.settingsChanged) return;
+      record(link, { type: 'success' });
+    };
     const recordFailure = (link: Link, error: unknown, spent?: Readonly<Record<string, number>>): ProviderFailedError => {
+      reportModelCall({ provider: link.provider.name, outcome: 'failure' });
       const failed = new ProviderFailedError(link.provider.name, error, context.scheduler.now(), spent);
       const { retryAfterMs } = failed;
       record(link, { type: 'failure', error: describeError(failed.detail), ...(retryAfterMs === undefined ? {} : { retryAfterMs }) });
@@ -276,7 +295,7 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
               tryFrom(links, index + 1, skipped, forced);
               return;
             }
-            record(link, { type: 'success' });
+            recordSuccess(link);
             subscriber.complete();
           },
         }),

@@ -67,7 +67,7 @@ export function engineMetricFamilies(registry: Registry, atScrape: ScrapeHooks) 
     }),
     modelCalls: new Counter({
       name: 'runestream_model_calls_total',
-      help: "Model calls by provider and outcome (success, failure), as the provider's circuit breaker records them.",
+      help: 'Model calls by provider and outcome (success, failure), each provider a chain tried, in this process.',
       labelNames: ['provider', 'outcome'] as const,
       registers,
     }),

@@ -8,6 +8,7 @@ import { engineMetricFamilies, type EngineMetricFamilies } from './metric-famili
 import type { MetricsSnapshot } from './metrics-sink.js';
 import { RuneMetrics } from './rune-metrics.js';
 import { circuitBreaker } from '../../reducers/circuit-breaker/machine.js';
+import { MODEL_CALL_CHANNEL, type ModelCallReport } from '../llm/model-call-channel.js';
 import { providerBreakerStream } from '../llm/provider-chain.js';
 
 /** Options of {@link createMetrics}, each with its default. */
@@ -86,14 +87,14 @@ export function createMetrics(options: MetricsOptions = {}): RunestreamMetrics {
   if (maxLabelLength < MIN_LABEL_LENGTH) throw new TypeError(`createMetrics: "maxLabelLength" must be at least ${MIN_LABEL_LENGTH} (room for a hash), got ${maxLabelLength}`);
   const label = (): ((value: string) => string) => boundedLabel(maxLabelValues, maxLabelLength);
   const registry = new Registry();
-  const labels = { machine: label(), runeLabel: label(), code: label(), epic: label() };
+  const labels = { machine: label(), runeLabel: label(), code: label(), epic: label(), provider: label() };
   let runes: RuneMetrics | undefined;
   let engine: Engine | undefined;
   const families: EngineMetricFamilies = engineMetricFamilies(registry, {
     runesAppended: (counter) => runes?.flushRunes(counter, labels.runeLabel),
     instances: () => engine?.size ?? 0,
   });
-  runes = new RuneMetrics(families, { tool: label(), provider: label(), model: label() }, maxTracked);
+  runes = new RuneMetrics(families, { tool: label(), provider: labels.provider, model: label() }, maxTracked);
 
   const onDispatch = (message: unknown): void => {
     const { machine, ms } = message as DispatchReport;
@@ -108,6 +109,10 @@ export function createMetrics(options: MetricsOptions = {}): RunestreamMetrics {
   };
   const onAppend = (message: unknown): void => {
     families.appendDuration.observe((message as StoreAppendReport).ms / 1000);
+  };
+  const onModelCall = (message: unknown): void => {
+    const { provider, outcome } = message as ModelCallReport;
+    families.modelCalls.inc({ provider: labels.provider(provider), outcome });
   };
 
   return {
@@ -125,6 +130,7 @@ export function createMetrics(options: MetricsOptions = {}): RunestreamMetrics {
       subscribe(ENGINE_CHANNELS.rejection, onRejection);
       subscribe(ENGINE_CHANNELS.hydration, onHydration);
       subscribe(ENGINE_CHANNELS.append, onAppend);
+      subscribe(MODEL_CALL_CHANNEL, onModelCall);
       let stopped = false;
       // After the live runes are heard, so a breaker one moves meanwhile keeps that rune's state.
       if (store !== undefined) {
@@ -146,6 +152,7 @@ export function createMetrics(options: MetricsOptions = {}): RunestreamMetrics {
         unsubscribe(ENGINE_CHANNELS.rejection, onRejection);
         unsubscribe(ENGINE_CHANNELS.hydration, onHydration);
         unsubscribe(ENGINE_CHANNELS.append, onAppend);
+        unsubscribe(MODEL_CALL_CHANNEL, onModelCall);
         engine = undefined;
       };
     },

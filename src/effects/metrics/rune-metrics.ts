@@ -127,9 +127,6 @@ export class RuneMetrics {
   }
 
   #breaker(rune: Rune): void {
-    const provider = this.labels.provider(rune.stream.slice(PROVIDER_PREFIX.length));
-    const { type } = rune.event;
-    if (type === 'success' || type === 'failure') this.families.modelCalls.inc({ provider, outcome: type });
     if (rune.to === undefined) return;
     if (this.#breakersSeen.size < this.maxTracked) this.#breakersSeen.add(rune.stream);
     this.#setBreakerState(rune.stream, rune.to);

@@ -92,6 +92,13 @@ describe('modelCall$', () => {
     expect(error).toBe(broken);
   });
 
+  it('leaves a call read to its end unaborted: nothing is cancelled, no AbortError made', async () => {
+    const model = scriptedModel([{ text: 'a b' }]);
+    const { error } = await collect(modelCall$(model, request));
+    expect(error).toBeUndefined();
+    expect(defined(model.doStreamCalls[0]?.abortSignal).aborted).toBe(false);
+  });
+
   it('aborts the call when unsubscribed: the model sees its signal abort and stops', async () => {
     const model = scriptedModel([{ text: 'a b c d', hang: true, afterDeltas: 2 }]);
     const parts: ModelPart[] = [];

@@ -67,11 +67,34 @@ describe('chainCall$', () => {
       expect(b.doStreamCalls[0]?.prompt).toEqual(a.doStreamCalls[0]?.prompt);
     }));
 
-  it('emits the spawn command only for a breaker that does not exist yet', () =>
+  it('emits the spawn command only for a breaker that does not exist yet, and a success only when it changes the breaker', () =>
     withEngine(async (engine, clock) => {
       const chain = { providers: [{ name: 'a', model: answering('a', 'hi') }] };
       expect((await runChain(engine, chain, clock)).commands).toEqual(['spawn provider/a', 'provider/a success']);
+      // CLOSED with no failure counted: the success would change nothing.
+      expect((await runChain(engine, chain, clock)).commands).toEqual([]);
+    }));
+
+  it('records a success that resets a failure count, then none while nothing fails', () =>
+    withEngine(async (engine, clock) => {
+      const model = scriptedModel([{ error: 'HTTP 500' }, { text: 'hi' }, { text: 'again' }], { modelId: 'a' });
+      const chain: ProviderChain = { providers: [{ name: 'a', model }] };
+      await runChain(engine, chain, clock);
+      expect(await breaker(engine, 'a')).toMatchObject({ value: 'CLOSED', failureCount: 1 });
       expect((await runChain(engine, chain, clock)).commands).toEqual(['provider/a success']);
+      expect(await breaker(engine, 'a')).toMatchObject({ value: 'CLOSED', failureCount: 0 });
+      expect((await runChain(engine, chain, clock)).commands).toEqual([]);
+    }));
+
+  it('records a success when the breaker counted a failure while the call ran (context.state)', () =>
+    withEngine(async (engine, clock) => {
+      const chain: ProviderChain = { providers: [{ name: 'a', model: answering('a', 'hi') }] };
+      await runChain(engine, chain, clock);
+      // Another call's failure, recorded after this call read the breaker and before it answered.
+      const counted = { ...(await breaker(engine, 'a'))!, failureCount: 1 };
+      const outputs = await lastValueFrom(chainCall$(chain, request, { snapshot: engine.snapshot, scheduler: clock, state: <S>() => counted as S }).pipe(toArray()));
+      const commands = outputs.flatMap((output) => (output.type === 'command' && 'event' in output.command ? [output.command.event.type] : []));
+      expect(commands).toEqual(['success']);
     }));
 
   it('opens a provider’s breaker at its failure threshold, then skips it while it is OPEN', () =>
@@ -92,7 +115,7 @@ describe('chainCall$', () => {
       const third = await runChain(engine, chain, clock);
       expect(a.doStreamCalls).toHaveLength(2); // not called a third time
       expect(text(third.parts)).toBe('from b');
-      expect(third.commands).toEqual(['provider/b success']);
+      expect(third.commands).toEqual([]); // b's success changes nothing
     }));
 
   it('with every breaker OPEN, still tries them all, in order, and records the outcomes', () =>

@@ -1,6 +1,6 @@
 import { firstValueFrom, from } from 'rxjs';
 import { describe, expect, it } from 'vitest';
-import { KEPT_TURN_HISTORIES, turnRunes$ } from '../../../src/effects/agent/turn-history.js';
+import { KEPT_TURN_RUNES, turnRunes$ } from '../../../src/effects/agent/turn-history.js';
 import type { Rune } from '../../../src/reducers/rune.js';
 import type { EpicContext } from '../../../src/streams/epic.js';
 
@@ -43,6 +43,27 @@ describe('turnRunes$: a turn stream read once, then only what came after', () =>
     expect(runes[2]).toMatchObject({ at: 40, payload: { content: 'Hello' } });
   });
 
+  it('joins each run of deltas, within a read and across reads, and keeps a single delta as it is', async () => {
+    const delta = (seq: number, content: string) => rune(seq, { type: 'assistant_delta', content });
+    const log = [rune(1, { type: 'start_turn', input: 'q' }), delta(2, 'a'), delta(3, 'b'), delta(4, 'c'), rune(5, { type: 'response_done' })];
+    log.push(rune(6, { type: 'start_turn', input: 'r' }), delta(7, 'd'), rune(8, { type: 'response_done' }), rune(9, { type: 'start_turn', input: 's' }), delta(10, 'e'));
+    const { context } = loggedContext(log);
+    await firstValueFrom(turnRunes$(STREAM, context));
+    log.push(delta(11, 'f'), delta(12, 'g'));
+    const runes = await firstValueFrom(turnRunes$(STREAM, context));
+    expect(runes.map((r) => `${r.seq}:${r.event.type === 'assistant_delta' ? r.event.content : r.event.type}`)).toEqual([
+      '1:start_turn',
+      '4:abc',
+      '5:response_done',
+      '6:start_turn',
+      '7:d',
+      '8:response_done',
+      '9:start_turn',
+      '12:efg',
+    ]);
+    expect(runes[4]).toBe(log[6]); // a lone delta is the stored rune itself
+  });
+
   it('keeps a history per engine: another context reads its own store whole', async () => {
     const first = loggedContext([rune(1, { type: 'spawn' }), rune(2, { type: 'start_turn', input: 'one' })]);
     const second = loggedContext([rune(1, { type: 'spawn' }), rune(2, { type: 'start_turn', input: 'two' })]);
@@ -61,14 +82,18 @@ describe('turnRunes$: a turn stream read once, then only what came after', () =>
     expect(before.map((r) => r.seq)).toEqual([1, 2]);
   });
 
-  it(`keeps the ${KEPT_TURN_HISTORIES} streams read last: the least recent is read whole again`, async () => {
-    const streams = Array.from({ length: KEPT_TURN_HISTORIES + 1 }, (_, i) => `conv/c${i}/agent/a/turn`);
-    const { context, reads } = loggedContext(streams.map((stream) => rune(1, { type: 'spawn' }, stream)));
+  it(`keeps the histories read last up to ${KEPT_TURN_RUNES} runes: the least recently read is read whole again`, async () => {
+    const streams = ['conv/c1/agent/a/turn', 'conv/c2/agent/a/turn', 'conv/c3/agent/a/turn'];
+    const each = Math.ceil(KEPT_TURN_RUNES / 2.5); // two fit, three do not
+    const log = streams.flatMap((stream) => Array.from({ length: each }, (_, i) => rune(i + 1, { type: 'start_turn', input: `${i}` }, stream)));
+    const { context, reads } = loggedContext(log);
     for (const stream of streams) await firstValueFrom(turnRunes$(stream, context));
-    await firstValueFrom(turnRunes$(streams.at(-1)!, context));
+    await firstValueFrom(turnRunes$(streams[2]!, context));
+    await firstValueFrom(turnRunes$(streams[1]!, context));
     await firstValueFrom(turnRunes$(streams[0]!, context));
-    expect(reads.slice(-2)).toEqual([
-      { stream: streams.at(-1), afterSeq: 1 },
+    expect(reads.slice(-3)).toEqual([
+      { stream: streams[2], afterSeq: each },
+      { stream: streams[1], afterSeq: each },
       { stream: streams[0], afterSeq: 0 },
     ]);
   });

@@ -4,7 +4,7 @@ import type { CircuitBreakerEvent, CircuitBreakerInput, CircuitBreakerState } fr
 import type { EpicCommand } from '../../streams/epic.js';
 import type { Snapshot } from '../../streams/store.js';
 import { modelCall$ } from './model-call.js';
-import { reportModelCall, type MODEL_CALL_CHANNEL } from './model-call-channel.js';
+import { reportModelCall } from './model-call-channel.js';
 import type { ChainOutput, ModelPart, ModelRequest, Provider, SpentCall } from './model-types.js';
 import { EmptyAnswerError, ProviderFailedError } from './provider-errors.js';
 import { addFallenOver, fallenOverUsage, type FallenOverUsage } from './fallen-over-usage.js';
@@ -159,7 +159,7 @@ export interface ChainContext {
  *    An error after that is recorded as a `failure` and errors the output: no fallback in the
  *    middle of an answer. Its `ProviderFailedError` records the empty answers' usage as `spent`
  *    (emitted already). Every provider's outcome is also published on the
- *    {@link MODEL_CALL_CHANNEL} diagnostics channel, which the metrics count.
+ *    `runestream:model:call` diagnostics channel (`MODEL_CALL_CHANNEL`), which the metrics count.
  * 5. Every error names its provider and keeps the server's error body ({@link ProviderFailedError});
  *    if all fail, the output errors with an {@link AllProvidersFailedError} listing each.
  * 6. Unsubscribing aborts the call in progress and records nothing for it.

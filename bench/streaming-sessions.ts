@@ -574,10 +574,12 @@ async function cpuFigures(): Promise<boolean> {
   const results: boolean[] = [];
   console.log(`  process CPU per completed turn, ${CPU_SESSIONS} sessions in steady state (${WARMUP_MS} ms warm-up, ${CPU_MS} ms window)`);
   // The relay before and after the engines, their mean its figure: the machine's drift falls on both.
-  const relayBefore = await cpuPerTurn('relay', relayHost());
+  const relayBefore = await cpuPerTurn(`relay (${RELAY})`, relayHost());
   const engineCpu = { memory: await cpuPerTurn('engine, memory', engineHost('memory')), sqlite: await cpuPerTurn('engine, sqlite', engineHost('sqlite')) };
-  const relayCpu = (relayBefore + (await cpuPerTurn('relay', relayHost()))) / 2;
-  await cpuPerTurn('relay, doStream alone', relayHost(doStreamTurn)); // information: the model's stream without the SDK
+  const relayCpu = (relayBefore + (await cpuPerTurn(`relay (${RELAY})`, relayHost()))) / 2;
+  // Information: the model's stream read the other way (`streamText`, as the engine once did, or `doStream` alone).
+  const other = RELAY === 'doStream' ? 'streamText' : 'doStream';
+  await cpuPerTurn(`relay, ${other}`, relayHost(relayTurns[other]));
   for (const kind of ['memory', 'sqlite'] as const) {
     const cpu = engineCpu[kind];
     const perDeltaUs = ((cpu - relayCpu) / DELTAS) * 1000;

@@ -61,8 +61,9 @@ function extended(history: History, fresh: readonly TurnRune[]): History {
  * A turn stream's stored runes, in seq order, with each run of `turn.assistant_delta`s as one
  * rune carrying their text (the seq and time of its last): what a model call's transcript, a
  * turn's start and its tool rounds are read from. Each engine keeps the histories it read last, up
- * to {@link KEPT_TURN_RUNES} runes, so a call reads only what was stored since the last read (a model call per round of a long conversation read all of it, from the store,
- * every time: the square of its length, and on SQLite every rune's hash checked again).
+ * to {@link KEPT_TURN_RUNES} runes, so a call reads only what was stored since the last read (a
+ * model call per round of a long conversation read all of it, from the store, every time: the
+ * square of its length, and on SQLite every rune's hash checked again).
  */
 export function turnRunes$(stream: string, context: EpicContext): Observable<readonly TurnRune[]> {
   return defer(() => {

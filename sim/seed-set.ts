@@ -34,4 +34,7 @@ export const CI_SEEDS: readonly SeedExpectation[] = [
   // A budget_replenished whose new limit is below the calls answered already: the oracle took
   // those calls for an overrun of it (66672).
   ...[66672].map((seed) => ({ seed, expect: 'pass' })),
+  // A plan's agent turn whose chain fell over from an empty answer after its conversation was
+  // suspended for its budget: the fall-over is another call, now refused (73231).
+  ...[73231].map((seed) => ({ seed, expect: 'pass' })),
 ];

@@ -12,6 +12,7 @@ export { ModelCallTimeoutError, modelCall$, type ModelCallOptions } from './effe
 export { MODEL_CALL_CHANNEL, type ModelCallReport } from './effects/llm/model-call-channel.js';
 export {
   AllProvidersFailedError,
+  FallOverRefusedError,
   chainCall$,
   providerBreakerStream,
   type ChainContext,

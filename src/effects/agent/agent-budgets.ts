@@ -72,26 +72,35 @@ export function budgetRefusal(
   return shared === undefined ? undefined : conversationReason(shared);
 }
 
+/** Usage a turn has taken in the rune at `seq`, which may not be durable yet. */
+export interface PendingUsage {
+  readonly usage: Usage;
+  readonly seq: number;
+}
+
 /**
  * Why the running turn of `agent` may not call the model again, or `undefined` if it may: another
  * call would go past a limit of its agent (its usage with the turn's so far) or of its
  * conversation (its usage with every running turn's so far, see {@link conversationUsageNow$}:
  * the calls other agents' turns have had answered count before those turns end). Tool calls may
  * be used up, not passed: the results of the round that used them up still go to the model.
- * Asked when a turn enters its tool round ({@link agentBudgets}) and when the round ends
- * (`agentModel`, before the call). An Observable of one value, as `turnRefusal$`.
+ * Asked when a turn enters its tool round ({@link agentBudgets}), when the round ends (`agentModel`,
+ * before the call) and before a provider chain falls over from an empty answer, that answer as
+ * `pending`: counted unless the turn's durable state has it already. An Observable of one value,
+ * as `turnRefusal$`.
  */
-export function callRefusal$(agent: AgentStreams, context: EpicContext, limits: BudgetLimits): Observable<string | undefined> {
+export function callRefusal$(agent: AgentStreams, context: EpicContext, limits: BudgetLimits, pending?: PendingUsage): Observable<string | undefined> {
   return forkJoin([context.snapshot(agent.turn, turnEngine), context.snapshot(agent.lifecycle, agentLifecycle), context.snapshot(agent.root, conversation)]).pipe(
     switchMap(([turn, lifecycle, talk]) => {
-      const turnUsage = turn?.state.turnUsage ?? NO_USAGE;
+      const notDurable = pending !== undefined && (turn?.seq ?? 0) < pending.seq ? pending.usage : NO_USAGE;
+      const turnUsage = addUsage(turn?.state.turnUsage ?? NO_USAGE, notDurable);
       const own = lifecycle === undefined ? undefined : budgetOverrun(addUsage(lifecycle.state.usage, turnUsage), agentLimits(lifecycle.state, limits), ['toolCalls']);
       if (own !== undefined) return of(agentReason(own));
       const budget = talk === undefined ? undefined : conversationLimits(talk.state, limits);
       if (talk === undefined || budget === undefined) return of(undefined);
       return conversationUsageNow$(agent.root, talk.state, context).pipe(
         map((used) => {
-          const shared = budgetOverrun(used, budget, ['toolCalls']);
+          const shared = budgetOverrun(addUsage(used, notDurable), budget, ['toolCalls']);
           return shared === undefined ? undefined : conversationReason(shared);
         }),
       );

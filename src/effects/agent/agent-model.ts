@@ -8,7 +8,8 @@ import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
-import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
+import type { ChainOutput, ModelRequest, SpentCall, ToolSpec } from '../llm/model-types.js';
+import { FallOverRefusedError, type ChainContext } from '../llm/provider-chain.js';
 import { toSegment } from '../../reducers/stream-ids.js';
 import { agentOfTurn } from './streams.js';
 import { turnRefusal$ } from './turn-refusal.js';
@@ -17,12 +18,15 @@ import { transcriptOf } from './transcript.js';
 import { turnRunes$ } from './turn-history.js';
 import { lastStartAt } from './turn-usage.js';
 import { errorText } from '../../reducers/error-text.js';
-import { costOf, type PriceTable } from '../../reducers/budget.js';
+import { costOf, responseUsage, type PriceTable } from '../../reducers/budget.js';
 import { coalesceText } from '../../streams/coalesce-text.js';
 import { checkedOption } from '../invalid-option.js';
 
 /** Makes one model call for a request: the model's parts, and any commands of its own (breakers). */
-export type ModelCaller = (request: ModelRequest, context: EpicContext) => Observable<ChainOutput>;
+export type ModelCaller = (request: ModelRequest, context: ModelCallContext) => Observable<ChainOutput>;
+
+/** What a {@link ModelCaller} is given: the epic's context, and the turn's say on a provider chain's fall-over (see `ChainContext`). */
+export type ModelCallContext = EpicContext & Pick<ChainContext, 'fallOverRefusal'>;
 
 /** Options of {@link agentModel}. */
 export interface AgentModelOptions {
@@ -120,7 +124,7 @@ function uniqueCallId(asked: string, used: Set<string>): string {
  * Each response also carries the turn's wall clock so far (`wallClockMs`, from its `turn.started`
  * rune, on the engine's scheduler). Commands the call makes of its own (its breakers) pass through.
  */
-function respond(stream: string, context: EpicContext, options: AgentModelOptions, deltaFlushMs: number): Observable<EpicCommand> {
+function respond(stream: string, context: ModelCallContext, options: AgentModelOptions, deltaFlushMs: number): Observable<EpicCommand> {
   return defer(() => requestOf(stream, context, options)).pipe(
     switchMap(({ request, usedCallIds, startedAt }) => {
       const asked: ToolCallInput[] = [];
@@ -184,7 +188,13 @@ function respond(stream: string, context: EpicContext, options: AgentModelOption
         }),
       );
     }),
-    catchError((error: unknown) => of<EpicCommand>({ stream, event: { type: 'stream_error', error: errorText(error) } })),
+    // A budget that refused the chain's fall-over ends the turn as a budget's refusal of a call does.
+    catchError((error: unknown) =>
+      of<EpicCommand>({
+        stream,
+        event: error instanceof FallOverRefusedError ? { type: 'interrupt', reason: error.reason } : { type: 'stream_error', error: errorText(error) },
+      }),
+    ),
   );
 }
 
@@ -229,8 +239,17 @@ export function agentModel(options: AgentModelOptions | AgentModelChooser, budge
       // Its call counts as one model call: the provider may have answered it before the process
       // died (and the log cannot tell), so the conversation's budget does not lose it.
       if (view.origin === 'resumed') return { interrupted: of({ type: 'interrupt', reason: INTERRUPTED_BY_RESTART, usage: { modelCalls: 1 } }) };
+      // A chain falling over from an empty answer makes another billed call: only if the turn may call the model.
+      const callContext: ModelCallContext = Object.assign(Object.create(context) as EpicContext, {
+        fallOverRefusal: (spent: SpentCall) => {
+          // The empty answer's `model_call_spent` is taken already; counted if it is not durable yet.
+          const seq = context.unpublishedSeq?.(view.stream);
+          const pending = seq === undefined ? undefined : { usage: responseUsage(spent.usage, 0, undefined), seq };
+          return turnRefusal$(agent, context).pipe(switchMap((reason) => (reason === undefined ? callRefusal$(agent, context, budgets, pending) : of(reason))));
+        },
+      });
       const model$ = choose(view.stream, context).pipe(
-        switchMap((chosen) => respond(view.stream, context, chosen, deltaFlushMs)),
+        switchMap((chosen) => respond(view.stream, callContext, chosen, deltaFlushMs)),
         catchError((error: unknown) => of<EpicCommand>({ stream: view.stream, event: { type: 'stream_error', error: errorText(error) } })),
       );
       // No model call while the agent may not run a turn. A turn going on after its tool round

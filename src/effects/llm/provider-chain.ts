@@ -41,6 +41,25 @@ export class AllProvidersFailedError extends Error {
   }
 }
 
+/**
+ * The chain's caller refused another provider after an empty answer (its `fallOverRefusal`): the
+ * call ends with why, as a budget's refusal of a model call does. The empty answers are emitted
+ * already (`spent`) and recorded here too.
+ */
+export class FallOverRefusedError extends Error {
+  override readonly name = 'FallOverRefusedError';
+  constructor(
+    /** Why no other provider may be called. */
+    readonly reason: string,
+    /** Each provider tried, in order, with its error. */
+    readonly failures: readonly ProviderFailure[],
+    /** What the empty answers used: a record. */
+    readonly spent?: Readonly<Record<string, number>>,
+  ) {
+    super(`no other provider may be called: ${reason}`);
+  }
+}
+
 /** A provider's breaker settings: its `breaker` over the defaults. */
 export const breakerInputOf = (provider: Pick<Provider, 'breaker'>): CircuitBreakerInput => ({
   failureThreshold: 3,
@@ -127,6 +146,13 @@ export interface ChainContext {
    * changes it, when the call ends. Optional: without it, the state read when the call started.
    */
   state?<S = unknown>(stream: string): S | undefined;
+  /**
+   * Why no other provider may be called after an empty answer (a billed call: the next one is
+   * another call of a budget), or `undefined` if one may. Asked, with that answer, before each
+   * fall-over from an empty answer; a reason ends the call with a {@link FallOverRefusedError}.
+   * Optional: without it the chain falls over whenever a provider is left.
+   */
+  fallOverRefusal?(spent: SpentCall): ObservableInput<string | undefined>;
 }
 
 /**
@@ -237,6 +263,28 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
       return failed;
     };
 
+    // After an empty answer, the next provider is another billed call: the caller may refuse it.
+    const fallOver = (spent: SpentCall, next: () => void, providerLeft: boolean): void => {
+      if (context.fallOverRefusal === undefined || !providerLeft) return next();
+      let asked = false;
+      // Set before subscribing: an answer given at once starts the next call, which takes its place.
+      const asking = new Subscription();
+      attempt = asking;
+      asking.add(
+        from(context.fallOverRefusal(spent)).subscribe({
+          next: (reason) => {
+            if (asked) return;
+            asked = true;
+            if (reason === undefined) next();
+            else subscriber.error(new FallOverRefusedError(reason, failures, fallenOverUsage(fallen)));
+          },
+          error: (error: unknown) => subscriber.error(error),
+          complete: () => {
+            if (!asked) next();
+          },
+        }),
+      );
+    };
     const tryFrom = (links: readonly Link[], index: number, skipped: readonly string[], forced: boolean): void => {
       const link = links[index];
       if (link === undefined) {
@@ -290,9 +338,10 @@ export function chainCall$(chain: ProviderChain, request: ModelRequest, context:
             if (!answered) {
               const finish = held.find((part) => part.type === 'finish');
               fallen = addFallenOver(fallen, finish);
-              subscriber.next(spentCall(finish));
+              const spent = spentCall(finish);
+              subscriber.next(spent);
               failures.push({ provider: link.provider.name, error: recordFailure(link, new EmptyAnswerError(finish?.finishReason)) });
-              tryFrom(links, index + 1, skipped, forced);
+              fallOver(spent, () => tryFrom(links, index + 1, skipped, forced), index + 1 < links.length);
               return;
             }
             recordSuccess(link);

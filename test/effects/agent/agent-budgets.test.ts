@@ -187,6 +187,20 @@ describe('agent budgets: an empty answer, then the next answer breaks off', () =
   });
 });
 
+describe('agent budgets: an empty answer that uses the last model call up', () => {
+  it.each(['memory', 'sqlite'])("the chain does not fall over: the next provider is another call, and the turn is interrupted with the budget's reason (%s)", async (kind) => {
+    const second = scriptedModel([{ text: 'It is noon.' }]);
+    const model = { providers: [afterEmptyAnswer({}).providers[0]!, { name: 'second', model: second }] };
+    const store = kind === 'memory' ? memoryStore() : sqliteStore(join(dir, 'fall-over.db'));
+    const engine = createEngine({ store, epics: agentEpics({ model, tools: [clock], conversationBudget: { modelCalls: 1 } }) });
+    engines.push(engine);
+    const turn = await runTurn(engine, 'time?');
+    expect(second.doStreamCalls).toHaveLength(0);
+    expect(turn).toMatchObject({ value: 'idle', turnUsage: { inputTokens: 100, modelCalls: 1 } });
+    expect(await lastInterruption(store)).toBe('conversation budget exhausted: modelCalls 1 of 1');
+  });
+});
+
 /** Each dimension, with a limit the first response of {@link waitThenAnswer} (100 in, 10 out, one model call, two tool calls, 0.2) reaches. */
 const crossedByFirstResponse: Array<[keyof Budget, Budget, string]> = [
   ['inputTokens', { inputTokens: 100 }, 'inputTokens 100 of 100'],

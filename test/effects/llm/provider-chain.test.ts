@@ -1,11 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { lastValueFrom, map, of, take, throwError, toArray } from 'rxjs';
+import { catchError, lastValueFrom, map, of, take, throwError, toArray } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { createEngine, type Engine } from '../../../src/index.js';
 import {
   AllProvidersFailedError,
+  FallOverRefusedError,
   ModelCallTimeoutError,
   chainCall$,
   providerBreakerStream,
@@ -84,6 +85,56 @@ describe('chainCall$', () => {
       expect((await runChain(engine, chain, clock)).commands).toEqual(['provider/a success']);
       expect(await breaker(engine, 'a')).toMatchObject({ value: 'CLOSED', failureCount: 0 });
       expect((await runChain(engine, chain, clock)).commands).toEqual([]);
+    }));
+
+  it('asks fallOverRefusal before falling over from an empty answer: a reason ends the call with it, the next provider uncalled', () =>
+    withEngine(async (engine, clock) => {
+      const empty = scriptedModel([{ usage: { inputTokens: 100, outputTokens: 0 } }], { modelId: 'empty', whenExhausted: 'cycle' });
+      const next = answering('next', 'hello');
+      const chain: ProviderChain = {
+        providers: [
+          { name: 'empty', model: empty },
+          { name: 'next', model: next },
+        ],
+      };
+      const asked: unknown[] = [];
+      const refused = await lastValueFrom(
+        chainCall$(chain, request, { snapshot: engine.snapshot, scheduler: clock, fallOverRefusal: (spent) => (asked.push(spent.usage), of('over budget')) }).pipe(
+          toArray(),
+          map(() => undefined),
+          catchError((error: unknown) => of(error)),
+        ),
+      );
+      expect(refused).toBeInstanceOf(FallOverRefusedError);
+      expect(refused).toMatchObject({ reason: 'over budget', spent: { inputTokens: 100 } });
+      expect(asked).toEqual([{ inputTokens: 100, outputTokens: 0, totalTokens: 100 }]);
+      expect(next.doStreamCalls).toHaveLength(0);
+      // Allowed: the chain falls over as before.
+      const allowed = await collect(chainCall$(chain, request, { snapshot: engine.snapshot, scheduler: clock, fallOverRefusal: () => of(undefined) }));
+      expect(allowed.error).toBeUndefined();
+      expect(next.doStreamCalls).toHaveLength(1);
+    }));
+
+  it('does not ask fallOverRefusal after a provider that failed (no call billed) or when no provider is left', () =>
+    withEngine(async (engine, clock) => {
+      let asked = 0;
+      const context = { snapshot: engine.snapshot, scheduler: clock, fallOverRefusal: () => (asked++, of('never')) };
+      const failed = await collect(
+        chainCall$(
+          {
+            providers: [
+              { name: 'down', model: failing('down') },
+              { name: 'up', model: answering('up', 'hi') },
+            ],
+          },
+          request,
+          context,
+        ),
+      );
+      expect(failed.error).toBeUndefined();
+      const lastEmpty = await collect(chainCall$({ providers: [{ name: 'only', model: scriptedModel([{}], { modelId: 'only' }) }] }, request, context));
+      expect(lastEmpty.error).toBeInstanceOf(AllProvidersFailedError);
+      expect(asked).toBe(0);
     }));
 
   it('records a success when the breaker counted a failure while the call ran (context.state)', () =>

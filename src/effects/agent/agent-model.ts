@@ -124,14 +124,14 @@ function uniqueCallId(asked: string, used: Set<string>): string {
  * Each response also carries the turn's wall clock so far (`wallClockMs`, from its `turn.started`
  * rune, on the engine's scheduler). Commands the call makes of its own (its breakers) pass through.
  */
-function respond(stream: string, context: ModelCallContext, options: AgentModelOptions, deltaFlushMs: number): Observable<EpicCommand> {
+function respond(stream: string, context: EpicContext, callContext: ModelCallContext, options: AgentModelOptions, deltaFlushMs: number): Observable<EpicCommand> {
   return defer(() => requestOf(stream, context, options)).pipe(
     switchMap(({ request, usedCallIds, startedAt }) => {
       const asked: ToolCallInput[] = [];
       let finish: { usage?: Record<string, number>; model?: string; provider?: string; cost?: number; wallClockMs?: number } = {};
       const toTurn = (event: TurnEngineEvent): EpicCommand => ({ stream, event });
       // The deltas of each window as one: the end (or a failure) lets the held text pass first.
-      const answer$ = options.call(request, context).pipe(
+      const answer$ = options.call(request, callContext).pipe(
         filter((output) => deltaText(output) !== ''),
         coalesceText<ChainOutput>({
           windowMs: deltaFlushMs,
@@ -249,7 +249,7 @@ export function agentModel(options: AgentModelOptions | AgentModelChooser, budge
         },
       });
       const model$ = choose(view.stream, context).pipe(
-        switchMap((chosen) => respond(view.stream, callContext, chosen, deltaFlushMs)),
+        switchMap((chosen) => respond(view.stream, context, callContext, chosen, deltaFlushMs)),
         catchError((error: unknown) => of<EpicCommand>({ stream: view.stream, event: { type: 'stream_error', error: errorText(error) } })),
       );
       // No model call while the agent may not run a turn. A turn going on after its tool round

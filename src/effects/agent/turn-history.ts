@@ -19,8 +19,11 @@ interface History {
  */
 export const KEPT_TURN_RUNES = 100_000;
 
-/** Per engine (its epics' context), the histories it keeps, least recently read first, and their runes. */
-const kept = new WeakMap<EpicContext, { histories: Map<string, History>; runes: number }>();
+/**
+ * Per engine, the histories it keeps, least recently read first, and their runes: keyed by the
+ * context's `read`, so a context made from another (`Object.create`, a call's own) shares them.
+ */
+const kept = new WeakMap<EpicContext['read'], { histories: Map<string, History>; runes: number }>();
 
 /** A delta carrying `content`, in the place (seq, time) of `rune`, the last delta of a run. */
 const joinedDelta = (rune: TurnRune, content: string): TurnRune => ({ ...rune, event: { type: 'assistant_delta', content }, payload: { content } }) as TurnRune;
@@ -67,8 +70,8 @@ function extended(history: History, fresh: readonly TurnRune[]): History {
  */
 export function turnRunes$(stream: string, context: EpicContext): Observable<readonly TurnRune[]> {
   return defer(() => {
-    let cache = kept.get(context);
-    if (cache === undefined) kept.set(context, (cache = { histories: new Map(), runes: 0 }));
+    let cache = kept.get(context.read);
+    if (cache === undefined) kept.set(context.read, (cache = { histories: new Map(), runes: 0 }));
     const { histories } = cache;
     const before = histories.get(stream) ?? { seq: 0, runes: [] };
     return context.read(stream, before.seq).pipe(

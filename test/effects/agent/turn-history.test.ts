@@ -1,6 +1,8 @@
-import { firstValueFrom, from } from 'rxjs';
+import { filter, firstValueFrom, from } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { KEPT_TURN_RUNES, turnRunes$ } from '../../../src/effects/agent/turn-history.js';
+import { agentEpics, scriptedModel } from '../../../src/agents.js';
+import { agentStreams, createEngine, memoryStore, type RuneStore, type TurnEngineState } from '../../../src/index.js';
 import type { Rune } from '../../../src/reducers/rune.js';
 import type { EpicContext } from '../../../src/streams/epic.js';
 
@@ -96,5 +98,25 @@ describe('turnRunes$: a turn stream read once, then only what came after', () =>
       { stream: streams[1], afterSeq: each },
       { stream: streams[0], afterSeq: 0 },
     ]);
+  });
+
+  it("an engine's agents read a turn stream whole once: each later model call and turn end reads only what came after", async () => {
+    const store = memoryStore();
+    const reads: number[] = [];
+    const a = agentStreams('conv/c1', 'a1');
+    const counting: RuneStore = { ...store, read: (stream, afterSeq, limit) => (stream === a.turn && reads.push(afterSeq ?? 0), store.read(stream, afterSeq, limit)) };
+    const engine = createEngine({ store: counting, epics: agentEpics({ model: scriptedModel([{ text: 'one' }, { text: 'two' }, { text: 'three' }]) }) });
+    try {
+      await engine.spawn(a.turn, 'turn-engine');
+      for (let turn = 1; turn <= 3; turn++) {
+        const done = firstValueFrom(engine.state$<TurnEngineState>(a.turn).pipe(filter((s) => s.value === 'idle' && s.turn === turn)));
+        await engine.dispatch(a.turn, { type: 'start_turn', input: `q${turn}` });
+        await done;
+      }
+      expect(reads.length).toBeGreaterThanOrEqual(3);
+      expect(reads.filter((afterSeq) => afterSeq === 0)).toHaveLength(1);
+    } finally {
+      await engine.close();
+    }
   });
 });

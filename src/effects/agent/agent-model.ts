@@ -28,10 +28,6 @@ export type ModelCaller = (request: ModelRequest, context: ModelCallContext) => 
 /** What a {@link ModelCaller} is given: the epic's context, and the turn's say on a provider chain's fall-over (see `ChainContext`). */
 export type ModelCallContext = EpicContext & Pick<ChainContext, 'fallOverRefusal'>;
 
-/** `context` with a say on a chain's fall-over: every other member is the context's own (its prototype). */
-export const withFallOverRefusal = (context: EpicContext, fallOverRefusal: NonNullable<ChainContext['fallOverRefusal']>): ModelCallContext =>
-  Object.assign(Object.create(context) as EpicContext, { fallOverRefusal });
-
 /** Options of {@link agentModel}. */
 export interface AgentModelOptions {
   /** The model call: `chainCall$` over a provider chain, usually (see `agentEpics`). */
@@ -244,11 +240,13 @@ export function agentModel(options: AgentModelOptions | AgentModelChooser, budge
       // died (and the log cannot tell), so the conversation's budget does not lose it.
       if (view.origin === 'resumed') return { interrupted: of({ type: 'interrupt', reason: INTERRUPTED_BY_RESTART, usage: { modelCalls: 1 } }) };
       // A chain falling over from an empty answer makes another billed call: only if the turn may call the model.
-      const callContext = withFallOverRefusal(context, (spent: SpentCall) => {
-        // The empty answer's `model_call_spent` is taken already; counted if it is not durable yet.
-        const seq = context.unpublishedSeq?.(view.stream);
-        const pending = seq === undefined ? undefined : { usage: responseUsage(spent.usage, 0, undefined), seq };
-        return turnRefusal$(agent, context).pipe(switchMap((reason) => (reason === undefined ? callRefusal$(agent, context, budgets, pending) : of(reason))));
+      const callContext: ModelCallContext = Object.assign(Object.create(context) as EpicContext, {
+        fallOverRefusal: (spent: SpentCall) => {
+          // The empty answer's `model_call_spent` is taken already; counted if it is not durable yet.
+          const seq = context.unpublishedSeq?.(view.stream);
+          const pending = seq === undefined ? undefined : { usage: responseUsage(spent.usage, 0, undefined), seq };
+          return turnRefusal$(agent, context).pipe(switchMap((reason) => (reason === undefined ? callRefusal$(agent, context, budgets, pending) : of(reason))));
+        },
       });
       const model$ = choose(view.stream, context).pipe(
         switchMap((chosen) => respond(view.stream, context, callContext, chosen, deltaFlushMs)),

@@ -20,7 +20,7 @@ import type { AnyTool } from '../tools/tool.js';
 import { toolRegistry } from '../tools/tool-registry.js';
 import { toolSpecs } from '../tools/tool-specs.js';
 import { chainOf } from './agent-roles.js';
-import { withFallOverRefusal, type ModelCaller } from './agent-model.js';
+import type { ModelCallContext, ModelCaller } from './agent-model.js';
 import type { BudgetLimits } from './agent-budgets.js';
 import type { AgentAdmission } from './agent-companions.js';
 import { reactAgentLifecycle } from './react-agent-lifecycle.js';
@@ -252,7 +252,8 @@ export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
         const roundRefusal$ = roundRefusalOf(view, context, budgets);
         // A chain falling over from an empty answer makes another call: not once its agent may run no turn.
         const agent = agentOfReact(view.stream);
-        const callContext = agent === undefined ? context : withFallOverRefusal(context, () => turnRefusal$(agent, context));
+        const callContext: ModelCallContext =
+          agent === undefined ? context : Object.assign(Object.create(context) as EpicContext, { fallOverRefusal: () => turnRefusal$(agent, context) });
         const deps: ReactAgentEffectDeps = {
           call: (request) => call(request, callContext),
           registry,

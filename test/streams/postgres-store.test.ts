@@ -114,6 +114,15 @@ describe('postgresStore: options', () => {
     for await (const head of store.heads()) listed.push(head.stream);
     expect(listed).toEqual(['a', 's1', 's2', 's3', 's4', 's5']);
   });
+
+  it('pages a pruned stream from its first stored rune: each rune once, read from before the cut', async () => {
+    const store = await openStore({ pageSize: 3 });
+    await store.append(runesOf('a', 1, 12));
+    await store.saveSnapshot({ stream: 'a', seq: 5, state: { value: 'x' } });
+    await store.prune('a', 5);
+    expect(await store.read('a')).toEqual(runesOf('a', 6, 7));
+    expect((await store.readEvents('a')).length).toBe(7);
+  });
 });
 
 describe('postgresStore: the schema', () => {

@@ -249,14 +249,16 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     if (tail.active) await tail.delivered(row!.last);
   };
 
-  const page = async <T>(read: (after: number, limit: number) => Promise<T[]>, afterSeq: number, limit: number): Promise<T[]> => {
+  // The next page starts after the last seq read, not after as many as were read: a pruned
+  // stream's first page starts later than `afterSeq + 1`.
+  const page = async <T extends { seq: number }>(read: (after: number, limit: number) => Promise<T[]>, afterSeq: number, limit: number): Promise<T[]> => {
     const all: T[] = [];
     for (let after = afterSeq; all.length < limit; ) {
       const want = Math.min(pageSize, limit - all.length);
       const got = await read(after, want);
       all.push(...got);
       if (got.length < want) break;
-      after += got.length;
+      after = got[got.length - 1]!.seq;
     }
     return all;
   };
@@ -328,18 +330,17 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     },
     async readEvents(stream, afterSeq = 0, limit = Infinity) {
       open();
-      return page(
-        async (after, want) =>
-          (
-            await query<{ event: Rune['event'] }>('reading events', `SELECT event FROM ${q}.rs_runes WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [
-              stream,
-              after,
-              want,
-            ])
-          ).map((row) => row.event),
+      const rows = await page(
+        (after, want) =>
+          query<{ seq: number; event: Rune['event'] }>(
+            'reading events',
+            `SELECT seq::float8 AS seq, event FROM ${q}.rs_runes WHERE stream = $1 AND seq > $2 ORDER BY seq LIMIT $3`,
+            [stream, after, want],
+          ),
         afterSeq,
         limit,
       );
+      return rows.map((row) => row.event);
     },
     async latestSnapshot(stream) {
       open();

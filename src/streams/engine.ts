@@ -268,6 +268,8 @@ function fenceOption(fence: unknown): Fence | FenceOf | undefined {
 
 /** Runes read per page when a stream that lost a seq race is brought up to the store's head. */
 const CATCH_UP_PAGE = 1000;
+/** Runes read per page of a stored replay (`runes$` after a seq, an epic's `read`). */
+const READ_PAGE = 1000;
 
 /** A writer id for this engine's appends, so that it tells its own runes from others' in the store's tail. */
 const newWriterId = (): string => `engine-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
@@ -759,12 +761,17 @@ export function createEngine(options: EngineOptions = {}): Engine {
     });
   }
 
-  /** A stream's stored runes after `afterSeq`, in pages of 1,000. */
+  /**
+   * A stream's stored runes after `afterSeq`, in pages of {@link READ_PAGE}. A store gives a short
+   * page only at the stream's end, so a short page ends the read without asking again (a read of
+   * a few new runes, as a model call's turn history makes, is one query); an archive may end a
+   * page at a segment's end, so through one the read goes on until a page is empty.
+   */
   async function* storedPages(stream: string, afterSeq: number): AsyncGenerator<readonly Rune[]> {
     for (let after = afterSeq; ; ) {
-      const page = await readRunes(stream, after, 1000);
-      if (page.length === 0) return;
-      yield page;
+      const page = await readRunes(stream, after, READ_PAGE);
+      if (page.length > 0) yield page;
+      if (page.length === 0 || (page.length < READ_PAGE && options.archive === undefined)) return;
       after = page[page.length - 1]!.seq;
     }
   }

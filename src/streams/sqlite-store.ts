@@ -474,11 +474,15 @@ function upgrade(db: Database.Database): void {
   db.exec(`BEGIN IMMEDIATE; ${steps.join(' ')} PRAGMA user_version = ${SQLITE_SCHEMA_VERSION}; COMMIT;`);
 }
 
+/** Heads read per page of a listing (pages, not one open cursor: better-sqlite3 cannot write while a read iterates). */
+const HEADS_PAGE = 1000;
+/** The first page of a listing by prefix (see `heads`). */
+const FIRST_PREFIX_PAGE = 16;
+
 /** The store over an open, checked database: every statement prepared once. */
 function openStore(db: Database.Database, path: string, hashChain: boolean): RuneStore {
   const selectHead = db.prepare<[string], StreamHeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream = ?');
   const selectHeadHash = db.prepare<[string], { machine: string; seq: number; hash: number | null }>('SELECT machine, seq, hash FROM streams WHERE stream = ?');
-  // Pages, not one open cursor: better-sqlite3 cannot write while a read iterates.
   const selectHeads = db.prepare<[string, number], StreamHeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream > ? ORDER BY stream LIMIT ?');
   const selectHeadsOf = db.prepare<[string, string, number], StreamHeadRow>(
     'SELECT stream, machine, seq, value, at FROM streams WHERE machine = ? AND stream > ? ORDER BY stream LIMIT ?',
@@ -614,8 +618,10 @@ function openStore(db: Database.Database, path: string, hashChain: boolean): Run
       return row === undefined ? undefined : headFromRow(row);
     },
     async *heads(query = {}) {
-      const page = 1000;
       const { prefix = '' } = query;
+      // A prefix usually names a few streams (a conversation's): its first page is small and each
+      // next one doubles, so listing them reads a handful of rows past the prefix, not a thousand.
+      let page = prefix === '' ? HEADS_PAGE : FIRST_PREFIX_PAGE;
       // Stream ids in order: those with the prefix follow the prefix itself, all in one run.
       let after = prefix;
       if (prefix !== '') {
@@ -631,6 +637,7 @@ function openStore(db: Database.Database, path: string, hashChain: boolean): Run
         }
         if (rows.length < page) return;
         after = rows[rows.length - 1]!.stream;
+        page = Math.min(HEADS_PAGE, page * 2);
       }
     },
     async read(stream, afterSeq = 0, limit = Infinity) {

@@ -274,6 +274,22 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       await store.close();
     });
 
+    it('lists every stream under a prefix that names more than a page of them, in order, machine filter and all', async () => {
+      const store = await makeStore();
+      const under = Array.from({ length: 150 }, (_, i) => `many/${String(i).padStart(3, '0')}`);
+      const machineOf = (id: string): string => (Number(id.slice(-3)) % 3 === 0 ? 'turn-engine' : 'agent-lifecycle');
+      await store.append([...under, 'man', 'manx/1', 'manz/1', 'many'].map((id) => runeOf(id, 1, id.startsWith('many/') ? machineOf(id) : 'turn-engine')));
+      const listed = async (query: HeadsQuery): Promise<string[]> => {
+        const streams: string[] = [];
+        for await (const head of store.heads(query)) streams.push(head.stream);
+        return streams;
+      };
+      expect(await listed({ prefix: 'many/' })).toEqual(under);
+      expect(await listed({ prefix: 'many/', machine: 'turn-engine' })).toEqual(under.filter((id) => machineOf(id) === 'turn-engine'));
+      expect(await listed({ prefix: 'many/1', machine: 'agent-lifecycle' })).toEqual(under.filter((id) => id.startsWith('many/1') && machineOf(id) === 'agent-lifecycle'));
+      await store.close();
+    });
+
     it('rejects every call once closed, and closing twice is harmless', async () => {
       const store = await makeStore();
       await store.append(runesOf('a', 1, 2));

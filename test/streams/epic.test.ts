@@ -2,8 +2,10 @@ import { EMPTY, VirtualTimeScheduler, filter, firstValueFrom, map, mergeMap, of,
 import { TestScheduler } from 'rxjs/testing';
 import { describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/index.js';
+import { runesOf } from '../../src/store-kit.js';
 import { createEngine } from '../../src/streams/engine.js';
-import { isSpawnCommand, runEpics, type Epic, type EpicCommand, type EpicReport } from '../../src/streams/epic.js';
+import { memoryStore } from '../../src/streams/memory-store.js';
+import { isSpawnCommand, runEpics, type Epic, type EpicCommand, type EpicContext, type EpicReport } from '../../src/streams/epic.js';
 import { epicContext } from '../support/epic-context.js';
 
 const rune = (stream: string, seq: number, kind: string): Rune => ({ stream, seq, machine: 'chat-actor', kind, event: { type: kind }, at: 0 });
@@ -149,6 +151,35 @@ describe('engine epics', () => {
     expect(await executing).toMatchObject({ seq: 2, kind: 'no_approval_needed' });
     expect(seen).toEqual([{ stream: 'chat-1', seq: 2, state: { value: 'idle' } }, ['spawned', 'Ping']]);
     expect(reports).toEqual([]);
+    await engine.close();
+  });
+
+  it("reads a stream's history in pages, each rune once and in order, and a read of its last few runes is one store query", async () => {
+    const store = memoryStore();
+    await store.append(runesOf('log', 1, 2500));
+    let reads = 0;
+    const read = store.read.bind(store);
+    store.read = (...args) => {
+      reads++;
+      return read(...args);
+    };
+    let context: EpicContext | undefined;
+    const engine = createEngine({
+      store,
+      epics: [
+        function keepsContext(_, epicContext) {
+          context = epicContext;
+          return EMPTY;
+        },
+      ],
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    const all = await firstValueFrom(context!.read('log').pipe(toArray()));
+    expect(all.map((rune) => rune.seq)).toEqual(Array.from({ length: 2500 }, (_, i) => i + 1));
+    expect(reads).toBe(3); // 1,000 + 1,000 + a short page: the end
+    reads = 0;
+    expect((await firstValueFrom(context!.read('log', 2497).pipe(toArray()))).map((rune) => rune.seq)).toEqual([2498, 2499, 2500]);
+    expect(reads).toBe(1);
     await engine.close();
   });
 });

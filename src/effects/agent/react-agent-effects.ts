@@ -9,6 +9,7 @@ import { applyAgentInput, type AgentInputOutcome } from '../../reducers/react-ag
 import type { EpicCommand } from '../../streams/epic.js';
 import type { EffectOrigin } from '../../streams/state-effects.js';
 import type { ChainOutput, ModelRequest, ToolSpec } from '../llm/model-types.js';
+import { FallOverRefusedError } from '../llm/provider-chain.js';
 import { INTERRUPTED_BY_RESTART, executionStart } from '../tool-call-recovery.js';
 import { checkedClaim, claimThenRun } from '../tools/claim-execution.js';
 import { runTool } from '../tools/run-tool.js';
@@ -278,6 +279,8 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
       catchError((error: unknown) => {
         // The loop ends with what was streamed; the failure is reported, and the next message starts a new loop.
         for (const key of Object.keys(external)) delete external[key];
+        // A chain that may not fall over from an empty answer (a budget used up) is no failure: the loop ends saying why.
+        if (error instanceof FallOverRefusedError) return from(end(error.reason));
         return concat(
           from(end()),
           throwError(() => error),

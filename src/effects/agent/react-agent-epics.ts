@@ -2,7 +2,7 @@ import type { LanguageModel } from 'ai';
 import { EMPTY, defer, filter, first, forkJoin, from, map, merge, of, switchMap, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import { conversation } from '../../reducers/conversation/machine.js';
-import type { PriceTable } from '../../reducers/budget.js';
+import { NO_USAGE, responseUsage, type PriceTable, type Usage } from '../../reducers/budget.js';
 import type { AgentState } from '../../reducers/react-agent/state.js';
 import type { Rune } from '../../reducers/rune.js';
 import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
@@ -15,6 +15,7 @@ import type { EffectOrigin, EffectsByKey, StreamView } from '../../streams/state
 import type { AgentInput } from '../../reducers/react-agent/input.js';
 import { randomClaimId } from '../tools/claim-execution.js';
 import { providerBreakers } from '../llm/provider-breakers.js';
+import type { SpentCall } from '../llm/model-types.js';
 import { chainCall$, type ProviderChain } from '../llm/provider-chain.js';
 import type { AnyTool } from '../tools/tool.js';
 import { toolRegistry } from '../tools/tool-registry.js';
@@ -210,12 +211,26 @@ function unlessRefused(
   );
 }
 
-/** Why `agent` may not call the model now (see {@link unlessRefused}), from the durable states: an Observable of one value. */
-function callRefusal$(agent: AgentStreams, context: EpicContext, limits: BudgetLimits | undefined): Observable<string | undefined> {
+/**
+ * Why `agent` may not call the model now (see {@link unlessRefused}), from the durable states, with
+ * `pending` counted (see `turnStartRefusal$`): an Observable of one value.
+ */
+function callRefusal$(agent: AgentStreams, context: EpicContext, limits: BudgetLimits | undefined, pending: Usage = NO_USAGE): Observable<string | undefined> {
   if (limits === undefined) return turnRefusal$(agent, context);
   return forkJoin([context.snapshot(agent.root, conversation), context.snapshot(agent.lifecycle, agentLifecycle)]).pipe(
-    switchMap(([talk, lifecycle]) => turnStartRefusal$(agent, talk?.state, lifecycle?.state, context, limits)),
+    switchMap(([talk, lifecycle]) => turnStartRefusal$(agent, talk?.state, lifecycle?.state, context, limits, pending)),
   );
+}
+
+/**
+ * Why a chain may not fall over from an empty answer to another (billed) call of `agent`'s loop:
+ * {@link callRefusal$}, the empty answer counted. Its `llm-round-answered` is applied when the
+ * chain asks; while the stream has runes not durable yet, the log does not count it, so it is
+ * added here.
+ */
+function fallOverRefusal$(agent: AgentStreams, context: EpicContext, limits: BudgetLimits | undefined, spent: SpentCall): Observable<string | undefined> {
+  const counted = context.unpublishedSeq?.(agent.react) === undefined;
+  return callRefusal$(agent, context, limits, counted ? NO_USAGE : responseUsage(spent.usage, 0, undefined));
 }
 
 /**
@@ -253,7 +268,9 @@ export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
         // A chain falling over from an empty answer makes another call: not once its agent may run no turn.
         const agent = agentOfReact(view.stream);
         const callContext: ModelCallContext =
-          agent === undefined ? context : Object.assign(Object.create(context) as EpicContext, { fallOverRefusal: () => turnRefusal$(agent, context) });
+          agent === undefined
+            ? context
+            : Object.assign(Object.create(context) as EpicContext, { fallOverRefusal: (spent: SpentCall) => fallOverRefusal$(agent, context, budgets, spent) });
         const deps: ReactAgentEffectDeps = {
           call: (request) => call(request, callContext),
           registry,

@@ -63,8 +63,9 @@ export function turnStartRefusal(
  * {@link turnStartRefusal} of `agent` now, the conversation's usage counting its running turns
  * ({@link conversationUsageNow$}: their answered calls are theirs until they end), and the agent's
  * its own running ReAct turn (a model call made again after a restart: the rounds answered before
- * it, {@link reactTurnUsageNow}). Asked by `agentTurns` when a turn starts and by `reactAgentLoop`
- * before each model call.
+ * it, {@link reactTurnUsageNow}), both with `pending` added: what a call of the agent used that
+ * its log does not hold durably yet (an empty answer a chain would fall over from). Asked by
+ * `agentTurns` when a turn starts and by `reactAgentLoop` before each model call.
  */
 export async function turnStartRefusal$(
   agent: AgentStreams,
@@ -72,9 +73,10 @@ export async function turnStartRefusal$(
   lifecycle: AgentLifecycleState | undefined,
   context: EpicContext,
   limits: BudgetLimits | undefined,
+  pending: Usage = NO_USAGE,
 ): Promise<string | undefined> {
   if (turnRefusal(talk, lifecycle) !== undefined || limits === undefined || talk === undefined) return turnStartRefusal(talk, lifecycle, limits);
   const [talkUsed, running] = await Promise.all([lastValueFrom(conversationUsageNow$(agent.root, talk, context)), reactTurnUsageNow(agent, context)]);
   const agentNow = lifecycle === undefined ? undefined : { ...lifecycle, usage: addUsage(lifecycle.usage, running) };
-  return turnStartRefusal(talk, agentNow, limits, talkUsed);
+  return turnStartRefusal(talk, agentNow, limits, talkUsed, pending);
 }

@@ -1,5 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { VirtualTimeScheduler } from 'rxjs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { agentEpics, defineTool, reactAgentEpics, scriptedModel, type ProviderChain, type ScriptStep } from '../../../src/agents.js';
 import {
@@ -13,6 +16,7 @@ import {
   type Engine,
   type RuneStore,
 } from '../../../src/index.js';
+import { sqliteStore } from '../../../src/sqlite.js';
 import { watchEngine } from '../../support/watched-engine.js';
 import { afterEmptyAnswer } from '../../support/empty-answer-chain.js';
 
@@ -27,6 +31,8 @@ const engines: Engine[] = [];
 afterEach(async () => {
   for (const engine of engines.splice(0)) await engine.close();
 });
+const dir = mkdtempSync(join(tmpdir(), 'runestream-react-budget-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const clock = defineTool({ name: 'clock', description: 'The time now.', inputSchema: z.object({}), execute: () => '12:00' });
 const answer: ScriptStep = { text: 'An answer.', usage: { inputTokens: 10, outputTokens: 2 } };
@@ -181,6 +187,27 @@ describe("a ReAct agent's model call that fails after an empty answer", () => {
     );
     expect(state<AgentLifecycleState>(agent.lifecycle)!.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });
     expect(state<ConversationState>(agent.root)!.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });
+  });
+});
+
+describe("a ReAct agent's empty answer that uses the last model call up", () => {
+  it.each(['memory', 'sqlite'])("the chain does not fall over: the next provider is another call, and the loop ends with the budget's reason (%s)", async (kind) => {
+    const second = scriptedModel([answer]);
+    const chain: ProviderChain = { providers: [afterEmptyAnswer({}).providers[0]!, { name: 'second', model: second }] };
+    const onDisk = kind === 'memory' ? memoryStore() : sqliteStore(join(dir, 'fall-over.db'));
+    const { engine, store, errors, runes, until, state } = start(1, [answer], chain, undefined, undefined, onDisk);
+    await engine.spawn(agent.react, 'react-agent');
+    await until(() => state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+    await engine.dispatch(agent.react, { type: 'user-message-received', messageId: 'm1', content: 'hi', timestamp: 1000 });
+    expect(await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle')).toBe(true);
+
+    expect(second.doStreamCalls).toHaveLength(0);
+    const observed = (await store.read(agent.react)).filter((rune) => rune.kind === 're-act-observed');
+    expect(observed.at(-1)?.event).toMatchObject({ observation: { type: 'complete-re-act', reason: 'conversation budget exhausted: modelCalls 1 of 1' } });
+    // The empty answer was a call the first provider answered: it is counted, and it used the budget up.
+    expect(state<ConversationState>(agent.root)).toMatchObject({ usage: { inputTokens: 100, modelCalls: 1 } });
+    expect(checkInvariants(runes)).toEqual([]);
+    expect(errors).toEqual([]);
   });
 });
 

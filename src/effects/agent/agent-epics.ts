@@ -124,7 +124,7 @@ export function agentEpics(options: AgentEpicsOptions): Epic[] {
     ...(roles.any ? { budgetsByRole: roles.budgetOf } : {}),
   };
   return [
-    agentModel(roles.any ? roles.chooseModel : roles.defaults, limits, { deltaFlushMs: flushMs }),
+    agentModel(roles.any ? roles.chooseModel : roles.defaults, limits, { deltaFlushMs: flushMs, afterAssignment: true }),
     agentTurns({ ...limits, ...(roles.any ? { initError: roles.initError } : {}), ...(admission === undefined ? {} : { admission }) }),
     agentBudgets(limits),
     toolCallEffects({

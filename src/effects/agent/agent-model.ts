@@ -4,6 +4,7 @@ import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/sche
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import { TURN_PROGRESS, turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { TurnEngineEvent } from '../../reducers/turn-engine/schema.js';
+import type { Rune } from '../../reducers/rune.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
@@ -16,6 +17,8 @@ import { turnRefusal$ } from './turn-refusal.js';
 import { callRefusal$, type BudgetLimits } from './agent-budgets.js';
 import { transcriptOf } from './transcript.js';
 import { turnRunes$ } from './turn-history.js';
+import { assignedTurnId, turnAssigned$ } from './turn-assignment.js';
+import { stateOf } from './state-of.js';
 import { lastStartAt } from './turn-usage.js';
 import { errorText } from '../../reducers/error-text.js';
 import { costOf, responseUsage, type PriceTable } from '../../reducers/budget.js';
@@ -67,6 +70,14 @@ export interface AgentModelStreaming {
    * `InvalidOptionError`. Default {@link DEFAULT_DELTA_FLUSH_MS}.
    */
   readonly deltaFlushMs?: number;
+  /**
+   * Whether a turn that starts has its model called only once `agentTurns` assigned it to its
+   * agent (its lifecycle's `turn_assigned`; it interrupts a turn it refuses instead), and then
+   * only within the budgets, as after a tool round: no call is made for a turn refused for a
+   * budget the conversation's running turns used up, whichever epic hears the start first.
+   * `agentEpics` sets it. Default `false`: the model is called at once (`agentModel` alone).
+   */
+  readonly afterAssignment?: boolean;
 }
 
 /** The text of a model's output that is a text delta. */
@@ -218,7 +229,9 @@ function respond(stream: string, context: EpicContext, callContext: ModelCallCon
  * A turn that enters `streaming` again after a tool round (`tools_finished`) then is interrupted,
  * saying why; one that starts then is interrupted by `agentTurns`, with the same reason. After a
  * tool round, no call either once another would go past a limit of `budgets` (default: none; see
- * `callRefusal$`): the answered calls of the conversation's other running turns count.
+ * `callRefusal$`): the answered calls of the conversation's other running turns count. With
+ * `afterAssignment` (as `agentEpics` runs it), a turn that starts is called only once `agentTurns`
+ * assigned it, and under the same budget check, so a refused turn never reaches the model.
  *
  * A turn found `streaming` when this process took it over (after a restart) had its call die with
  * the old process: it is interrupted, "interrupted by restart", and the agent is ready again. That
@@ -228,6 +241,14 @@ function respond(stream: string, context: EpicContext, callContext: ModelCallCon
 export function agentModel(options: AgentModelOptions | AgentModelChooser, budgets: BudgetLimits = {}, streaming: AgentModelStreaming = {}): Epic {
   const choose: AgentModelChooser = typeof options === 'function' ? options : () => of(options);
   const deltaFlushMs = deltaFlushMsOf(streaming.deltaFlushMs, 'agentModel');
+  if (streaming.afterAssignment !== true) return modelCalls(choose, budgets, deltaFlushMs, undefined);
+  return function agentModel(runes$, context, deps) {
+    return modelCalls(choose, budgets, deltaFlushMs, runes$)(runes$, context, deps);
+  };
+}
+
+/** {@link agentModel}'s effects; with `runes$`, a turn that starts waits for its assignment (`afterAssignment`). */
+function modelCalls(choose: AgentModelChooser, budgets: BudgetLimits, deltaFlushMs: number, runes$: Observable<Rune> | undefined): Epic {
   return stateEffects({
     name: 'agentModel',
     machine: turnEngine,
@@ -257,12 +278,22 @@ export function agentModel(options: AgentModelOptions | AgentModelChooser, budge
       // interrupted here, saying why; one just started is `agentTurns`' to interrupt, with the same reason.
       // After a round, the budgets too: another call must not go past a limit the conversation's
       // other running turns (their answered calls not in its usage yet) or this turn reached meanwhile.
-      const afterRound = view.rune?.event.type === 'tools_finished';
-      const refused = (reason: string): EpicCommand[] => (afterRound ? [{ stream: view.stream, event: { type: 'interrupt', reason } }] : []);
-      const refusal$ = afterRound
+      // A turn that starts, with `afterAssignment`: once assigned, the call is this effect's to refuse, as after a round.
+      const assigning = runes$ !== undefined && view.rune?.event.type === 'start_turn';
+      const owned = assigning || view.rune?.event.type === 'tools_finished';
+      const refused = (reason: string): EpicCommand[] => (owned ? [{ stream: view.stream, event: { type: 'interrupt', reason } }] : []);
+      const refusal$ = owned
         ? turnRefusal$(agent, context).pipe(switchMap((reason) => (reason === undefined ? callRefusal$(agent, context, budgets) : of(reason))))
         : turnRefusal$(agent, context);
-      return { model: refusal$.pipe(switchMap((reason) => (reason === undefined ? model$ : from(refused(reason))))) };
+      const decided$ = assigning
+        ? defer(() => stateOf(context, view.stream, turnEngine)).pipe(switchMap((turn) => turnAssigned$(agent, assignedTurnId(turn, view.seq), runes$, context)))
+        : of(undefined);
+      return {
+        model: decided$.pipe(
+          switchMap(() => refusal$),
+          switchMap((reason) => (reason === undefined ? model$ : from(refused(reason)))),
+        ),
+      };
     },
   });
 }

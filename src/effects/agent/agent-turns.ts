@@ -15,6 +15,7 @@ import type { AgentStreams } from '../../reducers/stream-ids.js';
 import { agentCompanions, type AgentAdmission } from './agent-companions.js';
 import { stateOf } from './state-of.js';
 import { agentOfCall, agentOfTurn } from './streams.js';
+import { assignedTurnId } from './turn-assignment.js';
 import { turnRunes$ } from './turn-history.js';
 import { turnUsageAt } from './turn-usage.js';
 import type { BudgetLimits } from './agent-budgets.js';
@@ -63,7 +64,7 @@ async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext
   if (refusal !== undefined) return interrupt(refusal);
   return [
     { stream: agent.root, event: { type: 'new_turn' } },
-    { stream: agent.lifecycle, event: { type: 'turn_assigned', turnId: String(turn?.turn ?? rune.seq) } },
+    { stream: agent.lifecycle, event: { type: 'turn_assigned', turnId: assignedTurnId(turn, rune.seq) } },
   ];
 }
 

@@ -16,8 +16,10 @@ import { percentile, within } from './harness.js';
  * - `BENCH_WARMUP_MS` (default 1500): each step's sessions run this long before its window opens.
  * - `BENCH_STEP_MS` (default 2500): a step's measured window (latency and CPU).
  * - `BENCH_MAX_SESSIONS` (default 3200): the search for N stops doubling here.
- * - `BENCH_CPU_SESSIONS` (default 10): sessions run for the CPU-per-turn figures.
- * - `BENCH_CPU_MS` (default 3000): their measured window.
+ * - `BENCH_CPU_SESSIONS` (default 10): sessions run for the CPU-per-turn figures (the bars).
+ * - `BENCH_CPU_LOADED_SESSIONS` (default 200): sessions run for the loaded CPU-per-turn figures (information),
+ *   after `BENCH_CPU_LOADED_WARMUP_MS` (default 8000) of warm-up.
+ * - `BENCH_CPU_MS` (default 3000): the measured window of both.
  * - `BENCH_RELAY` (default `doStream`, the issue's raw relay): how the anchor reads the model's stream, `streamText`
  *   (as the engine does) or `doStream` (the provider's stream alone, no SDK).
  * - `BENCH_PARTS` (default `cpu,capacity,runes,history`): which parts run, for a quick look at one
@@ -29,6 +31,8 @@ const STEP_MS = positiveEnv('BENCH_STEP_MS', 2500);
 const MAX_SESSIONS = positiveEnv('BENCH_MAX_SESSIONS', 3200);
 const CPU_SESSIONS = positiveEnv('BENCH_CPU_SESSIONS', 10);
 const CPU_MS = positiveEnv('BENCH_CPU_MS', 3000);
+const CPU_LOADED_SESSIONS = positiveEnv('BENCH_CPU_LOADED_SESSIONS', 200);
+const CPU_LOADED_WARMUP_MS = positiveEnv('BENCH_CPU_LOADED_WARMUP_MS', 8000);
 const RELAY = process.env.BENCH_RELAY ?? 'doStream';
 const PARTS = new Set((process.env.BENCH_PARTS ?? 'cpu,capacity,runes,history').split(','));
 for (const part of PARTS) if (!['cpu', 'capacity', 'runes', 'history'].includes(part)) throw new Error(`BENCH_PARTS names cpu, capacity, runes or history, got ${part}`);
@@ -421,13 +425,28 @@ async function capacity(name: string, hostOf: HostOf): Promise<number> {
   }
 }
 
-/** Process CPU per completed turn, in ms, of {@link CPU_SESSIONS} sessions in steady state. */
-async function cpuPerTurn(name: string, hostOf: HostOf): Promise<number> {
-  const step = await steadyState(hostOf, CPU_SESSIONS, WARMUP_MS, CPU_MS);
+/** Process CPU per completed turn, in ms, of `sessions` (default {@link CPU_SESSIONS}) in steady state. */
+async function cpuPerTurn(name: string, hostOf: HostOf, sessions = CPU_SESSIONS, warmupMs = WARMUP_MS): Promise<number> {
+  const step = await steadyState(hostOf, sessions, warmupMs, CPU_MS);
   if (step.turns === 0 || step.problems.length > 0) throw new Error(`${name}: ${step.turns} turns completed; ${step.problems.join('; ')}`);
   const perTurn = step.cpuMs / step.turns;
-  console.log(`    ${name.padEnd(22)} ${perTurn.toFixed(2).padStart(7)} ms CPU per turn  (${step.cpuMs.toFixed(0)} ms over ${step.turns} turns of ${CPU_SESSIONS} sessions)`);
+  console.log(`    ${name.padEnd(22)} ${perTurn.toFixed(2).padStart(7)} ms CPU per turn  (${step.cpuMs.toFixed(0)} ms over ${step.turns} turns of ${sessions} sessions)`);
   return perTurn;
+}
+
+/**
+ * Information, no bar: CPU per turn with {@link CPU_LOADED_SESSIONS} sessions, where the process
+ * is busy. With few sessions each delta runs on caches and a JIT that other work cooled (the
+ * relay alone costs several times its loaded figure there), so the work per delta beyond the
+ * relay's is given here too.
+ */
+async function loadedCpuFigures(): Promise<void> {
+  console.log(`  process CPU per completed turn, ${CPU_LOADED_SESSIONS} sessions (${CPU_LOADED_WARMUP_MS} ms warm-up; information, no bar)`);
+  const relay = await cpuPerTurn(`relay (${RELAY})`, relayHost(), CPU_LOADED_SESSIONS, CPU_LOADED_WARMUP_MS);
+  for (const kind of ['memory', 'sqlite'] as const) {
+    const cpu = await cpuPerTurn(`engine, ${kind}`, engineHost(kind), CPU_LOADED_SESSIONS, CPU_LOADED_WARMUP_MS);
+    console.log(`    engine, ${kind}: work per delta beyond the relay's ${(((cpu - relay) / DELTAS) * 1000).toFixed(0)} µs`);
+  }
 }
 
 /** Waits until `engine` has appended no rune for `quietMs`. */
@@ -561,7 +580,10 @@ export async function benchStreamingSessions(): Promise<boolean> {
   );
   const results: boolean[] = [];
 
-  if (PARTS.has('cpu')) results.push(await cpuFigures());
+  if (PARTS.has('cpu')) {
+    results.push(await cpuFigures());
+    await loadedCpuFigures();
+  }
   if (PARTS.has('capacity')) results.push(await capacityFigures());
   if (PARTS.has('runes')) results.push(await companionRunes(), await coalescedDeltas());
   if (PARTS.has('history')) await historyGrowth();

@@ -18,7 +18,6 @@ import { callRefusal$, type BudgetLimits } from './agent-budgets.js';
 import { transcriptOf } from './transcript.js';
 import { turnRunes$ } from './turn-history.js';
 import { assignedTurnId, turnAssigned$ } from './turn-assignment.js';
-import { stateOf } from './state-of.js';
 import { lastStartAt } from './turn-usage.js';
 import { errorText } from '../../reducers/error-text.js';
 import { costOf, responseUsage, type PriceTable } from '../../reducers/budget.js';
@@ -286,7 +285,7 @@ function modelCalls(choose: AgentModelChooser, budgets: BudgetLimits, deltaFlush
         ? turnRefusal$(agent, context).pipe(switchMap((reason) => (reason === undefined ? callRefusal$(agent, context, budgets) : of(reason))))
         : turnRefusal$(agent, context);
       const decided$ = assigning
-        ? defer(() => stateOf(context, view.stream, turnEngine)).pipe(switchMap((turn) => turnAssigned$(agent, assignedTurnId(turn, view.seq), runes$, context)))
+        ? context.snapshot(view.stream, turnEngine).pipe(switchMap((turn) => turnAssigned$(agent, assignedTurnId(turn?.state, view.seq), runes$, context)))
         : of(undefined);
       return {
         model: decided$.pipe(

@@ -324,3 +324,38 @@ describe("agentModel: a response's text deltas coalesced, at most one assistant_
     }),
   );
 });
+
+describe('agentModel with afterAssignment (as agentEpics runs it): a turn that starts waits for agentTurns', () => {
+  const LIFECYCLE = 'conv/c1/agent/a1';
+  const assigned: Rune = {
+    stream: LIFECYCLE,
+    seq: 3,
+    machine: 'agent-lifecycle',
+    kind: 'turn.started',
+    event: { type: 'turn_assigned', turnId: '2' },
+    from: 'idle',
+    to: 'running_turn',
+    at: 0,
+  };
+
+  it('calls the model only once the agent runs the turn (its lifecycle enters running_turn with it)', () =>
+    marbleTest((m) => {
+      const runes = m.hot<Rune>('-s--a------', { s: started(), a: assigned });
+      const llm = m.cold<ChainOutput>('-x-(f|)', { x: text('Hi'), f: finish('stop') });
+      const { call, context } = setup(m, runes, [llm]);
+      const commands = m.expectObservable(agentModel({ call }, {}, { deltaFlushMs: 0, afterAssignment: true })(runes, context, undefined));
+      commands.toBe('-----x-d', { x: toTurn({ type: 'assistant_delta', content: 'Hi' }), d: toTurn({ type: 'response_done', wallClockMs: 7 }) });
+      m.expectSubscriptions(llm.subscriptions).toBe('----^--!');
+    }));
+
+  it('never calls the model for a turn agentTurns interrupts instead, nor for one assigned another turn id', () =>
+    marbleTest((m) => {
+      const other: Rune = { ...assigned, event: { type: 'turn_assigned', turnId: '1' } };
+      const runes = m.hot<Rune>('-s--o--i---', { s: started(), o: other, i: interrupted(3) });
+      const llm = m.cold<ChainOutput>('-x-(f|)', { x: text('Hi'), f: finish('stop') });
+      const { call, context, requests } = setup(m, runes, [llm]);
+      m.expectObservable(agentModel({ call }, {}, { deltaFlushMs: 0, afterAssignment: true })(runes, context, undefined)).toBe('-----------');
+      m.expectSubscriptions(llm.subscriptions).toBe([]);
+      return () => expect(requests).toEqual([]);
+    }));
+});

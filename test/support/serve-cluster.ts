@@ -83,9 +83,16 @@ export const leaseOf = async (schema: string, shard: number): Promise<{ owner: s
 /** The lease owner of `stream`'s shard now. */
 export const ownerOfStream = async (schema: string, stream: string): Promise<string | undefined> => (await leaseOf(schema, shardOf(stream, 64)))?.owner;
 
-/** Polls `check` until it holds. */
-export async function eventually(check: () => Promise<boolean>): Promise<void> {
-  while (!(await check())) await new Promise((resolve) => setTimeout(resolve, 50));
+/**
+ * Polls `check` until it holds; after `timeoutMs`, fails naming `what` (a step that never comes
+ * says which it was, where the test's own deadline would only say it ran out).
+ */
+export async function eventually(check: () => Promise<boolean>, what = 'the condition', timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`eventually: ${what} did not hold within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 /** The lease owner a process printed it runs as. */

@@ -121,6 +121,37 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       await store.close();
     });
 
+    it("gives a short page only at a stream's end, from any seq and across a pruned cut", async () => {
+      const store = await makeStore();
+      await store.append(runesOf('a', 1, 30));
+      await store.append(runesOf('b', 1, 3));
+      await store.append(runesOf('a', 31, 20));
+      // Pages of 7 from every starting point: each full until the last, which ends at seq 50.
+      const pages = async (read: (after: number) => Promise<readonly unknown[]>, from: number): Promise<number[]> => {
+        const sizes: number[] = [];
+        for (let after = from; ; ) {
+          const page = await read(after);
+          sizes.push(page.length);
+          if (page.length < 7) return sizes;
+          after += page.length;
+        }
+      };
+      for (const from of [0, 3, 43, 44, 50]) {
+        const left = 50 - from;
+        const expected = [...Array<number>(Math.floor(left / 7)).fill(7), left % 7];
+        expect(await pages((after) => store.read('a', after, 7), from)).toEqual(expected);
+        expect(await pages((after) => store.readEvents('a', after, 7), from)).toEqual(expected);
+      }
+      // Pruned through 12: a read from before the cut starts at 13, in full pages still.
+      await store.saveSnapshot({ stream: 'a', seq: 12, state: {} });
+      await store.prune('a', 12);
+      const first = await store.read('a', 0, 7);
+      expect(first.map((rune) => rune.seq)).toEqual([13, 14, 15, 16, 17, 18, 19]);
+      expect((await store.read('a', 40, 7)).length).toBe(7);
+      expect((await store.read('a', 47, 7)).length).toBe(3);
+      await store.close();
+    });
+
     it("remembers each stream's machine and last seq", async () => {
       const store = await makeStore();
       await store.append([runeOf('a', 1, 'chat-actor'), runeOf('a', 2, 'chat-actor')]);

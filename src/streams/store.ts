@@ -119,11 +119,16 @@ export interface RuneStore {
    * tool calls). The store may be written to while the listing is consumed.
    */
   heads(query?: HeadsQuery): AsyncIterable<StreamHead>;
-  /** The stream's runes with `seq > afterSeq`, in seq order, at most `limit` of them. */
+  /**
+   * The stream's runes with `seq > afterSeq`, in seq order, at most `limit` of them. Fewer than
+   * `limit` only when no more are stored: a reader pages on until a short page, and stops there
+   * without asking again.
+   */
   read(stream: string, afterSeq?: number, limit?: number): Promise<Rune[]>;
   /**
    * The events of the same runes, and nothing else: all that hydration folds. The first is the
-   * event of seq `afterSeq + 1` (seqs have no gaps). Cheaper than `read`: no rune objects.
+   * event of seq `afterSeq + 1` (seqs have no gaps). Cheaper than `read`: no rune objects. A short
+   * page, as `read`'s, only at the stream's end.
    */
   readEvents(stream: string, afterSeq?: number, limit?: number): Promise<Rune['event'][]>;
   /** The stream's newest snapshot, if any. */

@@ -99,6 +99,10 @@ export function costOf(prices: PriceTable | undefined, model: string | undefined
   return (count(usage?.inputTokens) * price.inputPerMillion + count(usage?.outputTokens) * price.outputPerMillion) / 1_000_000;
 }
 
+/** One response of `model` as usage ({@link responseUsage}), priced by `prices` ({@link costOf}). */
+export const pricedResponse = (prices: PriceTable | undefined, model: string | undefined, usage: Readonly<Record<string, unknown>> | undefined, toolCalls = 0): Usage =>
+  responseUsage(usage, toolCalls, costOf(prices, model, usage));
+
 /**
  * The first dimension of `budget` that `usage` has reached (`used >= limit`: nothing is left of
  * it), or `undefined` while every limit still has room. A dimension the budget leaves out has no

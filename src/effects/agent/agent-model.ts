@@ -20,7 +20,7 @@ import { turnRunes$ } from './turn-history.js';
 import { assignedTurnId, turnAssigned$ } from './turn-assignment.js';
 import { lastStartAt } from './turn-usage.js';
 import { errorText } from '../../reducers/error-text.js';
-import { costOf, responseUsage, type PriceTable } from '../../reducers/budget.js';
+import { costOf, pricedResponse, type PriceTable } from '../../reducers/budget.js';
 import { coalesceText } from '../../streams/coalesce-text.js';
 import { checkedOption } from '../invalid-option.js';
 
@@ -260,16 +260,17 @@ function modelCalls(choose: AgentModelChooser, budgets: BudgetLimits, deltaFlush
       // died (and the log cannot tell), so the conversation's budget does not lose it.
       if (view.origin === 'resumed') return { interrupted: of({ type: 'interrupt', reason: INTERRUPTED_BY_RESTART, usage: { modelCalls: 1 } }) };
       // A chain falling over from an empty answer makes another billed call: only if the turn may call the model.
-      const callContext: ModelCallContext = Object.assign(Object.create(context) as EpicContext, {
-        fallOverRefusal: (spent: SpentCall) => {
-          // The empty answer's `model_call_spent` is taken already; counted if it is not durable yet.
-          const seq = context.unpublishedSeq?.(view.stream);
-          const pending = seq === undefined ? undefined : { usage: responseUsage(spent.usage, 0, undefined), seq };
-          return turnRefusal$(agent, context).pipe(switchMap((reason) => (reason === undefined ? callRefusal$(agent, context, budgets, pending) : of(reason))));
-        },
-      });
+      const callContext = (prices: PriceTable | undefined): ModelCallContext =>
+        Object.assign(Object.create(context) as EpicContext, {
+          fallOverRefusal: (spent: SpentCall) => {
+            // The empty answer's `model_call_spent` is taken already; counted (priced) if it is not durable yet.
+            const seq = context.unpublishedSeq?.(view.stream);
+            const pending = seq === undefined ? undefined : { usage: pricedResponse(prices, spent.model, spent.usage), seq };
+            return turnRefusal$(agent, context).pipe(switchMap((reason) => (reason === undefined ? callRefusal$(agent, context, budgets, pending) : of(reason))));
+          },
+        });
       const model$ = choose(view.stream, context).pipe(
-        switchMap((chosen) => respond(view.stream, context, callContext, chosen, deltaFlushMs)),
+        switchMap((chosen) => respond(view.stream, context, callContext(chosen.prices), chosen, deltaFlushMs)),
         catchError((error: unknown) => of<EpicCommand>({ stream: view.stream, event: { type: 'stream_error', error: errorText(error) } })),
       );
       // No model call while the agent may not run a turn. A turn going on after its tool round

@@ -1,6 +1,6 @@
 import type { ModelMessage } from 'ai';
 import { EMPTY, Observable, catchError, concat, defer, from, merge, mergeMap, of, switchMap, throwError, type SchedulerLike } from 'rxjs';
-import { NO_USAGE, addUsage, costOf, responseUsage, type PriceTable, type Usage } from '../../reducers/budget.js';
+import { NO_USAGE, addUsage, pricedResponse, type PriceTable, type Usage } from '../../reducers/budget.js';
 import { errorText } from '../../reducers/error-text.js';
 import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
 import type { AgentInput } from '../../reducers/react-agent/input.js';
@@ -159,7 +159,7 @@ export function loopEnded(state: AgentState, reason: string, timestamp: number):
  * text, `llm-message-completed` with the text of every round (none for an answer of tool calls
  * only: it adds no message), and `re-act-observed` with the external calls it asked for
  * (`continue-re-act`) or `complete-re-act`, and the call's `usage` (each answered round a
- * response, `responseUsage`). A round answered before the model is asked again is recorded as it
+ * response, `pricedResponse`). A round answered before the model is asked again is recorded as it
  * is answered (`llm-round-answered` with its usage; the observation's `usage` then holds the rounds
  * after it), so a restart mid-call loses none of what the model answered; so is an empty answer
  * the provider chain fell over from (`emptyAnswer`), billed though it said nothing. A failed model
@@ -175,7 +175,7 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
     const now = (): number => deps.scheduler.now();
     let state = initial;
     let text = '';
-    // What the answered rounds used, each a response as a turn-based agent's (`responseUsage`).
+    // What the answered rounds used, each a response as a turn-based agent's (`pricedResponse`).
     let usage: Usage = NO_USAGE;
     const internalRounds: ModelMessage[] = [];
     const external: Record<string, ToolCallRequest> = {};
@@ -195,7 +195,7 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
             if (output.type === 'command') return [output.command];
             if (output.type === 'spent') {
               // Billed though it said nothing: recorded at once, so budgets count it while the next provider answers.
-              const spent = responseUsage(output.usage, 0, costOf(deps.prices, output.model, output.usage));
+              const spent = pricedResponse(deps.prices, output.model, output.usage);
               return [{ type: 'llm-round-answered', calledLlmAt: answersTo, usage: spent, emptyAnswer: true, timestamp: now() }];
             }
             const { part } = output;
@@ -213,7 +213,7 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
                 asked++;
               }
             } else {
-              usage = addUsage(usage, responseUsage(part.usage, asked, costOf(deps.prices, part.model, part.usage)));
+              usage = addUsage(usage, pricedResponse(deps.prices, part.model, part.usage, asked));
             }
             return [];
           }),

@@ -2,7 +2,7 @@ import type { LanguageModel } from 'ai';
 import { EMPTY, defer, filter, first, forkJoin, from, map, merge, of, switchMap, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import { conversation } from '../../reducers/conversation/machine.js';
-import { NO_USAGE, responseUsage, type PriceTable, type Usage } from '../../reducers/budget.js';
+import { NO_USAGE, pricedResponse, type PriceTable, type Usage } from '../../reducers/budget.js';
 import type { AgentState } from '../../reducers/react-agent/state.js';
 import type { Rune } from '../../reducers/rune.js';
 import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
@@ -228,9 +228,15 @@ function callRefusal$(agent: AgentStreams, context: EpicContext, limits: BudgetL
  * chain asks; while the stream has runes not durable yet, the log does not count it, so it is
  * added here.
  */
-function fallOverRefusal$(agent: AgentStreams, context: EpicContext, limits: BudgetLimits | undefined, spent: SpentCall): Observable<string | undefined> {
+function fallOverRefusal$(
+  agent: AgentStreams,
+  context: EpicContext,
+  limits: BudgetLimits | undefined,
+  prices: PriceTable | undefined,
+  spent: SpentCall,
+): Observable<string | undefined> {
   const counted = context.unpublishedSeq?.(agent.react) === undefined;
-  return callRefusal$(agent, context, limits, counted ? NO_USAGE : responseUsage(spent.usage, 0, undefined));
+  return callRefusal$(agent, context, limits, counted ? NO_USAGE : pricedResponse(prices, spent.model, spent.usage));
 }
 
 /**
@@ -270,7 +276,7 @@ export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
         const callContext: ModelCallContext =
           agent === undefined
             ? context
-            : Object.assign(Object.create(context) as EpicContext, { fallOverRefusal: (spent: SpentCall) => fallOverRefusal$(agent, context, budgets, spent) });
+            : Object.assign(Object.create(context) as EpicContext, { fallOverRefusal: (spent: SpentCall) => fallOverRefusal$(agent, context, budgets, prices, spent) });
         const deps: ReactAgentEffectDeps = {
           call: (request) => call(request, callContext),
           registry,

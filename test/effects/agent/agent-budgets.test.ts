@@ -201,6 +201,23 @@ describe('agent budgets: an empty answer that uses the last model call up', () =
   });
 });
 
+describe('agent budgets: an empty answer whose cost uses the budget up', () => {
+  // 100 input tokens at 1 per million: 0.0001, the whole budget. On SQLite the empty answer is not
+  // durable when the chain asks, so its cost must be counted from the answer itself.
+  it.each(['memory', 'sqlite'])('the chain does not fall over, priced as its rune will be (%s)', async (kind) => {
+    const second = scriptedModel([{ text: 'It is noon.' }]);
+    const model = { providers: [afterEmptyAnswer({}).providers[0]!, { name: 'second', model: second }] };
+    const store = kind === 'memory' ? memoryStore() : sqliteStore(join(dir, 'fall-over-cost.db'));
+    const prices = { 'scripted-model': { inputPerMillion: 1, outputPerMillion: 0 } };
+    const engine = createEngine({ store, epics: agentEpics({ model, tools: [clock], prices, conversationBudget: { cost: 0.0001 } }) });
+    engines.push(engine);
+    const turn = await runTurn(engine, 'time?');
+    expect(second.doStreamCalls).toHaveLength(0);
+    expect(turn).toMatchObject({ value: 'idle', turnUsage: { inputTokens: 100, modelCalls: 1, cost: 0.0001 } });
+    expect(await lastInterruption(store)).toBe('conversation budget exhausted: cost 0.0001 of 0.0001');
+  });
+});
+
 /** Each dimension, with a limit the first response of {@link waitThenAnswer} (100 in, 10 out, one model call, two tool calls, 0.2) reaches. */
 const crossedByFirstResponse: Array<[keyof Budget, Budget, string]> = [
   ['inputTokens', { inputTokens: 100 }, 'inputTokens 100 of 100'],

@@ -13,7 +13,9 @@ import {
   type AgentLifecycleState,
   type AgentState,
   type ConversationState,
+  type Budget,
   type Engine,
+  type PriceTable,
   type RuneStore,
 } from '../../../src/index.js';
 import { sqliteStore } from '../../../src/sqlite.js';
@@ -37,8 +39,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 const clock = defineTool({ name: 'clock', description: 'The time now.', inputSchema: z.object({}), execute: () => '12:00' });
 const answer: ScriptStep = { text: 'An answer.', usage: { inputTokens: 10, outputTokens: 2 } };
 
+/** `limit`: the conversation's `modelCalls`, or a budget with the price table it is counted by. */
 function start(
-  modelCalls: number,
+  limit: number | { readonly budget: Budget; readonly prices: PriceTable },
   script: readonly ScriptStep[] = [answer],
   chain?: ProviderChain,
   scheduler = new VirtualTimeScheduler(),
@@ -46,12 +49,13 @@ function start(
   store: RuneStore = memoryStore(),
 ) {
   const model = scriptedModel(script, { whenExhausted: 'cycle' });
+  const { budget: conversationBudget, prices } = typeof limit === 'number' ? { budget: { modelCalls: limit }, prices: undefined } : limit;
   const engine = createEngine({
     store,
     scheduler,
     epics: [
-      ...agentEpics({ model: chain ?? model, tools, conversationBudget: { modelCalls } }),
-      ...reactAgentEpics({ model: chain ?? model, tools, breakers: false, budgets: { conversationBudget: { modelCalls } } }),
+      ...agentEpics({ model: chain ?? model, tools, conversationBudget, ...(prices === undefined ? {} : { prices }) }),
+      ...reactAgentEpics({ model: chain ?? model, tools, breakers: false, budgets: { conversationBudget }, ...(prices === undefined ? {} : { prices }) }),
     ],
   });
   engines.push(engine);
@@ -190,25 +194,35 @@ describe("a ReAct agent's model call that fails after an empty answer", () => {
   });
 });
 
-describe("a ReAct agent's empty answer that uses the last model call up", () => {
-  it.each(['memory', 'sqlite'])("the chain does not fall over: the next provider is another call, and the loop ends with the budget's reason (%s)", async (kind) => {
-    const second = scriptedModel([answer]);
-    const chain: ProviderChain = { providers: [afterEmptyAnswer({}).providers[0]!, { name: 'second', model: second }] };
-    const onDisk = kind === 'memory' ? memoryStore() : sqliteStore(join(dir, 'fall-over.db'));
-    const { engine, store, errors, runes, until, state } = start(1, [answer], chain, undefined, undefined, onDisk);
-    await engine.spawn(agent.react, 'react-agent');
-    await until(() => state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
-    await engine.dispatch(agent.react, { type: 'user-message-received', messageId: 'm1', content: 'hi', timestamp: 1000 });
-    expect(await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle')).toBe(true);
+/** Budgets the first provider's empty answer (100 input tokens) uses up: its last model call, or its cost at 1 per million. */
+const usedUpByEmptyAnswer = [
+  ['modelCalls', 1, 'modelCalls 1 of 1'],
+  ['cost', { budget: { cost: 0.0001 }, prices: { 'scripted-model': { inputPerMillion: 1, outputPerMillion: 0 } } }, 'cost 0.0001 of 0.0001'],
+] as const;
 
-    expect(second.doStreamCalls).toHaveLength(0);
-    const observed = (await store.read(agent.react)).filter((rune) => rune.kind === 're-act-observed');
-    expect(observed.at(-1)?.event).toMatchObject({ observation: { type: 'complete-re-act', reason: 'conversation budget exhausted: modelCalls 1 of 1' } });
-    // The empty answer was a call the first provider answered: it is counted, and it used the budget up.
-    expect(state<ConversationState>(agent.root)).toMatchObject({ usage: { inputTokens: 100, modelCalls: 1 } });
-    expect(checkInvariants(runes)).toEqual([]);
-    expect(errors).toEqual([]);
-  });
+describe("a ReAct agent's empty answer that uses the budget up", () => {
+  // On SQLite the empty answer is not durable yet when the chain asks: it is counted (and priced) from the answer itself.
+  it.each(usedUpByEmptyAnswer.flatMap((row) => (['memory', 'sqlite'] as const).map((kind) => [...row, kind] as const)))(
+    "%s: the chain does not fall over (the next provider is another call), and the loop ends with the budget's reason (%s)",
+    async (dimension, limit, used, kind) => {
+      const second = scriptedModel([answer]);
+      const chain: ProviderChain = { providers: [afterEmptyAnswer({}).providers[0]!, { name: 'second', model: second }] };
+      const onDisk = kind === 'memory' ? memoryStore() : sqliteStore(join(dir, `fall-over-${dimension}.db`));
+      const { engine, store, errors, runes, until, state } = start(limit, [answer], chain, undefined, undefined, onDisk);
+      await engine.spawn(agent.react, 'react-agent');
+      await until(() => state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle');
+      await engine.dispatch(agent.react, { type: 'user-message-received', messageId: 'm1', content: 'hi', timestamp: 1000 });
+      expect(await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle')).toBe(true);
+
+      expect(second.doStreamCalls).toHaveLength(0);
+      const observed = (await store.read(agent.react)).filter((rune) => rune.kind === 're-act-observed');
+      expect(observed.at(-1)?.event).toMatchObject({ observation: { type: 'complete-re-act', reason: `conversation budget exhausted: ${used}` } });
+      // The empty answer was a call the first provider answered: it is counted, and it used the budget up.
+      expect(state<ConversationState>(agent.root)).toMatchObject({ usage: { inputTokens: 100, modelCalls: 1 } });
+      expect(checkInvariants(runes)).toEqual([]);
+      expect(errors).toEqual([]);
+    },
+  );
 });
 
 describe("a ReAct agent's model call after an empty answer, while the next provider still answers", () => {

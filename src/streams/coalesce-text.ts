@@ -15,7 +15,8 @@ export interface CoalesceTextOptions<T> {
 /**
  * Coalesces a stream's pieces of text (a model's deltas): a piece that comes when no window is
  * open passes at once and opens one of `windowMs`; the pieces that come while it is open are held,
- * and pass as one (their text joined, by `joined`) when it ends, which opens the next window; a
+ * and pass as one (their text joined, by `joined`) when it ends, which opens the next window
+ * (from the instant the last was due to end, so a late timer does not push later windows back); a
  * window that ends with nothing held closes. Any other value (what `textOf` says is not text) first
  * lets the held text pass, then passes itself, so the order of text and the rest is kept; so do the
  * source's end and its error. Nothing is held past the source's end: only an unsubscription drops
@@ -37,14 +38,23 @@ export function coalesceText<T>(options: CoalesceTextOptions<T>): MonoTypeOperat
         held = undefined;
         subscriber.next(value);
       };
-      const open = (): void => {
-        window = scheduler.schedule(() => {
-          window = undefined;
-          if (held === undefined) return;
-          // Opened before the release: a subscriber that unsubscribes on it cancels the window.
-          open();
-          release();
-        }, windowMs);
+      /**
+       * Opens a window ending `windowMs` after `start`. The next one starts where this one was due
+       * to end, not when its timer ran: a timer late by a few ms (a busy process) would otherwise
+       * hold every later piece that much longer again, window after window.
+       */
+      const open = (start: number): void => {
+        const end = start + windowMs;
+        window = scheduler.schedule(
+          () => {
+            window = undefined;
+            if (held === undefined) return;
+            // Opened before the release: a subscriber that unsubscribes on it cancels the window.
+            open(end);
+            release();
+          },
+          Math.max(0, end - scheduler.now()),
+        );
       };
       const subscription = source.subscribe({
         next: (value) => {
@@ -54,7 +64,7 @@ export function coalesceText<T>(options: CoalesceTextOptions<T>): MonoTypeOperat
             subscriber.next(value);
           } else if (window !== undefined) held = (held ?? '') + text;
           else {
-            open();
+            open(scheduler.now());
             subscriber.next(value);
           }
         },

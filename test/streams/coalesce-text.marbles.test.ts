@@ -1,3 +1,4 @@
+import type { SchedulerAction, SchedulerLike } from 'rxjs';
 import { describe, it } from 'vitest';
 import { coalesceText } from '../../src/streams/coalesce-text.js';
 import { marbleTest, type Marbles } from '../support/marbles.js';
@@ -39,6 +40,22 @@ describe('coalesceText: pieces of text held in windows, one value per window', (
       const source = m.cold('-a-b-c------|', pieces);
       m.expectObservable(source.pipe(coalesced(m, 10)), '^----!').toBe('-a---', pieces);
       m.expectSubscriptions(source.subscriptions).toBe('^----!');
+    }));
+
+  it('a timer that runs late does not push the next windows back: each ends where it was due, so held pieces wait no longer', () =>
+    marbleTest((m) => {
+      // A busy process: every timer of the windows runs 2 ms after it was due.
+      const late: SchedulerLike = {
+        now: () => m.scheduler.now(),
+        schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T) {
+          return m.scheduler.schedule(work, delay + 2, state);
+        },
+      };
+      const operator = coalesceText<string>({ windowMs: 10, scheduler: late, textOf: (value) => value, joined: (text) => text });
+      // A piece every 10 ms, each coming just before its window's timer runs: held, and let pass 2 ms
+      // late (windows due at 10, 20, 30), not 2 ms later each window (c at 24, d at 36, ...).
+      const source = m.cold('a---------b---------c---------d---------e|', pieces);
+      m.expectObservable(source.pipe(operator)).toBe('a-----------b---------c---------d--------(e|)', pieces);
     }));
 
   it('windowMs 0: every value passes as it comes', () =>

@@ -26,7 +26,7 @@ const tasks = Array.from({ length: TASKS }, (_, i) => ({ id: `t${i}`, descriptio
 async function loopRun(dir: string): Promise<{ perTaskMs: number; waits: number[] }> {
   const planner = scriptedModel([{ text: JSON.stringify({ tasks }) }]);
   const critic = scriptedModel([{ text: '{"verdict":"pass","summary":"done"}' }]);
-  const workers = scriptedModel([{ text: 'ok' }], { whenExhausted: 'cycle' });
+  const workers = scriptedModel([{ text: 'ok' }], { whenExhausted: 'cycle', keepCalls: 0 });
   const engine = createEngine({
     store: sqliteStore(join(dir, 'loop.db')),
     epics: [...agentEpics({ model: workers }), ...autonomyEpics({ planner, critic, autoStart: true, parallelism: AGENTS })],
@@ -58,7 +58,7 @@ async function loopRun(dir: string): Promise<{ perTaskMs: number; waits: number[
 
 /** The anchor: the same 100 turns on 10 agents, started directly (10 waves of 10, each wave after the last), no loop. */
 async function directRun(dir: string): Promise<number> {
-  const workers = scriptedModel([{ text: 'ok' }], { whenExhausted: 'cycle' });
+  const workers = scriptedModel([{ text: 'ok' }], { whenExhausted: 'cycle', keepCalls: 0 });
   const engine = createEngine({ store: sqliteStore(join(dir, 'direct.db')), epics: agentEpics({ model: workers }) });
   const agents = Array.from({ length: AGENTS }, (_, i) => agentStreams('conv/direct', `worker-${i + 1}`));
   for (const agent of agents) await engine.spawn(agent.turn, 'turn-engine', { agentId: agent.agentId });

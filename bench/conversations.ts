@@ -53,7 +53,7 @@ interface TurnTiming {
  * measured as a turn of its own).
  */
 async function engineRun(dir: string): Promise<{ ms: number; turns: number; added: number[]; modelMs: number[] }> {
-  const model = pacedModel(scriptedModel([answer], { whenExhausted: 'cycle' }), DELTA_MS, callKey);
+  const model = pacedModel(scriptedModel([answer], { whenExhausted: 'cycle', keepCalls: 0 }), DELTA_MS, callKey);
   const store = sqliteStore(join(dir, 'conversations.db'));
   const engine = createEngine({ store, epics: agentEpics({ model, agents: { helper: { description: 'answers a question', system: HELPER_SYSTEM } } }) });
   const errors: unknown[] = [];
@@ -119,7 +119,7 @@ async function engineRun(dir: string): Promise<{ ms: number; turns: number; adde
  * the AI SDK's `streamText` on the same paced model, every conversation at once.
  */
 async function directRun(): Promise<{ ms: number; turns: number }> {
-  const model = pacedModel(scriptedModel([answer], { whenExhausted: 'cycle' }), DELTA_MS);
+  const model = pacedModel(scriptedModel([answer], { whenExhausted: 'cycle', keepCalls: 0 }), DELTA_MS);
   const drain = async (options: { system?: string; prompt: string } | { messages: ModelMessage[] }): Promise<void> => {
     for await (const part of streamText({ ...options, model, maxRetries: 0 } as Parameters<typeof streamText>[0]).fullStream) if (part.type === 'error') throw part.error;
   };

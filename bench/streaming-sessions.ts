@@ -81,7 +81,7 @@ const deltaText = (call: number, index: number): string => `c${call}d${index} `;
  * text and due time as it is released.
  */
 function scheduledModel(deltaMs: number, released: (text: string, dueAt: number) => void): LanguageModelV4 {
-  const scripted = scriptedModel([(_, call) => ({ text: Array.from({ length: DELTAS }, (_, i) => deltaText(call, i + 1)) })], { whenExhausted: 'cycle' });
+  const scripted = scriptedModel([(_, call) => ({ text: Array.from({ length: DELTAS }, (_, i) => deltaText(call, i + 1)) })], { whenExhausted: 'cycle', keepCalls: 0 });
   return {
     ...scripted,
     doStream: async (options) => {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_CONFIG_BYTES, ServerConfigError, configuredAgents, configuredClis, parseServerConfig } from '../../src/server/index.js';
 import type { AgentCliAdapter } from '../../src/effects/cli/cli-adapter.js';
 import { createEngine } from '../../src/index.js';
-import { chainCall$, type ModelPart } from '../../src/agents.js';
+import { chainCall$, type ModelPart, type ScriptedModel } from '../../src/agents.js';
 
 const mcpServer = fileURLToPath(new URL('../fixtures/mcp/server.ts', import.meta.url));
 
@@ -223,6 +223,8 @@ describe('configuredAgents', () => {
         const parts = (await call()).flatMap((out) => (out.type === 'part' ? [out.part] : [])) as ModelPart[];
         expect(parts.flatMap((part) => (part.type === 'text-delta' ? [part.text] : [])).join('')).toBe('Canned answer.');
       }
+      // Served for as long as the server runs: no call (and its prompt) is kept.
+      expect((agents.chains.canned!.providers[0]!.model as ScriptedModel).doStreamCalls).toEqual([]);
       await engine.close();
     } finally {
       await agents.close();

@@ -36,5 +36,5 @@ export function demoScriptedModel(): LanguageModel {
     if (note) return { text: 'I will save that note once you approve it.', toolCalls: [{ toolName: 'save_note', input: { text: note[1] || text }, toolCallId: id() }] };
     return { text: `You said "${text}". Ask me the time, to add two numbers (3 + 4), or to save a note (note: buy milk); the note needs your approval.` };
   };
-  return scriptedModel([(call) => answer(call)], { whenExhausted: 'cycle', modelId: 'demo-scripted' });
+  return scriptedModel([(call) => answer(call)], { whenExhausted: 'cycle', modelId: 'demo-scripted', keepCalls: 0 }); // answers for as long as it is served: no call kept
 }

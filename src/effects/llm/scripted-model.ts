@@ -61,13 +61,20 @@ export interface ScriptedModelOptions {
    * `'cycle'` starts the script over (a demo that chats forever).
    */
   readonly whenExhausted?: 'error' | 'cycle';
+  /**
+   * How many of the latest calls `doStreamCalls` and `doGenerateCalls` keep, the oldest dropped
+   * first: a model that answers for long (a served demo, a benchmark) sets a bound, since every
+   * call's options hold its whole prompt. A non-negative integer; default: every call (a test
+   * asserts them).
+   */
+  readonly keepCalls?: number;
 }
 
 /** An offline, deterministic `LanguageModelV4` that also records the calls it received. */
 export interface ScriptedModel extends LanguageModelV4 {
-  /** Every `doStream` call's options, in order (its `prompt`, `tools`, `abortSignal`, ...). */
+  /** Every `doStream` call's options, in order (its `prompt`, `tools`, `abortSignal`, ...); the latest `keepCalls`. */
   readonly doStreamCalls: LanguageModelV4CallOptions[];
-  /** Every `doGenerate` call's options, in order. */
+  /** Every `doGenerate` call's options, in order; the latest `keepCalls`. */
   readonly doGenerateCalls: LanguageModelV4CallOptions[];
 }
 
@@ -150,7 +157,7 @@ function* partsOf(step: ScriptStep, callNumber: number): Generator<LanguageModel
  * 3. The call's `abortSignal` is honoured: once it aborts, nothing more is emitted and the call
  *    (or its stream) fails with the signal's `AbortError`.
  * 4. Every call's options are recorded in `doStreamCalls` / `doGenerateCalls`, so a test can
- *    assert the prompt and the tools the model was given.
+ *    assert the prompt and the tools the model was given (the latest `keepCalls` of them).
  *
  * Parts are produced on demand as the SDK reads them, in batches, so 100,000 deltas stream quickly.
  *
@@ -176,9 +183,18 @@ export function scriptedModel(script: readonly ScriptEntry[], options: ScriptedM
     throw new TypeError(`scriptedModel: "whenExhausted" must be 'error' or 'cycle', got ${String(whenExhausted)}`);
   }
   if (whenExhausted === 'cycle' && script.length === 0) throw new TypeError(`scriptedModel: a cycling script needs at least one step`);
+  const { keepCalls = Number.POSITIVE_INFINITY } = options;
+  if (keepCalls !== Number.POSITIVE_INFINITY && !(Number.isInteger(keepCalls) && keepCalls >= 0)) {
+    throw new TypeError(`scriptedModel: "keepCalls" must be a non-negative integer, got ${String(keepCalls)}`);
+  }
   let calls = 0;
   const doStreamCalls: LanguageModelV4CallOptions[] = [];
   const doGenerateCalls: LanguageModelV4CallOptions[] = [];
+  /** Records `call` in `kept`, dropping the oldest past `keepCalls`. */
+  const record = (kept: LanguageModelV4CallOptions[], call: LanguageModelV4CallOptions): void => {
+    kept.push(call);
+    if (kept.length > keepCalls) kept.splice(0, kept.length - keepCalls);
+  };
 
   /** The step of the next call, and its number. Throws for an aborted call or an exhausted script. */
   const nextStep = (call: LanguageModelV4CallOptions): { step: ScriptStep; callNumber: number } => {
@@ -190,7 +206,7 @@ export function scriptedModel(script: readonly ScriptEntry[], options: ScriptedM
   };
 
   const doStream = async (call: LanguageModelV4CallOptions): Promise<LanguageModelV4StreamResult> => {
-    doStreamCalls.push(call);
+    record(doStreamCalls, call);
     const { step, callNumber } = nextStep(call);
     if (step.error !== undefined && step.afterDeltas === undefined) throw errorOf(step.error);
     const parts = partsOf(step, callNumber);
@@ -227,7 +243,7 @@ export function scriptedModel(script: readonly ScriptEntry[], options: ScriptedM
   };
 
   const doGenerate = async (call: LanguageModelV4CallOptions): Promise<LanguageModelV4GenerateResult> => {
-    doGenerateCalls.push(call);
+    record(doGenerateCalls, call);
     const { step, callNumber } = nextStep(call);
     if (step.error !== undefined) throw errorOf(step.error);
     if (step.hang === true) {

@@ -142,7 +142,7 @@ function languageModelOf(name: string, model: ModelConfig, env: NodeJS.ProcessEn
     case 'demo':
       return demoScriptedModel();
     case 'scripted':
-      return scriptedModel(model.answers, { modelId: name, whenExhausted: 'cycle' });
+      return scriptedModel(model.answers, { modelId: name, whenExhausted: 'cycle', keepCalls: 0 }); // served for long: no call kept
     case 'openai-compatible': {
       const apiKey = model.apiKeyEnv === undefined ? undefined : env[model.apiKeyEnv];
       if (model.apiKeyEnv !== undefined && !apiKey) {

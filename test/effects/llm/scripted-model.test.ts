@@ -149,6 +149,15 @@ describe('scriptedModel', () => {
     expect(model.doStreamCalls[0]?.tools).toEqual(tools);
   });
 
+  it('keeps only the latest keepCalls calls: a model that answers for long holds no prompt of old calls', async () => {
+    const model = scriptedModel([{ text: 'a' }], { whenExhausted: 'cycle', keepCalls: 2 });
+    for (const text of ['one', 'two', 'three']) await read(model, { prompt: [{ role: 'system', content: text }] });
+    expect(model.doStreamCalls.map((c) => c.prompt[0]?.content)).toEqual(['two', 'three']);
+    const none = scriptedModel([{ text: 'a' }], { whenExhausted: 'cycle', keepCalls: 0 });
+    expect(deltasOf((await read(none)).parts)).toEqual(['a']);
+    expect(none.doStreamCalls).toEqual([]);
+  });
+
   it('refuses a call past the end of its script, naming the call and the script length', async () => {
     const model = scriptedModel([{ text: 'only' }], { modelId: 'm1' });
     await read(model);
@@ -174,6 +183,8 @@ describe('scriptedModel', () => {
   it('refuses options that make no sense, naming them', () => {
     expect(() => scriptedModel([], { whenExhausted: 'cycle' })).toThrow('a cycling script needs at least one step');
     expect(() => scriptedModel([], { whenExhausted: 'loop' as 'cycle' })).toThrow(`"whenExhausted" must be 'error' or 'cycle', got loop`);
+    expect(() => scriptedModel([{ text: 'a' }], { keepCalls: -1 })).toThrow('"keepCalls" must be a non-negative integer, got -1');
+    expect(() => scriptedModel([{ text: 'a' }], { keepCalls: 1.5 })).toThrow('"keepCalls" must be a non-negative integer, got 1.5');
   });
 
   it('streams 100,000 deltas, produced as they are read', async () => {

@@ -27,6 +27,8 @@ export interface ReplayThenLiveSource {
  *    rune that skips ahead errors with a `StreamReadError` coded `runes_missing`, naming the missing
  *    seqs: they were neither in the store when read nor heard live (pruned by retention, or written
  *    by another process).
+ * 5. Completes when `live$` does (the engine closed), once the replay is over; a read that fails
+ *    after `live$` completed (the store closed with the engine) ends it the same way, not as an error.
  *
  * @see Engine.runes$, which serves each stream's `runes$(stream, { afterSeq })` with it.
  */
@@ -67,7 +69,11 @@ export function replayThenLive(source: ReplayThenLiveSource): Observable<Rune> {
       for (const rune of buffered) emit(rune);
       buffered.length = 0;
       if (liveEnded) subscriber.complete();
-    })().catch((error: unknown) => subscriber.error(error));
+    })().catch((error: unknown) => {
+      // The live runes ended first (the engine closed, and its store with it): the replay ends too, as the live runes did.
+      if (liveEnded) subscriber.complete();
+      else subscriber.error(error);
+    });
     return live;
   });
 }

@@ -439,6 +439,27 @@ describe('engine: runes$', () => {
     await engine.close();
   });
 
+  it("a replay the engine closes under completes with what it read, not with the closed store's error", async () => {
+    const inner = memoryStore();
+    let reads = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The replay's second read (the one that finds no more runes) waits until the engine has closed its store.
+    const store: RuneStore = { ...inner, read: async (...args) => (++reads === 2 ? held.then(() => inner.read(...args)) : inner.read(...args)) };
+    const engine = createEngine({ store });
+    await engine.spawn('a', 'chat-actor');
+    await engine.dispatch('a', interact);
+    const seen: number[] = [];
+    const ended = new Promise<string>((resolve) =>
+      engine.runes$('a').subscribe({ next: (rune) => seen.push(rune.seq), error: (error: Error) => resolve(`error: ${error.message}`), complete: () => resolve('complete') }),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    await engine.close();
+    release();
+    expect(await ended).toBe('complete');
+    expect(seen).toEqual([1, 2]);
+  });
+
   it('errors a subscription to an unknown stream, and refuses everything once closed', async () => {
     const engine = createEngine();
     await expect(firstValueFrom(engine.state$('nobody'))).rejects.toThrow('unknown stream "nobody"');

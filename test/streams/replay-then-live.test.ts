@@ -53,4 +53,22 @@ describe('replayThenLive', () => {
     const all = await firstValueFrom(replayThenLive({ stream: 's', afterSeq: 0, read, live$, pageSize: 2 }).pipe(toArray()));
     expect(all.map((r) => r.seq)).toEqual([1, 2, 3, 4]);
   });
+
+  it('completes, rather than erroring, when a read fails after the live runes completed (the engine closed, its store with it)', async () => {
+    const live$ = new Subject<Rune>();
+    const read = async (after: number) => {
+      if (after === 0) return [rune(1)];
+      live$.complete();
+      throw Object.assign(new Error('the store is closed'), { code: 'closed' });
+    };
+    const all = await firstValueFrom(replayThenLive({ stream: 's', afterSeq: 0, read, live$ }).pipe(toArray()));
+    expect(all.map((r) => r.seq)).toEqual([1]);
+  });
+
+  it('errors when a read fails while the live runes go on', async () => {
+    const read = async () => {
+      throw new Error('disk I/O error');
+    };
+    await expect(firstValueFrom(replayThenLive({ stream: 's', afterSeq: 0, read, live$: new Subject<Rune>() }))).rejects.toThrow('disk I/O error');
+  });
 });

@@ -41,7 +41,8 @@ export function coalesceText<T>(options: CoalesceTextOptions<T>): MonoTypeOperat
       /**
        * Opens a window ending `windowMs` after `start`. The next one starts where this one was due
        * to end, not when its timer ran: a timer late by a few ms (a busy process) would otherwise
-       * hold every later piece that much longer again, window after window.
+       * hold every later piece that much longer again, window after window. A timer a whole window
+       * late (a stalled process) starts the next one now, so no burst of windows catches up.
        */
       const open = (start: number): void => {
         const end = start + windowMs;
@@ -49,8 +50,9 @@ export function coalesceText<T>(options: CoalesceTextOptions<T>): MonoTypeOperat
           () => {
             window = undefined;
             if (held === undefined) return;
+            const now = scheduler.now();
             // Opened before the release: a subscriber that unsubscribes on it cancels the window.
-            open(end);
+            open(now - end < windowMs ? end : now);
             release();
           },
           Math.max(0, end - scheduler.now()),

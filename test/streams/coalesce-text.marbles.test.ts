@@ -7,6 +7,14 @@ import { marbleTest, type Marbles } from '../support/marbles.js';
 const coalesced = (m: Marbles, windowMs: number) =>
   coalesceText<string>({ windowMs, scheduler: m.scheduler, textOf: (value) => (value.startsWith('!') ? undefined : value), joined: (text) => text });
 
+/** The test scheduler, but every timer runs `ms` after it was due: a busy process. */
+const lateBy = (m: Marbles, ms: number): SchedulerLike => ({
+  now: () => m.scheduler.now(),
+  schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T) {
+    return m.scheduler.schedule(work, delay + ms, state);
+  },
+});
+
 const pieces = { a: 'Hel', b: 'lo', c: ' there', d: '!', e: 'Bye', X: '!done' };
 
 describe('coalesceText: pieces of text held in windows, one value per window', () => {
@@ -45,17 +53,20 @@ describe('coalesceText: pieces of text held in windows, one value per window', (
   it('a timer that runs late does not push the next windows back: each ends where it was due, so held pieces wait no longer', () =>
     marbleTest((m) => {
       // A busy process: every timer of the windows runs 2 ms after it was due.
-      const late: SchedulerLike = {
-        now: () => m.scheduler.now(),
-        schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T) {
-          return m.scheduler.schedule(work, delay + 2, state);
-        },
-      };
-      const operator = coalesceText<string>({ windowMs: 10, scheduler: late, textOf: (value) => value, joined: (text) => text });
+      const operator = coalesceText<string>({ windowMs: 10, scheduler: lateBy(m, 2), textOf: (value) => value, joined: (text) => text });
       // A piece every 10 ms, each coming just before its window's timer runs: held, and let pass 2 ms
       // late (windows due at 10, 20, 30), not 2 ms later each window (c at 24, d at 36, ...).
       const source = m.cold('a---------b---------c---------d---------e|', pieces);
       m.expectObservable(source.pipe(operator)).toBe('a-----------b---------c---------d--------(e|)', pieces);
+    }));
+
+  it('a timer a whole window late (a stalled process) starts the next window when it runs: no burst of windows to catch up', () =>
+    marbleTest((m) => {
+      // Every timer of the windows runs 15 ms after it was due, with windows of 10 ms.
+      const operator = coalesceText<string>({ windowMs: 10, scheduler: lateBy(m, 15), textOf: (value) => value, joined: (text) => text });
+      // a at 0 opens a window due at 10, run at 25: b passes there, and the next window is due at 35 (c at 50), not at 20 (c at 40).
+      const source = m.cold('a-----b--------------------c------------------------e|', pieces);
+      m.expectObservable(source.pipe(operator)).toBe('a------------------------b------------------------c--(e|)', pieces);
     }));
 
   it('windowMs 0: every value passes as it comes', () =>

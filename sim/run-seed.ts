@@ -10,6 +10,7 @@ import { findingsOf, type Finding, type Findings, type Oracle } from './oracles/
 import { sideEffectsOracle } from './oracles/side-effects.js';
 import { staleWorkOracle } from './oracles/stale-work.js';
 import { turnTextOracle } from './oracles/turn-text.js';
+import { watchesOracle } from './oracles/watches.js';
 import { largestTimeout, World, type PlantedDefects } from './world.js';
 
 /** Options of {@link runSeed}, with their defaults. */
@@ -84,6 +85,7 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
     staleWorkOracle(),
     turnTextOracle(world.llm),
     cliProcessesOracle(world.cli),
+    watchesOracle(),
     // The log first: a lost rune explains whatever else looks wrong after it.
     logOracle(),
     livenessOracle(),

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Subscription, type SchedulerLike } from 'rxjs';
+import { Subscription, type Observable, type SchedulerLike } from 'rxjs';
 import { agentEpics } from '../src/effects/agent/agent-epics.js';
 import { reactAgentEpics } from '../src/effects/agent/react-agent-epics.js';
 import { autonomyEpics } from '../src/effects/autonomy/autonomy-epics.js';
@@ -44,7 +44,28 @@ export interface PlantedDefects {
   readonly store?: (store: RuneStore) => RuneStore;
   /** Epics that run beside the system's (one that spends outside every budget, ...). */
   readonly epics?: (world: World) => readonly Epic[];
+  /** Wraps what a client watching a stream hears (a feed that skips a rune, ...). */
+  readonly feed?: (runes$: Observable<Rune>) => Observable<Rune>;
 }
+
+/**
+ * A client watching one stream as a browser does (`runes$(stream, afterSeq)`: its stored runes,
+ * then the live ones): what it heard, and how its feed ended.
+ */
+export interface Watch {
+  readonly stream: string;
+  readonly afterSeq: number;
+  /** The process it watched in (1, 2, ...). */
+  readonly process: number;
+  readonly runes: Rune[];
+  /** `complete` when its engine closed; an error is a failure (a crash must not break a client's feed). */
+  ended?: 'complete' | { readonly error: unknown };
+  /** How many of `runes` the watch oracle has checked. */
+  checked: number;
+}
+
+/** At most this many watches are kept: older ones are stopped, as clients come and go. */
+const MAX_WATCHES = 6;
 
 /** A store whose process can die: after `kill`, every write is refused as a dead process's would be. */
 function killable(store: RuneStore): RuneStore & { kill(): void } {
@@ -95,12 +116,18 @@ export class World {
   #subscription = new Subscription();
   /** How many processes have run: 1, then one more per crash. */
   processes = 0;
+  /** The clients watching streams (see {@link Watch}), newest last. */
+  readonly watches: Watch[] = [];
+  readonly #watching = new Map<Watch, Subscription>();
+  /** Draws which streams are watched, apart from `random`: watching changes none of a seed's other draws. */
+  readonly #watchRandom: Random;
 
   constructor(
     readonly seed: number,
     readonly planted: PlantedDefects = {},
   ) {
     this.random = new Random(seed);
+    this.#watchRandom = new Random(seed ^ 0x5eed);
     const llmRandom = this.random.fork();
     const toolRandom = this.random.fork();
     this.#ids = this.random.fork();
@@ -187,13 +214,47 @@ export class World {
       this.log.push(rune);
       for (const listener of this.#listeners) listener(rune);
     });
+    // A client follows a stream through this process's life, from part of its stored history.
+    this.#watchSome();
+  }
+
+  /**
+   * A client starts watching a stream the log has, from a random point of its history: its
+   * stored runes are replayed, then the live ones follow.
+   */
+  #watchSome(): void {
+    const streams = [...new Set(this.log.map((rune) => rune.stream))];
+    if (streams.length === 0) return;
+    const stream = this.#watchRandom.pick(streams);
+    let head = 0;
+    for (const rune of this.log) if (rune.stream === stream && rune.seq > head) head = rune.seq;
+    const watch: Watch = { stream, afterSeq: this.#watchRandom.int(0, head), process: this.processes, runes: [], checked: 0 };
+    this.watches.push(watch);
+    const feed$ = this.#engine.runes$(stream, { afterSeq: watch.afterSeq });
+    this.#watching.set(
+      watch,
+      (this.planted.feed?.(feed$) ?? feed$).subscribe({
+        next: (rune) => watch.runes.push(rune),
+        error: (error: unknown) => (watch.ended = { error }),
+        complete: () => (watch.ended ??= 'complete'),
+      }),
+    );
+    while (this.#watching.size > MAX_WATCHES) {
+      const [oldest, subscription] = this.#watching.entries().next().value!;
+      subscription.unsubscribe();
+      this.#watching.delete(oldest);
+    }
   }
 
   /** The process dies: nothing more is written, its effects stop, its timers are dropped. */
   async crash(): Promise<void> {
     this.#store.kill();
     this.#subscription.unsubscribe();
-    await this.#engine.close().catch(() => undefined);
+    const closed = this.#engine.close().catch(() => undefined);
+    // Clients that start watching as the process dies, and once it has: their feeds end, without an error.
+    this.#watchSome();
+    await closed;
+    this.#watchSome();
   }
 
   /** Every stream in the file, with its machine. */
@@ -209,6 +270,7 @@ export class World {
   }
 
   async close(): Promise<void> {
+    for (const subscription of this.#watching.values()) subscription.unsubscribe();
     this.#subscription.unsubscribe();
     await this.#engine.close().catch(() => undefined);
     rmSync(this.#dir, { recursive: true, force: true });

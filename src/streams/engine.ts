@@ -177,9 +177,12 @@ export interface Engine {
    * `undefined`: how a server finds the machine whose `derive` it applies to a snapshot.
    */
   machineOf(stream: string): string | undefined;
-  /** The stream's stored runes after `afterSeq`, then its live ones: no gap, no duplicate. */
+  /**
+   * The stream's stored runes after `afterSeq`, then its live ones: no gap, no duplicate. Completes
+   * when the engine closes (subscribed after, at once), with no error.
+   */
   runes$(stream: string, options?: RunesOptions): Observable<Rune>;
-  /** Every live rune of every stream, from now on. */
+  /** Every live rune of every stream, from now on; completes when the engine closes. */
   runes$(): Observable<Rune>;
   /** Releases a stream's instance from memory (once its runes are durable); the next use hydrates it. */
   release(stream: string): void;

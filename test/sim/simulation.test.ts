@@ -1,4 +1,4 @@
-import { defer, filter, from, ignoreElements, map, mergeMap } from 'rxjs';
+import { defer, filter, from, ignoreElements, map, mergeMap, type Observable } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import type { Rune } from '../../src/reducers/rune.js';
 import type { RuneStore } from '../../src/streams/store.js';
@@ -48,6 +48,14 @@ describe('the simulation', () => {
     const result = await runSeed(5, { steps: 60, mix: only('conversation', 'message', 'approve'), plant: (world) => world.tools.runTwice.add('note').add('job') });
     expect(result.newFailure?.oracle).toBe('side effects');
     expect(result.newFailure?.message).toMatch(/tool "(note|job)" ran 2 times for the call .*\/call\//);
+  });
+
+  it('catches a client feed with a gap where the replay meets the live runes (the watches oracle)', async () => {
+    /** Every feed skips the second rune it would hear. */
+    const skipping = (runes$: Observable<Rune>): Observable<Rune> => runes$.pipe(filter((_, index) => index !== 1));
+    const result = await runSeed(2, { steps: 40, mix: only('conversation', 'message', 'crash'), planted: { feed: skipping } });
+    expect(result.newFailure?.oracle).toBe('watches');
+    expect(result.newFailure?.message).toMatch(/^a client watching \S+ after seq \d+ \(process \d+\): heard \S+ seq (\d+) where seq \d+ was due$/);
   });
 
   it('catches a store that acknowledges runes it never keeps (the log oracle)', async () => {

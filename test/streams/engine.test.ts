@@ -460,6 +460,17 @@ describe('engine: runes$', () => {
     expect(seen).toEqual([1, 2]);
   });
 
+  it('ends a runes$ subscribed once the engine has closed, with no error (the store it would replay from is closed)', async () => {
+    const engine = createEngine();
+    await engine.spawn('a', 'chat-actor');
+    await engine.close();
+    const ended = (source$: Observable<unknown>) =>
+      new Promise<string>((resolve) => source$.subscribe({ error: (error: Error) => resolve(`error: ${error.message}`), complete: () => resolve('complete') }));
+    expect(await ended(engine.runes$('a'))).toBe('complete');
+    expect(await ended(engine.runes$('a', { afterSeq: 1 }))).toBe('complete');
+    expect(await ended(engine.runes$())).toBe('complete');
+  });
+
   it('errors a subscription to an unknown stream, and refuses everything once closed', async () => {
     const engine = createEngine();
     await expect(firstValueFrom(engine.state$('nobody'))).rejects.toThrow('unknown stream "nobody"');

@@ -46,4 +46,15 @@ describe('KeyedListeners', () => {
     remove();
     expect(log).toEqual(['a:end', 'b:end']);
   });
+
+  it('ends a listener added after the end at once, as a completed Subject does', () => {
+    const listeners = new KeyedListeners<number>();
+    const log: string[] = [];
+    listeners.complete();
+    const remove = listeners.add('a', recorder(log, 'late'));
+    listeners.next('a', 1);
+    remove();
+    expect(log).toEqual(['late:end']);
+    expect(listeners.has('a')).toBe(false);
+  });
 });

@@ -90,8 +90,8 @@ describe('conversation: seed 003 "Session Events (Rune Kinds)"', () => {
 
 describe('conversation: context', () => {
   it('starts created with the spawn input', () => {
-    expect(conversation.initial(input)).toEqual({ value: 'created', ...input, turns: 0, usage: NO_USAGE });
-    expect(conversation.initial({})).toEqual({ value: 'created', turns: 0, usage: NO_USAGE });
+    expect(conversation.initial(input)).toEqual({ value: 'created', ...input, usage: NO_USAGE });
+    expect(conversation.initial({})).toEqual({ value: 'created', usage: NO_USAGE });
   });
 
   it('folds a whole life into its context', () => {
@@ -219,7 +219,7 @@ describe('conversation: properties', () => {
       event,
       input: inputs,
       onAccepted: (prev, e, next) => {
-        expect(next.turns).toBe(prev.turns + (e.type === 'new_turn' ? 1 : 0));
+        expect(next.turns ?? 0).toBe((prev.turns ?? 0) + (e.type === 'new_turn' ? 1 : 0));
         expect(next.conversationId).toBe(prev.conversationId);
       },
     });

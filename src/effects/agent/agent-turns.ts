@@ -48,8 +48,8 @@ export interface AgentTurnsOptions extends BudgetLimits {
 }
 
 /**
- * A turn started: the conversation counts it and the agent runs it, unless the conversation is
- * not active, the agent is terminated, or either's budget is exhausted.
+ * A turn started: the agent runs it, unless the conversation is not active, the agent is
+ * terminated, or either's budget is exhausted.
  */
 async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext, limits: AgentTurnsOptions): Promise<EpicCommand[]> {
   const interrupt = (reason: string): EpicCommand[] => [{ stream: rune.stream, event: { type: 'interrupt', reason } }];
@@ -62,10 +62,7 @@ async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext
   // The conversation's usage by now: its turns still running count (their answered calls are theirs until they end).
   const refusal = await turnStartRefusal$(agent, talk, lifecycle, context, limits);
   if (refusal !== undefined) return interrupt(refusal);
-  return [
-    { stream: agent.root, event: { type: 'new_turn' } },
-    { stream: agent.lifecycle, event: { type: 'turn_assigned', turnId: assignedTurnId(turn, rune.seq) } },
-  ];
+  return [{ stream: agent.lifecycle, event: { type: 'turn_assigned', turnId: assignedTurnId(turn, rune.seq) } }];
 }
 
 /** What the agent's turn, ended at `at`, used: the usage its lifecycle and conversation add up. */
@@ -141,8 +138,8 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
  * 1. Its turn stream spawned: its `agentLifecycle` stream is created unless it exists (spawned
  *    first with a role), ready (or `init_error` if `options.initError` says why not), and its conversation
  *    (`<root>`) if none is there yet, with it as the root agent.
- * 2. A turn started: the conversation counts it (`new_turn`) and the agent runs it
- *    (`turn_assigned`); if the conversation is suspended or closed (or paused: the engine refuses
+ * 2. A turn started: the agent runs it (`turn_assigned`; the conversation is sent no `new_turn`:
+ *    its turns are its agents', a rune fewer a turn); if the conversation is suspended or closed (or paused: the engine refuses
  *    such a start, `held`, unless it was applied first), the agent terminated, or the agent's or
  *    conversation's budget (`options`) exhausted, the conversation's turns still running counted,
  *    the turn is interrupted with why.

@@ -28,9 +28,8 @@ const calling = (state: AgentState): boolean =>
 
 /**
  * The lifecycle steps a ReAct agent's state calls for. Each model call of its loop is a turn of
- * the agent, as a turn-based agent's turn: it starts when the call is due (the conversation counts
- * it, `new_turn`), unless the agent may not run one (`turnRefusal`: the loop then ends unanswered,
- * see `reactAgentLoop`), and ends with the call's observation, with what the call used
+ * the agent, as a turn-based agent's turn: it starts when the call is due, unless the agent may
+ * not run one (`turnRefusal`: the loop then ends unanswered, see `reactAgentLoop`), and ends with the call's observation, with what the call used
  * (`reactTurnUsageAt`) for the agent's and the conversation's budgets. A call due right after
  * another is a turn of its own. Decided from the durable states alone, so it is the same after a restart.
  */
@@ -60,7 +59,7 @@ async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext,
   // Decided in this same step (no await), so the turn is assigned before its call can answer.
   if (step.value === 'idle' && busy && turnStartRefusal(talk, lifecycle, limits, talk?.usage, ended) === undefined) {
     const turnId = reactTurnId(rune.seq);
-    commands.push({ stream: agent.root, event: { type: 'new_turn' } }, { stream: agent.lifecycle, event: { type: 'turn_assigned', turnId } });
+    commands.push({ stream: agent.lifecycle, event: { type: 'turn_assigned', turnId } });
     step = { value: 'running_turn', turnId };
   }
   if (step !== before) pending.set(agent.lifecycle, step);
@@ -74,8 +73,7 @@ async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext,
  * 1. Its ReAct stream spawned: its `agentLifecycle` stream (ready at once) and, if none is there
  *    yet, its conversation, with it as the root agent.
  * 2. Each model call of a ReAct loop is a turn: when a call is due (a user message or the loop's
- *    tool results to respond to) the agent runs a turn (`turn_assigned`) and the conversation
- *    counts it (`new_turn`); when the call's observation lands the turn completes, with the
+ *    tool results to respond to) the agent runs a turn (`turn_assigned`); when the call's observation lands the turn completes, with the
  *    call's usage (`turn_completed { usage }`, as a turn-based agent's turn ends), which the
  *    agent's and the conversation's budgets count (`agentBudgets`). The loop's tool calls run
  *    between turns.

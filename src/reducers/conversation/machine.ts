@@ -38,7 +38,7 @@ const table: readonly Row<S, E, P>[] = [
     assign: (_, e) => ({ rootAgentId: e.rootAgentId }),
     payload: (_, e) => ({ rootAgentId: e.rootAgentId }),
   },
-  { from: 'active', on: 'new_turn', assign: (s) => ({ turns: s.turns + 1 }) },
+  { from: 'active', on: 'new_turn', assign: (s) => ({ turns: (s.turns ?? 0) + 1 }) },
   { from: 'active', on: 'turn_completed', assign: turnEnded, note: USAGE_NOTE },
   {
     from: 'active',
@@ -131,7 +131,7 @@ export const conversation = defineMachine<S, E, ConversationInput, P>({
   terminal: ['archived'],
   events: eventTypesOf(ConversationEvent),
   schemas: { state: ConversationState, event: ConversationEvent, input: ConversationInput },
-  initial: ({ conversationId, config }) => ({ value: 'created', conversationId, config, turns: 0, usage: NO_USAGE }),
+  initial: ({ conversationId, config }) => ({ value: 'created', conversationId, config, usage: NO_USAGE }),
   table,
   payloads: ConversationPayloads,
   spawnPayload: ({ conversationId, config }) => ({ conversationId, config }),

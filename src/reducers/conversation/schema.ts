@@ -18,8 +18,11 @@ export type ConversationInput = z.infer<typeof ConversationInput>;
 export const ConversationState = ConversationInput.extend({
   value: ConversationStateName,
   rootAgentId: z.string().optional(),
-  /** `new_turn`s accepted: the turns started in this conversation. */
-  turns: z.number().int().nonnegative(),
+  /**
+   * `new_turn`s accepted. The agent epics send none (a conversation's turns are its agents', as
+   * its closing stats count them: a rune fewer a turn), so only logs written before count here.
+   */
+  turns: z.number().int().nonnegative().optional(),
   /** Why the conversation was paused, suspended or closed; cleared when it becomes active again. */
   reason: z.string().optional(),
   budgetInfo: JsonObject.optional(),

@@ -90,7 +90,8 @@ describe('agent turns: a turn stream is an agent', () => {
     expect((await engine.snapshot<TurnEngineState>(a.turn))?.state).toMatchObject({ output: 'Hello!', usage: { outputTokens: 3 } });
     await runeWhere(engine, a.lifecycle, (r) => r.kind === 'turn.completed');
     expect(await kinds(store, a.lifecycle)).toEqual(['agent.spawning', 'agent.ready', 'turn.started', 'turn.completed']);
-    expect(await kinds(store, a.root)).toEqual(['session.created', 'session.activated', 'new_turn', 'turn_completed']);
+    // The conversation is sent no new_turn (its turns are its agents'): only the turn's end, with its usage.
+    expect(await kinds(store, a.root)).toEqual(['session.created', 'session.activated', 'turn_completed']);
     expect(model.requests[0]).toEqual({ system: 'be kind', messages: [{ role: 'user', content: 'hi' }], tools: {} });
     expect(checkInvariants(await storeLog(store))).toEqual([]);
   });

@@ -63,7 +63,7 @@ describe('agentEpics with roles: a conversation of several agents', () => {
     expect(JSON.stringify(lead.doStreamCalls[0]!.tools)).toContain('researcher (finds facts)');
     expect(JSON.stringify(researcher.doStreamCalls[0]!.prompt)).toContain('You research.');
     expect(JSON.stringify(lead.doStreamCalls[1]!.prompt)).toContain('A is 1');
-    expect((await engine.snapshot<ConversationState>('conv/c1'))?.state).toMatchObject({ value: 'active', rootAgentId: 'root', turns: 3 });
+    expect((await engine.snapshot<ConversationState>('conv/c1'))?.state).toMatchObject({ value: 'active', rootAgentId: 'root', usage: { modelCalls: 4 } });
     expect(checkInvariants(await storeLog(store))).toEqual([]);
   });
 

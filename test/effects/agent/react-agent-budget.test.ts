@@ -186,7 +186,7 @@ describe("a ReAct agent's model call that fails after an empty answer", () => {
     await until(
       () =>
         state<AgentState>(agent.react)?.reActContext === null &&
-        state<ConversationState>(agent.root)?.turns === 1 &&
+        state<AgentLifecycleState>(agent.lifecycle)?.turnId !== undefined &&
         state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle',
     );
     expect(state<AgentLifecycleState>(agent.lifecycle)!.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });

@@ -1,5 +1,5 @@
 import { seedExampleInputs } from '../../fixtures/seed-004-inputs.js';
-import { filter, firstValueFrom } from 'rxjs';
+import { elementAt, filter, firstValueFrom } from 'rxjs';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { defineTool, reactAgentEpics, scriptedModel } from '../../../src/agents.js';
@@ -68,7 +68,7 @@ describe('reactAgentEpics: a ReAct agent on the engine', () => {
     await engine.spawn(agent.react, 'react-agent');
     await ready;
     expect((await engine.snapshot<AgentLifecycleState>(agent.lifecycle))?.state).toMatchObject({ value: 'idle', agentId: 'a1' });
-    expect((await engine.snapshot<ConversationState>(agent.root))?.state).toMatchObject({ value: 'active', rootAgentId: 'a1', turns: 0 });
+    expect((await engine.snapshot<ConversationState>(agent.root))?.state).toMatchObject({ value: 'active', rootAgentId: 'a1' });
 
     for (const [n, content] of [
       [1, 'Hi'],
@@ -77,8 +77,14 @@ describe('reactAgentEpics: a ReAct agent on the engine', () => {
       const rested = firstValueFrom(engine.state$<AgentState>(agent.react).pipe(filter((s) => s.reActContext === null && s.messages.length === 2 * n)));
       await engine.dispatch(agent.react, { type: 'user-message-received', messageId: `m${n}`, content, timestamp: n });
       await rested;
-      await firstValueFrom(engine.state$<ConversationState>(agent.root).pipe(filter((s) => s.turns === n)));
-      await firstValueFrom(engine.state$<AgentLifecycleState>(agent.lifecycle).pipe(filter((s) => s.value === 'idle' && s.turnId !== undefined)));
+      // The agent's nth turn ended, and the conversation counted what it used.
+      await firstValueFrom(
+        engine.runes$(agent.lifecycle).pipe(
+          filter((r) => r.kind === 'turn.completed'),
+          elementAt(n - 1),
+        ),
+      );
+      await firstValueFrom(engine.state$<ConversationState>(agent.root).pipe(filter((s) => s.usage.modelCalls === n)));
     }
     const lifecycle = await store.read(agent.lifecycle);
     expect(lifecycle.map((r) => r.kind)).toEqual(['agent.spawning', 'agent.ready', 'turn.started', 'turn.completed', 'turn.started', 'turn.completed']);

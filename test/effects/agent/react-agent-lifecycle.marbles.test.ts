@@ -60,14 +60,11 @@ describe('reactAgentLifecycle: a ReAct agent gets the companions of a turn-based
     ]);
   });
 
-  it('each model call is a turn: turn_assigned and new_turn once while it runs; its observation completes it with its usage; the tools run between turns', async () => {
+  it('each model call is a turn: turn_assigned once while it runs (the conversation is sent no new_turn); its observation completes it with its usage; the tools run between turns', async () => {
     const { w, play } = await readyAgent();
     const asked = w.dispatch(a1.react, ask('u1', 1));
     const started = await play.send(asked);
-    expect(started).toEqual([
-      { stream: ROOT, event: { type: 'new_turn' } },
-      { stream: a1.lifecycle, event: { type: 'turn_assigned', turnId: `react-${asked.seq}` } },
-    ]);
+    expect(started).toEqual([{ stream: a1.lifecycle, event: { type: 'turn_assigned', turnId: `react-${asked.seq}` } }]);
     // More runes of the same call, before and after the assignment lands: no second turn.
     expect(await play.send(w.dispatch(a1.react, answering('m1', 2)))).toEqual([]);
     expect(await applyAll(play, w, started)).toEqual([]);
@@ -92,10 +89,7 @@ describe('reactAgentLifecycle: a ReAct agent gets the companions of a turn-based
     // Its result makes the next call due: the next turn.
     const result = w.dispatch(a1.react, { type: 'tool-call-completed', toolCallId: 't1', result: { isSuccess: true, content: '12:00', receivedAt: 5 }, timestamp: 5 });
     const next = await play.send(result);
-    expect(next).toEqual([
-      { stream: ROOT, event: { type: 'new_turn' } },
-      { stream: a1.lifecycle, event: { type: 'turn_assigned', turnId: `react-${result.seq}` } },
-    ]);
+    expect(next).toEqual([{ stream: a1.lifecycle, event: { type: 'turn_assigned', turnId: `react-${result.seq}` } }]);
     await applyAll(play, w, next);
 
     // That call comes to rest: its turn completes; another rune at rest before it lands asks nothing.
@@ -105,7 +99,8 @@ describe('reactAgentLifecycle: a ReAct agent gets the companions of a turn-based
     expect(rest).toEqual(turnCompleted(usage(2)));
     await applyAll(play, w, rest);
     expect(w.value(a1.lifecycle)).toBe('idle');
-    expect(w.state<ConversationState>(ROOT)).toMatchObject({ turns: 2, usage: { modelCalls: 3, inputTokens: 30 } });
+    expect(w.state<ConversationState>(ROOT)).toMatchObject({ usage: { modelCalls: 3, inputTokens: 30 } });
+    expect(w.state<ConversationState>(ROOT)?.turns).toBeUndefined();
     expect(w.state<AgentLifecycleState>(a1.lifecycle)?.usage).toMatchObject({ modelCalls: 3, inputTokens: 30 });
   });
 

@@ -34,7 +34,7 @@ export interface BudgetLimits {
 }
 
 /** The limits on an agent: its role's, else the default. */
-const agentLimits = (lifecycle: AgentLifecycleState, limits: BudgetLimits): Budget | undefined =>
+export const agentLimits = (lifecycle: AgentLifecycleState, limits: BudgetLimits): Budget | undefined =>
   (lifecycle.role === undefined ? undefined : roleBudget(limits, lifecycle.role)) ?? limits.budget;
 
 /** A role's own limits, if it has any. */
@@ -42,7 +42,7 @@ const roleBudget = ({ budgetsByRole }: BudgetLimits, role: string): Budget | und
   typeof budgetsByRole === 'function' ? budgetsByRole(role) : Object.hasOwn(budgetsByRole ?? {}, role) ? budgetsByRole![role] : undefined;
 
 /** The limits a conversation has now: those its last replenish set, else the configured ones. */
-const conversationLimits = (talk: ConversationState | undefined, limits: BudgetLimits): Budget | undefined => talk?.budget ?? limits.conversationBudget;
+export const conversationLimits = (talk: ConversationState | undefined, limits: BudgetLimits): Budget | undefined => talk?.budget ?? limits.conversationBudget;
 
 const agentReason = (overrun: BudgetOverrun): string => `agent budget exhausted: ${describeOverrun(overrun)}`;
 const conversationReason = (overrun: BudgetOverrun): string => `conversation budget exhausted: ${describeOverrun(overrun)}`;

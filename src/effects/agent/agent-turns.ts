@@ -65,10 +65,13 @@ async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext
   return [{ stream: agent.lifecycle, event: { type: 'turn_assigned', turnId: assignedTurnId(turn, rune.seq) } }];
 }
 
-/** What the agent's turn, ended at `at`, used: the usage its lifecycle and conversation add up. */
-async function usageOfTurn(agent: AgentStreams, at: number, context: EpicContext) {
+/**
+ * What the agent's turn, ended at `at`, used: the usage its lifecycle and conversation add up.
+ * `startedAt`: when it started, if this process heard its `turn.started` (else read from the log).
+ */
+async function usageOfTurn(agent: AgentStreams, at: number, context: EpicContext, startedAt?: number) {
   const turn = await stateOf(context, agent.turn, turnEngine);
-  return turn === undefined ? undefined : turnUsageAt(agent.turn, turn, at, context);
+  return turn === undefined ? undefined : turnUsageAt(agent.turn, turn, at, context, startedAt);
 }
 
 /** Every call of the round exists (created from the turn's log: again after a crash, harmlessly). */
@@ -95,9 +98,10 @@ async function doneRound(agent: AgentStreams, context: EpicContext): Promise<{ k
 /**
  * A turn ended (completed, error, interrupted): its calls that are not done are cancelled (so the
  * next model call never sees an orphan call), the agent and the conversation hear of it, the turn
- * is finalized, and a steer starts the next turn with its input.
+ * is finalized, and a steer starts the next turn with its input. `startedAt`: the `at` of its
+ * `turn.started` if this process assigned the turn (its `turn_assigned` may not be durable yet).
  */
-async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, assigned: boolean): Promise<EpicCommand[]> {
+async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, startedAt: number | undefined): Promise<EpicCommand[]> {
   const { event } = rune;
   const commands: EpicCommand[] = [];
   if (rune.to === 'interrupted' && rune.from === 'tool_executing') {
@@ -112,8 +116,8 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
   }
   const interruption = event.type === 'interrupt' ? event.reason : event.type === 'steer' ? STEERED : undefined;
   // Assigned by this process (its `turn_assigned` may not be durable yet), or found running.
-  if (assigned || (await stateOf(context, agent.lifecycle, agentLifecycle))?.value === 'running_turn') {
-    const usage = await usageOfTurn(agent, rune.at, context);
+  if (startedAt !== undefined || (await stateOf(context, agent.lifecycle, agentLifecycle))?.value === 'running_turn') {
+    const usage = await usageOfTurn(agent, rune.at, context, startedAt);
     commands.push({
       stream: agent.lifecycle,
       event:
@@ -158,9 +162,10 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
     // The rounds this epic has finished: a resumed round and a live result may both find a round
     // done, and the model must get its results once.
     const finished = new Set<string>();
-    // The turns this epic assigned to their agents and that have not ended yet: the end of one
-    // tells its agent, whose durable state may not show the assignment yet (a batch not committed).
-    const assignedTurns = new Set<string>();
+    // The turns this epic assigned to their agents and that have not ended yet, with when each
+    // started: the end of one tells its agent, whose durable state may not show the assignment yet
+    // (a batch not committed), and its wall clock needs no read of its log.
+    const assignedTurns = new Map<string, number>();
     const finishRound = async (agent: AgentStreams): Promise<EpicCommand[]> => {
       const round = await doneRound(agent, context);
       if (round === undefined || finished.has(`${agent.turn}#${round.key}`)) return [];
@@ -182,7 +187,7 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
       if (event.type === 'start_turn') {
         return defer(() => started(agent, rune, context, options)).pipe(
           tap((commands) => {
-            if (commands.some((command) => 'event' in command && command.event.type === 'turn_assigned')) assignedTurns.add(agent.turn);
+            if (commands.some((command) => 'event' in command && command.event.type === 'turn_assigned')) assignedTurns.set(agent.turn, rune.at);
           }),
           mergeMap((commands) => commands),
         );
@@ -193,7 +198,11 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
         for (const key of finished) if (key.startsWith(`${agent.turn}#`)) finished.delete(key);
       }
       if (rune.to !== undefined && TURN_ENDINGS.has(rune.to)) {
-        return defer(() => ended(agent, rune, context, assignedTurns.delete(agent.turn))).pipe(mergeMap((commands) => commands));
+        return defer(() => {
+          const startedAt = assignedTurns.get(agent.turn);
+          assignedTurns.delete(agent.turn);
+          return ended(agent, rune, context, startedAt);
+        }).pipe(mergeMap((commands) => commands));
       }
       return EMPTY;
     };

@@ -6,7 +6,7 @@ import type { ConversationState } from '../../reducers/conversation/schema.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
 import { NO_USAGE, addUsage, type Usage } from '../../reducers/budget.js';
 import type { EpicContext } from '../../streams/epic.js';
-import { budgetRefusal, type BudgetLimits } from './agent-budgets.js';
+import { agentLimits, budgetRefusal, conversationLimits, type BudgetLimits } from './agent-budgets.js';
 import { conversationUsageNow$, reactTurnUsageNow } from './conversation-usage.js';
 
 /**
@@ -76,7 +76,14 @@ export async function turnStartRefusal$(
   pending: Usage = NO_USAGE,
 ): Promise<string | undefined> {
   if (turnRefusal(talk, lifecycle) !== undefined || limits === undefined || talk === undefined) return turnStartRefusal(talk, lifecycle, limits);
-  const [talkUsed, running] = await Promise.all([lastValueFrom(conversationUsageNow$(agent.root, talk, context)), reactTurnUsageNow(agent, context)]);
+  // Only what a limit is set on is read: the conversation's usage now lists its streams, every turn.
+  const shared = conversationLimits(talk, limits) !== undefined;
+  const own = lifecycle !== undefined && agentLimits(lifecycle, limits) !== undefined;
+  if (!shared && !own) return undefined;
+  const [talkUsed, running] = await Promise.all([
+    shared ? lastValueFrom(conversationUsageNow$(agent.root, talk, context)) : talk.usage,
+    own ? reactTurnUsageNow(agent, context) : NO_USAGE,
+  ]);
   const agentNow = lifecycle === undefined ? undefined : { ...lifecycle, usage: addUsage(lifecycle.usage, running) };
   return turnStartRefusal(talk, agentNow, limits, talkUsed, pending);
 }

@@ -27,10 +27,11 @@ const withWallClock = (used: Usage, startedAt: number | undefined, at: number): 
 
 /**
  * What a turn used by `at` (its end, or now): its responses' usage as its state sums it, and its
- * wall clock, from its `turn.started` rune to `at`.
+ * wall clock, from its `turn.started` rune to `at` (`startedAt`, that rune's `at` if the caller
+ * heard it, else read from the log).
  */
-export async function turnUsageAt(turn: string, state: TurnEngineState, at: number, context: EpicContext): Promise<Usage> {
-  return withWallClock(state.turnUsage, await turnStartedAt(turn, context), at);
+export async function turnUsageAt(turn: string, state: TurnEngineState, at: number, context: EpicContext, startedAt?: number): Promise<Usage> {
+  return withWallClock(state.turnUsage, startedAt ?? (await turnStartedAt(turn, context)), at);
 }
 
 /** The turn id of a ReAct agent's turn that the rune `seq` of its ReAct stream started. */

@@ -14,8 +14,9 @@ const said = (rune: Rune): string => JSON.stringify([rune.stream, rune.seq, rune
 /**
  * What clients watching a stream hear (`runes$(stream, afterSeq)`, see `World`): its runes after
  * `afterSeq`, each once, in seq order, with no gap where the replay of the stored ones meets the
- * live ones; a feed that ends when its process dies ends complete, never with an error (a replay
- * under way when the engine closes included); and each rune heard is the one the file holds.
+ * live ones; a feed that ends when its process dies ends complete, never with an error (one
+ * subscribed while its engine closes, or after, included); and each rune heard is the one the
+ * file holds.
  */
 export const watchesOracle = (): Oracle => {
   const reported = new Set<Watch>();

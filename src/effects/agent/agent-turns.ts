@@ -143,10 +143,10 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
  *    first with a role), ready (or `init_error` if `options.initError` says why not), and its conversation
  *    (`<root>`) if none is there yet, with it as the root agent.
  * 2. A turn started: the agent runs it (`turn_assigned`; the conversation is sent no `new_turn`:
- *    its turns are its agents', a rune fewer a turn); if the conversation is suspended or closed (or paused: the engine refuses
- *    such a start, `held`, unless it was applied first), the agent terminated, or the agent's or
- *    conversation's budget (`options`) exhausted, the conversation's turns still running counted,
- *    the turn is interrupted with why.
+ *    its turns are its agents', a rune fewer a turn); if the conversation is suspended or closed
+ *    (or paused: the engine refuses such a start, `held`, unless it was applied first), the agent
+ *    terminated, or the agent's or conversation's budget (`options`) exhausted, the
+ *    conversation's turns still running counted, the turn is interrupted with why.
  * 3. The model asked for tools (`tool_calls_received`): a `toolCall` stream per call.
  * 4. The last call of a round is done: `tools_finished`, and the model gets the results.
  * 5. A turn ended: calls not done are cancelled (`cancelled_result`), the agent and conversation

@@ -29,8 +29,9 @@ const calling = (state: AgentState): boolean =>
 /**
  * The lifecycle steps a ReAct agent's state calls for. Each model call of its loop is a turn of
  * the agent, as a turn-based agent's turn: it starts when the call is due, unless the agent may
- * not run one (`turnRefusal`: the loop then ends unanswered, see `reactAgentLoop`), and ends with the call's observation, with what the call used
- * (`reactTurnUsageAt`) for the agent's and the conversation's budgets. A call due right after
+ * not run one (`turnRefusal`: the loop then ends unanswered, see `reactAgentLoop`), and ends with
+ * the call's observation, with what the call used (`reactTurnUsageAt`) for the agent's and the
+ * conversation's budgets. A call due right after
  * another is a turn of its own. Decided from the durable states alone, so it is the same after a restart.
  */
 async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext, pending: Map<string, Step>, limits: BudgetLimits | undefined): Promise<EpicCommand[]> {
@@ -73,10 +74,10 @@ async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext,
  * 1. Its ReAct stream spawned: its `agentLifecycle` stream (ready at once) and, if none is there
  *    yet, its conversation, with it as the root agent.
  * 2. Each model call of a ReAct loop is a turn: when a call is due (a user message or the loop's
- *    tool results to respond to) the agent runs a turn (`turn_assigned`); when the call's observation lands the turn completes, with the
- *    call's usage (`turn_completed { usage }`, as a turn-based agent's turn ends), which the
- *    agent's and the conversation's budgets count (`agentBudgets`). The loop's tool calls run
- *    between turns.
+ *    tool results to respond to) the agent runs a turn (`turn_assigned`); when the call's
+ *    observation lands the turn completes, with the call's usage (`turn_completed { usage }`, as
+ *    a turn-based agent's turn ends), which the agent's and the conversation's budgets count
+ *    (`agentBudgets`). The loop's tool calls run between turns.
  *
  * Part of `reactAgentEpics`. No turn starts while the agent may not run one (`turnRefusal`: its
  * conversation suspended, paused or closing, or the agent terminated); the loop then ends

@@ -172,11 +172,15 @@ type HostOf = (model: LanguageModelV4, events: SessionEvents) => Host;
 /** The turn stream of session `i`: agent `a` of conversation `conv/s<i>`. */
 const sessionStreams = (i: number) => agentStreams(`conv/s${i}`, 'a');
 
+/** The stores the engine is measured on: memory, SQLite in the event loop's thread, and SQLite in a thread of its own. */
+const STORE_KINDS = ['memory', 'sqlite', 'sqlite thread'] as const;
+type StoreKind = (typeof STORE_KINDS)[number];
+
 /** A store of the given kind, and how to remove it once closed. */
-function storeOf(kind: 'memory' | 'sqlite'): { store: RuneStore; remove: () => void } {
+function storeOf(kind: StoreKind): { store: RuneStore; remove: () => void } {
   if (kind === 'memory') return { store: memoryStore(), remove: () => {} };
   const dir = mkdtempSync(join(tmpdir(), 'runestream-sessions-'));
-  return { store: sqliteStore(join(dir, 'sessions.db')), remove: () => rmSync(dir, { recursive: true, force: true }) };
+  return { store: sqliteStore(join(dir, 'sessions.db'), { thread: kind === 'sqlite thread' }), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /**
@@ -184,7 +188,7 @@ function storeOf(kind: 'memory' | 'sqlite'): { store: RuneStore; remove: () => v
  * stream's `runes$` subscriber hears its delta runes. A turn ends at its `turn_finalized`.
  */
 const engineHost =
-  (kind: 'memory' | 'sqlite'): HostOf =>
+  (kind: StoreKind): HostOf =>
   (model, events) => {
     const { store, remove } = storeOf(kind);
     const engine = createEngine({ store, epics: agentEpics({ model }) });
@@ -443,7 +447,7 @@ async function cpuPerTurn(name: string, hostOf: HostOf, sessions = CPU_SESSIONS,
 async function loadedCpuFigures(): Promise<void> {
   console.log(`  process CPU per completed turn, ${CPU_LOADED_SESSIONS} sessions (${CPU_LOADED_WARMUP_MS} ms warm-up; information, no bar)`);
   const relay = await cpuPerTurn(`relay (${RELAY})`, relayHost(), CPU_LOADED_SESSIONS, CPU_LOADED_WARMUP_MS);
-  for (const kind of ['memory', 'sqlite'] as const) {
+  for (const kind of STORE_KINDS) {
     const cpu = await cpuPerTurn(`engine, ${kind}`, engineHost(kind), CPU_LOADED_SESSIONS, CPU_LOADED_WARMUP_MS);
     console.log(`    engine, ${kind}: work per delta beyond the relay's ${(((cpu - relay) / DELTAS) * 1000).toFixed(0)} µs`);
   }
@@ -597,13 +601,14 @@ async function cpuFigures(): Promise<boolean> {
   console.log(`  process CPU per completed turn, ${CPU_SESSIONS} sessions in steady state (${WARMUP_MS} ms warm-up, ${CPU_MS} ms window)`);
   // The relay before and after the engines, their mean its figure: the machine's drift falls on both.
   const relayBefore = await cpuPerTurn(`relay (${RELAY})`, relayHost());
-  const engineCpu = { memory: await cpuPerTurn('engine, memory', engineHost('memory')), sqlite: await cpuPerTurn('engine, sqlite', engineHost('sqlite')) };
+  const engineCpu = new Map<StoreKind, number>();
+  for (const kind of STORE_KINDS) engineCpu.set(kind, await cpuPerTurn(`engine, ${kind}`, engineHost(kind)));
   const relayCpu = (relayBefore + (await cpuPerTurn(`relay (${RELAY})`, relayHost()))) / 2;
   // Information: the model's stream read the other way (`streamText`, as the engine once did, or `doStream` alone).
   const other = RELAY === 'doStream' ? 'streamText' : 'doStream';
   await cpuPerTurn(`relay, ${other}`, relayHost(relayTurns[other]));
-  for (const kind of ['memory', 'sqlite'] as const) {
-    const cpu = engineCpu[kind];
+  for (const kind of STORE_KINDS) {
+    const cpu = engineCpu.get(kind)!;
     const perDeltaUs = ((cpu - relayCpu) / DELTAS) * 1000;
     const cpuOk = cpu <= CPU_PER_TURN_BAR_MS;
     const deltaOk = perDeltaUs <= ENGINE_PER_DELTA_BAR_US;
@@ -621,7 +626,7 @@ async function capacityFigures(): Promise<boolean> {
     `  sessions held with p99 latency (a delta due -> a subscriber hears the rune carrying it) < ${P99_BAR_MS} ms (${WARMUP_MS} ms warm-up, ${STEP_MS} ms window a round)`,
   );
   const relay = await capacity('relay', relayHost());
-  for (const kind of ['memory', 'sqlite'] as const) {
+  for (const kind of STORE_KINDS) {
     const held = await capacity(`engine, ${kind}`, engineHost(kind));
     const ratio = held / relay;
     const ok = ratio >= CAPACITY_BAR;

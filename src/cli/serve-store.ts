@@ -41,7 +41,8 @@ export function storeUrlOf(url: string): { connectionString: string; schema?: st
  */
 export async function openServeStore(command: Extract<Command, { command: 'serve' }>): Promise<ServeStore> {
   if (command.store === undefined) {
-    const store = sqliteStore(command.db);
+    // In a thread of its own: a server's commits then run beside its event loop, not in it.
+    const store = sqliteStore(command.db, { thread: true });
     return { store, engineOptions: {}, description: command.db, release: async () => undefined };
   }
   const { postgresStore, shardLeases } = await import('../postgres.js');

@@ -19,6 +19,7 @@ import {
   type StreamHeadRow,
 } from './store.js';
 import { errorText } from '../reducers/error-text.js';
+import { threadedSqliteStore } from './sqlite-thread/client.js';
 
 /** Options of {@link sqliteStore}. Each is checked when the store opens. */
 export interface SqliteStoreOptions {
@@ -58,6 +59,16 @@ export interface SqliteStoreOptions {
    * before. `false` writes runes without a hash and checks none (what the benchmark compares with).
    */
   readonly hashChain?: boolean;
+  /**
+   * Whether the file is written and read from a thread of its own (a worker thread that holds the
+   * SQLite connection) rather than from this one. Default: `false`. With `true`, SQLite's work (a
+   * commit, which is most of a streaming session's cost on this store; reads; the runes' JSON) runs
+   * beside the event loop instead of in it, on a second core; each call crosses to the thread and
+   * back, its runes copied (structured clone). Opening still blocks until the file is open, and
+   * refuses as the in-thread store does. For a process that serves many sessions: `runestream
+   * serve` uses it.
+   */
+  readonly thread?: boolean;
 }
 
 /** `PRAGMA application_id` of every runestream file: "RUNE" in ASCII. */
@@ -266,7 +277,8 @@ type RuneBody = Omit<Rune, 'stream' | 'seq' | 'kind' | 'machine'> & { machine?: 
  * @see memoryStore for a store in memory, with the same contract.
  */
 export function sqliteStore(path: string, options: SqliteStoreOptions = {}): RuneStore {
-  const { synchronous, busyTimeoutMs, integrityCheck, hashChain } = checkOptions(path, options);
+  const { synchronous, busyTimeoutMs, integrityCheck, hashChain, thread } = checkOptions(path, options);
+  if (thread) return threadedSqliteStore(path, { synchronous, busyTimeoutMs, integrityCheck, hashChain });
   createIfAbsent(path);
   checkFile(path, busyTimeoutMs, integrityCheck);
 
@@ -298,12 +310,17 @@ function checkOptions(path: unknown, options: unknown): Required<SqliteStoreOpti
     throw new TypeError(`sqliteStore: the options must be an object, got ${shown(options)}`);
   }
   for (const key of Object.keys(options)) {
-    if (key !== 'synchronous' && key !== 'busyTimeoutMs' && key !== 'integrityCheck' && key !== 'hashChain') {
-      throw new TypeError(`sqliteStore: unknown option "${key}"; the options are "synchronous", "busyTimeoutMs", "integrityCheck" and "hashChain"`);
+    if (!OPTION_NAMES.includes(key)) {
+      throw new TypeError(
+        `sqliteStore: unknown option "${key}"; the options are ${OPTION_NAMES.slice(0, -1)
+          .map((name) => `"${name}"`)
+          .join(', ')} and "${OPTION_NAMES.at(-1)}"`,
+      );
     }
   }
-  const { synchronous = 'normal', busyTimeoutMs = 1000, integrityCheck = 'quick', hashChain = true } = options as SqliteStoreOptions;
+  const { synchronous = 'normal', busyTimeoutMs = 1000, integrityCheck = 'quick', hashChain = true, thread = false } = options as SqliteStoreOptions;
   if (typeof hashChain !== 'boolean') throw new TypeError(`sqliteStore: the "hashChain" option must be a boolean, got ${shown(hashChain)}`);
+  if (typeof thread !== 'boolean') throw new TypeError(`sqliteStore: the "thread" option must be a boolean, got ${shown(thread)}`);
   if (integrityCheck !== 'quick' && integrityCheck !== 'off') {
     throw new TypeError(`sqliteStore: the "integrityCheck" option must be 'quick' or 'off', got ${shown(integrityCheck)}`);
   }
@@ -313,8 +330,10 @@ function checkOptions(path: unknown, options: unknown): Required<SqliteStoreOpti
   if (!Number.isInteger(busyTimeoutMs) || busyTimeoutMs < 0) {
     throw new TypeError(`sqliteStore: the "busyTimeoutMs" option must be a non-negative integer (milliseconds), got ${shown(busyTimeoutMs)}`);
   }
-  return { synchronous, busyTimeoutMs, integrityCheck, hashChain };
+  return { synchronous, busyTimeoutMs, integrityCheck, hashChain, thread };
 }
+
+const OPTION_NAMES: readonly string[] = ['synchronous', 'busyTimeoutMs', 'integrityCheck', 'hashChain', 'thread'];
 
 const shown = (value: unknown): string => (typeof value === 'string' ? JSON.stringify(value) : String(value));
 

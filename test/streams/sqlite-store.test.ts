@@ -641,7 +641,7 @@ describe('sqliteStore: options', () => {
     const openWith = (options: unknown) => () => sqliteStore(path, options as SqliteStoreOptions);
     expect(openWith({ synchronous: 'fast' })).toThrow(new TypeError(`sqliteStore: the "synchronous" option must be 'normal' or 'full', got "fast"`));
     expect(openWith({ synchronus: 'full' })).toThrow(
-      new TypeError('sqliteStore: unknown option "synchronus"; the options are "synchronous", "busyTimeoutMs", "integrityCheck" and "hashChain"'),
+      new TypeError('sqliteStore: unknown option "synchronus"; the options are "synchronous", "busyTimeoutMs", "integrityCheck", "hashChain" and "thread"'),
     );
     expect(openWith({ busyTimeoutMs: -1 })).toThrow(new TypeError('sqliteStore: the "busyTimeoutMs" option must be a non-negative integer (milliseconds), got -1'));
     expect(openWith(null)).toThrow(new TypeError('sqliteStore: the options must be an object, got null'));

@@ -13,6 +13,7 @@ import type { Rune } from '../src/reducers/rune.js';
 import { createEngine, type Engine } from '../src/streams/engine.js';
 import type { Epic } from '../src/streams/epic.js';
 import { sqliteStore } from '../src/streams/sqlite-store.js';
+import { threadedSqliteStore } from '../src/streams/sqlite-thread/client.js';
 import { StoreError, type RuneStore, type StreamHead } from '../src/streams/store.js';
 import { SimClock } from './clock.js';
 import { createFakeCli, type FakeCli } from './fake-cli.js';
@@ -121,6 +122,10 @@ export class World {
   readonly #watching = new Map<Watch, Subscription>();
   /** Draws which streams are watched, apart from `random`: watching changes none of a seed's other draws. */
   readonly #watchRandom: Random;
+  /** Draws which processes keep the file in a thread of their own, apart from `random` too. */
+  readonly #threadRandom: Random;
+  /** Where each process kept the file, in process order: its event loop's thread, or a thread of its own. */
+  readonly storeThreads: ('event loop' | 'own thread')[] = [];
 
   constructor(
     readonly seed: number,
@@ -128,6 +133,8 @@ export class World {
   ) {
     this.random = new Random(seed);
     this.#watchRandom = new Random(seed ^ 0x5eed);
+    this.#threadRandom = new Random(seed ^ 0x7ead);
+    this.#threadRandom.next(); // xoroshiro's first draw from a small seed is near 1 for every seed: not a coin
     const llmRandom = this.random.fork();
     const toolRandom = this.random.fork();
     this.#ids = this.random.fork();
@@ -208,7 +215,12 @@ export class World {
   start(): void {
     this.processes++;
     const scheduler = this.processes === 1 ? this.clock.scheduler : this.clock.restart();
-    this.#store = killable(this.planted.store?.(sqliteStore(this.file)) ?? sqliteStore(this.file));
+    // Half the processes keep the file in a thread of their own, as `runestream serve` does; its
+    // answers are waited for blocking, so they come at the same point of every run of a seed.
+    const ownThread = this.#threadRandom.chance(0.5);
+    this.storeThreads.push(ownThread ? 'own thread' : 'event loop');
+    const store = ownThread ? threadedSqliteStore(this.file, {}, 'blocking') : sqliteStore(this.file);
+    this.#store = killable(this.planted.store?.(store) ?? store);
     this.#engine = createEngine({ store: this.#store, scheduler, epics: this.#epics() });
     this.#subscription = this.#engine.runes$().subscribe((rune) => {
       this.log.push(rune);

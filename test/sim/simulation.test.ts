@@ -28,6 +28,24 @@ describe('the simulation', () => {
     expect(other.transcript).not.toBe(first.transcript);
   });
 
+  it('runs processes with the file in a thread of their own and in the event loop, and such a seed replays exactly', async () => {
+    const threads: string[][] = [];
+    const probe = {
+      name: 'threads',
+      final: (world: World) => {
+        threads.push([...world.storeThreads]);
+        return undefined;
+      },
+    };
+    const first = await runSeed(11, { steps: 60, mix: only('conversation', 'message', 'crash'), extraOracles: [probe] });
+    const second = await runSeed(11, { steps: 60, mix: only('conversation', 'message', 'crash'), extraOracles: [probe] });
+    expect(first.failures).toEqual([]);
+    expect(threads[0]).toContain('own thread');
+    expect(threads[0]).toContain('event loop');
+    expect(threads[1]).toEqual(threads[0]);
+    expect(second.transcript).toBe(first.transcript);
+  });
+
   it('judges liveness only once the log has been quiet for its window, also after a last action that jumped past the window from the last client action', async () => {
     // Seed 7's chats: its last jump goes past the window after the last chat, while the work that chat set moving still runs.
     const judged: { now: number; lastRuneAt: number; window: number }[] = [];

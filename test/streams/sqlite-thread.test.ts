@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createEngine } from '../../src/streams/engine.js';
 import { sqliteStore } from '../../src/streams/sqlite-store.js';
+import { threadedSqliteStore } from '../../src/streams/sqlite-thread/client.js';
 import { StoreConflictError, StoreError, type RuneStore } from '../../src/streams/store.js';
 import { runeOf, runesOf, storeContract } from '../../src/store-kit.js';
 
@@ -28,6 +29,17 @@ const openThreaded = (path = freshPath()): RuneStore => {
 };
 
 storeContract('sqliteStore in its own thread', () => openThreaded(), { describe, it, expect }, { restore: true });
+// As the simulation runs it: each answer waited for blocking, so a call settles at once.
+storeContract(
+  'sqliteStore in its own thread, its answers waited for blocking',
+  () => {
+    const store = threadedSqliteStore(freshPath(), {}, 'blocking');
+    stores.push(store);
+    return store;
+  },
+  { describe, it, expect },
+  { restore: true },
+);
 
 describe('sqliteStore({ thread: true })', () => {
   it('writes the same file the in-thread store reads, and reads what it wrote', async () => {

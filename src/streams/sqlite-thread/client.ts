@@ -1,4 +1,3 @@
-import type { Worker } from 'node:worker_threads';
 import type { Rune } from '../../reducers/rune.js';
 import type { SqliteStoreOptions } from '../sqlite-store.js';
 import { openState, StoreError, type HeadsQuery, type RuneStore, type Snapshot, type StreamHead } from '../store.js';
@@ -14,6 +13,15 @@ type Method = Exclude<ThreadRequest['method'], 'heads' | 'endHeads'>;
 type Unsent = ThreadRequest extends infer R ? (R extends ThreadRequest ? Omit<R, 'id'> : never) : never;
 
 /**
+ * How a threaded store's calls get their answers: `'async'`, as messages this thread's event loop
+ * takes when they come; `'blocking'`, this thread waiting for each (`Atomics.wait`), so that a call's
+ * promise settles at once, as the in-thread store's does. The simulation runs the thread blocking:
+ * its runs replay from their seed only if every answer comes at the same point of the run, which
+ * real threads' timing would not give it.
+ */
+export type ThreadAnswers = 'async' | 'blocking';
+
+/**
  * The SQLite store with its file in a thread of its own (`sqliteStore(path, { thread: true })`): the
  * same contract, errors and file as the in-thread store, whose code the thread runs. Each call is a
  * message to the thread and its answer a message back, so SQLite's work (a commit, a read, JSON
@@ -24,8 +32,8 @@ type Unsent = ThreadRequest extends infer R ? (R extends ThreadRequest ? Omit<R,
  * forgets `close()` still exits (the operating system then drops the file's lock, as it does at a
  * crash; the WAL keeps every committed batch).
  */
-export function threadedSqliteStore(path: string, options: SqliteStoreOptions): RuneStore {
-  const worker: Worker = startThread(path, options);
+export function threadedSqliteStore(path: string, options: SqliteStoreOptions, answers: ThreadAnswers = 'async'): RuneStore {
+  const { worker, waitForAnswer, closeAnswers } = startThread(path, options);
   worker.unref();
   const pending = new Map<number, Pending>();
   let nextId = 1;
@@ -54,6 +62,13 @@ export function threadedSqliteStore(path: string, options: SqliteStoreOptions): 
   const ask = <T>(request: Unsent): Promise<T> => {
     if (ended !== undefined) return Promise.reject(ended);
     const id = nextId++;
+    if (answers === 'blocking') {
+      worker.postMessage({ ...request, id, blocking: true });
+      const reply = waitForAnswer() as ThreadReply | undefined;
+      if (reply === undefined) fail('ended without answering');
+      else if (reply.error === undefined) return Promise.resolve(reply.value as T);
+      return Promise.reject(reply === undefined ? ended : fromWire(reply.error!));
+    }
     return new Promise<T>((resolve, reject) => {
       if (pending.size === 0) worker.ref();
       pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
@@ -94,6 +109,7 @@ export function threadedSqliteStore(path: string, options: SqliteStoreOptions): 
         await ask({ method: 'close', args: [] });
       } finally {
         ended ??= new StoreError('closed', 'the store is closed');
+        closeAnswers();
         await worker.terminate();
       }
     },

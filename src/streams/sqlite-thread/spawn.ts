@@ -10,10 +10,13 @@ import { fromWire, type WireError } from './wire.js';
 export interface ThreadData {
   readonly path: string;
   readonly options: SqliteStoreOptions;
-  /** Set to 1 by the thread once the file is open, or failed to open: the main thread waits on it. */
-  readonly opened: Int32Array;
-  /** Where the thread says how opening went: `{}`, or `{ error }`. */
-  readonly openPort: MessagePort;
+  /**
+   * Counts the thread's answers on `answers`: the main thread waits, blocking, for it to move. The
+   * first says how opening went; the others answer the calls made blocking (see `threadedSqliteStore`).
+   */
+  readonly signal: Int32Array;
+  /** Where the thread answers what the main thread waits for, blocking: opening (`{}`, or `{ error }`), then blocking calls. */
+  readonly answers: MessagePort;
 }
 
 /**
@@ -31,9 +34,9 @@ const { workerData } = require('node:worker_threads');
     }
     await import(workerData.entry);
   } catch (error) {
-    workerData.openPort.postMessage({ error: { name: 'Error', message: 'the store thread could not start: ' + (error && error.stack || String(error)) } });
-    Atomics.store(workerData.opened, 0, 1);
-    Atomics.notify(workerData.opened, 0);
+    workerData.answers.postMessage({ error: { name: 'Error', message: 'the store thread could not start: ' + (error && error.stack || String(error)) } });
+    Atomics.add(workerData.signal, 0, 1);
+    Atomics.notify(workerData.signal, 0);
   }
 })();
 `;
@@ -45,27 +48,34 @@ const tsxEsmApi = (here: string): string => pathToFileURL(join(dirname(createReq
  * Starts the store's thread on `path` and waits, blocking, until it opened the file: opening is
  * synchronous here as it is in one thread, and throws the same errors (`locked`, `invalid_file`, ...).
  */
-export function startThread(path: string, options: SqliteStoreOptions): Worker {
+export function startThread(path: string, options: SqliteStoreOptions): { worker: Worker; waitForAnswer(): unknown; closeAnswers(): void } {
   const here = import.meta.url;
   const source = here.endsWith('.ts');
   const entry = new URL(`./worker.${source ? 'ts' : 'js'}`, here).href;
-  const opened = new Int32Array(new SharedArrayBuffer(4));
-  const { port1, port2 } = new MessageChannel();
-  const workerData = { path, options, opened, openPort: port2, entry, tsx: source ? tsxEsmApi(here) : undefined };
+  const signal = new Int32Array(new SharedArrayBuffer(4));
+  const { port1: answers, port2 } = new MessageChannel();
+  answers.unref();
+  const workerData = { path, options, signal, answers: port2, entry, tsx: source ? tsxEsmApi(here) : undefined };
+  let seen = 0;
+  /** Blocks until the thread's next answer on `answers`, and takes it (`undefined`: the thread ended without one). */
+  const waitForAnswer = (): unknown => {
+    Atomics.wait(signal, 0, seen);
+    seen = Atomics.load(signal, 0);
+    return receiveMessageOnPort(answers)?.message;
+  };
   const worker = new Worker(BOOTSTRAP, {
     eval: true,
     workerData,
     transferList: [port2],
-    // None of this process's flags: \`--input-type=module\` would read the bootstrap as a module, and
+    // None of this process's flags: `--input-type=module` would read the bootstrap as a module, and
     // the thread needs none of them (a loader it needs, tsx in the source, it registers itself).
     execArgv: [],
   });
-  Atomics.wait(opened, 0, 0);
-  const said = receiveMessageOnPort(port1)?.message as { error?: WireError } | undefined;
-  port1.close();
+  const said = waitForAnswer() as { error?: WireError } | undefined;
   if (said === undefined || said.error !== undefined) {
+    answers.close();
     void worker.terminate();
     throw said === undefined ? new StoreError('io_error', `sqliteStore "${path}": its thread ended before it said whether the file opened`) : fromWire(said.error!);
   }
-  return worker;
+  return { worker, waitForAnswer, closeAnswers: () => answers.close() };
 }

@@ -1,16 +1,16 @@
 import { StoreConflictError, StoreError, StoreFencedError, type Fence, type StoreErrorCode } from '../store.js';
 
-/** What the store's thread is asked: a call of one of the store's methods, by id. */
-export type ThreadRequest =
-  | {
-      readonly id: number;
-      readonly method: 'append' | 'head' | 'read' | 'readEvents' | 'latestSnapshot' | 'saveSnapshot' | 'prune' | 'restore' | 'close';
-      readonly args: readonly unknown[];
-    }
+/**
+ * What the store's thread is asked: a call of one of the store's methods, by id. `blocking`: the
+ * caller waits for the answer blocking, so it comes on the answers port (see `startThread`).
+ */
+export type ThreadRequest = { readonly id: number; readonly blocking?: true } & (
+  | { readonly method: 'append' | 'head' | 'read' | 'readEvents' | 'latestSnapshot' | 'saveSnapshot' | 'prune' | 'restore' | 'close'; readonly args: readonly unknown[] }
   /** The next page of the listing `listing`, which `args[0]` (a query) opens when it is new. */
-  | { readonly id: number; readonly method: 'heads'; readonly listing: number; readonly args: readonly [query: unknown, page: number] }
+  | { readonly method: 'heads'; readonly listing: number; readonly args: readonly [query: unknown, page: number] }
   /** The listing `listing` is dropped (its reader stopped early). */
-  | { readonly id: number; readonly method: 'endHeads'; readonly listing: number; readonly args: readonly [] };
+  | { readonly method: 'endHeads'; readonly listing: number; readonly args: readonly [] }
+);
 
 /** The thread's answer to request `id`: its value, or the error it threw. */
 export type ThreadReply = { readonly id: number; readonly value?: unknown; readonly error?: WireError };

@@ -8,17 +8,21 @@ import type { HeadsQuery, RuneStore, StreamHead } from '../store.js';
 import { toWire, type ThreadReply, type ThreadRequest } from './wire.js';
 import type { ThreadData } from './spawn.js';
 
-const { path, options, opened, openPort } = workerData as ThreadData;
+const { path, options, signal, answers } = workerData as ThreadData;
+
+/** Answers on `answers`, for a main thread that waits for it blocking: the signal moves once it is there. */
+const answerBlocking = (message: unknown): void => {
+  answers.postMessage(message);
+  Atomics.add(signal, 0, 1);
+  Atomics.notify(signal, 0);
+};
 
 let store: RuneStore | undefined;
 try {
   store = sqliteStore(path, options);
-  openPort.postMessage({});
+  answerBlocking({});
 } catch (error) {
-  openPort.postMessage({ error: toWire(error) });
-} finally {
-  Atomics.store(opened, 0, 1);
-  Atomics.notify(opened, 0);
+  answerBlocking({ error: toWire(error) });
 }
 
 /** The listings of heads being read, by the id the main thread gave each. */
@@ -56,9 +60,10 @@ async function answer(request: ThreadRequest): Promise<unknown> {
 if (store !== undefined) {
   const port = parentPort!;
   port.on('message', (request: ThreadRequest) => {
+    const reply = (message: ThreadReply): void => (request.blocking === true ? answerBlocking(message) : port.postMessage(message));
     answer(request).then(
-      (value) => port.postMessage({ id: request.id, value } satisfies ThreadReply),
-      (error: unknown) => port.postMessage({ id: request.id, error: toWire(error) } satisfies ThreadReply),
+      (value) => reply({ id: request.id, value }),
+      (error: unknown) => reply({ id: request.id, error: toWire(error) }),
     );
   });
 }

@@ -1,5 +1,5 @@
 import type { SchedulerAction, SchedulerLike } from 'rxjs';
-import { describe, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { coalesceText } from '../../src/streams/coalesce-text.js';
 import { marbleTest, type Marbles } from '../support/marbles.js';
 
@@ -54,10 +54,37 @@ describe('coalesceText: pieces of text held in windows, one value per window', (
     marbleTest((m) => {
       // A busy process: every timer of the windows runs 2 ms after it was due.
       const operator = coalesceText<string>({ windowMs: 10, scheduler: lateBy(m, 2), textOf: (value) => value, joined: (text) => text });
-      // A piece every 10 ms, each coming just before its window's timer runs: held, and let pass 2 ms
-      // late (windows due at 10, 20, 30), not 2 ms later each window (c at 24, d at 36, ...).
+      // b, c and d each come halfway through a window: held, and let pass 2 ms late (windows due at
+      // 10, 20, 30), not 2 ms later each window (c at 24, d at 36).
+      const source = m.cold('a----b---------c---------d---------|', pieces);
+      m.expectObservable(source.pipe(operator)).toBe('a-----------b---------c---------d--|', pieces);
+    }));
+
+  it('a piece that comes once its window was due to end passes at once, with what the window held, without waiting for a late timer', () =>
+    marbleTest((m) => {
+      // Every timer of the windows runs 5 ms after it was due.
+      const operator = coalesceText<string>({ windowMs: 10, scheduler: lateBy(m, 5), textOf: (value) => value, joined: (text) => text });
+      // b is held in the window that ends at 10; c comes at 12, before that window's timer (15): b and
+      // c pass together at 12, and the next window ends at 20, where it was due: d is held until its
+      // timer, due at 20, runs at 25.
+      const source = m.cold('a----b------c-d---------------|', pieces);
+      m.expectObservable(source.pipe(operator)).toBe('a-----------B------------d----|', { ...pieces, B: 'lo there' });
+    }));
+
+  it('a paced stream, a piece a window: every piece passes at once, and no timer is armed', () =>
+    marbleTest((m) => {
+      let armed = 0;
+      const counting: SchedulerLike = {
+        now: () => m.scheduler.now(),
+        schedule<T>(work: (this: SchedulerAction<T>, state?: T) => void, delay = 0, state?: T) {
+          armed++;
+          return m.scheduler.schedule(work, delay, state);
+        },
+      };
+      const operator = coalesceText<string>({ windowMs: 10, scheduler: counting, textOf: (value) => value, joined: (text) => text });
       const source = m.cold('a---------b---------c---------d---------e|', pieces);
-      m.expectObservable(source.pipe(operator)).toBe('a-----------b---------c---------d--------(e|)', pieces);
+      m.expectObservable(source.pipe(operator)).toBe('a---------b---------c---------d---------e|', pieces);
+      return () => expect(armed).toBe(0);
     }));
 
   it('a timer a whole window late (a stalled process) starts the next window when it runs: no burst of windows to catch up', () =>

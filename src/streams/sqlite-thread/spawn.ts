@@ -59,8 +59,10 @@ export function startThread(path: string, options: SqliteStoreOptions): { worker
   let seen = 0;
   /** Blocks until the thread's next answer on `answers`, and takes it (`undefined`: the thread ended without one). */
   const waitForAnswer = (): unknown => {
-    Atomics.wait(signal, 0, seen);
-    seen = Atomics.load(signal, 0);
+    // In a loop: the thread's notify of an answer already taken (it moves the signal, then notifies)
+    // can wake this wait for the next one before its answer is there.
+    while (Atomics.load(signal, 0) === seen) Atomics.wait(signal, 0, seen);
+    seen++;
     return receiveMessageOnPort(answers)?.message;
   };
   const worker = new Worker(BOOTSTRAP, {

@@ -200,7 +200,9 @@ export interface Engine {
 interface EffectDispatch {
   readonly stream: string;
   event: unknown;
-  readonly call: PromisedDispatch;
+  /** The epic runner's sink of its outcome, and its token. */
+  readonly sink: DispatchSink<any>;
+  readonly token: unknown;
 }
 
 /** An event dispatched to a stream while it is being loaded: applied, in order, once it is. */
@@ -613,20 +615,24 @@ export function createEngine(options: EngineOptions = {}): Engine {
    */
   const effectSink: DispatchSink<EffectDispatch> = {
     result: (result, effect) => {
-      if (result.accepted || result.code !== 'invalid_string' || effect.event === undefined) return effect.call.settle(result);
+      if (result.accepted || result.code !== 'invalid_string' || effect.event === undefined) return effect.sink.result(result, effect.token);
       const event = storableValue(effect.event, limits.maxDepth);
       effect.event = undefined;
       submit(effect.stream, event, effectSink, effect);
     },
-    error: (error, effect) => effect.call.fail(error),
+    error: (error, effect) => effect.sink.error(error, effect.token),
   };
 
   /** What an epic emits, dispatched or spawned: its strings made storable rather than refused (see `effectSink`). */
-  const dispatchEffect = (command: EpicCommand): Promise<DispatchResult> => {
-    if (isSpawnCommand(command)) return spawn(command.stream, command.spawn, storableValue(command.input, limits.maxDepth));
-    const effect: EffectDispatch = { stream: command.stream, event: command.event, call: new PromisedDispatch() };
-    submit(command.stream, command.event, effectSink, effect);
-    return effect.call.promise();
+  const dispatchEffect = <T>(command: EpicCommand, sink: DispatchSink<T>, token: T): void => {
+    if (isSpawnCommand(command)) {
+      spawn(command.stream, command.spawn, storableValue(command.input, limits.maxDepth)).then(
+        (result) => sink.result(result, token),
+        (error: unknown) => sink.error(error, token),
+      );
+      return;
+    }
+    submit(command.stream, command.event, effectSink, { stream: command.stream, event: command.event, sink, token } satisfies EffectDispatch);
   };
 
   // --- a lost seq race: catch up, then try again -------------------------------------------------

@@ -1,6 +1,7 @@
 import { Observable, defer, retry, timer, type SchedulerLike, type Subscription } from 'rxjs';
 import { exponentialDelay } from '../reducers/backoff.js';
 import type { EffectOwnership } from './effect-host.js';
+import type { DispatchSink } from './submit.js';
 import type { HeadsQuery, Snapshot, StreamHead } from './store.js';
 import type { AnyMachine, EventObject, StateOf } from '../reducers/machine.js';
 import type { Rune } from '../reducers/rune.js';
@@ -109,8 +110,11 @@ export interface RunEpicsOptions<Deps> {
   readonly runes$: Observable<Rune>;
   readonly context: EpicContext;
   readonly deps: Deps;
-  /** Carries out one command; resolves to whether it was accepted. */
-  readonly dispatch: (command: EpicCommand) => Promise<{ accepted: true } | { accepted: false; code: string; reason: string }>;
+  /**
+   * Carries out one command and tells `sink` its outcome, with `token` (the command) handed back:
+   * one sink per epic, so no promise or closure is made per command (a model's every delta is one).
+   */
+  readonly dispatch: <T>(command: EpicCommand, sink: DispatchSink<T>, token: T) => void;
   readonly report: (report: EpicReport) => void;
   /** First delay before resubscribing a failed epic; it doubles per consecutive failure. Default 1000 ms. */
   readonly retryBaseMs?: number;
@@ -147,17 +151,14 @@ export function runEpics<Deps>(options: RunEpicsOptions<Deps>): Subscription {
           resetOnSuccess: false,
         }),
       );
-      subscriber.add(
-        commands$.subscribe((command) => {
-          dispatch(command).then(
-            (result) => {
-              if (result.accepted || (result.code === 'stream_exists' && isSpawnCommand(command))) return;
-              report({ type: 'command_rejected', epic: name, command, code: result.code, reason: result.reason });
-            },
-            (error: unknown) => report({ type: 'command_failed', epic: name, command, error }),
-          );
-        }),
-      );
+      const outcomes: DispatchSink<EpicCommand> = {
+        result: (result, command) => {
+          if (result.accepted || (result.code === 'stream_exists' && isSpawnCommand(command))) return;
+          report({ type: 'command_rejected', epic: name, command, code: result.code, reason: result.reason });
+        },
+        error: (error, command) => report({ type: 'command_failed', epic: name, command, error }),
+      };
+      subscriber.add(commands$.subscribe((command) => dispatch(command, outcomes, command)));
     });
   });
   return all.subscribe();

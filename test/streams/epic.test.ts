@@ -34,7 +34,10 @@ describe('runEpics', () => {
         runes$: runes,
         deps: undefined,
         context: epicContext(scheduler),
-        dispatch: async (c) => (dispatched.push(`${scheduler.now()}:${isSpawnCommand(c) ? `spawn ${c.spawn}` : c.event.type}`), { accepted: true }),
+        dispatch: (c, sink, token) => {
+          dispatched.push(`${scheduler.now()}:${isSpawnCommand(c) ? `spawn ${c.spawn}` : c.event.type}`);
+          sink.result({ accepted: true, rune: rune(c.stream, 1, 'accepted') }, token);
+        },
         report: (r) => reports.push(r),
       });
       flush();

@@ -228,9 +228,17 @@ describe('runestream serve --config (a real process)', () => {
     const [, , , httpUrl] = await cli.line(LISTENING);
     const snapshotFile = join(dirname(file), 'stats', 'metrics.json');
     await cli.line(new RegExp(`^runestream: metrics at ${httpUrl!.replace(/[.]/g, '\\.')}/metrics; snapshots written to ${snapshotFile.replace(/[.]/g, '\\.')}$`, 'm'));
-    const scrape = await fetch(`${httpUrl}/metrics`);
-    expect(scrape.status).toBe(200);
-    expect(await scrape.text()).toMatch(/^runestream_runes_appended_total\{machine="metrics-collector",kind="spawned"\} 1$/m);
+    // The collector's spawn is appended as the server starts: with the log in its own thread it may
+    // still be on its way at the first scrape, so scrape until it is counted.
+    const spawnCounted = /^runestream_runes_appended_total\{machine="metrics-collector",kind="spawned"\} 1$/m;
+    let scraped = '';
+    for (let i = 0; i < 200 && !spawnCounted.test(scraped); i++) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 25)); // waits for another process's append, not a timing assertion
+      const scrape = await fetch(`${httpUrl}/metrics`);
+      expect(scrape.status).toBe(200);
+      scraped = await scrape.text();
+    }
+    expect(scraped).toMatch(spawnCounted);
     // The collector runs in the server: RUNNING, flushing a snapshot every 50 ms.
     let snapshot: { at: number; metrics: { name: string }[] } | undefined;
     for (let i = 0; i < 200 && snapshot === undefined; i++) {

@@ -1,9 +1,10 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { StoreError } from '../store.js';
 import type { SqliteStoreOptions } from '../sqlite-store.js';
+import { blockingAnswers } from './blocking-answers.js';
 import { fromWire, type WireError } from './wire.js';
 
 /** What the store's thread starts with. */
@@ -56,15 +57,8 @@ export function startThread(path: string, options: SqliteStoreOptions): { worker
   const { port1: answers, port2 } = new MessageChannel();
   answers.unref();
   const workerData = { path, options, signal, answers: port2, entry, tsx: source ? tsxEsmApi(here) : undefined };
-  let seen = 0;
   /** Blocks until the thread's next answer on `answers`, and takes it (`undefined`: the thread ended without one). */
-  const waitForAnswer = (): unknown => {
-    // In a loop: the thread's notify of an answer already taken (it moves the signal, then notifies)
-    // can wake this wait for the next one before its answer is there.
-    while (Atomics.load(signal, 0) === seen) Atomics.wait(signal, 0, seen);
-    seen++;
-    return receiveMessageOnPort(answers)?.message;
-  };
+  const waitForAnswer = blockingAnswers(signal, answers);
   const worker = new Worker(BOOTSTRAP, {
     eval: true,
     workerData,

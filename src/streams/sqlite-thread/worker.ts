@@ -5,24 +5,21 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { sqliteStore } from '../sqlite-store.js';
 import type { HeadsQuery, RuneStore, StreamHead } from '../store.js';
+import { answerBlocking } from './blocking-answers.js';
 import { toWire, type ThreadReply, type ThreadRequest } from './wire.js';
 import type { ThreadData } from './spawn.js';
 
 const { path, options, signal, answers } = workerData as ThreadData;
 
-/** Answers on `answers`, for a main thread that waits for it blocking: the signal moves once it is there. */
-const answerBlocking = (message: unknown): void => {
-  answers.postMessage(message);
-  Atomics.add(signal, 0, 1);
-  Atomics.notify(signal, 0);
-};
+/** Answers on `answers`, for a main thread that waits for it blocking. */
+const toWaiter = (message: unknown): void => answerBlocking(signal, answers, message);
 
 let store: RuneStore | undefined;
 try {
   store = sqliteStore(path, options);
-  answerBlocking({});
+  toWaiter({});
 } catch (error) {
-  answerBlocking({ error: toWire(error) });
+  toWaiter({ error: toWire(error) });
 }
 
 /** The listings of heads being read, by the id the main thread gave each. */
@@ -60,7 +57,7 @@ async function answer(request: ThreadRequest): Promise<unknown> {
 if (store !== undefined) {
   const port = parentPort!;
   port.on('message', (request: ThreadRequest) => {
-    const reply = (message: ThreadReply): void => (request.blocking === true ? answerBlocking(message) : port.postMessage(message));
+    const reply = (message: ThreadReply): void => (request.blocking === true ? toWaiter(message) : port.postMessage(message));
     answer(request).then(
       (value) => reply({ id: request.id, value }),
       (error: unknown) => reply({ id: request.id, error: toWire(error) }),

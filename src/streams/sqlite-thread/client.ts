@@ -38,7 +38,7 @@ export function threadedSqliteStore(path: string, options: SqliteStoreOptions, a
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let nextListing = 1;
-  /** Why the thread is gone, when it ended other than by `close()`: every call after it rejects with it. */
+  /** Why the thread is gone (it failed, or `close()` ended it): every call after it rejects with it. */
   let ended: StoreError | undefined;
   const { open, close } = openState();
 
@@ -65,9 +65,11 @@ export function threadedSqliteStore(path: string, options: SqliteStoreOptions, a
     if (answers === 'blocking') {
       worker.postMessage({ ...request, id, blocking: true });
       const reply = waitForAnswer() as ThreadReply | undefined;
-      if (reply === undefined) fail('ended without answering');
-      else if (reply.error === undefined) return Promise.resolve(reply.value as T);
-      return Promise.reject(reply === undefined ? ended : fromWire(reply.error!));
+      if (reply === undefined) {
+        fail('ended without answering');
+        return Promise.reject(ended);
+      }
+      return reply.error === undefined ? Promise.resolve(reply.value as T) : Promise.reject(fromWire(reply.error));
     }
     return new Promise<T>((resolve, reject) => {
       if (pending.size === 0) worker.ref();

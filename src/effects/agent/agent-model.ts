@@ -98,7 +98,9 @@ function requestOf(
   const agent = agentOfTurn(stream)!;
   return turnRunes$(stream, context).pipe(
     switchMap((runes) => {
-      const callIds = runes.flatMap((rune) => (rune.event.type === 'tool_calls_received' ? rune.event.callIds : []));
+      // A loop, not `flatMap`: the whole conversation is walked every model call, and an array per rune adds up.
+      const callIds: string[] = [];
+      for (const rune of runes) if (rune.event.type === 'tool_calls_received') callIds.push(...rune.event.callIds);
       const states$ = callIds.length === 0 ? of([]) : forkJoin(callIds.map((callId) => context.snapshot(agent.call(callId), toolCall)));
       return states$.pipe(
         map((snapshots) => {

@@ -17,7 +17,8 @@ type Unsent = ThreadRequest extends infer R ? (R extends ThreadRequest ? Omit<R,
  * takes when they come; `'blocking'`, this thread waiting for each (`Atomics.wait`), so that a call's
  * promise settles at once, as the in-thread store's does. The simulation runs the thread blocking:
  * its runs replay from their seed only if every answer comes at the same point of the run, which
- * real threads' timing would not give it.
+ * real threads' timing would not give it. (A thread that dies while a blocking call waits leaves
+ * this thread waiting for good: another reason it is the simulation's mode only.)
  */
 export type ThreadAnswers = 'async' | 'blocking';
 
@@ -27,6 +28,10 @@ export type ThreadAnswers = 'async' | 'blocking';
  * message to the thread and its answer a message back, so SQLite's work (a commit, a read, JSON
  * encoding and decoding of the runes) runs beside this thread's event loop instead of in it; the
  * runes are copied across (structured clone).
+ *
+ * A thread that dies on its own (a native crash in it) fails the call waiting on it and every later
+ * one with `io_error` ("its thread exited"); `close()` then resolves, and the file, released with
+ * the thread, opens again.
  *
  * The thread keeps the process alive only while a call is waiting for its answer: a process that
  * forgets `close()` still exits (the operating system then drops the file's lock, as it does at a
@@ -108,7 +113,8 @@ export function threadedSqliteStore(path: string, options: SqliteStoreOptions, a
     async close() {
       if (!close()) return;
       try {
-        await ask({ method: 'close', args: [] });
+        // A thread that died has nothing left to close: its calls failed, and closing does not fail too.
+        if (ended === undefined) await ask({ method: 'close', args: [] });
       } finally {
         ended ??= new StoreError('closed', 'the store is closed');
         closeAnswers();

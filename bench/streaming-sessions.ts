@@ -80,8 +80,8 @@ const deltaText = (call: number, index: number): string => `c${call}d${index} `;
  * delta, not the ones after it, as a provider's network would). `released` hears each delta's
  * text and due time as it is released.
  */
-function scheduledModel(deltaMs: number, released: (text: string, dueAt: number) => void): LanguageModelV4 {
-  const scripted = scriptedModel([(_, call) => ({ text: Array.from({ length: DELTAS }, (_, i) => deltaText(call, i + 1)) })], { whenExhausted: 'cycle', keepCalls: 0 });
+function scheduledModel(deltaMs: number, released: (text: string, dueAt: number) => void, deltas = DELTAS): LanguageModelV4 {
+  const scripted = scriptedModel([(_, call) => ({ text: Array.from({ length: deltas }, (_, i) => deltaText(call, i + 1)) })], { whenExhausted: 'cycle', keepCalls: 0 });
   return {
     ...scripted,
     doStream: async (options) => {
@@ -385,7 +385,10 @@ function printStep(name: string, step: Steady): void {
   const faults = [lost > 0 ? `${lost} lost` : '', strays > 0 ? `${strays} stray texts` : '', problems.length > 0 ? `${problems.length} problems (${problems[0]})` : '']
     .filter((fault) => fault !== '')
     .join(', ');
-  console.log(`    ${name.padEnd(22)} ${String(step.sessions).padStart(5)} sessions: ${figures}${faults === '' ? '' : `; ${faults}`}  ${holds(step) ? 'held' : 'not held'}`);
+  const cpu = step.turns === 0 ? '' : `, ${(step.cpuMs / step.turns).toFixed(2)} ms CPU a turn`;
+  console.log(
+    `    ${name.padEnd(22)} ${String(step.sessions).padStart(5)} sessions: ${figures}${cpu}${faults === '' ? '' : `; ${faults}`}  ${holds(step) ? 'held' : 'not held'}`,
+  );
 }
 
 /**
@@ -451,6 +454,61 @@ async function loadedCpuFigures(): Promise<void> {
     const cpu = await cpuPerTurn(`engine, ${kind}`, engineHost(kind), CPU_LOADED_SESSIONS, CPU_LOADED_WARMUP_MS);
     console.log(`    engine, ${kind}: work per delta beyond the relay's ${(((cpu - relay) / DELTAS) * 1000).toFixed(0)} µs`);
   }
+}
+
+/** {@link unpacedDeltaWork}: this many sessions, each turn this many deltas, this many measured rounds (after one to warm up). */
+const UNPACED_SESSIONS = 200;
+const UNPACED_DELTAS = 200;
+const UNPACED_ROUNDS = 3;
+
+/**
+ * Information, no bar: the engine's work per delta where no timer paces the deltas. Every session
+ * runs one long turn at once, its model answering as fast as it is read, a rune per delta
+ * (`deltaFlushMs` 0), so the sessions' deltas interleave on warm caches; against the relay of the
+ * same stream, round for round. The event loop's busy time per delta: what the engine adds to each
+ * delta itself, where the paced figures above also count each delta's own wake-up of an otherwise
+ * idle process (on cold caches).
+ */
+async function unpacedDeltaWork(): Promise<void> {
+  const model = scheduledModel(0, () => {}, UNPACED_DELTAS);
+  const engine = createEngine({ store: memoryStore(), epics: agentEpics({ model, deltaFlushMs: 0 }) });
+  const finalized = new Map<string, () => void>();
+  const listening = engine.runes$().subscribe((rune) => {
+    if (rune.kind === 'turn_finalized') finalized.get(rune.stream)?.();
+  });
+  for (let i = 0; i < UNPACED_SESSIONS; i++) {
+    const spawned = await engine.spawn(sessionStreams(i).turn, 'turn-engine');
+    if (!spawned.accepted) throw new Error(`spawn refused: ${spawned.reason}`);
+  }
+  await quiescence(engine);
+  const engineTurn = async (i: number): Promise<void> => {
+    const { turn } = sessionStreams(i);
+    const ended = new Promise<void>((resolve) => finalized.set(turn, resolve));
+    const started = await engine.dispatch(turn, { type: 'start_turn', input: 'Stream.' });
+    if (!started.accepted) throw new Error(`start_turn refused: ${started.reason}`);
+    await within(ended, 60_000, `${turn}: turn_finalized`);
+  };
+  const relayTurn = async (): Promise<void> => {
+    if (!(await doStreamTurn(model, new Subject<string>()))) throw new Error("the relay's turn did not finish");
+  };
+  /** Every session's turn at once: the event loop's busy time per delta, in µs. */
+  const round = async (turn: (i: number) => Promise<void>): Promise<number> => {
+    const before = performance.eventLoopUtilization();
+    await Promise.all(Array.from({ length: UNPACED_SESSIONS }, (_, i) => turn(i)));
+    return (performance.eventLoopUtilization(before).active * 1000) / (UNPACED_SESSIONS * UNPACED_DELTAS);
+  };
+  await round(engineTurn);
+  await round(relayTurn);
+  let [engineUs, relayUs] = [0, 0];
+  for (let r = 0; r < UNPACED_ROUNDS; r++) {
+    engineUs += (await round(engineTurn)) / UNPACED_ROUNDS;
+    relayUs += (await round(relayTurn)) / UNPACED_ROUNDS;
+  }
+  listening.unsubscribe();
+  await engine.close();
+  console.log(
+    `  event loop busy per delta, ${UNPACED_SESSIONS} sessions streaming ${UNPACED_DELTAS}-delta turns at once, unpaced, a rune per delta (information, no bar): engine ${engineUs.toFixed(1)} µs, relay ${relayUs.toFixed(1)} µs, the engine's work beyond ${(engineUs - relayUs).toFixed(1)} µs`,
+  );
 }
 
 /** Waits until `engine` has appended no rune for `quietMs`. */
@@ -587,6 +645,7 @@ export async function benchStreamingSessions(): Promise<boolean> {
   if (PARTS.has('cpu')) {
     results.push(await cpuFigures());
     await loadedCpuFigures();
+    await unpacedDeltaWork();
   }
   if (PARTS.has('capacity')) results.push(await capacityFigures());
   if (PARTS.has('runes')) results.push(await companionRunes(), await coalescedDeltas());

@@ -1,12 +1,13 @@
-import { EMPTY, Observable, concatMap, defer, filter, from, groupBy, lastValueFrom, map, merge, mergeMap, tap } from 'rxjs';
+import { EMPTY, Observable, defer, from, lastValueFrom, merge, mergeMap, tap } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { conversation } from '../../reducers/conversation/machine.js';
-import { SPAWN_EVENT_TYPE, isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
+import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall, toolCallStatus } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { STEERED, TURN_ENDINGS, TURN_PROGRESS, turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { ToolResultSummary } from '../../reducers/turn-engine/schema.js';
+import { concatMapByKey } from '../../streams/concat-map-by-key.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
@@ -236,22 +237,11 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
     });
 
     // Per agent, one rune at a time: its commands keep the order of its runes. Agents run side by
-    // side; an agent's group ends when its turn is idle again. A turn's progress asks nothing of them.
+    // side, and an agent with nothing to do holds nothing. A turn's progress asks nothing of them.
     const progress: ReadonlySet<string> = new Set(TURN_PROGRESS);
     const agentKey = (rune: Rune): string | undefined =>
       (isRuneOf(turnEngine, rune) ? (progress.has(rune.event.type) ? undefined : agentOfTurn(rune.stream)) : isRuneOf(toolCall, rune) ? agentOfCall(rune.stream) : undefined)
         ?.turn;
-    const keyed$ = runes$.pipe(
-      map((rune) => ({ rune, key: agentKey(rune) })),
-      filter((keyed): keyed is { rune: Rune; key: string } => keyed.key !== undefined),
-    );
-    const live$ = keyed$.pipe(
-      groupBy(({ key }) => key, {
-        element: ({ rune }) => rune,
-        duration: (group$) => group$.pipe(filter((rune) => isRuneOf(turnEngine, rune) && rune.to === 'idle' && rune.event.type !== SPAWN_EVENT_TYPE)),
-      }),
-      mergeMap((group$) => group$.pipe(concatMap(onRune))),
-    );
-    return merge(live$, resumed(runes$, context, undefined));
+    return merge(runes$.pipe(concatMapByKey(agentKey, onRune)), resumed(runes$, context, undefined));
   };
 }

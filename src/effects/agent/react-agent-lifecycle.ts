@@ -1,4 +1,4 @@
-import { concatMap, defer, filter, groupBy, ignoreElements, merge, mergeMap, tap, type Observable } from 'rxjs';
+import { defer, filter, ignoreElements, merge, mergeMap, tap, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import { NO_USAGE, type Usage } from '../../reducers/budget.js';
 import { conversation } from '../../reducers/conversation/machine.js';
@@ -7,6 +7,7 @@ import { reactAgent } from '../../reducers/react-agent/machine.js';
 import type { AgentState } from '../../reducers/react-agent/state.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../../reducers/rune.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
+import { concatMapByKey } from '../../streams/concat-map-by-key.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { agentCompanions, type AgentAdmission } from './agent-companions.js';
 import type { BudgetLimits } from './agent-budgets.js';
@@ -94,9 +95,8 @@ export function reactAgentLifecycle(admission?: AgentAdmission, limits?: BudgetL
         rune.event.type === SPAWN_EVENT_TYPE ? () => agentCompanions(agent, context, undefined, admission) : () => reconciled(agent, rune, context, pending, limits);
       return defer(step).pipe(mergeMap((commands) => commands));
     };
-    const atRest = (stream: string): boolean => context.state<AgentState>(stream)?.reActContext === null;
-    // Per agent, one rune at a time, so its lifecycle steps keep their order; agents side by side.
-    // An agent's group ends when its loop is at rest, so idle agents hold nothing here.
+    // Per agent, one rune at a time, so its lifecycle steps keep their order; agents side by side,
+    // and an agent with nothing to do holds nothing here.
     const applied$ = runes$.pipe(
       filter((rune) => {
         const step = pending.get(rune.stream);
@@ -109,8 +109,7 @@ export function reactAgentLifecycle(admission?: AgentAdmission, limits?: BudgetL
     );
     const steps$ = runes$.pipe(
       filter((rune) => rune.machine === reactAgent.id && agentOfReact(rune.stream) !== undefined),
-      groupBy((rune) => rune.stream, { duration: (group$) => group$.pipe(filter((rune) => rune.event.type !== SPAWN_EVENT_TYPE && atRest(rune.stream))) }),
-      mergeMap((group$) => group$.pipe(concatMap(onRune))),
+      concatMapByKey((rune) => rune.stream, onRune),
     );
     return merge(applied$, steps$);
   };

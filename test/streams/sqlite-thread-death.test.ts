@@ -7,15 +7,22 @@ import { runesOf } from '../../src/store-kit.js';
 import { sqliteStore } from '../../src/streams/sqlite-store.js';
 import { StoreError } from '../../src/streams/store.js';
 
+/** A store thread as this test holds it: it can be told to take no more calls (so one is surely waiting when it dies). */
+type HeldWorker = Worker & { deaf: boolean };
+
 // The store's thread is not reachable from outside: the workers it starts are recorded here, so a
 // test can end one as a native crash in it would (a thread that dies on its own).
-const started = vi.hoisted(() => [] as Worker[]);
+const started = vi.hoisted(() => [] as HeldWorker[]);
 vi.mock('node:worker_threads', async (importOriginal) => {
   const original = await importOriginal<typeof import('node:worker_threads')>();
   class RecordedWorker extends original.Worker {
+    deaf = false;
     constructor(...args: ConstructorParameters<typeof original.Worker>) {
       super(...args);
       started.push(this);
+    }
+    override postMessage(...args: Parameters<Worker['postMessage']>): void {
+      if (!this.deaf) super.postMessage(...args);
     }
   }
   return { ...original, Worker: RecordedWorker };
@@ -34,6 +41,8 @@ describe('sqliteStore({ thread: true }) whose thread dies', () => {
     const store = sqliteStore(path, { thread: true });
     await store.append(runesOf('a', 1, 2));
     expect(started).toHaveLength(1);
+    // A call the thread never answers: it is waiting when the thread dies.
+    started[0]!.deaf = true;
     const waiting = store.read('a');
     await started[0]!.terminate();
     const failure = await waiting.then(

@@ -18,7 +18,9 @@ import { Observable, from, type ObservableInput, type OperatorFunction, type Sub
  * of({ user: 'a', n: 1 }, { user: 'b', n: 1 }, { user: 'a', n: 2 })
  *   .pipe(concatMapByKey((r) => r.user, (r) => timer(r.user === 'a' ? 20 : 10).pipe(map(() => `${r.user}${r.n}`))))
  *   .subscribe((done) => console.log(done));
- * // Logs: b1, a1, a2
+ * // Logs: b1
+ * //       a1
+ * //       a2
  * ```
  */
 export function concatMapByKey<T, R>(keyOf: (value: T) => string | undefined, project: (value: T) => ObservableInput<R>): OperatorFunction<T, R> {

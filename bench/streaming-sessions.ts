@@ -62,6 +62,8 @@ const COMPANION_TURNS = 5;
 const HISTORY_TURNS = 200;
 const HISTORY_SPAN = 20;
 const DELTA_KIND = 'turn.assistant_delta';
+/** The rune kinds that end a turn, which is idle again with them. */
+const ENDINGS: ReadonlySet<string> = new Set(['turn.completed', 'turn.error', 'turn.interrupted']);
 
 function positiveEnv(name: string, fallback: number): number {
   const value = Number(process.env[name] ?? fallback);
@@ -185,7 +187,7 @@ function storeOf(kind: StoreKind): { store: RuneStore; remove: () => void } {
 
 /**
  * The candidate: one engine with `agentEpics` on the model, every session an agent whose turn
- * stream's `runes$` subscriber hears its delta runes. A turn ends at its `turn_finalized`.
+ * stream's `runes$` subscriber hears its delta runes. A turn ends at its ending rune (idle again).
  */
 const engineHost =
   (kind: StoreKind): HostOf =>
@@ -209,15 +211,10 @@ const engineHost =
           const { turn } = sessionStreams(i);
           const spawned = await engine.spawn(turn, 'turn-engine');
           if (!spawned.accepted) throw new Error(`spawn of ${turn} refused: ${spawned.reason}`);
-          let completed = false;
           subscriptions.push(
             engine.runes$(turn).subscribe((rune) => {
               if (rune.kind === DELTA_KIND) events.heard(turn, rune.event.content as string, performance.now());
-              else if (rune.kind === 'turn.completed') completed = true;
-              else if (rune.kind === 'turn_finalized') {
-                events.turnEnded(i, completed);
-                completed = false;
-              }
+              else if (ENDINGS.has(rune.kind)) events.turnEnded(i, rune.kind === 'turn.completed');
             }),
           );
         }
@@ -474,7 +471,7 @@ async function unpacedDeltaWork(): Promise<void> {
   const engine = createEngine({ store: memoryStore(), epics: agentEpics({ model, deltaFlushMs: 0 }) });
   const finalized = new Map<string, () => void>();
   const listening = engine.runes$().subscribe((rune) => {
-    if (rune.kind === 'turn_finalized') finalized.get(rune.stream)?.();
+    if (ENDINGS.has(rune.kind)) finalized.get(rune.stream)?.();
   });
   for (let i = 0; i < UNPACED_SESSIONS; i++) {
     const spawned = await engine.spawn(sessionStreams(i).turn, 'turn-engine');
@@ -486,7 +483,7 @@ async function unpacedDeltaWork(): Promise<void> {
     const ended = new Promise<void>((resolve) => finalized.set(turn, resolve));
     const started = await engine.dispatch(turn, { type: 'start_turn', input: 'Stream.' });
     if (!started.accepted) throw new Error(`start_turn refused: ${started.reason}`);
-    await within(ended, 60_000, `${turn}: turn_finalized`);
+    await within(ended, 60_000, `${turn}: its end`);
   };
   const relayTurn = async (): Promise<void> => {
     if (!(await doStreamTurn(model, new Subject<string>()))) throw new Error("the relay's turn did not finish");
@@ -522,19 +519,19 @@ async function quiescence(engine: Engine, quietMs = 300): Promise<void> {
   }
 }
 
-/** Runs one turn of session 0 on `engine` and waits for its `turn_finalized`. */
+/** Runs one turn of session 0 on `engine` and waits for its end. */
 async function oneTurn(engine: Engine): Promise<void> {
   const { turn } = sessionStreams(0);
   const finalized = new Promise<void>((resolve) => {
     const subscription = engine.runes$().subscribe((rune) => {
-      if (rune.stream !== turn || rune.kind !== 'turn_finalized') return;
+      if (rune.stream !== turn || !ENDINGS.has(rune.kind)) return;
       resolve();
       queueMicrotask(() => subscription.unsubscribe());
     });
   });
   const started = await engine.dispatch(turn, { type: 'start_turn', input: 'Stream.' });
   if (!started.accepted) throw new Error(`start_turn refused: ${started.reason}`);
-  await within(finalized, 30_000, `${turn}: turn_finalized`);
+  await within(finalized, 30_000, `${turn}: its end`);
 }
 
 /** An engine on `model` (in memory unless told) with session 0 spawned, and ready once it has appended nothing for a while. */

@@ -106,6 +106,15 @@ export function renderMachinesDoc(): string {
       for (const e of edgesOf(m)) {
         out.push(`| ${code(e.from)} | ${code(e.on)} | ${cell(e.label ?? '')} | ${code(e.to)} | ${code(e.kind)} | ${sourceCell(e)} |`);
       }
+      const internal = Object.entries(m.internal);
+      if (internal.length > 0) {
+        out.push(
+          '',
+          `Internal transitions (the seed's "(internal, no rune)"): a row whose \`to\` is on the left lands on the right in the same step, and its rune's \`to\` says so.`,
+          '',
+        );
+        for (const [from, to] of internal) out.push(`- ${code(from)} -> ${code(String(to))}`);
+      }
     }
     const inputRows = inputRowsOf(m);
     if (inputRows !== undefined) {

@@ -35,11 +35,11 @@ async function ask(client: Client, message: { id: string } & Record<string, unkn
   return answer === undefined ? 'unanswered' : (answer.message.code ?? answer.message.op);
 }
 
-/** How many of `stream`'s turns `client` saw end (their `turn_finalized` runes). */
-const finalized = (client: Client, stream: string): number =>
+/** How many of `stream`'s turns `client` saw end (their `turn.completed`, `turn.error` or `turn.interrupted` runes). */
+const turnsEnded = (client: Client, stream: string): number =>
   client.received.filter(({ message }) => {
-    const { rune } = message as { rune?: { stream: string; event: { type: string } } };
-    return rune?.stream === stream && rune.event.type === 'turn_finalized';
+    const { rune } = message as { rune?: { stream: string; kind: string } };
+    return rune?.stream === stream && ['turn.completed', 'turn.error', 'turn.interrupted'].includes(rune.kind);
   }).length;
 
 /** Runs agent turns on `stream` (a `turn-engine`) until `running()` is false: each `start_turn`, then its rune back to `idle`; a turn not back within {@link ANSWER_MS} is wedged. */
@@ -54,7 +54,7 @@ async function agentTurns(user: Client, stream: string, running: () => boolean):
       outcomes.push(started);
       break;
     }
-    const idle = await user.until(() => finalized(user, stream) >= t, ANSWER_MS);
+    const idle = await user.until(() => turnsEnded(user, stream) >= t, ANSWER_MS);
     outcomes.push(idle ? 'ok' : 'wedged');
     if (!idle) break;
   }

@@ -1,7 +1,7 @@
 import { filter, firstValueFrom, lastValueFrom, map, scan, take } from 'rxjs';
 import { chatActor } from '../reducers/chat-actor/machine.js';
 import { isRuneOf, type Rune } from '../reducers/rune.js';
-import { TURN_ENDINGS, turnEngine } from '../reducers/turn-engine/machine.js';
+import { turnEndingOf, turnEngine } from '../reducers/turn-engine/machine.js';
 import type { Engine } from '../streams/engine.js';
 import { ofMachine } from '../streams/of-machine.js';
 import { chatAgentOfActor, type ChatTalkOptions } from './chat-talk.js';
@@ -70,7 +70,7 @@ export function chatPartialResponse(engine: Reader, options: ChatTalkOptions = {
             return rune.seq >= head.seq ? { phase: 'done', text: '' } : search;
           }
           const text = event.type === 'assistant_delta' ? search.text + event.content : search.text;
-          return { phase: rune.to !== undefined && TURN_ENDINGS.has(rune.to) ? 'done' : 'inside', text };
+          return { phase: turnEndingOf(rune) !== undefined ? 'done' : 'inside', text };
         },
         { phase: 'seeking', text: '' },
       ),

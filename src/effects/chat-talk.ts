@@ -3,7 +3,7 @@ import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { ChatActorEvent, ChatActorState } from '../reducers/chat-actor/schema.js';
 import { isRuneOf, type Rune, type RuneOf } from '../reducers/rune.js';
 import { agentStreams, chatActorStream, chatStream, isSegment, parseStreamId, type AgentStreams } from '../reducers/stream-ids.js';
-import { TURN_ENDINGS, turnEngine } from '../reducers/turn-engine/machine.js';
+import { turnEndingOf, turnEngine } from '../reducers/turn-engine/machine.js';
 import { stateEffects } from '../streams/effect-host.js';
 import type { Engine } from '../streams/engine.js';
 import type { Epic, EpicCommand, EpicContext } from '../streams/epic.js';
@@ -29,8 +29,9 @@ export const chatAgentOfActor = (stream: string, agentId: string): AgentStreams 
 
 /** What one turn's end means for the interaction that started it; `undefined`: a steer goes on in the next turn. */
 function outcome(rune: TurnRune): ChatActorEvent | undefined {
-  if (rune.to === 'completed') return { type: 'InteractionComplete', success: true };
-  if (rune.to === 'error') return { type: 'InteractionComplete', success: false, error: 'error' in rune.event ? String(rune.event.error) : 'the turn failed' };
+  const ending = turnEndingOf(rune);
+  if (ending === 'completed') return { type: 'InteractionComplete', success: true };
+  if (ending === 'error') return { type: 'InteractionComplete', success: false, error: 'error' in rune.event ? String(rune.event.error) : 'the turn failed' };
   if (rune.event.type === 'steer') return undefined;
   const reason = rune.event.type === 'interrupt' && rune.event.reason !== undefined ? rune.event.reason : 'interrupted';
   return { type: 'InteractionComplete', success: false, error: `the turn was interrupted: ${reason}` };
@@ -49,7 +50,7 @@ function interaction(actor: string, agent: AgentStreams, message: string, runes$
         return of({ stream: actor, event: { type: 'InteractionComplete', success: false, error: `the chat's agent is busy (its turn is ${turn.state.value})` } });
       }
       const ended$ = runes$.pipe(
-        filter((rune): rune is TurnRune => rune.stream === agent.turn && isRuneOf(turnEngine, rune) && rune.to !== undefined && TURN_ENDINGS.has(rune.to)),
+        filter((rune): rune is TurnRune => rune.stream === agent.turn && isRuneOf(turnEngine, rune) && turnEndingOf(rune) !== undefined),
         map(outcome),
         filter((event) => event !== undefined),
         take(1),

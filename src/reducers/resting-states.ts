@@ -62,7 +62,7 @@ const waiting = (waitsFor: string) => ({ rest: 'waiting', waitsFor }) as const;
 /**
  * Every machine's non-terminal states at rest, decided from its seed and from the engine's effects
  * (which states an epic still works in or owes a timer for). Left out, in progress: a turn
- * `streaming`, `tool_executing` or ended but not yet `turn_finalized`; a tool call `pending_call`
+ * `streaming`, `tool_executing` or in an ending an older log left unfinalized; a tool call `pending_call`
  * (its policy decides) or `executing`; a plan asking its planner (`goal_received`, `planning` while
  * revised), `executing` or `reviewing`; a CLI session `creating` or `streaming`; a conversation
  * `closing`; an agent `spawning` or `running_turn`; an archival run, a metrics collector or a

@@ -67,6 +67,13 @@ export interface TableDefinition<S extends FiniteState, E extends EventObject, I
   readonly schemas: { readonly state: ZodType<S>; readonly event: ZodType<E>; readonly input: ZodType<I> };
   readonly initial: (input: I) => S;
   readonly table: readonly Row<S, E, P>[];
+  /**
+   * Internal transitions, the seed's "(internal, no rune)" rows: a state an instance never rests
+   * in, by the state it moves on to in the same step. A row whose `to` is one of them lands in its
+   * target, so the rune says where the instance is (`to`) and no second rune is appended. A key
+   * is not terminal; a target is not itself a key. Default: none.
+   */
+  readonly internal?: Readonly<Partial<Record<S['value'], S['value']>>>;
   /** The rune kind of an instance's first rune; defaults to `"spawned"`. */
   readonly spawnKind?: string;
   /** States in which an instance seals the streams under it (see `Machine.seals`). Default: none. */
@@ -100,6 +107,8 @@ export interface TableMachine<S extends FiniteState, E extends EventObject, I = 
   readonly table: readonly Row<S, E, P>[];
   /** The payload schema per rune kind (see {@link TableDefinition.payloads}). */
   readonly payloads: P;
+  /** The internal transitions (see {@link TableDefinition.internal}); empty: none. */
+  readonly internal: Readonly<Partial<Record<S['value'], S['value']>>>;
 }
 
 /** A row with `from` expanded to one state, as the lookup index and the diagram use it. */
@@ -187,16 +196,22 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
   const { id, states, terminal, events, table } = definition;
   checkTable(definition);
 
-  const rows = expandRows(table as readonly AnyRow[], states, terminal);
+  // The state each row lands in, its internal transition taken: looked up once, not per step.
+  const internal: Readonly<Record<string, string | undefined>> = definition.internal ?? {};
+  const rows = expandRows(table as readonly AnyRow[], states, terminal).map((row) => ({
+    ...row,
+    lands: (Object.hasOwn(internal, row.to) ? internal[row.to] : undefined) ?? row.to,
+  }));
+  type IndexedRow = (typeof rows)[number];
   // index[state][eventType] -> rows in table order. Null-prototype objects: no inherited keys.
-  const index: Record<string, Record<string, Array<AnyRow & { to: string }>>> = Object.create(null);
+  const index: Record<string, Record<string, Array<IndexedRow>>> = Object.create(null);
   for (const state of states) index[state] = Object.create(null);
   for (const row of rows) (index[row.from]![row.on] ??= []).push(row);
   const terminalSet = new Set<string>(terminal);
   const eventSet = new Set<string>(events);
 
   /** The row that applies, or undefined. */
-  const match = (state: S, event: E): (AnyRow & { to: string }) | undefined => {
+  const match = (state: S, event: E): IndexedRow | undefined => {
     const cell = index[state.value]?.[event.type];
     if (cell === undefined) return undefined;
     for (let i = 0; i < cell.length; i++) {
@@ -206,11 +221,11 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
     return undefined;
   };
 
-  const apply = (state: S, event: E, row: AnyRow & { to: string }): S => {
+  const apply = (state: S, event: E, row: IndexedRow): S => {
     // One copy, then writes: about 40% cheaper in V8 than spreading the patch into a literal.
     const next = { ...state };
     if (row.assign !== undefined) Object.assign(next, row.assign(state, event));
-    next.value = row.to;
+    next.value = row.lands;
     return next;
   };
 
@@ -278,6 +293,7 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
     ...(definition.inputAt === undefined ? {} : { inputAt: definition.inputAt }),
     spawnPayload: definition.spawnPayload,
     payloads: definition.payloads ?? ({} as P),
+    internal: definition.internal ?? ({} as TableMachine<S, E, I, P>['internal']),
     toMermaid: () => mermaidFromTable(machine),
   };
   return machine;
@@ -303,6 +319,12 @@ function checkTable(definition: TableDefinition<any, any, any, any>): void {
   }
   for (const t of terminal) if (!states.includes(t)) problems.push(`terminal state "${t}" is not a state`);
   for (const t of definition.seals ?? []) if (!states.includes(t)) problems.push(`sealing state "${t}" is not a state`);
+  const internal: Readonly<Record<string, string>> = (definition.internal ?? {}) as Readonly<Record<string, string>>;
+  for (const [from, to] of Object.entries(internal)) {
+    if (!states.includes(from) || !states.includes(to)) problems.push(`internal ${from} -> ${to}: both must be states`);
+    if (terminal.includes(from)) problems.push(`internal ${from} -> ${to}: "${from}" is terminal`);
+    if (Object.hasOwn(internal, to)) problems.push(`internal ${from} -> ${to}: "${to}" moves on internally itself`);
+  }
   for (const row of table as readonly AnyRow[]) {
     const froms = row.from === '*' ? [] : typeof row.from === 'string' ? [row.from] : row.from;
     for (const f of froms) {

@@ -123,7 +123,7 @@ describe.skipIf(!hasChromium('test/browser/inspector'))('the inspector in a real
     await expect.poll(() => page.locator('#approval-list li').count()).toBe(0);
 
     // Talk: open the turn stream from the keyboard (search, then Enter in the list), type, send.
-    // The turn answers, then goes back to idle (turn_finalized): ready for the next message.
+    // The turn answers, idle again with its last rune: ready for the next message.
     await firstValueFrom(client.state$<{ value: string }>(turn).pipe(filter((state) => state.value === 'idle')));
     await page.locator('#search').fill('conv/kb/agent/kb/turn');
     await page.locator('#stream-list').focus();

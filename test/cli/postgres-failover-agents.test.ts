@@ -87,7 +87,7 @@ describe('runestream serve --store: agents fail over when the process running th
     const kinds = await storedKinds(schema, turn);
     expect(count(kinds, 'turn.interrupted')).toBe(1);
     expect(count(kinds, 'turn.completed') + count(kinds, 'turn.error')).toBe(0);
-    expect(kinds.at(-1)).toBe('turn_finalized');
+    expect(kinds.at(-1)).toBe('turn.interrupted'); // the turn's last rune: idle again with it
     const [[starter], [interrupter]] = await Promise.all([writersOf(schema, turn, 'turn.started'), writersOf(schema, turn, 'turn.interrupted')]);
     expect(interrupter).toBeTruthy();
     expect(interrupter).not.toBe(starter);

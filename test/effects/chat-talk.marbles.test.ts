@@ -24,11 +24,11 @@ const actorRune = (seq: number, event: Rune['event'], from: string, to: string):
   to,
   at: 0,
 });
-const turnRune = (seq: number, event: Rune['event'], from: string, to: string): Rune => ({
+const turnRune = (seq: number, event: Rune['event'], from: string, to: string, kind = event.type): Rune => ({
   stream: TURN,
   seq,
   machine: 'turn-engine',
-  kind: event.type,
+  kind,
   event,
   from,
   to,
@@ -36,9 +36,10 @@ const turnRune = (seq: number, event: Rune['event'], from: string, to: string): 
 });
 
 const interaction = (seq = 2, message = 'hello') => actorRune(seq, { type: 'ProcessInteraction', userId: 'u1', message }, 'idle', 'running');
-const started = turnRune(3, { type: 'start_turn', input: 'hello' }, 'idle', 'streaming');
-const completed = turnRune(5, { type: 'response_done' }, 'streaming', 'completed');
-const failed = turnRune(5, { type: 'stream_error', error: 'HTTP 503' }, 'streaming', 'error');
+const started = turnRune(3, { type: 'start_turn', input: 'hello' }, 'idle', 'streaming', 'turn.started');
+// A turn's ending leaves it idle again, in the same rune.
+const completed = turnRune(5, { type: 'response_done' }, 'streaming', 'idle', 'turn.completed');
+const failed = turnRune(5, { type: 'stream_error', error: 'HTTP 503' }, 'streaming', 'idle', 'turn.error');
 
 const toActor = (event: EpicCommand extends infer C ? (C extends { event: infer E } ? E : never) : never): EpicCommand => ({ stream: ACTOR, event });
 const spawnTurn: EpicCommand = { stream: TURN, spawn: 'turn-engine', input: { agentId: 'assistant' } };
@@ -89,7 +90,7 @@ describe('chatTalk: a ProcessInteraction is a turn of the chat agent; its end is
 
   it("a steered turn goes on in the next turn: only that one's end completes the interaction", () =>
     marbleTest((m) => {
-      const steered = turnRune(5, { type: 'steer', input: 'shorter' }, 'streaming', 'interrupted');
+      const steered = turnRune(5, { type: 'steer', input: 'shorter' }, 'streaming', 'idle', 'turn.interrupted');
       const runes = m.hot<Rune>('-r-s-x--c', { r: interaction(), s: started, x: steered, c: { ...completed, seq: 8 } });
       m.expectObservable(chatTalk()(runes, withTurn(m, 'idle'), undefined)).toBe('-b------c', {
         b: startTurn(),
@@ -102,7 +103,7 @@ describe('chatTalk: Cancel and Pause interrupt the turn', () => {
   it("Cancel while running interrupts the busy turn with the actor's reason; the actor has ended, so the turn's end completes nothing", () =>
     marbleTest((m) => {
       const cancel = actorRune(3, { type: 'Cancel', reason: 'user left' }, 'running', 'cancelled');
-      const interrupted = turnRune(5, { type: 'interrupt', reason: 'user left' }, 'streaming', 'interrupted');
+      const interrupted = turnRune(5, { type: 'interrupt', reason: 'user left' }, 'streaming', 'idle', 'turn.interrupted');
       const runes = m.hot<Rune>('-r-s-x-i', { r: interaction(), s: started, x: cancel, i: interrupted });
       m.expectObservable(chatTalk()(runes, withTurn(m, 'idle', runes), undefined)).toBe('-b---x--', {
         b: startTurn(),

@@ -103,6 +103,54 @@ describe('defineMachine', () => {
   });
 });
 
+describe('internal transitions', () => {
+  // A kettle that boils and is off again in the same step: `boiled` is the seed's "(internal, no rune)".
+  const KettleState = z.object({ value: z.enum(['off', 'heating', 'boiled', 'gone']), boils: z.number() });
+  type KettleState = z.infer<typeof KettleState>;
+  const KettleEvent = z.discriminatedUnion('type', [z.object({ type: z.literal('heat') }), z.object({ type: z.literal('boil') })]);
+  type KettleEvent = z.infer<typeof KettleEvent>;
+  const definition = {
+    id: 'kettle',
+    states: KettleState.shape.value.options,
+    terminal: ['gone'],
+    events: eventTypesOf(KettleEvent),
+    schemas: { state: KettleState, event: KettleEvent, input: z.void() },
+    initial: (): KettleState => ({ value: 'off', boils: 0 }),
+    table: [
+      { from: 'off', on: 'heat', to: 'heating' },
+      { from: 'heating', on: 'boil', to: 'boiled', kind: 'kettle.boiled', assign: (s: KettleState) => ({ boils: s.boils + 1 }) },
+    ] as readonly Row<KettleState, KettleEvent>[],
+  } as const;
+  const kettle = defineMachine<KettleState, KettleEvent>({ ...definition, internal: { boiled: 'off' } });
+
+  it("lands a row's step in the internal transition's target: one step, one rune kind, the context kept", () => {
+    const heating = kettle.transition(kettle.initial(), { type: 'heat' });
+    expect(kettle.step(heating, { type: 'boil' })).toEqual({ accepted: true, state: { value: 'off', boils: 1 }, kind: 'kettle.boiled' });
+    expect(kettle.internal).toEqual({ boiled: 'off' });
+    expect(edgesOf(kettle).map((e) => `${e.from} -> ${e.to}`)).toEqual(['off -> heating', 'heating -> boiled']); // the table as the seed writes it
+  });
+
+  it('draws an internal transition as the seed does, with no event', () => {
+    expect(kettle.toMermaid().split('\n').slice(2)).toEqual([
+      '  off --> heating : heat',
+      '  heating --> boiled : boil',
+      '  boiled --> off : (internal, no rune)',
+      '  gone --> [*]',
+    ]);
+  });
+
+  it('refuses an internal transition from a terminal state, to a state that moves on itself, or naming no state', () => {
+    expect(() => defineMachine<KettleState, KettleEvent>({ ...definition, internal: { gone: 'off', boiled: 'heating', heating: 'off', nope: 'off' } as never })).toThrow(
+      [
+        'machine "kettle" has an invalid table:',
+        '- internal gone -> off: "gone" is terminal',
+        '- internal boiled -> heating: "heating" moves on internally itself',
+        '- internal nope -> off: both must be states',
+      ].join('\n'),
+    );
+  });
+});
+
 describe('eventTypesOf', () => {
   it('reads the event types of a discriminated union, in order', () => {
     expect(eventTypesOf(LampEvent)).toEqual(['toggle', 'dim', 'smash']);

@@ -9,21 +9,25 @@ const seed = readSeed('003_4203c785f6246465.txt');
 const at = (value: Name, context: Partial<TurnEngineState> = {}) => stateAt(turnEngine, value, context);
 
 describe('turnEngine: seed 003 diagram, edge by edge', () => {
+  // Where each step lands: an ending (`completed`, `interrupted`, `error`) moves on to `idle` in the
+  // same step (the seed's internal transitions), so its rune is the turn's last.
   const rows: Array<[Name, TurnEngineEvent, Name, string]> = [
     ['idle', { type: 'start_turn', input: 'hi' }, 'streaming', 'turn.started'],
     ['streaming', { type: 'assistant_delta', content: 'He' }, 'streaming', 'turn.assistant_delta'],
     ['streaming', { type: 'tool_calls_received', callIds: ['c1'] }, 'tool_executing', 'turn.tool_calls_received'],
-    ['streaming', { type: 'response_done' }, 'completed', 'turn.completed'],
-    ['streaming', { type: 'interrupt', reason: 'user' }, 'interrupted', 'turn.interrupted'],
-    ['streaming', { type: 'steer', input: 'shorter' }, 'interrupted', 'turn.interrupted'],
-    ['streaming', { type: 'stream_error', error: '529 overloaded' }, 'error', 'turn.error'],
+    ['streaming', { type: 'response_done' }, 'idle', 'turn.completed'],
+    ['streaming', { type: 'interrupt', reason: 'user' }, 'idle', 'turn.interrupted'],
+    ['streaming', { type: 'steer', input: 'shorter' }, 'idle', 'turn.interrupted'],
+    ['streaming', { type: 'stream_error', error: '529 overloaded' }, 'idle', 'turn.error'],
     ['tool_executing', { type: 'tools_finished', more: true }, 'streaming', 'turn.tools_finished'],
-    ['tool_executing', { type: 'tools_finished', more: false }, 'completed', 'turn.completed'],
-    ['tool_executing', { type: 'interrupt' }, 'interrupted', 'turn.interrupted'],
-    ['tool_executing', { type: 'tool_crash', error: 'sandbox died' }, 'error', 'turn.error'],
+    ['tool_executing', { type: 'tools_finished', more: false }, 'idle', 'turn.completed'],
+    ['tool_executing', { type: 'interrupt' }, 'idle', 'turn.interrupted'],
+    ['tool_executing', { type: 'tool_crash', error: 'sandbox died' }, 'idle', 'turn.error'],
+    // A turn an older log left in an ending state, and such a log's finalize after an ending that now lands on idle.
     ['interrupted', { type: 'turn_finalized' }, 'idle', 'turn_finalized'],
     ['completed', { type: 'turn_finalized' }, 'idle', 'turn_finalized'],
     ['error', { type: 'turn_finalized' }, 'idle', 'turn_finalized'],
+    ['idle', { type: 'turn_finalized' }, 'idle', 'turn_finalized'],
   ];
   it.each(rows)('%s + %o -> %s (%s)', (from, event, to, kind) => {
     expectRow(turnEngine, at(from), event, to, kind);
@@ -66,6 +70,18 @@ describe('turnEngine: seed 003 "Turn Events (Rune Kinds)"', () => {
     expectRuneKind(turnEngine, where, (edge) => (kind.startsWith('(internal') ? edge.on : kind));
   });
 
+  it('takes the "(internal, no rune)" rows in the step that enters them: the ending is one rune, and the turn is idle with it', () => {
+    expect(turnEngine.internal).toEqual({ completed: 'idle', error: 'idle', interrupted: 'idle' });
+    const streaming = at('streaming', { output: 'Hi' });
+    for (const event of [{ type: 'response_done' }, { type: 'stream_error', error: 'down' }, { type: 'interrupt', reason: 'user' }] as const) {
+      const step = turnEngine.step(streaming, event);
+      expect(step).toMatchObject({ accepted: true, state: { value: 'idle', output: 'Hi' } });
+      // Idle at once: the next turn may start with no other rune between.
+      expect(turnEngine.step(step.state, { type: 'start_turn', input: 'next' })).toMatchObject({ accepted: true, kind: 'turn.started' });
+    }
+    expect(turnEngine.toMermaid()).toContain('completed --> idle : (internal, no rune)');
+  });
+
   it('spawns with the default kind: the seed names none', () => {
     expect(turnEngine.spawnKind).toBe('spawned');
   });
@@ -84,7 +100,7 @@ describe('turnEngine: context', () => {
     ];
     const end = events.reduce((s, e) => turnEngine.transition(s, e), turnEngine.initial());
     expect(end).toEqual({
-      value: 'completed',
+      value: 'idle',
       turn: 1,
       input: 'list files',
       output: 'Let me look. Done.',
@@ -156,8 +172,7 @@ describe('turnEngine: context', () => {
     let s = turnEngine.transition(turnEngine.initial(), { type: 'start_turn', input: 'write a poem' });
     s = turnEngine.transition(s, { type: 'assistant_delta', content: 'Roses' });
     s = turnEngine.transition(s, { type: 'steer', input: 'make it a haiku' });
-    expect(s).toMatchObject({ value: 'interrupted', output: 'Roses', steerInput: 'make it a haiku' });
-    s = turnEngine.transition(s, { type: 'turn_finalized' });
+    expect(s).toMatchObject({ value: 'idle', output: 'Roses', reason: 'steered', steerInput: 'make it a haiku' });
     s = turnEngine.transition(s, { type: 'start_turn', input: s.steerInput! });
     expect(s).toMatchObject({ value: 'streaming', turn: 2, input: 'make it a haiku', output: '', callIds: [], turnUsage: turnEngine.initial().turnUsage });
     expect(s.steerInput).toBeUndefined();
@@ -165,15 +180,15 @@ describe('turnEngine: context', () => {
 
   it('records why a turn was interrupted or failed', () => {
     expect(turnEngine.transition(at('tool_executing'), { type: 'interrupt', reason: 'user pressed stop' })).toMatchObject({
-      value: 'interrupted',
+      value: 'idle',
       reason: 'user pressed stop',
     });
-    expect(turnEngine.transition(at('tool_executing'), { type: 'tool_crash', error: 'sandbox died' })).toMatchObject({ value: 'error', error: 'sandbox died' });
+    expect(turnEngine.transition(at('tool_executing'), { type: 'tool_crash', error: 'sandbox died' })).toMatchObject({ value: 'idle', error: 'sandbox died' });
   });
 });
 
 describe('turnEngine: rejections', () => {
-  it('has no terminal state: every outcome is finalized back to idle', () => {
+  it('has no terminal state: every outcome is idle again in the same step', () => {
     expect(turnEngine.terminal).toEqual([]);
   });
 

@@ -52,7 +52,7 @@ function mapRunes(runes: readonly Rune[], start: TurnEngineState = turnEngine.in
 const types = (events: readonly AGUIEvent[]): string[] => events.map((event) => event.type);
 
 describe('rune -> AG-UI events: the turn', () => {
-  it('a text answer: snapshot, a delta per state change, one text message opened by the first delta, RUN_FINISHED success on turn_finalized', () => {
+  it("a text answer: snapshot, a delta per state change, one text message opened by the first delta, RUN_FINISHED success on the turn's last rune; an older log's turn_finalized after it adds nothing", () => {
     const turn = runesOf(turnEngine, agent.turn, { agentId: 'a1' }, [
       { type: 'start_turn', input: 'hi' },
       { type: 'assistant_delta', content: 'Hel' },
@@ -76,7 +76,6 @@ describe('rune -> AG-UI events: the turn', () => {
       { type: 'TEXT_MESSAGE_CONTENT', messageId: `${agent.turn}:3`, delta: 'Hel' },
       { type: 'TEXT_MESSAGE_CONTENT', messageId: `${agent.turn}:3`, delta: 'lo' },
       { type: 'TEXT_MESSAGE_END', messageId: `${agent.turn}:3` },
-      { type: 'STATE_DELTA', delta: [{ op: 'replace', path: '/status', value: 'completed' }] },
       { type: 'STATE_DELTA', delta: [{ op: 'replace', path: '/status', value: 'idle' }] },
       { type: 'RUN_FINISHED', threadId: 't1', runId: 'r1', outcome: { type: 'success' } },
     ]);
@@ -90,14 +89,13 @@ describe('rune -> AG-UI events: the turn', () => {
       { type: 'start_turn', input: 'hi' },
       { type: 'assistant_delta', content: 'Hel' },
       { type: 'interrupt', reason: 'stop' },
-      { type: 'turn_finalized' },
     ]).slice(1);
     const { events } = mapRunes(turn, turnEngine.initial());
-    expect(types(events).slice(-4)).toEqual(['TEXT_MESSAGE_END', 'STATE_DELTA', 'STATE_DELTA', 'RUN_FINISHED']);
+    expect(types(events).slice(-3)).toEqual(['TEXT_MESSAGE_END', 'STATE_DELTA', 'RUN_FINISHED']);
     expect(events.at(-1)).toMatchObject({ outcome: { type: 'cancelled' } });
-    expect(events.at(-3)).toMatchObject({
+    expect(events.at(-2)).toMatchObject({
       delta: [
-        { op: 'replace', path: '/status', value: 'interrupted' },
+        { op: 'replace', path: '/status', value: 'idle' },
         { op: 'add', path: '/reason', value: 'stop' },
       ],
     });
@@ -107,7 +105,6 @@ describe('rune -> AG-UI events: the turn', () => {
     const turn = runesOf(turnEngine, agent.turn, undefined, [
       { type: 'start_turn', input: 'hi' },
       { type: 'stream_error', error: 'model down' },
-      { type: 'turn_finalized' },
     ]).slice(1);
     const { events } = mapRunes(turn, turnEngine.initial());
     expect(events.at(-1)).toEqual({ type: 'RUN_ERROR', message: 'model down', code: 'turn_error' });

@@ -103,9 +103,8 @@ describe('server: approving an agent tool call over WebSocket', () => {
     expect(bob.runes(a.call('d1'))).toEqual(alice.runes(a.call('d1')));
 
     // The approval carried the turn on: the model got the result and answered.
-    const completed = await alice.find(isRune(a.turn, 'completed'), 'the turn to complete');
-    expect(completed).toMatchObject({ rune: { kind: 'turn.completed', from: 'streaming' } });
-    await alice.find(isRune(a.turn, 'idle'), 'the turn to be finalized');
+    const completed = await alice.find((m) => m.op === 'rune' && m.rune.stream === a.turn && m.rune.kind === 'turn.completed', 'the turn to complete');
+    expect(completed).toMatchObject({ rune: { kind: 'turn.completed', from: 'streaming', to: 'idle' } }); // idle again with its last rune
     expect(JSON.stringify(h.model.doStreamCalls[1]!.prompt)).toContain('"deployed":"api"');
     expect(checkInvariants(await storeLog(h.store))).toEqual([]);
   });

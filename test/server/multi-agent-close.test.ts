@@ -112,7 +112,7 @@ describe('server: a conversation of three agents closed over WebSocket while a t
     expect(await client.request({ op: 'spawn', id: 'c2', stream: other.turn, machine: 'turn-engine' })).toMatchObject({ op: 'ack' });
     client.send({ op: 'subscribe', stream: other.turn, afterSeq: 0 });
     expect(await client.request({ op: 'dispatch', id: 'c2-start', stream: other.turn, event: { type: 'start_turn', input: 'hello' } })).toMatchObject({ op: 'ack' });
-    await client.find(isRune(other.turn, 'completed'), 'the turn in conv/c2 to complete');
+    await client.find((m) => m.op === 'rune' && m.rune.stream === other.turn && m.rune.kind === 'turn.completed', 'the turn in conv/c2 to complete');
     expect((await engine.snapshot<{ output: string }>(other.turn))?.state.output).toBe('Hello from c2.');
   });
 });

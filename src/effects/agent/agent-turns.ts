@@ -5,8 +5,9 @@ import { conversation } from '../../reducers/conversation/machine.js';
 import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { toolCall, toolCallStatus } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
-import { STEERED, TURN_ENDINGS, TURN_PROGRESS, turnEngine } from '../../reducers/turn-engine/machine.js';
+import { STEERED, TURN_PROGRESS, turnEndingOf, turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { ToolResultSummary } from '../../reducers/turn-engine/schema.js';
+import { NO_USAGE, type Usage } from '../../reducers/budget.js';
 import { concatMapByKey } from '../../streams/concat-map-by-key.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
@@ -15,10 +16,10 @@ import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
 import { agentCompanions, type AgentAdmission } from './agent-companions.js';
 import { stateOf } from './state-of.js';
-import { agentOfCall, agentOfTurn } from './streams.js';
+import { agentOfCall, agentOfLifecycle, agentOfTurn } from './streams.js';
 import { assignedTurnId } from './turn-assignment.js';
 import { turnRunes$ } from './turn-history.js';
-import { turnUsageAt } from './turn-usage.js';
+import { endedTurnUsage, turnUsageAt } from './turn-usage.js';
 import type { BudgetLimits } from './agent-budgets.js';
 import { turnStartRefusal$ } from './turn-refusal.js';
 
@@ -26,12 +27,12 @@ type TurnRune = RuneOf<typeof turnEngine>;
 
 const isTerminalCall = (state: ToolCallState | undefined): boolean => state !== undefined && toolCall.terminal.includes(state.value);
 
-/** The calls of a turn's latest tool round, as the model asked for them (from its log). */
-async function latestRound(turn: string, context: EpicContext): Promise<readonly ToolCallInput[]> {
+/** The calls of a turn's latest tool round (before rune `beforeSeq`, if given), as the model asked for them (from its log). */
+async function latestRound(turn: string, context: EpicContext, beforeSeq = Infinity): Promise<readonly ToolCallInput[]> {
   const runes = await lastValueFrom(turnRunes$(turn, context));
   for (let i = runes.length - 1; i >= 0; i--) {
-    const { event } = runes[i]!;
-    if (event.type === 'tool_calls_received') return event.calls ?? [];
+    const { event, seq } = runes[i]!;
+    if (seq < beforeSeq && event.type === 'tool_calls_received') return event.calls ?? [];
   }
   return [];
 }
@@ -52,7 +53,7 @@ export interface AgentTurnsOptions extends BudgetLimits {
  * A turn started: the agent runs it, unless the conversation is not active, the agent is
  * terminated, or either's budget is exhausted.
  */
-async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext, limits: AgentTurnsOptions): Promise<EpicCommand[]> {
+async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext, limits: AgentTurnsOptions, lastEnded: Usage | undefined): Promise<EpicCommand[]> {
   const interrupt = (reason: string): EpicCommand[] => [{ stream: rune.stream, event: { type: 'interrupt', reason } }];
   // Read at once: the model is already answering, and the agent must be assigned the turn before it ends.
   const [talk, turn, lifecycle] = await Promise.all([
@@ -60,19 +61,20 @@ async function started(agent: AgentStreams, rune: TurnRune, context: EpicContext
     stateOf(context, rune.stream, turnEngine),
     stateOf(context, agent.lifecycle, agentLifecycle),
   ]);
-  // The conversation's usage by now: its turns still running count (their answered calls are theirs until they end).
-  const refusal = await turnStartRefusal$(agent, talk, lifecycle, context, limits);
+  // The conversation's usage by now: its turns still running count (their answered calls are theirs
+  // until they end), and so does the agent's last turn while the agent's hearing of its end is not durable.
+  const refusal = await turnStartRefusal$(agent, talk, lifecycle, context, limits, lifecycle?.value === 'running_turn' ? lastEnded : undefined);
   if (refusal !== undefined) return interrupt(refusal);
   return [{ stream: agent.lifecycle, event: { type: 'turn_assigned', turnId: assignedTurnId(turn, rune.seq) } }];
 }
 
 /**
- * What the agent's turn, ended at `at`, used: the usage its lifecycle and conversation add up.
- * `startedAt`: when it started, if this process heard its `turn.started` (else read from the log).
+ * What the agent's turn, found ended at `at` in a state an older log left, used: the usage its
+ * lifecycle and conversation add up.
  */
-async function usageOfTurn(agent: AgentStreams, at: number, context: EpicContext, startedAt?: number) {
+async function usageOfTurn(agent: AgentStreams, at: number, context: EpicContext) {
   const turn = await stateOf(context, agent.turn, turnEngine);
-  return turn === undefined ? undefined : turnUsageAt(agent.turn, turn, at, context, startedAt);
+  return turn === undefined ? undefined : turnUsageAt(agent.turn, turn, at, context);
 }
 
 /** Every call of the round exists (created from the turn's log: again after a crash, harmlessly). */
@@ -97,17 +99,20 @@ async function doneRound(agent: AgentStreams, context: EpicContext): Promise<{ k
 }
 
 /**
- * A turn ended (completed, error, interrupted): its calls that are not done are cancelled (so the
- * next model call never sees an orphan call), the agent and the conversation hear of it, the turn
- * is finalized, and a steer starts the next turn with its input. `startedAt`: the `at` of its
- * `turn.started` if this process assigned the turn (its `turn_assigned` may not be durable yet).
+ * A turn ended (completed, error, interrupted; its rune the last of the turn, which is idle again):
+ * its calls that are not done are cancelled (so the next model call never sees an orphan call),
+ * the agent and the conversation hear of it, and a steer starts the next turn with its input.
+ * `startedAt`: the `at` of its `turn.started` if this process assigned the turn (its
+ * `turn_assigned` may not be durable yet).
  */
-async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, startedAt: number | undefined): Promise<EpicCommand[]> {
+async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, startedAt: number | undefined): Promise<Ended> {
   const { event } = rune;
+  let told: Usage | undefined;
+  const ending = turnEndingOf(rune);
   const commands: EpicCommand[] = [];
-  if (rune.to === 'interrupted' && rune.from === 'tool_executing') {
+  if (ending === 'interrupted' && rune.from === 'tool_executing') {
     const reason = event.type === 'interrupt' && event.reason !== undefined ? event.reason : 'turn interrupted';
-    for (const call of await latestRound(agent.turn, context)) {
+    for (const call of await latestRound(agent.turn, context, rune.seq)) {
       const stream = agent.call(call.callId);
       const state = await stateOf(context, stream, toolCall);
       if (isTerminalCall(state)) continue;
@@ -118,23 +123,35 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
   const interruption = event.type === 'interrupt' ? event.reason : event.type === 'steer' ? STEERED : undefined;
   // Assigned by this process (its `turn_assigned` may not be durable yet), or found running.
   if (startedAt !== undefined || (await stateOf(context, agent.lifecycle, agentLifecycle))?.value === 'running_turn') {
-    const usage = await usageOfTurn(agent, rune.at, context, startedAt);
+    const usage = await endedTurnUsage(rune, context, startedAt);
+    told = usage ?? NO_USAGE;
     commands.push({
       stream: agent.lifecycle,
       event:
-        rune.to === 'completed'
+        ending === 'completed'
           ? { type: 'turn_completed', usage }
-          : rune.to === 'error'
+          : ending === 'error'
             ? { type: 'turn_error', ...('error' in event ? { error: event.error } : {}), usage }
             : { type: 'turn_interrupted', ...(interruption === undefined ? {} : { reason: interruption }), usage },
     });
     // Its outcome too: the conversation counts errors in a row (`errorThreshold`).
-    commands.push({ stream: agent.root, event: { type: 'turn_completed', usage, outcome: rune.to } });
+    commands.push({ stream: agent.root, event: { type: 'turn_completed', usage, outcome: ending } });
   }
-  commands.push({ stream: agent.turn, event: { type: 'turn_finalized' } });
   if (event.type === 'steer') commands.push({ stream: agent.turn, event: { type: 'start_turn', input: event.input } });
-  return commands;
+  return { commands, told };
 }
+
+/** What telling of a turn's end takes: its commands, and the usage the agent is told it used (if it is told). */
+interface Ended {
+  readonly commands: EpicCommand[];
+  readonly told: Usage | undefined;
+}
+
+/**
+ * How many agents' last ended turns {@link agentTurns} keeps the usage of, for their next turn's
+ * budget check while the end is not durable yet: the oldest forgotten first, long durable by then.
+ */
+const KEPT_ENDINGS = 10_000;
 
 /**
  * Runs every agent's turns through its seed-003 machines (a turn stream `<root>/agent/<a>/turn` is
@@ -167,6 +184,28 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
     // started: the end of one tells its agent, whose durable state may not show the assignment yet
     // (a batch not committed), and its wall clock needs no read of its log.
     const assignedTurns = new Map<string, number>();
+    // Per turn stream, what the agent was told its last turn used, until its next turn starts (see `KEPT_ENDINGS`).
+    const lastEnded = new Map<string, Usage>();
+    /** Keeps what `ended` told, and gives its commands. */
+    const remember = (turn: string, { commands, told }: Ended): EpicCommand[] => {
+      if (told !== undefined) {
+        lastEnded.delete(turn);
+        lastEnded.set(turn, told);
+        if (lastEnded.size > KEPT_ENDINGS) lastEnded.delete(lastEnded.keys().next().value!);
+      }
+      return commands;
+    };
+    // Per turn stream whose agent is being resumed (`unfinished` below), the seq of the ending
+    // told for it since: the resume and a live ending may find the same one, and it is told once.
+    // Only agents found running a turn at start are in it, and only while their resume runs.
+    const resuming = new Map<string, number | undefined>();
+    /** Whether the ending `rune` is still to be told (and now is), for a turn whose agent is being resumed. */
+    const firstTold = (rune: TurnRune): boolean => {
+      if (!resuming.has(rune.stream)) return true;
+      if (resuming.get(rune.stream) === rune.seq) return false;
+      resuming.set(rune.stream, rune.seq);
+      return true;
+    };
     const finishRound = async (agent: AgentStreams): Promise<EpicCommand[]> => {
       const round = await doneRound(agent, context);
       if (round === undefined || finished.has(`${agent.turn}#${round.key}`)) return [];
@@ -186,7 +225,11 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
       const { event } = rune;
       if (event.type === 'spawn') return defer(() => agentCompanions(agent, context, options.initError, options.admission)).pipe(mergeMap((commands) => commands));
       if (event.type === 'start_turn') {
-        return defer(() => started(agent, rune, context, options)).pipe(
+        return defer(() => {
+          const ended = lastEnded.get(agent.turn);
+          lastEnded.delete(agent.turn);
+          return started(agent, rune, context, options, ended);
+        }).pipe(
           tap((commands) => {
             if (commands.some((command) => 'event' in command && command.event.type === 'turn_assigned')) assignedTurns.set(agent.turn, rune.at);
           }),
@@ -198,11 +241,11 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
         // The round is over (its results went to the model, or the turn ended): forget it.
         for (const key of finished) if (key.startsWith(`${agent.turn}#`)) finished.delete(key);
       }
-      if (rune.to !== undefined && TURN_ENDINGS.has(rune.to)) {
+      if (turnEndingOf(rune) !== undefined && firstTold(rune)) {
         return defer(() => {
           const startedAt = assignedTurns.get(agent.turn);
           assignedTurns.delete(agent.turn);
-          return ended(agent, rune, context, startedAt);
+          return ended(agent, rune, context, startedAt).then((told) => remember(agent.turn, told));
         }).pipe(mergeMap((commands) => commands));
       }
       return EMPTY;
@@ -236,12 +279,41 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
       },
     });
 
+    /**
+     * An agent found running a turn when this process took it over, whose turn has ended (it is
+     * idle again, its ending rune its last): the process that appended the ending died before the
+     * agent and the conversation heard of it, so they hear of it now, as they would have.
+     */
+    const unfinished = stateEffects({
+      name: 'agentTurns.unfinished',
+      machine: agentLifecycle,
+      states: ['running_turn'],
+      effects: (view): EffectsByKey<typeof agentLifecycle> => {
+        const agent = agentOfLifecycle(view.stream);
+        if (view.origin !== 'resumed' || agent === undefined) return {};
+        const resume = async (): Promise<EpicCommand[]> => {
+          resuming.set(agent.turn, undefined);
+          try {
+            const turn = await stateOf(context, agent.turn, turnEngine);
+            if (turn?.value !== 'idle') return []; // running: its end is heard live; none: a ReAct agent's
+            const runes = await lastValueFrom(turnRunes$(agent.turn, context));
+            let ending: TurnRune | undefined;
+            for (let i = runes.length - 1; ending === undefined && i >= 0; i--) if (turnEndingOf(runes[i]!) !== undefined) ending = runes[i];
+            return ending !== undefined && firstTold(ending) ? remember(agent.turn, await ended(agent, ending, context, undefined)) : [];
+          } finally {
+            resuming.delete(agent.turn);
+          }
+        };
+        return { resume: defer(resume).pipe(mergeMap((commands) => commands)) };
+      },
+    });
+
     // Per agent, one rune at a time: its commands keep the order of its runes. Agents run side by
     // side, and an agent with nothing to do holds nothing. A turn's progress asks nothing of them.
     const progress: ReadonlySet<string> = new Set(TURN_PROGRESS);
     const agentKey = (rune: Rune): string | undefined =>
       (isRuneOf(turnEngine, rune) ? (progress.has(rune.event.type) ? undefined : agentOfTurn(rune.stream)) : isRuneOf(toolCall, rune) ? agentOfCall(rune.stream) : undefined)
         ?.turn;
-    return merge(runes$.pipe(concatMapByKey(agentKey, onRune)), resumed(runes$, context, undefined));
+    return merge(runes$.pipe(concatMapByKey(agentKey, onRune)), resumed(runes$, context, undefined), unfinished(runes$, context, undefined));
   };
 }

@@ -6,7 +6,7 @@ import { conversation } from '../../reducers/conversation/machine.js';
 import { reactAgent } from '../../reducers/react-agent/machine.js';
 import { atRest } from '../../reducers/resting-states.js';
 import type { Rune } from '../../reducers/rune.js';
-import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
+import { agentStreams, parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
 import { stateEffects } from '../../streams/effect-host.js';
@@ -42,6 +42,9 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
     headsUnder(context, root, reactAgent.id),
   ]);
   const turnOf = new Map(turns.map((head) => [head.stream, head]));
+  const lifecycleOf = new Map(lifecycles.map((head) => [head.stream, head]));
+  /** Whether an agent's turn is over: idle, and its agent told (a turn is idle with its ending rune, its agent told after). */
+  const turnOver = (agent: AgentStreams): boolean => turnOf.get(agent.turn)?.value === 'idle' && lifecycleOf.get(agent.lifecycle)?.value !== 'running_turn';
   const loopOf = new Set(loops.map((head) => head.stream));
   const callsOf = new Map<string, StreamHead[]>();
   for (const call of calls) {
@@ -63,7 +66,7 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
   }
   const stats = { agents: lifecycles.length, turns: 0, toolCalls: calls.length, cancelledToolCalls: 0 };
   // A turn in flight is interrupted whatever its agent's state (one started as its agent was
-  // terminated); top-down: a sub-agent's turn is left alone until its parent's turn is idle again
+  // terminated); top-down: a sub-agent's turn is left alone until its parent's turn is over
   // (the parent's delegate call, cancelled as that turn ends, interrupts it), so a delegate call
   // ends cancelled rather than with its sub-agent's interruption.
   for (const turn of turns) {
@@ -71,8 +74,8 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
     open++;
     const parts = parseStreamId(turn.stream);
     const parentId = parts?.kind === 'turn' ? (await stateOf(context, agentStreams(root, parts.agentId).lifecycle, agentLifecycle))?.parentId : undefined;
-    const parentTurn = parentId === undefined ? undefined : turnOf.get(agentStreams(root, parentId).turn);
-    if (parentTurn !== undefined && parentTurn.value !== 'idle') continue;
+    const parent = parentId === undefined ? undefined : agentStreams(root, parentId);
+    if (parent !== undefined && turnOf.has(parent.turn) && !turnOver(parent)) continue;
     if (IN_FLIGHT.has(turn.value ?? '') && !asked.has(turn.stream)) {
       // agentTurns cancels the calls of the round when a turn is interrupted in tool_executing.
       commands.push({ stream: turn.stream, event: { type: 'interrupt', reason: CONVERSATION_CLOSING } });
@@ -114,7 +117,7 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
     // A terminated agent needs no ending, but a call left open under it still blocks the close.
     const ended = agentLifecycle.terminal.includes(lifecycle.value ?? '');
     if (!ended) open++;
-    if (turn !== undefined && turn.value !== 'idle') continue; // in flight or ending: agentTurns finalizes it
+    if (turn !== undefined && !turnOver(agent)) continue; // in flight, or ended and its agent not told yet: agentTurns tells it
     // A ReAct agent's loop still working, or its model call's turn not yet ended (reactAgentLifecycle ends it as the loop rests).
     if (working.has(agent.react) || (loopOf.has(agent.react) && lifecycle.value === 'running_turn')) continue;
     for (const call of agentCalls) {

@@ -8,7 +8,7 @@ import { isRuneOf, type Rune } from '../../reducers/rune.js';
 import { MAX_SEGMENT, agentStreams, type AgentStreams } from '../../reducers/stream-ids.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallEvent, ToolCallState } from '../../reducers/tool-call/schema.js';
-import { TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js';
+import { turnEndingOf, turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { TurnEngineState } from '../../reducers/turn-engine/schema.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
@@ -84,13 +84,14 @@ interface TurnEnd {
  * turn cut the same way is the call's error result: a task is retried once, never in a loop.
  */
 const cutByRestart = ({ rune, turn }: TurnEnd): boolean =>
-  rune.to === 'interrupted' && rune.event.type === 'interrupt' && rune.event.reason === INTERRUPTED_BY_RESTART && turn?.turn === 1;
+  turnEndingOf(rune) === 'interrupted' && rune.event.type === 'interrupt' && rune.event.reason === INTERRUPTED_BY_RESTART && turn?.turn === 1;
 
 /** The result of the sub-agent's turn, once it ended: from the rune that ended it and its state then. */
 function outcome({ rune: ended, turn }: TurnEnd): ToolCallEvent {
-  if (ended.to === 'completed') return { type: 'success', output: turn?.output ?? '' };
+  const ending = turnEndingOf(ended);
+  if (ending === 'completed') return { type: 'success', output: turn?.output ?? '' };
   const { event } = ended;
-  if (ended.to === 'error') return { type: 'execution_error', error: `the sub-agent's turn failed: ${'error' in event ? String(event.error) : 'error'}` };
+  if (ending === 'error') return { type: 'execution_error', error: `the sub-agent's turn failed: ${'error' in event ? String(event.error) : 'error'}` };
   const reason = event.type === 'interrupt' && typeof event.reason === 'string' ? `: ${event.reason}` : '';
   return { type: 'execution_error', error: `the sub-agent's turn was interrupted${reason}` };
 }
@@ -161,7 +162,7 @@ export function delegation(options: DelegationOptions): Epic {
     /** The live end of the sub-agent's turn: the rune that ended it, and its state then. */
     const liveEnd$ = (sub: AgentStreams): Observable<TurnEnd> =>
       runes$.pipe(
-        filter((rune) => rune.stream === sub.turn && rune.to !== undefined && TURN_ENDINGS.has(rune.to)),
+        filter((rune) => rune.stream === sub.turn && turnEndingOf(rune) !== undefined),
         first(),
         mergeMap(async (rune) => ({ rune, turn: await stateOf(context, sub.turn, turnEngine) })),
       );
@@ -175,13 +176,13 @@ export function delegation(options: DelegationOptions): Epic {
           const runes = await lastValueFrom(turnRunes$(sub.turn, context));
           for (const rune of [...runes].reverse()) {
             if (rune.event.type === 'start_turn') return [];
-            if (rune.to !== undefined && TURN_ENDINGS.has(rune.to)) return [{ rune, turn: await stateOf(context, sub.turn, turnEngine) }];
+            if (turnEndingOf(rune) !== undefined) return [{ rune, turn: await stateOf(context, sub.turn, turnEngine) }];
           }
           return [];
         }).pipe(mergeMap((ended) => ended)),
       ).pipe(first());
 
-    /** The sub-agent's turn idle again (finalized by `agentTurns`): live, or as it is now. */
+    /** The sub-agent's turn idle again (ended): live, or as it is now. */
     const idle$ = (sub: AgentStreams): Observable<unknown> =>
       merge(
         runes$.pipe(filter((rune) => rune.stream === sub.turn && rune.to === 'idle')),

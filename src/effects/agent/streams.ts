@@ -17,3 +17,9 @@ export function agentOfReact(stream: string): AgentStreams | undefined {
   const parts = parseStreamId(stream);
   return parts?.kind === 'react' ? agentStreams(parts.root, parts.agentId) : undefined;
 }
+
+/** The agent whose lifecycle stream (`<root>/agent/<a>`) is `stream`, or undefined for any other stream. */
+export function agentOfLifecycle(stream: string): AgentStreams | undefined {
+  const parts = parseStreamId(stream);
+  return parts?.kind === 'agent' ? agentStreams(parts.root, parts.agentId) : undefined;
+}

@@ -8,15 +8,15 @@ import type { EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
 import { turnRunes$ } from './turn-history.js';
 
-/** When the last turn of these runes of a turn stream started: the `at` of the last `turn.started`. */
-export function lastStartAt(runes: readonly RuneOf<typeof turnEngine>[]): number | undefined {
-  for (let i = runes.length - 1; i >= 0; i--) if (runes[i]!.event.type === 'start_turn') return runes[i]!.at;
+/** When the last turn of these runes of a turn stream started before rune `beforeSeq`: the `at` of the last such `turn.started`. */
+export function lastStartAt(runes: readonly RuneOf<typeof turnEngine>[], beforeSeq = Infinity): number | undefined {
+  for (let i = runes.length - 1; i >= 0; i--) if (runes[i]!.seq < beforeSeq && runes[i]!.event.type === 'start_turn') return runes[i]!.at;
   return undefined;
 }
 
-/** When a turn stream's current (or last) turn started: the `at` of its last `turn.started` rune. */
-export async function turnStartedAt(turn: string, context: EpicContext): Promise<number | undefined> {
-  return lastStartAt(await lastValueFrom(turnRunes$(turn, context)));
+/** When a turn stream's current (or last) turn started, or its last before rune `beforeSeq`: the `at` of that `turn.started` rune. */
+export async function turnStartedAt(turn: string, context: EpicContext, beforeSeq?: number): Promise<number | undefined> {
+  return lastStartAt(await lastValueFrom(turnRunes$(turn, context)), beforeSeq);
 }
 
 /** `used` with the wall clock of a turn that started at `startedAt` (none if unknown) and ended at `at`. */
@@ -32,6 +32,21 @@ const withWallClock = (used: Usage, startedAt: number | undefined, at: number): 
  */
 export async function turnUsageAt(turn: string, state: TurnEngineState, at: number, context: EpicContext, startedAt?: number): Promise<Usage> {
   return withWallClock(state.turnUsage, startedAt ?? (await turnStartedAt(turn, context)), at);
+}
+
+/**
+ * What the turn that `ending` (its `turn.completed`, `turn.error` or `turn.interrupted`) ended
+ * used: the usage its payload carries, and its wall clock from its `turn.started` (at `startedAt`
+ * if the caller heard it, else read from the log before it). Read from the rune, not the stream's
+ * state: the next turn may have started since. An ending stored before it carried its usage (its
+ * turn rested in the ending state until finalized) is read from the turn's state.
+ */
+export async function endedTurnUsage(ending: RuneOf<typeof turnEngine>, context: EpicContext, startedAt?: number): Promise<Usage | undefined> {
+  const carried = (ending.payload as { usage?: Usage } | undefined)?.usage;
+  const start = startedAt ?? (await turnStartedAt(ending.stream, context, ending.seq));
+  if (carried !== undefined) return withWallClock(carried, start, ending.at);
+  const state = await lastValueFrom(context.snapshot(ending.stream, turnEngine), { defaultValue: undefined });
+  return state === undefined ? undefined : withWallClock(state.state.turnUsage, start, ending.at);
 }
 
 /** The turn id of a ReAct agent's turn that the rune `seq` of its ReAct stream started. */

@@ -5,7 +5,7 @@ import type { AutonomyLoopEvent, AutonomyLoopState, TaskState } from '../../redu
 import { allRunnableBlocked, allTasksTerminal, isTaskActive, runnableTasks } from '../../reducers/autonomy-loop/tasks.js';
 import type { Rune } from '../../reducers/rune.js';
 import { agentStreams, parseStreamId, type AgentStreams } from '../../reducers/stream-ids.js';
-import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import { turnEndingOf, turnEngine } from '../../reducers/turn-engine/machine.js';
 import { durableDeadline } from '../../streams/durable-deadline.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand } from '../../streams/epic.js';
@@ -184,7 +184,7 @@ export function autonomyScheduler(autonomyOptions: AutonomyOptions): Epic {
     const completed$ = (plan: AutonomyLoopState, agent: AgentStreams, task: TaskState, ended: { start: Rune; end: Rune }): Observable<Out> => {
       const { event } = ended.end;
       // Cut by a restart: the task has no result yet; it runs again in the agent's next turn.
-      if (ended.end.to === 'interrupted' && event.type === 'interrupt' && event.reason === INTERRUPTED_BY_RESTART) return start$(plan, agent, task);
+      if (turnEndingOf(ended.end) === 'interrupted' && event.type === 'interrupt' && event.reason === INTERRUPTED_BY_RESTART) return start$(plan, agent, task);
       return defer(() => evidenceOf(context, agent, ended)).pipe(map((evidence): Out => ({ type: 'task_completed', taskId: task.id, ...outcomeOf(ended.end), evidence })));
     };
 

@@ -2,7 +2,7 @@ import { Observable, concatMap, filter, first, lastValueFrom, merge, mergeMap, o
 import { MAX_TASK_TEXT, type TaskEvidence } from '../../reducers/autonomy-loop/schema.js';
 import type { Rune } from '../../reducers/rune.js';
 import { toolCall, toolCallStatus } from '../../reducers/tool-call/machine.js';
-import { TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js';
+import { turnEndingOf, turnEngine } from '../../reducers/turn-engine/machine.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
 import type { EpicContext } from '../../streams/epic.js';
 import { stateOf } from '../agent/state-of.js';
@@ -25,19 +25,19 @@ export async function findTurn(context: EpicContext, agent: AgentStreams, n: num
   const runes = await lastValueFrom(turnRunes$(agent.turn, context));
   const index = runes.findIndex((rune) => rune.kind === 'turn.started' && (rune.payload as { turnId?: string } | undefined)?.turnId === String(n));
   if (index < 0) return { start: undefined, end: undefined };
-  const end = runes.slice(index + 1).find((rune) => rune.to !== undefined && TURN_ENDINGS.has(rune.to));
+  const end = runes.slice(index + 1).find((rune) => turnEndingOf(rune) !== undefined);
   return { start: runes[index], end };
 }
 
 /** Turn `n` once it has ended: from the log if it has, else at its ending rune. */
 export const turnEnded$ = (runes$: Observable<Rune>, context: EpicContext, agent: AgentStreams, n: number): Observable<EndedTurn> =>
-  merge(of(undefined), runes$.pipe(filter((rune) => rune.stream === agent.turn && rune.to !== undefined && TURN_ENDINGS.has(rune.to)))).pipe(
+  merge(of(undefined), runes$.pipe(filter((rune) => rune.stream === agent.turn && turnEndingOf(rune) !== undefined))).pipe(
     concatMap(() => findTurn(context, agent, n)),
     filter((turn): turn is EndedTurn => turn.start !== undefined && turn.end !== undefined),
     first(),
   );
 
-/** The agent's turn stream idle (spawned, or a turn finalized): now or when it gets there. Emits its turn count. */
+/** The agent's turn stream idle (spawned, or a turn ended): now or when it gets there. Emits its turn count. */
 export const turnIdle$ = (runes$: Observable<Rune>, context: EpicContext, agent: AgentStreams): Observable<number> =>
   merge(of(undefined), runes$.pipe(filter((rune) => rune.stream === agent.turn && rune.to === 'idle'))).pipe(
     concatMap(() => stateOf(context, agent.turn, turnEngine)),
@@ -51,8 +51,9 @@ const cut = (text: string): string => (text.length > MAX_TASK_TEXT ? `${text.sli
 /** What a task's ended turn gives the plan: success with its final output, or failure with why. */
 export function outcomeOf(end: Rune): { outcome: 'success' | 'failure'; result: string } {
   const payload = (end.payload ?? {}) as { finalOutput?: string; message?: string; reason?: string };
-  if (end.to === 'completed') return { outcome: 'success', result: cut(payload.finalOutput ?? '') };
-  if (end.to === 'error') return { outcome: 'failure', result: cut(`the turn failed: ${payload.message ?? 'error'}`) };
+  const ending = turnEndingOf(end);
+  if (ending === 'completed') return { outcome: 'success', result: cut(payload.finalOutput ?? '') };
+  if (ending === 'error') return { outcome: 'failure', result: cut(`the turn failed: ${payload.message ?? 'error'}`) };
   return { outcome: 'failure', result: cut(`the turn was interrupted${payload.reason === undefined ? '' : `: ${payload.reason}`}`) };
 }
 

@@ -3,7 +3,7 @@ import { isRuneOf, type Rune, type RuneOf } from '../../reducers/rune.js';
 import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallInput } from '../../reducers/tool-call/schema.js';
-import { TURN_ENDINGS, turnEngine } from '../../reducers/turn-engine/machine.js';
+import { turnEndingOf, turnEngine } from '../../reducers/turn-engine/machine.js';
 import { FINISH_REASON, FIRST_CHUNK_EVENT, GEN_AI, assistantMessages, providerName, usageAttributes, userMessages } from './gen-ai.js';
 
 /** What {@link RuneSpans} needs besides its tracer. */
@@ -97,7 +97,7 @@ export class RuneSpans {
    */
   endsUnseenRun(rune: Rune): boolean {
     if (rune.to === undefined || rune.from === undefined || this.#open.has(rune.stream)) return false;
-    if (isRuneOf(turnEngine, rune)) return TURN_ENDINGS.has(rune.to) && !TURN_ENDINGS.has(rune.from) && parseStreamId(rune.stream)?.kind === 'turn';
+    if (isRuneOf(turnEngine, rune)) return turnEndingOf(rune) !== undefined && parseStreamId(rune.stream)?.kind === 'turn';
     return isRuneOf(toolCall, rune) && TOOL_ENDS.has(rune.to) && parseStreamId(rune.stream)?.kind === 'call';
   }
 
@@ -179,7 +179,7 @@ export class RuneSpans {
         turn.span.addEvent(rune.kind, payloadAttributes(rune.payload), rune.at);
     }
     if (rune.to === 'streaming' && turn.chat === undefined) this.#startChat(turn, rune.at);
-    else if (rune.to === 'completed' || rune.to === 'interrupted' || rune.to === 'error') this.#endTurn(stream, turn, rune);
+    else if (turnEndingOf(rune) !== undefined) this.#endTurn(stream, turn, rune);
   }
 
   #startTurn(rune: TurnRune): void {
@@ -236,11 +236,12 @@ export class RuneSpans {
   #endTurn(stream: string, turn: OpenTurn, rune: TurnRune): void {
     this.#open.delete(stream);
     const payload = rune.payload as { finalOutput?: string; usage?: unknown; message?: string; errorType?: string } | undefined;
-    turn.span.setAttribute(GEN_AI.outcome, rune.to!);
-    if (rune.to === 'completed') {
+    const ending = turnEndingOf(rune)!;
+    turn.span.setAttribute(GEN_AI.outcome, ending);
+    if (ending === 'completed') {
       turn.span.setAttributes(usageAttributes(payload?.usage));
       if (this.options.captureContent) turn.span.setAttribute(GEN_AI.outputMessages, assistantMessages(payload?.finalOutput ?? '', [], FINISH_REASON.stop));
-    } else if (rune.to === 'error') this.#fail(turn.span, payload?.errorType ?? 'error', payload?.message ?? '');
+    } else if (ending === 'error') this.#fail(turn.span, payload?.errorType ?? 'error', payload?.message ?? '');
     turn.span.end(rune.at);
   }
 

@@ -23,10 +23,10 @@ const grown = (s: S, content: string): string[] => {
   const messages = messagesOf(s);
   return [...messages.slice(0, -1), (messages.at(-1) ?? '') + content];
 };
-/** The `turn.interrupted` payload of an `interrupt`: the output streamed before it. */
-const interrupted = (_: S, e: { reason?: string | undefined }, after: S) => ({ reason: e.reason, partialOutput: after.output });
-/** The `turn.error` payload: which event failed the turn, and its error. */
-const failed = (_: S, e: { type: 'stream_error' | 'tool_crash'; error: string }) => ({ errorType: e.type, message: e.error });
+/** The `turn.interrupted` payload of an `interrupt`: the output streamed before it, and the turn's usage. */
+const interrupted = (_: S, e: { reason?: string | undefined }, after: S) => ({ reason: e.reason, partialOutput: after.output, usage: after.turnUsage });
+/** The `turn.error` payload: which event failed the turn, its error, and the turn's usage. */
+const failed = (_: S, e: { type: 'stream_error' | 'tool_crash'; error: string }, after: S) => ({ errorType: e.type, message: e.error, usage: after.turnUsage });
 
 /** The `reason` of a turn interrupted by a `steer`. */
 export const STEERED = 'steered';
@@ -113,7 +113,7 @@ const table: readonly Row<S, E, P>[] = [
     to: 'interrupted',
     kind: 'turn.interrupted',
     assign: (_, e) => ({ reason: STEERED, steerInput: e.input }),
-    payload: (_, e, after) => ({ reason: STEERED, partialOutput: after.output, steerInput: e.input }),
+    payload: (_, e, after) => ({ reason: STEERED, partialOutput: after.output, steerInput: e.input, usage: after.turnUsage }),
     note: 'the seed\'s `reason` of a steer is "steered"',
   },
   {
@@ -155,9 +155,25 @@ const table: readonly Row<S, E, P>[] = [
     payload: interrupted,
   },
   { from: 'tool_executing', on: 'tool_crash', to: 'error', kind: 'turn.error', assign: (_, e) => ({ error: e.error }), payload: failed },
-  // "(internal, no rune)" in the seed; every accepted event appends a rune, so its kind is the event type.
+  // The seed draws these; its rune table makes them "(internal, no rune)", which `internal` below
+  // is. A turn rests in an ending state only when an older log or snapshot left it there.
   { from: ['interrupted', 'completed', 'error'], on: 'turn_finalized', to: 'idle' },
+  {
+    from: 'idle',
+    on: 'turn_finalized',
+    source: 'extension',
+    note: 'a log written before the internal transitions made a turn idle with it after its ending, where such an ending now lands: it changes nothing',
+  },
 ];
+
+/**
+ * The seed's "(internal, no rune)" rows: a turn that completes, fails or is interrupted is idle
+ * again in the same step, its rune (`turn.completed`, `turn.error`, `turn.interrupted`) the last
+ * of the turn. Its outcome stays in its state (`output`, `error`, `reason`) until the next turn.
+ * The seed's rune table lists `completed -> idle` and `error -> idle`; it lists no rune for
+ * `interrupted -> idle` either, so that one is internal too.
+ */
+const INTERNAL = { completed: 'idle', error: 'idle', interrupted: 'idle' } as const satisfies Partial<Record<TurnEngineStateName, TurnEngineStateName>>;
 
 /**
  * The events of a streaming turn that add only to its text and usage so far: what a turn's
@@ -165,12 +181,26 @@ const table: readonly Row<S, E, P>[] = [
  */
 export const TURN_PROGRESS: readonly TurnEngineEvent['type'][] = ['assistant_delta', 'model_call_spent'];
 
-/** The states a turn ends in (`turn_finalized` then makes it idle again). */
-export const TURN_ENDINGS: ReadonlySet<string> = new Set<TurnEngineStateName>(['completed', 'error', 'interrupted']);
+/** How a turn ended: the state its ending row enters, before the internal transition to `idle`. */
+export type TurnEnding = 'completed' | 'error' | 'interrupted';
+
+/** The states a turn ends in; a turn rests in one only when restored from a snapshot older than the internal transitions. */
+export const TURN_ENDINGS: ReadonlySet<string> = new Set<TurnEngineStateName>(Object.keys(INTERNAL) as TurnEnding[]);
+
+const ENDING_OF_KIND: Readonly<Record<string, TurnEnding>> = { 'turn.completed': 'completed', 'turn.error': 'error', 'turn.interrupted': 'interrupted' };
+
+/**
+ * How the turn a rune ends ended, or `undefined` for a rune that ends none: told by its kind, so
+ * it reads runes of every log alike (an older log's ending says `to: 'completed'`, a newer one's
+ * `to: 'idle'`, as the internal transition lands it).
+ */
+export const turnEndingOf = (rune: { readonly machine: string; readonly kind: string }): TurnEnding | undefined =>
+  rune.machine === turnEngine.id ? ENDING_OF_KIND[rune.kind] : undefined;
 
 /**
  * The TurnEngine of seed 003: one agent's turns, `idle` -> `streaming` (-> `tool_executing` and back)
- * -> `completed` | `interrupted` | `error` -> `idle` again on `turn_finalized`. Its optional spawn
+ * -> `completed` | `interrupted` | `error`, each `idle` again in the same step (the seed's internal
+ * transitions: the ending's rune is the turn's last). Its optional spawn
  * input `{ agentId }` names the agent, for the `turn.started` payload (spawned with none at
  * `<root>/agent/<a>/turn`, the engine gives it `a`); each rune kind's payload is in `TurnEnginePayloads`.
  *
@@ -181,7 +211,7 @@ export const TURN_ENDINGS: ReadonlySet<string> = new Set<TurnEngineStateName>(['
  * s = turnEngine.transition(s, { type: 'start_turn', input: 'hi' }); // streaming, turn 1
  * s = turnEngine.transition(s, { type: 'assistant_delta', content: 'Hel' });
  * console.log(turnEngine.step(s, { type: 'steer', input: 'be brief' }));
- * // Logs: { accepted: true, state: { value: 'interrupted', ... output: 'Hel', ... reason: 'steered', ... steerInput: 'be brief', ... }, kind: 'turn.interrupted', payload: { reason: 'steered', partialOutput: 'Hel', steerInput: 'be brief' } }
+ * // Logs: { accepted: true, state: { value: 'idle', ... output: 'Hel', ... reason: 'steered', ... steerInput: 'be brief', ... }, kind: 'turn.interrupted', payload: { reason: 'steered', partialOutput: 'Hel', steerInput: 'be brief', usage: { ... } } }
  * ```
  */
 export const turnEngine = defineMachine<S, E, TurnEngineInput | void, P>({
@@ -196,6 +226,7 @@ export const turnEngine = defineMachine<S, E, TurnEngineInput | void, P>({
       ? { value: 'idle', turn: 0, input: '', output: '', callIds: [], turnUsage: NO_USAGE }
       : { value: 'idle', agentId: input.agentId, turn: 0, input: '', output: '', callIds: [], turnUsage: NO_USAGE },
   table,
+  internal: INTERNAL,
   payloads: TurnEnginePayloads,
   // The agent epics run a turn stream only where the agent layout puts it; an agent has one kind.
   layoutReason: (stream) => agentLayoutReason('turn-engine', stream, 'turn'),

@@ -117,8 +117,9 @@ export const TurnEngineEvent = z.discriminatedUnion('type', [
 export type TurnEngineEvent = z.infer<typeof TurnEngineEvent>;
 
 /**
- * The payload of each rune kind of seed 003's "Turn Events" table, camelCase. `turn_finalized`
- * ("internal, no rune" in the seed) carries none.
+ * The payload of each rune kind of seed 003's "Turn Events" table, camelCase. Each ending carries
+ * the turn's whole usage: the turn is idle again with it (the seed's internal transition), and the
+ * next turn may start before the agent has counted it. `turn_finalized` (older logs) carries none.
  */
 export const TurnEnginePayloads = {
   /** The turn's number as its id, the agent (the spawn input's `agentId`) and the input. */
@@ -133,12 +134,18 @@ export const TurnEnginePayloads = {
     /** `finalOutput` as one entry per model call (see `TurnEngineState.messages`); absent in runes stored before it was kept. */
     messages: z.array(z.string()).optional(),
   }),
-  /** The output streamed before the stop; a steer's input, for the next turn, when a steer stopped it. */
-  'turn.interrupted': z.object({ reason: z.string().optional(), partialOutput: z.string(), steerInput: z.string().optional() }),
+  /**
+   * The output streamed before the stop; a steer's input, for the next turn, when a steer stopped it;
+   * `usage`, the whole turn's (absent in runes stored before a turn's ending was its last rune).
+   */
+  'turn.interrupted': z.object({ reason: z.string().optional(), partialOutput: z.string(), steerInput: z.string().optional(), usage: BudgetUsage.optional() }),
   /** A model call answered with nothing (a provider chain fell over from it): its usage, counted as a response's. */
   'turn.model_call_spent': z.object({ usage: Usage, model: z.string().optional(), cost: z.number().nonnegative().optional() }),
-  /** `errorType` is the event that failed the turn: the model stream's error, or an unrecoverable tool crash. */
-  'turn.error': z.object({ errorType: z.enum(['stream_error', 'tool_crash']), message: z.string() }),
+  /**
+   * `errorType` is the event that failed the turn: the model stream's error, or an unrecoverable tool
+   * crash; `usage`, the whole turn's (absent in runes stored before a turn's ending was its last rune).
+   */
+  'turn.error': z.object({ errorType: z.enum(['stream_error', 'tool_crash']), message: z.string(), usage: BudgetUsage.optional() }),
   /** The round's calls, and how each ended when the dispatcher said. */
   'turn.tools_finished': z.object({ callIds: z.array(z.string()), resultSummaries: z.array(ToolResultSummary).optional() }),
 } as const;

@@ -4,7 +4,7 @@ import { isRuneOf, type Rune } from '../../reducers/rune.js';
 import type { ToolCallInput, ToolCallState, ToolCallStateName } from '../../reducers/tool-call/schema.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import type { TurnEngineState, TurnEngineStateName } from '../../reducers/turn-engine/schema.js';
-import { turnEngine } from '../../reducers/turn-engine/machine.js';
+import { turnEndingOf, turnEngine } from '../../reducers/turn-engine/machine.js';
 import { jsonPatch } from '../json-patch.js';
 
 /** The prefix of a tool approval's interrupt id: `approval:<callId>`. */
@@ -104,9 +104,10 @@ function then(first: AgUiStep, next: (run: AgUiRun) => AgUiStep): AgUiStep {
  *    text message ends (`TEXT_MESSAGE_END`); the calls themselves come from their own streams.
  * 3. Every rune that changes the {@link AgUiState} (a new turn, a state name, an error): a
  *    `STATE_DELTA` (JSON Patch), after the events above. A delta does not (text is not state).
- * 4. `turn_finalized` (the turn idle again) then ends the run: `RUN_FINISHED` with outcome
- *    `success` after `completed`, `cancelled` after `interrupted`; `RUN_ERROR` (code
- *    `turn_error`, the turn's error as its message) after `error`.
+ * 4. The rune that ends the turn (idle again) then ends the run: `RUN_FINISHED` with outcome
+ *    `success` for `turn.completed`, `cancelled` for `turn.interrupted`; `RUN_ERROR` (code
+ *    `turn_error`, the turn's error as its message) for `turn.error`. (An older log's
+ *    `turn_finalized` after it changes nothing: the run is done.)
  */
 export function turnRuneEvents(run: AgUiRun, rune: Rune): AgUiStep {
   if (run.done || !isRuneOf(turnEngine, rune)) return { run, events: [] };
@@ -128,7 +129,8 @@ export function turnRuneEvents(run: AgUiRun, rune: Rune): AgUiStep {
   const { lastMessageId: _last, ...fresh } = moved;
   const step = rune.event.type === 'start_turn' ? { run: fresh, events: [] } : closeText(moved);
   const stated = then(step, (after) => withState(after, viewOf(turn, calls)));
-  return rune.event.type === 'turn_finalized' ? then(stated, (after) => finish(after, rune.from)) : stated;
+  const ending = turnEndingOf(rune);
+  return ending === undefined ? stated : then(stated, (after) => finish(after, ending));
 }
 
 /** The events that end a run whose turn went from `ending` to idle. */

@@ -58,14 +58,13 @@ function idleAgentWithOpenCall() {
   return { w, play: playEpic(conversationClose(), w.context(), w.scheduler) };
 }
 
-/** What `agentTurns` does when an interrupted turn of `agent` ends, in its order: the round's open calls cancelled, the agent and the conversation told (with the turn's usage), the turn finalized. */
+/** What `agentTurns` does when an interrupted turn of `agent` ends (idle again with its rune), in its order: the round's open calls cancelled, the agent and the conversation told (with the turn's usage). */
 const endInterrupted = async ({ w, play }: ReturnType<typeof busyConversation>, agent: typeof root, openCalls: readonly string[] = []): Promise<EpicCommand[]> => {
   const answered: EpicCommand[] = [];
   for (const callId of openCalls) answered.push(...(await play.send(w.dispatch(agent.call(callId), { type: 'cancelled', reason: CONVERSATION_CLOSING }))));
   const usage = { inputTokens: 5, outputTokens: 2, modelCalls: 1, toolCalls: 0, wallClockMs: 40 };
   answered.push(...(await play.send(w.dispatch(agent.lifecycle, { type: 'turn_interrupted', reason: CONVERSATION_CLOSING, usage }))));
   answered.push(...(await play.send(w.dispatch(ROOT, { type: 'turn_completed', usage }))));
-  answered.push(...(await play.send(w.dispatch(agent.turn, { type: 'turn_finalized' }))));
   return answered;
 };
 

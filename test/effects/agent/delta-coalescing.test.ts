@@ -108,7 +108,11 @@ describe('deltaFlushMs: a turn appends its text coalesced (virtual time)', () =>
     engines.push(second);
     const interrupted = await firstValueFrom(second.runes$(a.turn).pipe(filter((rune: Rune) => rune.kind === 'turn.interrupted')));
     // What was appended before the window: a prefix of "The answer is 42.", without the "42" the window held.
-    expect(interrupted.payload).toEqual({ reason: 'interrupted by restart', partialOutput: 'The answer is ' });
+    expect(interrupted.payload).toEqual({
+      reason: 'interrupted by restart',
+      partialOutput: 'The answer is ',
+      usage: { inputTokens: 0, outputTokens: 0, modelCalls: 1, toolCalls: 0, wallClockMs: 0 }, // the call the crash cut counts
+    });
     const deltas = (await store.read(a.turn)).filter((rune) => rune.event.type === 'assistant_delta');
     expect(deltas.map((rune) => rune.event)).toEqual([
       { type: 'assistant_delta', content: 'The ' },

@@ -91,7 +91,12 @@ describe('turn seams (issue 28 l)', () => {
     await runeWhere(engine, a.turn, (r) => r.kind === 'turn.assistant_delta');
     await engine.dispatch(a.turn, { type: 'steer', input: 'be brief' });
     await turnsDone(engine, 2);
-    expect((await store.read(a.turn)).find((r) => r.kind === 'turn.interrupted')?.payload).toEqual({ reason: 'steered', partialOutput: 'Long', steerInput: 'be brief' });
+    expect((await store.read(a.turn)).find((r) => r.kind === 'turn.interrupted')?.payload).toEqual({
+      reason: 'steered',
+      partialOutput: 'Long',
+      steerInput: 'be brief',
+      usage: { inputTokens: 0, outputTokens: 0, modelCalls: 0, toolCalls: 0, wallClockMs: 0 }, // no response had ended
+    });
     expect((await runeWhere(engine, a.lifecycle, (r) => r.kind === 'turn.interrupted')).event).toMatchObject({ reason: 'steered' });
   });
 

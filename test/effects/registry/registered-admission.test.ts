@@ -42,7 +42,8 @@ describe('registeredAgentAdmission: new conversations start only on ACTIVE agent
     const failed = await failing;
     expect(failed.error).toMatch(/^agent "assistant" is ERROR \(MCP server "files" did not start: .*\): new conversations start only on ACTIVE agents$/);
     await engine.dispatch('conv/c1/agent/a1/turn', { type: 'start_turn', input: 'Hi' });
-    const interrupted = await until<TurnEngineState>(engine, 'conv/c1/agent/a1/turn', 'interrupted');
+    // Interrupted, and idle again with that rune.
+    const interrupted = await firstValueFrom(engine.state$<TurnEngineState>('conv/c1/agent/a1/turn').pipe(filter((s) => s.value === 'idle' && s.turn === 1)));
     expect(interrupted.reason).toBe(`the agent is failed: ${failed.error}`);
   });
 

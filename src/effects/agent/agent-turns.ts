@@ -299,7 +299,10 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
             const runes = await lastValueFrom(turnRunes$(agent.turn, context));
             let ending: TurnRune | undefined;
             for (let i = runes.length - 1; ending === undefined && i >= 0; i--) if (turnEndingOf(runes[i]!) !== undefined) ending = runes[i];
-            return ending !== undefined && firstTold(ending) ? remember(agent.turn, await ended(agent, ending, context, undefined)) : [];
+            if (ending === undefined || !firstTold(ending)) return [];
+            // The agent's last: its rune ends this effect (the agent is no longer running_turn), and what follows it would not be sent.
+            const commands = remember(agent.turn, await ended(agent, ending, context, undefined));
+            return [...commands.filter((command) => command.stream !== agent.lifecycle), ...commands.filter((command) => command.stream === agent.lifecycle)];
           } finally {
             resuming.delete(agent.turn);
           }

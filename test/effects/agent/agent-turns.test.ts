@@ -265,6 +265,37 @@ describe('agent turns: a turn stream is an agent', () => {
     expect(checkInvariants(await storeLog(store))).toEqual([]);
   });
 
+  it('after a restart, an agent whose turn had ended (its last rune durable) but who never heard of it is told, once, with the usage its ending carries', async () => {
+    const store = memoryStore();
+    const kept = { ...store, close: async () => {} };
+    // The log a process left when it died just after the turn's ending: no epic had told the agent or the conversation.
+    const bare = createEngine({ store: kept });
+    const a = agentStreams('conv/c1', 'a1');
+    await bare.spawn(a.root, 'conversation', { conversationId: 'c1' });
+    await bare.dispatch(a.root, { type: 'agent_ready', rootAgentId: 'a1' });
+    await bare.spawn(a.lifecycle, 'agent-lifecycle', { agentId: 'a1' });
+    await bare.dispatch(a.lifecycle, { type: 'init_complete' });
+    await bare.spawn(a.turn, 'turn-engine', { agentId: 'a1' });
+    await bare.dispatch(a.turn, { type: 'start_turn', input: 'hi' });
+    await bare.dispatch(a.lifecycle, { type: 'turn_assigned', turnId: '1' });
+    await bare.dispatch(a.turn, { type: 'assistant_delta', content: 'Hello.' });
+    expect(await bare.dispatch(a.turn, { type: 'response_done', usage: { outputTokens: 3 } })).toMatchObject({ accepted: true, rune: { to: 'idle' } });
+    await bare.close();
+
+    const after = start(scriptedCaller([]).call, kept);
+    const told = await runeWhere(after, a.lifecycle, (r) => r.kind === 'turn.completed');
+    expect(told.event).toMatchObject({ type: 'turn_completed', usage: { outputTokens: 3, modelCalls: 1 } });
+    expect((await runeWhere(after, a.root, (r) => r.event.type === 'turn_completed')).event).toMatchObject({ outcome: 'completed', usage: { outputTokens: 3 } });
+    // Told once: a second engine on the same log finds the agent idle and tells nothing again.
+    await after.close();
+    const again = start(scriptedCaller([]).call, kept);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await again.close();
+    expect((await kinds(store, a.lifecycle)).filter((kind) => kind === 'turn.completed')).toHaveLength(1);
+    expect((await store.read(a.root)).filter((rune) => rune.event.type === 'turn_completed')).toHaveLength(1);
+    expect(checkInvariants(await storeLog(store))).toEqual([]);
+  });
+
   it('gives each call its own stream when a provider reuses call ids across responses (call_0, call_0, ...)', async () => {
     const store = memoryStore();
     const model = scriptedCaller([toolCalls({ id: 'call_0', name: 'clock', input: {} }), text('noon'), toolCalls({ id: 'call_0', name: 'clock', input: {} }), text('one')]);

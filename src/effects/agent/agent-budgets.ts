@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { EMPTY, type Observable, defer, firstValueFrom, forkJoin, from, map, merge, mergeMap, of, switchMap } from 'rxjs';
+import { EMPTY, type Observable, defer, firstValueFrom, forkJoin, from, lastValueFrom, map, merge, mergeMap, of, switchMap } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import type { AgentLifecycleState } from '../../reducers/agent-lifecycle/schema.js';
 import { Budget, NO_USAGE, addUsage, budgetOverrun, describeOverrun, type BudgetOverrun, type Usage } from '../../reducers/budget.js';
@@ -11,8 +11,10 @@ import { durableDeadline } from '../../streams/durable-deadline.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
-import { agentOfTurn } from './streams.js';
-import { conversationUsageNow$ } from './conversation-usage.js';
+import type { Rune } from '../../reducers/rune.js';
+import { concatMapByKey } from '../../streams/concat-map-by-key.js';
+import { agentOfLifecycle, agentOfTurn } from './streams.js';
+import { conversationUsage$, conversationUsageNow$ } from './conversation-usage.js';
 import { turnStartedAt } from './turn-usage.js';
 import { stateOf } from './state-of.js';
 
@@ -47,16 +49,16 @@ export const conversationLimits = (talk: ConversationState | undefined, limits: 
 const agentReason = (overrun: BudgetOverrun): string => `agent budget exhausted: ${describeOverrun(overrun)}`;
 const conversationReason = (overrun: BudgetOverrun): string => `conversation budget exhausted: ${describeOverrun(overrun)}`;
 
-/** The conversation's `budget_exhausted`: the reason, and the overrun with the usage and limits as its `budgetInfo`. */
-const suspend = (root: string, talk: ConversationState, budget: Budget, overrun: BudgetOverrun): EpicCommand => ({
+/** The conversation's `budget_exhausted`: the reason, and the overrun with the usage (its agents', summed) and limits as its `budgetInfo`. */
+const suspend = (root: string, used: Usage, budget: Budget, overrun: BudgetOverrun): EpicCommand => ({
   stream: root,
-  event: { type: 'budget_exhausted', reason: conversationReason(overrun), budgetInfo: { ...overrun, usage: talk.usage, budget } },
+  event: { type: 'budget_exhausted', reason: conversationReason(overrun), budgetInfo: { ...overrun, usage: used, budget } },
 });
 
 /**
  * Why a turn may not start for an agent, or `undefined` if it may: its own usage (`lifecycle`),
- * or its conversation's (`talkUsed`: by default `talk`'s usage; `agentTurns` passes
- * {@link conversationUsageNow$}, its running turns counted), has reached a limit. Asked by
+ * or its conversation's (`talkUsed`: its agents' summed, `conversationUsage$`; `agentTurns` passes
+ * {@link conversationUsageNow$}, its running turns counted; `undefined`: not checked), has reached a limit. Asked by
  * `agentTurns` when a turn starts; the turn is then interrupted with this reason, and
  * {@link agentBudgets} terminates the agent (suspends the conversation).
  */
@@ -64,7 +66,7 @@ export function budgetRefusal(
   lifecycle: AgentLifecycleState | undefined,
   talk: ConversationState | undefined,
   limits: BudgetLimits,
-  talkUsed: Usage | undefined = talk?.usage,
+  talkUsed: Usage | undefined,
 ): string | undefined {
   const own = lifecycle === undefined ? undefined : budgetOverrun(lifecycle.usage, agentLimits(lifecycle, limits));
   if (own !== undefined) return agentReason(own);
@@ -98,7 +100,7 @@ export function callRefusal$(agent: AgentStreams, context: EpicContext, limits: 
       if (own !== undefined) return of(agentReason(own));
       const budget = talk === undefined ? undefined : conversationLimits(talk.state, limits);
       if (talk === undefined || budget === undefined) return of(undefined);
-      return conversationUsageNow$(agent.root, talk.state, context).pipe(
+      return conversationUsageNow$(agent.root, context).pipe(
         map((used) => {
           const shared = budgetOverrun(addUsage(used, notDurable), budget, ['toolCalls']);
           return shared === undefined ? undefined : conversationReason(shared);
@@ -128,6 +130,7 @@ function roundRefusal$(agent: AgentStreams, context: EpicContext, limits: Budget
 function wallClockLeft(
   lifecycle: AgentLifecycleState | undefined,
   talk: ConversationState | undefined,
+  talkUsed: Usage,
   limits: BudgetLimits,
 ): { left: number; overrun: (used: number) => string } | undefined {
   const candidates: { left: number; overrun: (used: number) => string }[] = [];
@@ -141,8 +144,8 @@ function wallClockLeft(
   const shared = conversationLimits(talk, limits)?.wallClockMs;
   if (shared !== undefined && talk !== undefined) {
     candidates.push({
-      left: shared - talk.usage.wallClockMs,
-      overrun: (used) => conversationReason({ dimension: 'wallClockMs', used: talk.usage.wallClockMs + used, limit: shared }),
+      left: shared - talkUsed.wallClockMs,
+      overrun: (used) => conversationReason({ dimension: 'wallClockMs', used: talkUsed.wallClockMs + used, limit: shared }),
     });
   }
   return candidates.sort((a, b) => a.left - b.left)[0];
@@ -156,7 +159,9 @@ function wallClockLeft(
 function wallClockDeadline(agent: AgentStreams, startRune: { at: number } | undefined, context: EpicContext, limits: BudgetLimits): Observable<EpicCommand> {
   return defer(async () => {
     const [lifecycle, talk] = await Promise.all([stateOf(context, agent.lifecycle, agentLifecycle), stateOf(context, agent.root, conversation)]);
-    const wall = wallClockLeft(lifecycle, talk, limits);
+    // The conversation's agents' usage: listed only when it has a wall-clock limit.
+    const talkUsed = conversationLimits(talk, limits)?.wallClockMs === undefined ? NO_USAGE : await lastValueFrom(conversationUsage$(agent.root, context));
+    const wall = wallClockLeft(lifecycle, talk, talkUsed, limits);
     if (wall === undefined) return undefined;
     const startedAt = startRune?.at ?? (await turnStartedAt(agent.turn, context));
     return startedAt === undefined ? undefined : { startedAt, ...wall };
@@ -231,18 +236,40 @@ export function agentBudgets(limits: BudgetLimits): Epic {
     name: 'agentBudgets.conversations',
     machine: conversation,
     states: ['active'],
-    effects: (view): EffectsByKey<typeof conversation> => {
+    effects: (view, context): EffectsByKey<typeof conversation> => {
       // Found in the store at start: only worth hydrating when a conversation budget is configured.
       if (view.rune === undefined && limits.conversationBudget === undefined) return {};
-      const check = defer(async (): Promise<EpicCommand[]> => {
-        const talk = await firstValueFrom(view.state$);
-        const budget = conversationLimits(talk, limits);
-        const overrun = talk === undefined ? undefined : budgetOverrun(talk.usage, budget);
-        return overrun === undefined || budget === undefined || talk === undefined ? [] : [suspend(view.stream, talk, budget, overrun)];
-      });
-      return { [`budget@${view.seq}`]: check.pipe(mergeMap((commands) => from(commands))) };
+      return { [`budget@${view.seq}`]: defer(() => conversationCheck(view.stream, context)).pipe(mergeMap((commands) => from(commands))) };
     },
   });
+
+  /**
+   * Whether conversation `root` is over its limits (its agents' usage summed), if it is active:
+   * then its `budget_exhausted`, once per durable state of it (an agent's end and a rune of its
+   * own may both find it over).
+   */
+  const suspendedAt = new Map<string, number>();
+  const conversationCheck = async (root: string, context: EpicContext): Promise<EpicCommand[]> => {
+    const talk = await firstValueFrom(context.snapshot(root, conversation));
+    const budget = talk?.state.value === 'active' ? conversationLimits(talk.state, limits) : undefined;
+    if (talk === undefined || budget === undefined || suspendedAt.get(root) === talk.seq) return [];
+    const used = await lastValueFrom(conversationUsage$(root, context));
+    const overrun = budgetOverrun(used, budget);
+    if (overrun === undefined) return [];
+    suspendedAt.delete(root);
+    suspendedAt.set(root, talk.seq);
+    if (suspendedAt.size > 10_000) suspendedAt.delete(suspendedAt.keys().next().value!);
+    return [suspend(root, used, budget, overrun)];
+  };
+
+  /** An agent heard its turn end (its lifecycle idle again, live): its conversation's usage grew. One conversation at a time. */
+  const agentsEnded = (runes$: Observable<Rune>, context: EpicContext): Observable<EpicCommand> =>
+    runes$.pipe(
+      concatMapByKey(
+        (rune) => (rune.machine === agentLifecycle.id && rune.to === 'idle' && rune.from === 'running_turn' ? agentOfLifecycle(rune.stream)?.root : undefined),
+        (rune) => defer(() => conversationCheck(agentOfLifecycle(rune.stream)!.root, context)).pipe(mergeMap((commands) => from(commands))),
+      ),
+    );
 
   const runningTurns = stateEffects({
     name: 'agentBudgets.turns',
@@ -264,6 +291,6 @@ export function agentBudgets(limits: BudgetLimits): Epic {
   });
 
   return function agentBudgets(runes$, context, deps) {
-    return merge(exhaustedAgents(runes$, context, deps), exhaustedConversations(runes$, context, deps), runningTurns(runes$, context, deps));
+    return merge(exhaustedAgents(runes$, context, deps), exhaustedConversations(runes$, context, deps), agentsEnded(runes$, context), runningTurns(runes$, context, deps));
   };
 }

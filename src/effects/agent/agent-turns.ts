@@ -105,7 +105,7 @@ async function doneRound(agent: AgentStreams, context: EpicContext): Promise<{ k
  * `startedAt`: the `at` of its `turn.started` if this process assigned the turn (its
  * `turn_assigned` may not be durable yet).
  */
-async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, startedAt: number | undefined): Promise<Ended> {
+async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, startedAt: number | undefined, erred: Set<string>): Promise<Ended> {
   const { event } = rune;
   let told: Usage | undefined;
   const ending = turnEndingOf(rune);
@@ -134,8 +134,17 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
             ? { type: 'turn_error', ...('error' in event ? { error: event.error } : {}), usage }
             : { type: 'turn_interrupted', ...(interruption === undefined ? {} : { reason: interruption }), usage },
     });
-    // Its outcome too: the conversation counts errors in a row (`errorThreshold`).
-    commands.push({ stream: agent.root, event: { type: 'turn_completed', usage, outcome: ending } });
+    // The conversation hears of it only when it changes its errors in a row (`errorThreshold`):
+    // an error counts one more, a completed turn clears them; its usage is its agents' (`conversationUsage$`).
+    if (ending === 'error') {
+      commands.push({ stream: agent.root, event: { type: 'turn_completed', outcome: 'error' } });
+      keepBounded(erred, agent.root);
+    } else if (ending === 'completed') {
+      const unsettled = erred.delete(agent.root); // told of an error that may not be durable yet
+      if (unsettled || (await stateOf(context, agent.root, conversation))?.consecutiveErrors !== undefined) {
+        commands.push({ stream: agent.root, event: { type: 'turn_completed', outcome: 'completed' } });
+      }
+    }
   }
   if (event.type === 'steer') commands.push({ stream: agent.turn, event: { type: 'start_turn', input: event.input } });
   return { commands, told };
@@ -149,9 +158,17 @@ interface Ended {
 
 /**
  * How many agents' last ended turns {@link agentTurns} keeps the usage of, for their next turn's
- * budget check while the end is not durable yet: the oldest forgotten first, long durable by then.
+ * budget check while the end is not durable yet, and how many conversations it keeps as told of
+ * an error: the oldest forgotten first, long durable by then.
  */
 const KEPT_ENDINGS = 10_000;
+
+/** Adds `key` to `set` as its newest, dropping the oldest beyond {@link KEPT_ENDINGS}. */
+function keepBounded(set: Set<string>, key: string): void {
+  set.delete(key);
+  set.add(key);
+  if (set.size > KEPT_ENDINGS) set.delete(set.values().next().value!);
+}
 
 /**
  * Runs every agent's turns through its seed-003 machines (a turn stream `<root>/agent/<a>/turn` is
@@ -186,6 +203,8 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
     const assignedTurns = new Map<string, number>();
     // Per turn stream, what the agent was told its last turn used, until its next turn starts (see `KEPT_ENDINGS`).
     const lastEnded = new Map<string, Usage>();
+    // The conversations this epic told of a turn ending in error, until a completed turn clears them.
+    const erred = new Set<string>();
     /** Keeps what `ended` told, and gives its commands. */
     const remember = (turn: string, { commands, told }: Ended): EpicCommand[] => {
       if (told !== undefined) {
@@ -245,7 +264,7 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
         return defer(() => {
           const startedAt = assignedTurns.get(agent.turn);
           assignedTurns.delete(agent.turn);
-          return ended(agent, rune, context, startedAt).then((told) => remember(agent.turn, told));
+          return ended(agent, rune, context, startedAt, erred).then((told) => remember(agent.turn, told));
         }).pipe(mergeMap((commands) => commands));
       }
       return EMPTY;
@@ -270,7 +289,6 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
           if (lifecycle?.value === 'running_turn') {
             const usage = await usageOfTurn(agent, view.at, context);
             commands.push({ stream: agent.lifecycle, event: { type: 'turn_interrupted', reason: INTERRUPTED_BY_RESTART, usage } });
-            commands.push({ stream: agent.root, event: { type: 'turn_completed', usage, outcome: 'interrupted' } });
           }
           commands.push({ stream: view.stream, event: { type: 'turn_finalized' } });
           return commands;
@@ -301,7 +319,7 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
             for (let i = runes.length - 1; ending === undefined && i >= 0; i--) if (turnEndingOf(runes[i]!) !== undefined) ending = runes[i];
             if (ending === undefined || !firstTold(ending)) return [];
             // The agent's last: its rune ends this effect (the agent is no longer running_turn), and what follows it would not be sent.
-            const commands = remember(agent.turn, await ended(agent, ending, context, undefined));
+            const commands = remember(agent.turn, await ended(agent, ending, context, undefined, erred));
             return [...commands.filter((command) => command.stream !== agent.lifecycle), ...commands.filter((command) => command.stream === agent.lifecycle)];
           } finally {
             resuming.delete(agent.turn);

@@ -14,6 +14,7 @@ import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
 import type { StreamHead } from '../../streams/store.js';
 import { loopEnded } from './react-agent-effects.js';
+import { conversationUsage$ } from './conversation-usage.js';
 import { stateOf } from './state-of.js';
 
 /** Why the turns of a closing conversation are interrupted and its open calls cancelled. */
@@ -131,9 +132,9 @@ async function closeStep(root: string, context: EpicContext, asked: Set<string>)
     commands.push({ stream: agent.lifecycle, event: { type: 'parent_closed', stats: agentStats } });
   }
   if (open > 0 || calls.some((call) => !toolCall.terminal.includes(call.value ?? ''))) return { commands, done: false };
-  // What every turn of the conversation used, summed as they ended (the conversation's own total).
-  const usage = (await stateOf(context, root, conversation))?.usage;
-  return { commands: [{ stream: root, event: { type: 'cleanup_complete', finalStats: { ...stats, ...(usage === undefined ? {} : { usage }) } } }], done: true };
+  // What every turn of the conversation used: its agents' usage, summed.
+  const usage = await lastValueFrom(conversationUsage$(root, context));
+  return { commands: [{ stream: root, event: { type: 'cleanup_complete', finalStats: { ...stats, usage } } }], done: true };
 }
 
 /**

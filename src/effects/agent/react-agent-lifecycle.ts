@@ -1,4 +1,4 @@
-import { defer, filter, ignoreElements, merge, mergeMap, tap, type Observable } from 'rxjs';
+import { defer, filter, ignoreElements, lastValueFrom, merge, mergeMap, tap, type Observable } from 'rxjs';
 import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import { NO_USAGE, type Usage } from '../../reducers/budget.js';
 import { conversation } from '../../reducers/conversation/machine.js';
@@ -10,7 +10,8 @@ import type { AgentStreams } from '../../reducers/stream-ids.js';
 import { concatMapByKey } from '../../streams/concat-map-by-key.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { agentCompanions, type AgentAdmission } from './agent-companions.js';
-import type { BudgetLimits } from './agent-budgets.js';
+import { conversationLimits, type BudgetLimits } from './agent-budgets.js';
+import { conversationUsage$ } from './conversation-usage.js';
 import { stateOf } from './state-of.js';
 import { agentOfReact } from './streams.js';
 import { turnStartRefusal } from './turn-refusal.js';
@@ -42,6 +43,9 @@ async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext,
     stateOf(context, agent.root, conversation),
   ]);
   if (state === undefined || lifecycle === undefined) return [];
+  // The conversation's usage (its agents', summed): read only when it has a limit, as a listing of its agents.
+  const talkUsed =
+    limits !== undefined && talk !== undefined && conversationLimits(talk, limits) !== undefined ? await lastValueFrom(conversationUsage$(agent.root, context)) : undefined;
   if (agentLifecycle.terminal.includes(lifecycle.value)) {
     pending.delete(agent.lifecycle); // terminated (its conversation closed, its budget exhausted) or failed: it runs no turn
     return [];
@@ -55,11 +59,13 @@ async function reconciled(agent: AgentStreams, rune: Rune, context: EpicContext,
   let ended: Usage = NO_USAGE;
   if (step.value === 'running_turn' && (!busy || rune.event.type === 're-act-observed')) {
     ended = await reactTurnUsageAt(agent.react, step.turnId, rune.at, context);
-    commands.push({ stream: agent.lifecycle, event: { type: 'turn_completed', usage: ended } }, { stream: agent.root, event: { type: 'turn_completed', usage: ended } });
+    commands.push({ stream: agent.lifecycle, event: { type: 'turn_completed', usage: ended } });
+    // The conversation hears only what changes its errors in a row: a completed turn clears them.
+    if (talk?.consecutiveErrors !== undefined) commands.push({ stream: agent.root, event: { type: 'turn_completed' } });
     step = { value: 'idle' };
   }
   // Decided in this same step (no await), so the turn is assigned before its call can answer.
-  if (step.value === 'idle' && busy && turnStartRefusal(talk, lifecycle, limits, talk?.usage, ended) === undefined) {
+  if (step.value === 'idle' && busy && turnStartRefusal(talk, lifecycle, limits, talkUsed, ended) === undefined) {
     const turnId = reactTurnId(rune.seq);
     commands.push({ stream: agent.lifecycle, event: { type: 'turn_assigned', turnId } });
     step = { value: 'running_turn', turnId };

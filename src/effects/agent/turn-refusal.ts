@@ -41,16 +41,16 @@ export const turnRefusal$ = (agent: AgentStreams, context: EpicContext): Observa
 
 /**
  * Why no turn of an agent may start now: {@link turnRefusal}, else its budgets' (`budgetRefusal`
- * with `limits`), the conversation's usage being `talkUsed` (default its durable usage) plus
- * `ended`, what a turn ending in this same step used (it reaches the agent and the conversation
- * only with that step's commands, and their suspension after). So a turn is refused once a budget
+ * with `limits`), the conversation's usage being `talkUsed` (its agents' durable usage summed,
+ * `conversationUsage$`; `undefined`: not checked) plus `ended`, what a turn ending in this same
+ * step used (it reaches the agent only with that step's commands, and the suspension after). So a turn is refused once a budget
  * is used up, even before the suspension lands. Synchronous: a step decided in the frame that asked.
  */
 export function turnStartRefusal(
   talk: ConversationState | undefined,
   lifecycle: AgentLifecycleState | undefined,
   limits: BudgetLimits | undefined,
-  talkUsed: Usage | undefined = talk?.usage,
+  talkUsed: Usage | undefined,
   ended: Usage = NO_USAGE,
 ): string | undefined {
   const refusal = turnRefusal(talk, lifecycle);
@@ -75,13 +75,13 @@ export async function turnStartRefusal$(
   limits: BudgetLimits | undefined,
   pending: Usage = NO_USAGE,
 ): Promise<string | undefined> {
-  if (turnRefusal(talk, lifecycle) !== undefined || limits === undefined || talk === undefined) return turnStartRefusal(talk, lifecycle, limits);
+  if (turnRefusal(talk, lifecycle) !== undefined || limits === undefined || talk === undefined) return turnStartRefusal(talk, lifecycle, limits, undefined);
   // Only what a limit is set on is read: the conversation's usage now lists its streams, every turn.
   const shared = conversationLimits(talk, limits) !== undefined;
   const own = lifecycle !== undefined && agentLimits(lifecycle, limits) !== undefined;
   if (!shared && !own) return undefined;
   const [talkUsed, running] = await Promise.all([
-    shared ? lastValueFrom(conversationUsageNow$(agent.root, talk, context)) : talk.usage,
+    shared ? lastValueFrom(conversationUsageNow$(agent.root, context)) : undefined,
     own ? reactTurnUsageNow(agent, context) : NO_USAGE,
   ]);
   const agentNow = lifecycle === undefined ? undefined : { ...lifecycle, usage: addUsage(lifecycle.usage, running) };

@@ -1,14 +1,15 @@
-import { concat, concatMap, defer, filter, first, from, map, merge, mergeMap, of, type Observable } from 'rxjs';
+import { concat, concatMap, filter, first, from, map, merge, mergeMap, of, type Observable } from 'rxjs';
 import { autonomyLoop } from '../../reducers/autonomy-loop/machine.js';
 import type { AutonomyLoopEvent } from '../../reducers/autonomy-loop/schema.js';
 import { isTaskActive } from '../../reducers/autonomy-loop/tasks.js';
-import { NO_USAGE, budgetOverrun, describeOverrun, usageSince, type Usage } from '../../reducers/budget.js';
-import { conversation } from '../../reducers/conversation/machine.js';
+import { budgetOverrun, describeOverrun, usageSince, type Usage } from '../../reducers/budget.js';
+import { agentLifecycle } from '../../reducers/agent-lifecycle/machine.js';
 import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
 import { turnEngine } from '../../reducers/turn-engine/machine.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
+import { conversationUsage$ } from '../agent/conversation-usage.js';
 import { stateOf } from '../agent/state-of.js';
 import { resolveAutonomyOptions, type AutonomyOptions } from './autonomy-options.js';
 
@@ -17,7 +18,7 @@ const IN_FLIGHT = new Set(['streaming', 'tool_executing']);
 
 /**
  * The plan's limits (seed 003): while it executes, the conversation's usage (all its agents'
- * turns, as its `conversation` stream sums them) since the plan started is checked against
+ * turns, as their lifecycles sum them: `conversationUsage$`) since the plan started is checked against
  * `budget` at the start and after every turn; a dimension reached -> `budget_exhausted` (reason:
  * `budget: outputTokens 40 of 40`) -> `stopped`. The plan's zero is the conversation's usage
  * when it first executes, recorded in the plan (`budget_started`, rune `plan.budget_started`), so
@@ -38,10 +39,12 @@ export function autonomyBudget(autonomyOptions: AutonomyOptions): Epic {
         if (parts?.kind !== 'plan') return {};
         const root = parts.root;
         const recorded = view.state!.usageAtStart;
+        // The conversation's usage is its agents': it grows as an agent hears its turn end.
+        const agents = `${root}/agent/`;
         const check$ = (start: Usage): Observable<AutonomyLoopEvent> =>
-          merge(of(undefined), runes$.pipe(filter((rune) => rune.stream === root))).pipe(
-            concatMap(() => stateOf(context, root, conversation)),
-            map((talk) => (talk === undefined ? undefined : budgetOverrun(usageSince(talk.usage, start), budget))),
+          merge(of(undefined), runes$.pipe(filter((rune) => rune.machine === agentLifecycle.id && rune.stream.startsWith(agents)))).pipe(
+            concatMap(() => conversationUsage$(root, context)),
+            map((used) => budgetOverrun(usageSince(used, start), budget)),
             filter((overrun) => overrun !== undefined),
             first(),
             map((overrun) => ({ type: 'budget_exhausted' as const, reason: `budget: ${describeOverrun(overrun)}` })),
@@ -50,12 +53,7 @@ export function autonomyBudget(autonomyOptions: AutonomyOptions): Epic {
           budget:
             recorded !== undefined
               ? check$(recorded)
-              : defer(() => stateOf(context, root, conversation)).pipe(
-                  mergeMap((talk) => {
-                    const start = talk?.usage ?? NO_USAGE;
-                    return concat(of<AutonomyLoopEvent>({ type: 'budget_started', usage: start }), check$(start));
-                  }),
-                ),
+              : conversationUsage$(root, context).pipe(mergeMap((start) => concat(of<AutonomyLoopEvent>({ type: 'budget_started', usage: start }), check$(start)))),
         };
       },
     });

@@ -17,7 +17,7 @@ const unsuspend = () => ({ reason: undefined, budgetInfo: undefined, consecutive
 
 /** A turn's end adds the turn's usage (an extension of the seed's payload) to the conversation's. */
 const USAGE_NOTE =
-  "the event may carry the turn's `usage`, added to the conversation's for its stats and budget, and its `outcome`, counted into `consecutiveErrors` (extensions of the seed's payload)";
+  "the event carries the turn's `outcome`, counted into `consecutiveErrors`, and is sent only when that changes them; in older logs it carries the turn's `usage` too, summed into `usage` (extensions of the seed's payload)";
 const used = (s: S, e: { usage?: S['usage'] }): Partial<S> => (e.usage === undefined ? {} : { usage: addUsage(s.usage, e.usage) });
 /** Errors in a row: one more for an error, none after a completed turn (no outcome: completed), as they were after an interrupted one. */
 const errorsAfter = (s: S, e: { outcome?: TurnOutcome | undefined }): Partial<S> => {

@@ -27,7 +27,11 @@ export const ConversationState = ConversationInput.extend({
   reason: z.string().optional(),
   budgetInfo: JsonObject.optional(),
   finalStats: JsonObject.optional(),
-  /** What its turns used, summed over every agent: its final stats and what its budget is checked against. */
+  /**
+   * What the `turn_completed` runes that carried a turn's usage summed (logs written before its
+   * usage became its agents', each agent's lifecycle summing its own turns): the same turns, so the
+   * conversation's usage is its agents' summed (`conversationUsage$`), never this added to it.
+   */
   usage: Usage,
   /** The limits the last `budget_replenished` set; until one does, the configured conversation budget applies. */
   budget: Budget.optional(),

@@ -71,11 +71,17 @@ describe('agentBudgets in virtual time: a turn crossing a line stops at its next
   });
 });
 
+/** A turn of `agent` that ends having used `usage`, as its agent hears it: the lifecycle's rune (the conversation's usage is its agents'). */
+function turnEnded(w: ReturnType<typeof machineWorld>, agent: typeof a1, usage: Partial<Usage>) {
+  w.dispatch(agent.lifecycle, { type: 'turn_assigned', turnId: 't' });
+  return w.dispatch(agent.lifecycle, { type: 'turn_completed', usage: used(usage) });
+}
+
 describe('agentBudgets in virtual time: a conversation over its limit is suspended', () => {
-  it('model calls reached: budget_exhausted with the budget report; a turn of another agent entering its round then stops', async () => {
+  it("model calls reached (its agents' summed): budget_exhausted with the budget report; a turn of another agent entering its round then stops", async () => {
     const { w, play } = conversation({ conversationBudget: { modelCalls: 3 } });
-    expect(await play.send(w.dispatch(ROOT, { type: 'turn_completed', usage: used({ modelCalls: 2 }) }))).toEqual([]);
-    const suspended = await play.send(w.dispatch(ROOT, { type: 'turn_completed', usage: used({ modelCalls: 1 }) }));
+    expect(await play.send(turnEnded(w, a1, { modelCalls: 2 }))).toEqual([]);
+    const suspended = await play.send(turnEnded(w, a2, { modelCalls: 1 }));
     expect(suspended).toEqual([
       {
         stream: ROOT,
@@ -95,7 +101,7 @@ describe('agentBudgets in virtual time: a conversation over its limit is suspend
 
   it('budget_replenished with a higher budget: active again and not suspended again', async () => {
     const { w, play } = conversation({ conversationBudget: { modelCalls: 1 } });
-    await applyAll(play, w, await play.send(w.dispatch(ROOT, { type: 'turn_completed', usage: used({ modelCalls: 1 }) })));
+    await applyAll(play, w, await play.send(turnEnded(w, a1, { modelCalls: 1 })));
     expect(w.value(ROOT)).toBe('suspended');
     expect(await play.send(w.dispatch(ROOT, { type: 'budget_replenished', budget: { modelCalls: 10 } }))).toEqual([]);
     expect(w.value(ROOT)).toBe('active');

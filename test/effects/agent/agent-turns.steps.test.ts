@@ -49,3 +49,26 @@ describe('agentTurns: a turn started before its agent has heard of the last one'
     expect(await play.send(w.dispatch(a.turn, { type: 'start_turn', input: 'more' }))).toEqual([{ stream: a.lifecycle, event: { type: 'turn_assigned', turnId: '2' } }]);
   });
 });
+
+describe("agentTurns: the conversation hears of a turn's end only when it changes its errors in a row", () => {
+  it('an error counts one more; a completed turn after it clears them, even before the error is durable; a completed turn with none, and an interrupted one, tell it nothing', async () => {
+    const w = idleAgent();
+    const play = playEpic(agentTurns(), w.context(), w.scheduler);
+    const turn = async (end: Record<string, unknown>, apply = true) => {
+      w.run(await play.send(w.dispatch(a.turn, { type: 'start_turn', input: 'go' })));
+      const told = await play.send(w.dispatch(a.turn, end as never));
+      if (apply) w.run(told);
+      return told.filter((command) => command.stream === a.root);
+    };
+    expect(await turn({ type: 'response_done' })).toEqual([]);
+    expect(await turn({ type: 'interrupt', reason: 'user' })).toEqual([]);
+    // The error's telling is not applied (not durable yet) when the next turn completes: it clears the count all the same.
+    expect(await turn({ type: 'stream_error', error: 'HTTP 503' }, false)).toEqual([{ stream: a.root, event: { type: 'turn_completed', outcome: 'error' } }]);
+    w.dispatch(a.lifecycle, { type: 'turn_error', error: 'HTTP 503' }); // the agent heard it, in the store's order
+    expect(await turn({ type: 'response_done' })).toEqual([{ stream: a.root, event: { type: 'turn_completed', outcome: 'completed' } }]);
+    expect(await turn({ type: 'response_done' })).toEqual([]);
+    // Durable errors in a row: the next completed turn clears them.
+    w.dispatch(a.root, { type: 'turn_completed', outcome: 'error' });
+    expect(await turn({ type: 'response_done' })).toEqual([{ stream: a.root, event: { type: 'turn_completed', outcome: 'completed' } }]);
+  });
+});

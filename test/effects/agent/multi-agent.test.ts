@@ -63,7 +63,10 @@ describe('agentEpics with roles: a conversation of several agents', () => {
     expect(JSON.stringify(lead.doStreamCalls[0]!.tools)).toContain('researcher (finds facts)');
     expect(JSON.stringify(researcher.doStreamCalls[0]!.prompt)).toContain('You research.');
     expect(JSON.stringify(lead.doStreamCalls[1]!.prompt)).toContain('A is 1');
-    expect((await engine.snapshot<ConversationState>('conv/c1'))?.state).toMatchObject({ value: 'active', rootAgentId: 'root', usage: { modelCalls: 4 } });
+    expect((await engine.snapshot<ConversationState>('conv/c1'))?.state).toMatchObject({ value: 'active', rootAgentId: 'root' });
+    // Its usage is its agents': the lead's two calls and each researcher's one.
+    const agents = await Promise.all(['root', 'root.d1', 'root.d2'].map((id) => engine.snapshot<AgentLifecycleState>(agentStreams('conv/c1', id).lifecycle)));
+    expect(agents.map((agent) => agent?.state.usage.modelCalls)).toEqual([2, 1, 1]);
     expect(checkInvariants(await storeLog(store))).toEqual([]);
   });
 

@@ -80,7 +80,7 @@ describe('a ReAct agent under its conversation budget', () => {
     expect(model.doStreamCalls).toHaveLength(4);
     const talk = state<ConversationState>(agent.root)!;
     expect(talk.value).toBe('suspended');
-    expect(talk.usage.modelCalls).toBe(4);
+    expect(talk.budgetInfo).toMatchObject({ usage: { modelCalls: 4 } }); // its agents' usage (one agent here) as it was suspended
     const suspended = (await store.read(agent.root)).filter((rune) => rune.kind === 'session.suspended');
     expect(suspended.map((rune) => rune.event.type)).toEqual(['budget_exhausted']);
     expect(talk.reason).toBe('conversation budget exhausted: modelCalls 4 of 4');
@@ -101,7 +101,7 @@ describe('a ReAct agent under its conversation budget', () => {
     const ended = (await store.read(agent.lifecycle)).filter((rune) => rune.kind === 'turn.completed');
     expect(ended.map((rune) => rune.event)).toMatchObject([{ type: 'turn_completed', usage: used }]);
     expect(state<AgentLifecycleState>(agent.lifecycle)!.usage).toMatchObject(used);
-    expect(state<ConversationState>(agent.root)!.usage).toMatchObject(used);
+    // The conversation's usage is its agents' (one here): the lifecycle's above.
   });
 
   it('a loop of many model calls (tool rounds) stops at the budget: its next call is refused, the loop ends saying why', async () => {
@@ -112,7 +112,7 @@ describe('a ReAct agent under its conversation budget', () => {
     expect(await until(() => state<AgentState>(agent.react)?.reActContext === null && state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle')).toBe(true);
 
     expect(model.doStreamCalls).toHaveLength(2);
-    expect(state<ConversationState>(agent.root)).toMatchObject({ value: 'suspended', usage: { modelCalls: 2, toolCalls: 2 } });
+    expect(state<ConversationState>(agent.root)).toMatchObject({ value: 'suspended', budgetInfo: { usage: { modelCalls: 2, toolCalls: 2 } } });
     const observed = (await store.read(agent.react)).filter((rune) => rune.kind === 're-act-observed');
     expect(observed.at(-1)?.event).toMatchObject({
       observation: { type: 'complete-re-act', reason: 'the conversation is suspended: conversation budget exhausted: modelCalls 2 of 2' },
@@ -170,7 +170,7 @@ describe('a ReAct model call of several rounds (internal tools answered inside i
     expect(reactRunes.at(-1)?.event).toMatchObject({ observation: { type: 'complete-re-act', reason: 'conversation budget exhausted: modelCalls 1 of 1' } });
     // The message started in the first round keeps what it had.
     expect(state<AgentState>(agent.react)!.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'Looking.', streaming: false });
-    expect(state<ConversationState>(agent.root)).toMatchObject({ value: 'suspended', usage: { modelCalls: 1 } });
+    expect(state<ConversationState>(agent.root)).toMatchObject({ value: 'suspended', budgetInfo: { usage: { modelCalls: 1 } } });
     expect(checkInvariants(runes)).toEqual([]);
     expect(errors).toEqual([]);
   });
@@ -190,7 +190,7 @@ describe("a ReAct agent's model call that fails after an empty answer", () => {
         state<AgentLifecycleState>(agent.lifecycle)?.value === 'idle',
     );
     expect(state<AgentLifecycleState>(agent.lifecycle)!.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });
-    expect(state<ConversationState>(agent.root)!.usage).toMatchObject({ inputTokens: 100, modelCalls: 1 });
+    // The conversation's usage is its agents' (one here): the lifecycle's above.
   });
 });
 
@@ -218,7 +218,7 @@ describe("a ReAct agent's empty answer that uses the budget up", () => {
       const observed = (await store.read(agent.react)).filter((rune) => rune.kind === 're-act-observed');
       expect(observed.at(-1)?.event).toMatchObject({ observation: { type: 'complete-re-act', reason: `conversation budget exhausted: ${used}` } });
       // The empty answer was a call the first provider answered: it is counted, and it used the budget up.
-      expect(state<ConversationState>(agent.root)).toMatchObject({ usage: { inputTokens: 100, modelCalls: 1 } });
+      expect(state<AgentLifecycleState>(agent.lifecycle)).toMatchObject({ usage: { inputTokens: 100, modelCalls: 1 } }); // the conversation's: its one agent's
       expect(checkInvariants(runes)).toEqual([]);
       expect(errors).toEqual([]);
     },
@@ -269,7 +269,7 @@ describe('a ReAct model call cut by a restart after a round of internal tools wa
     // Two answered calls: the dead process's round and the answer made after the restart.
     const used = { inputTokens: 17, outputTokens: 3, modelCalls: 2 };
     expect(state<AgentLifecycleState>(agent.lifecycle)!.usage).toMatchObject(used);
-    expect(state<ConversationState>(agent.root)!.usage).toMatchObject(used);
+    // The conversation's usage is its agents' (one here): the lifecycle's above.
     expect(errors).toEqual([]);
   });
 
@@ -282,7 +282,7 @@ describe('a ReAct model call cut by a restart after a round of internal tools wa
     expect(model.doStreamCalls).toHaveLength(0);
     const observed = (await kept.read(agent.react)).filter((rune) => rune.kind === 're-act-observed');
     expect(observed.map((rune) => rune.event)).toMatchObject([{ observation: { type: 'complete-re-act', reason: 'conversation budget exhausted: modelCalls 1 of 1' } }]);
-    expect(state<ConversationState>(agent.root)).toMatchObject({ value: 'suspended', usage: { modelCalls: 1 } });
+    expect(state<ConversationState>(agent.root)).toMatchObject({ value: 'suspended', budgetInfo: { usage: { modelCalls: 1 } } });
     expect(errors).toEqual([]);
   });
 });

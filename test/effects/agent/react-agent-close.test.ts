@@ -58,12 +58,11 @@ describe('closing a conversation with a ReAct loop working in it', () => {
     expect(ended?.event).toMatchObject({ observation: { type: 'complete-re-act', reason: 'conversation closing' } });
     expect(state<AgentLifecycleState>(agent.lifecycle)?.value).toBe('terminated');
     expect(errors).toEqual([]); // nothing refused: no command of the close, of the loop or of its call
-    // The loop's turn ended before the seal: the agent's every turn started ended, and the conversation counted each end.
+    // The loop's turn ended before the seal: the agent's every turn started ended (each counted in its usage, the conversation's).
     const lifecycle = runes.filter((rune) => rune.stream === agent.lifecycle).map((rune) => rune.event.type);
     const ends = lifecycle.filter((type) => type === 'turn_completed' || type === 'turn_interrupted' || type === 'turn_error').length;
+    expect(ends).toBeGreaterThan(0);
     expect(lifecycle.filter((type) => type === 'turn_assigned')).toHaveLength(ends);
-    const talk = runes.filter((rune) => rune.stream === agent.root).map((rune) => rune.event.type);
-    expect(talk.filter((type) => type === 'turn_completed')).toHaveLength(ends);
   });
 
   it('a tool call in flight: it fails "cancelled: conversation closing", the loop ends without calling the model again', async () => {

@@ -77,14 +77,14 @@ describe('reactAgentEpics: a ReAct agent on the engine', () => {
       const rested = firstValueFrom(engine.state$<AgentState>(agent.react).pipe(filter((s) => s.reActContext === null && s.messages.length === 2 * n)));
       await engine.dispatch(agent.react, { type: 'user-message-received', messageId: `m${n}`, content, timestamp: n });
       await rested;
-      // The agent's nth turn ended, and the conversation counted what it used.
+      // The agent's nth turn ended, and it counted what it used (and so did the conversation: its usage is its agents').
       await firstValueFrom(
         engine.runes$(agent.lifecycle).pipe(
           filter((r) => r.kind === 'turn.completed'),
           elementAt(n - 1),
         ),
       );
-      await firstValueFrom(engine.state$<ConversationState>(agent.root).pipe(filter((s) => s.usage.modelCalls === n)));
+      await firstValueFrom(engine.state$<AgentLifecycleState>(agent.lifecycle).pipe(filter((s) => s.usage.modelCalls === n)));
     }
     const lifecycle = await store.read(agent.lifecycle);
     expect(lifecycle.map((r) => r.kind)).toEqual(['agent.spawning', 'agent.ready', 'turn.started', 'turn.completed', 'turn.started', 'turn.completed']);

@@ -259,8 +259,8 @@ describe('the plan budget under virtual time', () => {
       'plan.goal_received@0',
       'plan.created@1',
       'auto_start@1',
-      'plan.task_assigned@1',
       'plan.budget_started@1',
+      'plan.task_assigned@1',
       'plan.task_started@1',
       'plan.task_completed@3',
       'plan.task_assigned@3',
@@ -277,7 +277,12 @@ describe('the plan budget under virtual time', () => {
     w.spawn(ROOT, 'conversation', { conversationId: 'c1' });
     w.dispatch(ROOT, { type: 'agent_ready' });
     const before = { inputTokens: 50, outputTokens: 100, modelCalls: 3, toolCalls: 0, wallClockMs: 0 };
-    w.dispatch(ROOT, { type: 'turn_completed', usage: before });
+    // An agent of the conversation that ran a turn before the plan: the conversation's usage is its agents'.
+    const earlier = `${ROOT}/agent/earlier`;
+    w.spawn(earlier, 'agent-lifecycle', { agentId: 'earlier' });
+    w.dispatch(earlier, { type: 'init_complete' });
+    w.dispatch(earlier, { type: 'turn_assigned', turnId: '1' });
+    w.dispatch(earlier, { type: 'turn_completed', usage: before });
     const { loop, worker } = budgetRun(w);
     await loop.drive();
     expect(loop.runes.find((rune) => rune.kind === 'plan.budget_started')?.payload).toEqual({ usage: before });

@@ -121,8 +121,9 @@ describe('the simulation', () => {
     const overspend = (world: World) => [
       (runes$: import('rxjs').Observable<Rune>) =>
         runes$.pipe(
-          filter((rune) => rune.machine === 'conversation' && rune.kind === 'turn_completed'),
-          mergeMap((rune) => from([1, 2, 3]).pipe(map(() => rune.stream))),
+          // A turn's end, as its agent hears it (the conversation hears of it only on an error streak's change).
+          filter((rune) => rune.machine === 'agent-lifecycle' && rune.kind === 'turn.completed'),
+          mergeMap((rune) => from([1, 2, 3]).pipe(map(() => rune.stream.slice(0, rune.stream.indexOf('/agent/'))))),
           mergeMap((root) =>
             defer(async () => {
               const call = await world.llm.model('p1').doStream({ prompt: [{ role: 'user', content: [{ type: 'text', text: `more ${rootTag(root)}` }] }] });

@@ -64,7 +64,6 @@ const endInterrupted = async ({ w, play }: ReturnType<typeof busyConversation>, 
   for (const callId of openCalls) answered.push(...(await play.send(w.dispatch(agent.call(callId), { type: 'cancelled', reason: CONVERSATION_CLOSING }))));
   const usage = { inputTokens: 5, outputTokens: 2, modelCalls: 1, toolCalls: 0, wallClockMs: 40 };
   answered.push(...(await play.send(w.dispatch(agent.lifecycle, { type: 'turn_interrupted', reason: CONVERSATION_CLOSING, usage }))));
-  answered.push(...(await play.send(w.dispatch(ROOT, { type: 'turn_completed', usage }))));
   return answered;
 };
 

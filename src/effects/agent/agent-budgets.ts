@@ -15,6 +15,7 @@ import type { Rune } from '../../reducers/rune.js';
 import { concatMapByKey } from '../../streams/concat-map-by-key.js';
 import { agentOfLifecycle, agentOfTurn } from './streams.js';
 import { conversationUsage$, conversationUsageNow$ } from './conversation-usage.js';
+import { keepNewest } from './keep-newest.js';
 import { turnStartedAt } from './turn-usage.js';
 import { stateOf } from './state-of.js';
 
@@ -256,9 +257,7 @@ export function agentBudgets(limits: BudgetLimits): Epic {
     const used = await lastValueFrom(conversationUsage$(root, context));
     const overrun = budgetOverrun(used, budget);
     if (overrun === undefined) return [];
-    suspendedAt.delete(root);
-    suspendedAt.set(root, talk.seq);
-    if (suspendedAt.size > 10_000) suspendedAt.delete(suspendedAt.keys().next().value!);
+    keepNewest(suspendedAt, root, talk.seq);
     return [suspend(root, used, budget, overrun)];
   };
 

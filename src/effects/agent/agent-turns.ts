@@ -15,6 +15,7 @@ import type { EffectsByKey } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART } from '../tool-call-recovery.js';
 import type { AgentStreams } from '../../reducers/stream-ids.js';
 import { agentCompanions, type AgentAdmission } from './agent-companions.js';
+import { keepNewest } from './keep-newest.js';
 import { stateOf } from './state-of.js';
 import { agentOfCall, agentOfLifecycle, agentOfTurn } from './streams.js';
 import { assignedTurnId } from './turn-assignment.js';
@@ -105,7 +106,7 @@ async function doneRound(agent: AgentStreams, context: EpicContext): Promise<{ k
  * `startedAt`: the `at` of its `turn.started` if this process assigned the turn (its
  * `turn_assigned` may not be durable yet).
  */
-async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, startedAt: number | undefined, erred: Set<string>): Promise<Ended> {
+async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, startedAt: number | undefined, erred: Map<string, true>): Promise<Ended> {
   const { event } = rune;
   let told: Usage | undefined;
   const ending = turnEndingOf(rune);
@@ -138,7 +139,7 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
     // an error counts one more, a completed turn clears them; its usage is its agents' (`conversationUsage$`).
     if (ending === 'error') {
       commands.push({ stream: agent.root, event: { type: 'turn_completed', outcome: 'error' } });
-      keepBounded(erred, agent.root);
+      keepNewest(erred, agent.root, true);
     } else if (ending === 'completed') {
       const unsettled = erred.delete(agent.root); // told of an error that may not be durable yet
       if (unsettled || (await stateOf(context, agent.root, conversation))?.consecutiveErrors !== undefined) {
@@ -154,20 +155,6 @@ async function ended(agent: AgentStreams, rune: TurnRune, context: EpicContext, 
 interface Ended {
   readonly commands: EpicCommand[];
   readonly told: Usage | undefined;
-}
-
-/**
- * How many agents' last ended turns {@link agentTurns} keeps the usage of, for their next turn's
- * budget check while the end is not durable yet, and how many conversations it keeps as told of
- * an error: the oldest forgotten first, long durable by then.
- */
-const KEPT_ENDINGS = 10_000;
-
-/** Adds `key` to `set` as its newest, dropping the oldest beyond {@link KEPT_ENDINGS}. */
-function keepBounded(set: Set<string>, key: string): void {
-  set.delete(key);
-  set.add(key);
-  if (set.size > KEPT_ENDINGS) set.delete(set.values().next().value!);
 }
 
 /**
@@ -201,17 +188,13 @@ export function agentTurns(options: AgentTurnsOptions = {}): Epic {
     // started: the end of one tells its agent, whose durable state may not show the assignment yet
     // (a batch not committed), and its wall clock needs no read of its log.
     const assignedTurns = new Map<string, number>();
-    // Per turn stream, what the agent was told its last turn used, until its next turn starts (see `KEPT_ENDINGS`).
+    // Per turn stream, what the agent was told its last turn used, until its next turn starts.
     const lastEnded = new Map<string, Usage>();
     // The conversations this epic told of a turn ending in error, until a completed turn clears them.
-    const erred = new Set<string>();
+    const erred = new Map<string, true>();
     /** Keeps what `ended` told, and gives its commands. */
     const remember = (turn: string, { commands, told }: Ended): EpicCommand[] => {
-      if (told !== undefined) {
-        lastEnded.delete(turn);
-        lastEnded.set(turn, told);
-        if (lastEnded.size > KEPT_ENDINGS) lastEnded.delete(lastEnded.keys().next().value!);
-      }
+      if (told !== undefined) keepNewest(lastEnded, turn, told);
       return commands;
     };
     // Per turn stream whose agent is being resumed (`unfinished` below), the seq of the ending

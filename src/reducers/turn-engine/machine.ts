@@ -184,9 +184,6 @@ export const TURN_PROGRESS: readonly TurnEngineEvent['type'][] = ['assistant_del
 /** How a turn ended: the state its ending row enters, before the internal transition to `idle`. */
 export type TurnEnding = 'completed' | 'error' | 'interrupted';
 
-/** The states a turn ends in; a turn rests in one only when restored from a snapshot older than the internal transitions. */
-export const TURN_ENDINGS: ReadonlySet<string> = new Set<TurnEngineStateName>(Object.keys(INTERNAL) as TurnEnding[]);
-
 const ENDING_OF_KIND: Readonly<Record<string, TurnEnding>> = { 'turn.completed': 'completed', 'turn.error': 'error', 'turn.interrupted': 'interrupted' };
 
 /**

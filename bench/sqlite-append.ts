@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Rune } from '../src/index.js';
-import { sqliteStore } from '../src/streams/sqlite-store.js';
+import { WAL_CHECKPOINT_PAGES, sqliteStore } from '../src/streams/sqlite-store.js';
 import { BATCH, STREAMS, chatActorBatches } from './chat-actor-batches.js';
 import { compareAsync, measureAsync, report } from './harness.js';
 
@@ -11,8 +11,8 @@ import { compareAsync, measureAsync, report } from './harness.js';
  * Issue 3's bar: durable appends through `sqliteStore(path).append`, one batch of 100 runes over
  * 10 streams per call, against raw better-sqlite3 inserting the same rows (the store's own `runes`
  * table definition, the same JSON text, built the same way) with one prepared statement in one
- * transaction per batch, both in WAL mode with `synchronous = NORMAL` (the store's default) and
- * exclusive locking (the store holds its file for its one writer process): at
+ * transaction per batch, both in WAL mode with `synchronous = NORMAL` (the store's default), the
+ * store's checkpoint interval and exclusive locking (the store holds its file for its one writer process): at
  * least 0.7x. The store's extra work is what keeps the log honest: reading the heads inside the
  * transaction, `checkBatch`, the gapless trigger on every row, and advancing each head.
  *
@@ -30,11 +30,12 @@ export async function benchSqliteAppend(): Promise<boolean> {
     const store = sqliteStore(join(dir, 'store.db'));
     const nextForStore = chatActorBatches();
 
-    // The same locking as the store (one writer process per file), so neither pays for shared memory.
+    // The same locking and checkpoints as the store (one writer process per file), so neither pays for shared memory.
     const db = new Database(join(dir, 'raw.db'));
     db.pragma('locking_mode = EXCLUSIVE');
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = NORMAL');
+    db.pragma(`wal_autocheckpoint = ${WAL_CHECKPOINT_PAGES}`);
     db.exec(runesTable);
     const insert = db.prepare<[string, number, string, string]>('INSERT INTO runes (stream, seq, kind, body) VALUES (?, ?, ?, ?)');
     const insertBatch = db.transaction((runes: readonly Rune[]) => {

@@ -103,6 +103,7 @@ export {
   type RunesOptions,
 } from './streams/engine.js';
 export { dispatchTo } from './streams/dispatch-to.js';
+export type { DispatchSink } from './streams/submit.js';
 export { ENGINE_CHANNELS, type DispatchReport, type HydrationReport, type StoreAppendReport } from './streams/diagnostics.js';
 export { ofMachine } from './streams/of-machine.js';
 export { ofKind, type EventOfKind, type RuneOfKind } from './streams/of-kind.js';

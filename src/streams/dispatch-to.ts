@@ -1,11 +1,11 @@
 import { Observable, type OperatorFunction } from 'rxjs';
 import type { DispatchResult, Engine } from './engine.js';
-import { submitOf, type DispatchSink } from './submit.js';
+import type { DispatchSink } from './submit.js';
 
 /**
  * Dispatches every event of the source to one stream of an engine, in order, and emits each
  * event's {@link DispatchResult} once its rune is durable, in source order. No promise is made per
- * event: the engine tells one sink per subscription, with the event's index.
+ * event: the engine's `submit` tells one sink per subscription, with the event's index.
  *
  * 1. Each source event is dispatched as it arrives, through the same checks as `engine.dispatch`
  *    (the engine's `limits`, the machine's zod schema, the transition).
@@ -41,7 +41,9 @@ import { submitOf, type DispatchSink } from './submit.js';
  * @see Engine.state$, to watch the states these events make.
  */
 export function dispatchTo(engine: Engine, stream: string): OperatorFunction<unknown, DispatchResult> {
-  const submit = submitOf(engine, 'dispatchTo');
+  if (typeof (engine as Partial<Engine> | null)?.submit !== 'function') {
+    throw new TypeError(`dispatchTo: "engine" must be an engine (with submit), got ${engine === null ? 'null' : typeof engine}`);
+  }
   if (typeof stream !== 'string') throw new TypeError(`dispatchTo: "stream" must be a string, got ${typeof stream}`);
   return (source) =>
     new Observable<DispatchResult>((subscriber) => {
@@ -73,7 +75,7 @@ export function dispatchTo(engine: Engine, stream: string): OperatorFunction<unk
         error: (error) => subscriber.error(error),
       };
       return source.subscribe({
-        next: (event) => submit(stream, event, sink, dispatched++),
+        next: (event) => engine.submit(stream, event, sink, dispatched++),
         error: (error: unknown) => subscriber.error(error),
         complete: () => {
           sourceDone = true;

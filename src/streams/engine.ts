@@ -1,147 +1,27 @@
-import { Observable, Subject, asyncScheduler, concatMap, defer, filter, from, type SchedulerLike, type Subscription } from 'rxjs';
-import type { AnyMachine, EventObject, RejectionCode } from '../reducers/machine.js';
-import { machines as builtInMachines } from '../reducers/machines.js';
+import { Subject, defer, filter, from, type Observable, type Subscription } from 'rxjs';
+import type { AnyMachine, EventObject } from '../reducers/machine.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../reducers/rune.js';
 import { describeIssues, eventRejection, parseBounded } from '../reducers/validate.js';
-import { DEFAULT_VALUE_LIMITS, isStorableText, storableValue, valueCheck, type ValueLimitCode, type ValueLimits, type ValueViolation } from '../reducers/value-limits.js';
-import type { EffectOwnership } from './effect-host.js';
-import { CommitQueue, type FenceOf, type PendingRune } from './commit-queue.js';
-import { dispatchChannel, rejectionChannel, reportingSink, runeChannel, sampler, type RejectionReport } from './diagnostics.js';
-import { isSpawnCommand, runEpics, type Epic, type EpicCommand, type EpicReport } from './epic.js';
+import { storableValue, valueCheck } from '../reducers/value-limits.js';
+import { CommitQueue, type PendingRune } from './commit-queue.js';
+import { dispatchChannel, reportingSink, sampler } from './diagnostics.js';
+import { isSpawnCommand, runEpics, type EpicCommand, type EpicReport } from './epic.js';
 import { Instances, isUnknownMachine, type Instance } from './instances.js';
-import { KeyedListeners } from './keyed-listeners.js';
-import { StreamReadError } from './stream-read-error.js';
-import type { ArchiveError, ColdStore } from './archive/cold-store.js';
+import type { ArchiveError } from './archive/cold-store.js';
 import { archivedReads } from './archived-reads.js';
-import { memoryStore } from './memory-store.js';
-import { replayThenLive } from './replay-then-live.js';
 import { Seals } from './seals.js';
 import { Snapshots } from './snapshots.js';
-import { StoreError, type Fence, type RuneStore, type Snapshot } from './store.js';
+import { StoreError, type RuneStore, type Snapshot } from './store.js';
 import { foldTheirs, StoreFollower } from './follow-store.js';
-import { PromisedDispatch, promiseSink, raceRetry, registerSubmit, retrySink, type DispatchSink } from './submit.js';
+import { PromisedDispatch, promiseSink, raceRetry, retrySink, type DispatchSink } from './submit.js';
+import { engineOptions, type EngineOptions } from './engine/options.js';
+import { Outlets } from './engine/outlets.js';
+import { engineReads, type RunesOptions } from './engine/reads.js';
+import { existsReason, notAStreamId, rejected, refusedValue, type DispatchResult } from './engine/rejections.js';
 
-/**
- * Why the engine refused a spawn or a dispatch. The machine's own codes, plus:
- * - `unknown_stream`: no stream of that id was spawned.
- * - `invalid_stream`: a dispatch's or spawn's stream id is not a non-empty string, or has a NUL
- *   character or a lone surrogate (no store keeps it as it is), or a spawn's is not where its
- *   machine's instances live (its `streamReason`: an `agent-registration` only at
- *   `agent-def/<its definition's name>`).
- * - `invalid_layout`: a spawn's stream is not where the agent layout puts its machine's instances
- *   (its `layoutReason`: a `turn-engine` only at `<root>/agent/<a>/turn`, an `agent-lifecycle`
- *   only at `<root>/agent/<a>`; see `agentStreams`), where no agent epic would ever run it.
- * - `agent_kind_conflict`: a spawn of one kind of agent where the same agent's other kind exists
- *   (its `otherKindOf`: `<root>/agent/<a>/react` beside `.../turn`, or the reverse), in memory or
- *   only in the store: an agent id has one kind. The reason names the existing stream. Of two
- *   such spawns racing in one engine, the first wins.
- * - `stream_exists`: a second spawn of a stream.
- * - `unknown_machine`: the machine id is not one this engine hosts.
- * - `invalid_input`: the spawn input fails the machine's input schema, or has a `__proto__` key.
- * - `too_deep`, `string_too_long`, `too_many_keys`, `array_too_long`: a spawn input or an event
- *   over one of the engine's `limits` (checked before the schema; the reason names the path and limit).
- * - `invalid_string`: a string or object key of a spawn input or an event has a NUL character
- *   (`\u0000`) or a lone surrogate, which no store keeps (PostgreSQL's jsonb refuses both): refused
- *   on every store alike, in the same walk as the limits; the reason names the path, what and where.
- * - `sealed`: the stream is under one whose machine seals it in its state (a closed or archived
- *   conversation's `conv/<c>/...`); the reason names the sealing stream. Known after a restart.
- * - `held`: the event's type is held back by a stream above it in its state (its machine's
- *   `holds`: a paused conversation takes no `start_turn` for `conv/<c>/agent/<a>/turn`); the
- *   reason names that stream and its state. Known after a restart; released when it leaves the state.
- * - `contention`: the dispatch lost the race for its stream's next seq to other writers
- *   `maxRaceLosses` times in a row (each time applied again to the newer state); nothing was
- *   appended. The reason names the stream.
- * - `closed`: the engine is closed.
- *
- * An event with a `__proto__` key is refused as `invalid_event`.
- */
-export type EngineRejectionCode =
-  | RejectionCode
-  | ValueLimitCode
-  | 'invalid_string'
-  | 'unknown_stream'
-  | 'invalid_stream'
-  | 'invalid_layout'
-  | 'agent_kind_conflict'
-  | 'stream_exists'
-  | 'unknown_machine'
-  | 'invalid_input'
-  | 'contention'
-  | 'closed';
-
-/** What `spawn` and `dispatch` resolve to: the durable rune, or why nothing was appended. */
-export type DispatchResult = { accepted: true; rune: Rune } | { accepted: false; code: EngineRejectionCode; reason: string };
-
-/** Options of {@link createEngine}; every one has a default. */
-export interface EngineOptions {
-  /** Where runes are kept. Default: `memoryStore()`. */
-  store?: RuneStore;
-  /** The clock of every rune's `at` and of every timer. Default: rxjs `asyncScheduler`. */
-  scheduler?: SchedulerLike;
-  /** The machines streams can be spawned with and hydrated as, by id. Default: every seed machine. */
-  machines?: Readonly<Record<string, AnyMachine>>;
-  /** Save a snapshot of a stream every this many runes (0: never). Default: 1000. */
-  snapshotEvery?: number;
-  /**
-   * Whether a stream keeps the runes a snapshot covers. `'all'` keeps every rune; `'snapshot'`
-   * prunes the runes a new snapshot covers (its history is then the snapshot). Default: `'all'`.
-   */
-  retention?: (stream: string, machine: string) => 'all' | 'snapshot';
-  /** Side effects: each sees the live runes and emits commands, which are dispatched. Default: none. */
-  epics?: readonly Epic<any>[];
-  /** The third argument of every epic (an LLM client, tools, ...). Default: `undefined`. */
-  deps?: unknown;
-  /**
-   * Bounds on every spawn input and dispatched event, checked before the machine's schema, so
-   * nothing is stored that is costly to describe or cannot be hydrated. Each may be `Infinity`
-   * (the walk then still refuses a string no store keeps, `invalid_string`). Defaults: `maxDepth` 64, `maxStringLength` 1,000,000
-   * (UTF-16 code units, keys too), `maxKeys` 1,000 (per object), `maxArrayLength` 10,000.
-   */
-  limits?: Partial<ValueLimits>;
-  /**
-   * Which streams' effects this engine runs: several processes on one log split them by lease.
-   * Epics hear only the live runes of the streams it owns, and `stateEffects` resume only those
-   * (and follow its `changes$`). Default: all.
-   */
-  ownership?: EffectOwnership;
-  /**
-   * Whether other writers append to this engine's store (other engines on one memory store, other
-   * processes on a PostgreSQL store): the engine then follows the store's `tail`, folding their
-   * runes into its instances and publishing them, so `state$`, `runes$` and epics carry them
-   * live. Needs a store with `tail`. Default `false`: the engine takes itself for the only writer,
-   * and learns of another writer's runes only when a dispatch loses the seq race to them (see
-   * `maxRaceLosses`).
-   */
-  followStore?: boolean;
-  /**
-   * A dispatch that loses the race for its stream's next seq to another writer (a
-   * `StoreConflictError` from the store) is applied again to the newer state: the runes it missed
-   * are folded and published first, then its event is accepted with a later seq or rejected with
-   * the machine's reason; a spawn that loses is rejected as `stream_exists`. After this many losses
-   * in a row, it is rejected with `contention`. A positive integer. Default: 50 (three processes pinging one stream in tight loops on a loaded 2-core machine lost 10 in a row).
-   */
-  maxRaceLosses?: number;
-  /**
-   * This engine's lease as a fencing token, carried by its appends: a store that fences refuses
-   * them once a newer epoch of the lease was raised (`RuneStore.raiseFence`), so an owner that lost
-   * its lease cannot write any more (each dispatch then fails with a `StoreFencedError`, which
-   * names the lease). Either one fence for every append, or a function giving the fence a stream's
-   * runes are written under (a lease manager's `fenceOf`, one lease per share of the streams;
-   * `undefined`: none): a batch then carries its streams' fences, and a fence refused fails only
-   * the dispatches of the streams under that lease, while the batch's other streams are appended
-   * again. A store with one writer by construction (SQLite) ignores it. Default: none.
-   */
-  fence?: Fence | FenceOf;
-  /**
-   * Where archived streams live (the archival epic's cold store): `runes$` and an epic's `read`
-   * then serve the runes pruned from the hot log from their archive, read-only (an archived
-   * conversation's streams are sealed, so a dispatch to them is refused with `sealed`). A damaged
-   * archive fails the read with its `ArchiveError` (`checksum_mismatch`, naming the segment, ...),
-   * reported on `errors$` as `archive_damaged`: never served as if the runes were pruned. Default:
-   * none (a read of pruned runes sees the gap).
-   */
-  archive?: ColdStore;
-}
+export type { EngineOptions } from './engine/options.js';
+export type { RunesOptions } from './engine/reads.js';
+export type { DispatchResult, EngineRejectionCode } from './engine/rejections.js';
 
 /** Something went wrong outside any caller's request; the engine carries on. */
 export type EngineError =
@@ -152,18 +32,27 @@ export type EngineError =
   | { type: 'stream_corrupt'; stream: string; error: StoreError }
   | EpicReport;
 
-/** Options of `runes$(stream, options)`. */
-export interface RunesOptions {
-  /** Replay the stored runes with `seq > afterSeq` first. Default: 0 (the whole stream). */
-  afterSeq?: number;
-}
-
 /** An engine hosting many machine instances, each under a stream id. */
 export interface Engine {
   /** Creates `stream` as an instance of `machine` (an id or a machine): its first rune. */
   spawn(stream: string, machine: string | AnyMachine, input?: unknown): Promise<DispatchResult>;
   /** Validates, applies and durably appends one event; resolves once its rune is durable. */
   dispatch(stream: string, event: unknown): Promise<DispatchResult>;
+  /**
+   * `dispatch` without a promise: the outcome goes to `sink` with `token` (the caller's own value,
+   * handed back), at once with the memory store, when its batch commits with a store that does
+   * I/O. One sink serves every event of a caller, so nothing is made per event: what `dispatchTo`
+   * calls, and what a hot loop or another operator can call.
+   *
+   * ```ts
+   * const sink: DispatchSink<number> = {
+   *   result: (result, i) => console.log(i, result.accepted),
+   *   error: (error, i) => console.error(i, error),
+   * };
+   * engine.submit('chat-1', { type: 'Ping' }, sink, 1);
+   * ```
+   */
+  submit<T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T): void;
   /** The stream's current durable state, then every change. Errors for an unknown stream. */
   state$<S = unknown>(stream: string): Observable<S>;
   /**
@@ -218,63 +107,8 @@ const valueOf = (state: unknown): string | undefined => {
   return typeof value === 'string' ? value : undefined;
 };
 
-/** Why a spawn of an existing stream is refused: the machine's words, when it has them. */
-const existsReason = (machine: AnyMachine, stream: string): string => machine.existsReason?.(stream) ?? `stream "${stream}" already exists`;
-const rejected = (code: EngineRejectionCode, reason: string): DispatchResult => {
-  if (rejectionChannel.hasSubscribers) rejectionChannel.publish({ code } satisfies RejectionReport);
-  return { accepted: false, code, reason };
-};
-
-/**
- * The refusal of a stream id that is not a non-empty string, or that no store keeps as it is (a
- * NUL character; a lone surrogate, which UTF-8 storage would turn into another id); checked by
- * spawn and dispatch alike.
- */
-const notAStreamId = (stream: unknown): DispatchResult | undefined =>
-  typeof stream !== 'string' || stream.length === 0
-    ? rejected('invalid_stream', `a stream id must be a non-empty string, got ${typeof stream === 'string' ? '""' : typeof stream}`)
-    : isStorableText(stream)
-      ? undefined
-      : rejected('invalid_stream', 'a stream id must have no NUL character (\\u0000) and no lone surrogate: no store keeps this one as it is');
-
-/** A value over the limits, refused with its limit's code; a `__proto__` key with `invalidCode`. */
-const refusedValue = (violation: ValueViolation, invalidCode: 'invalid_event' | 'invalid_input'): DispatchResult =>
-  rejected(violation.code === 'forbidden_key' ? invalidCode : violation.code, violation.reason);
-
-/** The `limits` option merged over the defaults, each checked: a positive integer or `Infinity`. */
-function valueLimitsOption(given: Partial<ValueLimits> | undefined): ValueLimits {
-  if (given === undefined) return DEFAULT_VALUE_LIMITS;
-  if (typeof given !== 'object' || given === null) throw new TypeError(`createEngine: "limits" must be an object, got ${String(given)}`);
-  for (const name of Object.keys(given)) {
-    if (!Object.hasOwn(DEFAULT_VALUE_LIMITS, name)) {
-      throw new TypeError(`createEngine: unknown limit "limits.${name}"; the limits are ${Object.keys(DEFAULT_VALUE_LIMITS).join(', ')}`);
-    }
-  }
-  const limits = { ...DEFAULT_VALUE_LIMITS, ...given };
-  for (const [name, value] of Object.entries(limits)) {
-    if (value !== Infinity && !(Number.isInteger(value) && value > 0)) {
-      throw new TypeError(`createEngine: "limits.${name}" must be a positive integer or Infinity, got ${String(value)}`);
-    }
-  }
-  return limits;
-}
-
-/** The `fence` option, checked: a function, or a non-empty lease name and a non-negative integer epoch. */
-function fenceOption(fence: unknown): Fence | FenceOf | undefined {
-  if (fence === undefined || typeof fence === 'function') return fence as FenceOf | undefined;
-  const { lease, epoch } = (typeof fence === 'object' && fence !== null ? fence : {}) as Partial<Fence>;
-  if (typeof lease !== 'string' || lease.length === 0 || !Number.isInteger(epoch) || epoch! < 0) {
-    throw new TypeError(
-      `createEngine: "fence" must be { lease: a non-empty string, epoch: a non-negative integer } or a function of the stream, got ${JSON.stringify(fence)}`,
-    );
-  }
-  return { lease, epoch: epoch! };
-}
-
 /** Runes read per page when a stream that lost a seq race is brought up to the store's head. */
 const CATCH_UP_PAGE = 1000;
-/** Runes read per page of a stored replay (`runes$` after a seq, an epic's `read`). */
-const READ_PAGE = 1000;
 
 /** A writer id for this engine's appends, so that it tells its own runes from others' in the store's tail. */
 const newWriterId = (): string => `engine-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
@@ -317,28 +151,7 @@ const newWriterId = (): string => `engine-${Date.now().toString(36)}-${Math.rand
  * ```
  */
 export function createEngine(options: EngineOptions = {}): Engine {
-  const {
-    store = memoryStore(),
-    scheduler = asyncScheduler,
-    machines = builtInMachines as Readonly<Record<string, AnyMachine>>,
-    snapshotEvery = 1000,
-    retention = () => 'all' as const,
-    epics = [],
-    deps,
-    ownership,
-  } = options;
-  if (!Number.isInteger(snapshotEvery) || snapshotEvery < 0) {
-    throw new TypeError(`createEngine: "snapshotEvery" must be a non-negative integer, got ${String(snapshotEvery)}`);
-  }
-  const limits = valueLimitsOption(options.limits);
-  const fence = fenceOption(options.fence);
-  const maxRaceLosses = options.maxRaceLosses ?? 50;
-  if (!Number.isInteger(maxRaceLosses) || maxRaceLosses < 1) throw new TypeError(`createEngine: "maxRaceLosses" must be a positive integer, got ${String(maxRaceLosses)}`);
-  const followStore = options.followStore ?? false;
-  if (typeof followStore !== 'boolean') throw new TypeError(`createEngine: "followStore" must be a boolean, got ${String(followStore)}`);
-  if (followStore && typeof store.tail !== 'function') {
-    throw new TypeError('createEngine: "followStore" needs a store with tail (one several writers share, like memoryStore); this store has none');
-  }
+  const { store, scheduler, machines, snapshotEvery, retention, epics, deps, ownership, limits, fence, maxRaceLosses, followStore, archive } = engineOptions(options);
   const writer = followStore ? newWriterId() : undefined;
   /** The limits and the storable strings, in one walk (it runs even with every limit off). */
   const checkValue = valueCheck(limits);
@@ -354,14 +167,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
       throw error;
     });
   const readRunes =
-    options.archive === undefined
+    archive === undefined
       ? storeRead
-      : archivedReads({ read: storeRead, head: (stream) => store.head(stream) }, options.archive, (stream, error) => errors.next({ type: 'archive_damaged', stream, error }));
+      : archivedReads({ read: storeRead, head: (stream) => store.head(stream) }, archive, (stream, error) => errors.next({ type: 'archive_damaged', stream, error }));
   const sampled = sampler();
-  /** Per stream, the instance at each durable rune: its listeners read its durable state and seq. */
-  const liveStates = new KeyedListeners<Instance>();
-  const liveRunes = new KeyedListeners<Rune>();
-  const allRunes = new Subject<Rune>();
+  const outlets = new Outlets();
   let closed = false;
 
   const seals = new Seals(store, machines);
@@ -381,11 +191,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
       published: (instance, rune) => {
         const current = instances.isCurrent(instance);
         snapshots.counted(instance, current);
-        // The hot path: no wrapper object per state, and no subject call nobody hears.
-        liveStates.next(rune.stream, instance);
-        liveRunes.next(rune.stream, rune);
-        if (allRunes.observed) allRunes.next(rune);
-        if (runeChannel.hasSubscribers) runeChannel.publish(rune);
+        // The hot path: no wrapper object per state.
+        outlets.state(rune.stream, instance);
+        outlets.rune(rune);
         if (instance.machine.seals !== undefined || instance.machine.holds !== undefined) seals.reached(rune.stream, rune.machine, rune.to);
         // A terminal state accepts no event: keeping the instance would only hold memory. Its state
         // stays in the log, where a later subscriber hydrates it from.
@@ -407,13 +215,11 @@ export function createEngine(options: EngineOptions = {}): Engine {
     writer === undefined
       ? undefined
       : new StoreFollower(store as RuneStore & Required<Pick<RuneStore, 'tail'>>, writer, instances, commits, {
-          state: (stream, instance) => liveStates.next(stream, instance),
-          watched: (stream) => liveStates.has(stream),
+          state: (stream, instance) => outlets.state(stream, instance),
+          watched: (stream) => outlets.watched(stream),
           rune: (rune) => {
             seals.reached(rune.stream, rune.machine, rune.to);
-            liveRunes.next(rune.stream, rune);
-            if (allRunes.observed) allRunes.next(rune);
-            if (runeChannel.hasSubscribers) runeChannel.publish(rune);
+            outlets.rune(rune);
           },
         });
 
@@ -725,68 +531,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   // --- reading: state$ and runes$ ---------------------------------------------------------------
 
-  const state$ = <S>(stream: string): Observable<S> =>
-    new Observable<S>((subscriber) => {
-      // The seq of the last state emitted: each durable state is emitted once, in order.
-      let seen = 0;
-      const emit = (seq: number, state: unknown): void => {
-        if (seq <= seen) return;
-        seen = seq;
-        subscriber.next(state as S);
-      };
-      // Subscribed before loading, so a state published meanwhile is not missed.
-      const stop = liveStates.add(stream, {
-        next: (instance) => emit(instance.durableSeq, instance.durableState),
-        complete: () => subscriber.complete(),
-      });
-      const current = (loaded: Instance | undefined): void => {
-        if (loaded === undefined) subscriber.error(new StreamReadError('unknown_stream', `unknown stream "${stream}"`));
-        else emit(loaded.durableSeq, loaded.durableState); // durableSeq 0: a spawn not yet durable
-      };
-      // In memory, the current state comes at once: a dispatch right after subscribing follows it.
-      const loaded = instances.load(stream);
-      if (loaded instanceof Promise) loaded.then(current, (error: unknown) => subscriber.error(error));
-      else current(loaded);
-      return stop;
-    });
-
-  const snapshot = async <S>(stream: string): Promise<Snapshot<S> | undefined> => {
-    const instance = await instances.load(stream);
-    // durableSeq 0: its spawn is not durable yet; wait for the batch that carries it.
-    while (instance !== undefined && instance.durableSeq === 0 && commits.flushing !== undefined) await commits.flushing;
-    if (instance === undefined || instance.durableSeq === 0) return undefined;
-    return { stream, seq: instance.durableSeq, state: instance.durableState as S };
-  };
-
+  const reads = engineReads({ instances, commits, outlets, read: readRunes, archived: archive !== undefined });
   function runes$(): Observable<Rune>;
   function runes$(stream: string, options?: RunesOptions): Observable<Rune>;
-  function runes$(stream?: string, options: RunesOptions = {}): Observable<Rune> {
-    if (stream === undefined) return allRunes.asObservable();
-    return replayThenLive({
-      stream,
-      afterSeq: options.afterSeq ?? 0,
-      read: (afterSeq, limit) => readRunes(stream, afterSeq, limit),
-      live$: new Observable<Rune>((subscriber) => liveRunes.add(stream, subscriber)),
-    });
+  function runes$(stream?: string, options?: RunesOptions): Observable<Rune> {
+    return stream === undefined ? outlets.all.asObservable() : reads.runes$(stream, options);
   }
-
-  /**
-   * A stream's stored runes after `afterSeq`, in pages of {@link READ_PAGE}. A store gives a short
-   * page only at the stream's end, so a short page ends the read without asking again (a read of
-   * a few new runes, as a model call's turn history makes, is one query); an archive may end a
-   * page at a segment's end, so through one the read goes on until a page is empty.
-   */
-  async function* storedPages(stream: string, afterSeq: number): AsyncGenerator<readonly Rune[]> {
-    for (let after = afterSeq; ; ) {
-      const page = await readRunes(stream, after, READ_PAGE);
-      if (page.length > 0) yield page;
-      if (page.length === 0 || (page.length < READ_PAGE && options.archive === undefined)) return;
-      after = page[page.length - 1]!.seq;
-    }
-  }
-  // A page's runes are emitted at once, one after another: an async generator's rune at a time
-  // costs a promise per rune, and a model call reads its whole turn stream.
-  const storedRunes = (stream: string, afterSeq: number): Observable<Rune> => from(storedPages(stream, afterSeq)).pipe(concatMap((page) => page));
 
   const release = (stream: string): void => instances.release(stream);
 
@@ -799,10 +549,8 @@ export function createEngine(options: EngineOptions = {}): Engine {
     // A batch that loses a seq race starts a catch-up, whose retries join another batch.
     while (commits.flushing !== undefined || catchUps.size > 0) await Promise.allSettled([commits.flushing, ...catchUps]);
     await snapshots.saving;
-    allRunes.complete();
+    outlets.complete();
     errors.complete();
-    liveStates.complete();
-    liveRunes.complete();
     await store.close();
   };
   let closing: Promise<void> | undefined;
@@ -815,12 +563,12 @@ export function createEngine(options: EngineOptions = {}): Engine {
     epicsRunning = runEpics({
       epics,
       // Each rune reaches the epics of the one process that owns its stream.
-      runes$: ownership === undefined ? allRunes : allRunes.pipe(filter((rune) => ownership.owns(rune.stream))),
+      runes$: ownership === undefined ? outlets.all : outlets.all.pipe(filter((rune) => ownership.owns(rune.stream))),
       deps,
       context: {
         state: <S>(stream: string) => instances.get(stream)?.durableState as S | undefined,
-        snapshot: <S>(stream: string) => defer(() => snapshot<S>(stream)),
-        read: (stream, afterSeq = 0) => storedRunes(stream, afterSeq),
+        snapshot: <S>(stream: string) => defer(() => reads.snapshot<S>(stream)),
+        read: (stream, afterSeq = 0) => reads.stored(stream, afterSeq),
         release,
         unpublishedSeq: (stream) => {
           const instance = instances.get(stream);
@@ -830,7 +578,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
         scheduler,
         valueCheck: checkValue,
         report: (report) => errors.next(report),
-        ...(ownership === undefined ? {} : { ownership, allRunes$: allRunes }),
+        ...(ownership === undefined ? {} : { ownership, allRunes$: outlets.all }),
       },
       dispatch: dispatchEffect,
       report: (report) => errors.next(report),
@@ -840,8 +588,9 @@ export function createEngine(options: EngineOptions = {}): Engine {
   const engine: Engine = {
     spawn,
     dispatch,
-    state$,
-    snapshot,
+    submit,
+    state$: reads.state$,
+    snapshot: reads.snapshot,
     machineOf: (stream) => instances.get(stream)?.machine.id,
     runes$,
     release,
@@ -852,6 +601,5 @@ export function createEngine(options: EngineOptions = {}): Engine {
     machines,
     close: () => (closing ??= shutDown()),
   };
-  registerSubmit(engine, submit);
   return engine;
 }

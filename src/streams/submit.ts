@@ -1,4 +1,4 @@
-import type { DispatchResult, Engine } from './engine.js';
+import type { DispatchResult } from './engine.js';
 
 /**
  * Where the engine delivers the outcome of one submitted event, with the caller's `token` handed
@@ -10,24 +10,6 @@ export interface DispatchSink<T> {
   result(result: DispatchResult, token: T): void;
   /** The store refused the commit, or the stream could not be loaded: nothing of it is durable. */
   error(error: unknown, token: T): void;
-}
-
-/** The engine's promise-free entry: what `dispatch` wraps and `dispatchTo` calls per event. */
-export type Submit = <T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T) => void;
-
-/** Internal, not exported from the package: the `Engine` interface stays as it is. */
-const submitters = new WeakMap<Engine, Submit>();
-
-/** Called by `createEngine` on the engine it returns. */
-export const registerSubmit = (engine: Engine, submit: Submit): void => {
-  submitters.set(engine, submit);
-};
-
-/** The promise-free entry of an engine made by `createEngine`, or a TypeError naming `caller`. */
-export function submitOf(engine: Engine, caller: string): Submit {
-  const submit = typeof engine === 'object' && engine !== null ? submitters.get(engine) : undefined;
-  if (submit === undefined) throw new TypeError(`${caller}: "engine" must be an engine made by createEngine, got ${engine === null ? 'null' : typeof engine}`);
-  return submit;
 }
 
 /**

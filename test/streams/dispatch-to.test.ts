@@ -70,8 +70,9 @@ describe('dispatchTo (memory store: each result at once)', () => {
 
   it('refuses an engine it cannot dispatch to, and a stream id that is not a string', async () => {
     const engine = await spawned();
-    const wrapped = { ...engine } as Engine;
-    expect(() => dispatchTo(wrapped, 'chat-1')).toThrow(new TypeError('dispatchTo: "engine" must be an engine made by createEngine, got object'));
+    const { submit: _submit, ...withoutSubmit } = engine;
+    expect(() => dispatchTo(withoutSubmit as Engine, 'chat-1')).toThrow(new TypeError('dispatchTo: "engine" must be an engine (with submit), got object'));
+    expect(() => dispatchTo(null as unknown as Engine, 'chat-1')).toThrow(new TypeError('dispatchTo: "engine" must be an engine (with submit), got null'));
     expect(() => dispatchTo(engine, 7 as unknown as string)).toThrow(new TypeError('dispatchTo: "stream" must be a string, got number'));
     await engine.close();
   });

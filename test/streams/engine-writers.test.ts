@@ -309,6 +309,21 @@ async function check(batches: readonly boolean[], commands: readonly Command[]):
 }
 
 describe('engines following one store: random dispatches to a few streams from each, answers from inside subscribers, releases and turns', () => {
+  // Found by the property below: an engine that lost a seq race is released while it catches up;
+  // the other writer's runes it then hears must reach its state$ through a fresh load.
+  it('tells state$ the newer state of a stream released while it catches up after a lost seq race', async () => {
+    await check(
+      [true, true],
+      [
+        { op: 'dispatch', engine: 1, stream: 1, event: 0 },
+        { op: 'dispatch', engine: 0, stream: 1, event: 0 },
+        { op: 'dispatch', engine: 0, stream: 1, event: 5 },
+        { op: 'turn' },
+        { op: 'release', engine: 1, stream: 1 },
+      ],
+    );
+  });
+
   const commands = fc.array(command, { minLength: 1, maxLength: 40 });
   for (const batches of [
     [false, false],

@@ -1,7 +1,7 @@
 import { Subject } from 'rxjs';
 import type { Rune } from '../../reducers/rune.js';
 import { runeChannel } from '../diagnostics.js';
-import type { Instance } from '../instances.js';
+import type { Instance } from './instance.js';
 import { KeyedListeners } from '../keyed-listeners.js';
 
 /**

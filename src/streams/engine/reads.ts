@@ -1,7 +1,8 @@
 import { Observable, concatMap, from } from 'rxjs';
 import type { Rune } from '../../reducers/rune.js';
 import type { CommitQueue } from '../commit-queue.js';
-import type { Instance, Instances } from '../instances.js';
+import type { Homes } from './homes.js';
+import type { Instance } from './instance.js';
 import { replayThenLive } from '../replay-then-live.js';
 import type { Snapshot } from '../store.js';
 import { StreamReadError } from '../stream-read-error.js';
@@ -18,7 +19,7 @@ const READ_PAGE = 1000;
 
 /** What an engine's reads are made of. */
 export interface ReadsOf {
-  readonly instances: Instances;
+  readonly homes: Homes;
   readonly commits: CommitQueue<Instance>;
   readonly outlets: Outlets;
   /** A page of a stream's stored runes (through its archive, when the engine has one). */
@@ -42,7 +43,7 @@ export interface EngineReads {
  * emits each durable state once, in seq order; `runes$` replays the stored runes, then the live
  * ones, without gap or duplicate.
  */
-export function engineReads({ instances, commits, outlets, read, archived }: ReadsOf): EngineReads {
+export function engineReads({ homes, commits, outlets, read, archived }: ReadsOf): EngineReads {
   const state$ = <S>(stream: string): Observable<S> =>
     new Observable<S>((subscriber) => {
       // The seq of the last state emitted: each durable state is emitted once, in order.
@@ -61,14 +62,14 @@ export function engineReads({ instances, commits, outlets, read, archived }: Rea
         else emit(loaded.durableSeq, loaded.durableState); // durableSeq 0: a spawn not yet durable
       };
       // In memory, the current state comes at once: a dispatch right after subscribing follows it.
-      const loaded = instances.load(stream);
+      const loaded = homes.load(stream);
       if (loaded instanceof Promise) loaded.then(current, (error: unknown) => subscriber.error(error));
       else current(loaded);
       return stop;
     });
 
   const snapshot = async <S>(stream: string): Promise<Snapshot<S> | undefined> => {
-    const instance = await instances.load(stream);
+    const instance = await homes.load(stream);
     // durableSeq 0: its spawn is not durable yet; wait for the batch that carries it.
     while (instance !== undefined && instance.durableSeq === 0 && commits.flushing !== undefined) await commits.flushing;
     if (instance === undefined || instance.durableSeq === 0) return undefined;

@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { chatActor, StreamReadError, type Rune } from '../../src/index.js';
-import { Instances, type Instance } from '../../src/streams/instances.js';
 import { memoryStore, type RuneStore } from '../../src/index.js';
+import { CommitQueue } from '../../src/streams/commit-queue.js';
+import { Homes } from '../../src/streams/engine/homes.js';
+import { spawnedInstance, type Instance } from '../../src/streams/engine/instance.js';
+import { Outlets } from '../../src/streams/engine/outlets.js';
+import { Seals } from '../../src/streams/seals.js';
+import type { DispatchSink } from '../../src/streams/submit.js';
+import type { DispatchResult } from '../../src/streams/engine.js';
 
 const userId = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const machines = { [chatActor.id]: chatActor };
@@ -19,33 +25,46 @@ function chatRunes(stream: string, count: number): Rune[] {
 const foldOf = (runes: readonly Rune[]) => runes.slice(1).reduce((s, r) => chatActor.transition(s, r.event as never), chatActor.initial());
 
 /** An instance of a fresh spawn, as the engine builds it. */
-const spawned = (stream: string): Instance => ({
-  stream,
-  machine: chatActor,
-  state: chatActor.initial(),
-  seq: 1,
-  at: 0,
-  durableState: undefined,
-  durableSeq: 0,
-  sinceSnapshot: 0,
-  releasing: false,
-  sealedBy: undefined,
-  heldBy: undefined,
-  sealGeneration: -1,
+const spawned = (stream: string): Instance => spawnedInstance(stream, chatActor, chatActor.initial(), 0);
+
+/** The engine's streams on `store`, with its commit queue and outlets wired as the engine wires them. */
+function homesOn(store: RuneStore): Homes {
+  const seals = new Seals(store, machines);
+  const outlets = new Outlets();
+  const commits: CommitQueue<Instance> = new CommitQueue<Instance>(store, {
+    published: (instance, rune) => {
+      outlets.state(rune.stream, instance);
+      outlets.rune(rune);
+      homes.published(instance, rune, homes.isCurrent(instance));
+    },
+    refused: (stream) => homes.refused(stream),
+    lost: (stream, runes) => homes.lost(stream, runes),
+    committed: () => undefined,
+  });
+  const homes: Homes = new Homes({ store, machines, seals, commits, outlets, maxRaceLosses: 5, readFailed: () => {} });
+  return homes;
+}
+
+/** A sink logging each outcome into `log` as `token: seq` or `token: code`. */
+const loggingSink = (log: string[]): DispatchSink<string> => ({
+  result: (result: DispatchResult, token) => log.push(`${token}: ${result.accepted ? result.rune.seq : result.code}`),
+  error: (error, token) => log.push(`${token} failed: ${(error as Error).message}`),
 });
+const ping = { type: 'ProcessInteraction', userId };
+const done = { type: 'InteractionComplete', success: true };
 
 /** Lets `n` microtasks run. */
 async function microtasks(n: number): Promise<void> {
   for (let i = 0; i < n; i++) await Promise.resolve();
 }
 
-describe('Instances: loading', () => {
+describe('Homes: loading', () => {
   it('gives an instance in memory at once, and hydrates one that is not, once for concurrent loads', async () => {
     const inner = memoryStore();
     await inner.append(chatRunes('a', 5));
     let heads = 0;
     const store: RuneStore = { ...inner, head: (stream) => (heads++, inner.head(stream)) };
-    const instances = new Instances(store, machines);
+    const instances = homesOn(store);
     const first = instances.load('a');
     const second = instances.load('a');
     expect(first).toBeInstanceOf(Promise);
@@ -67,7 +86,7 @@ describe('Instances: loading', () => {
     await inner.saveSnapshot({ stream: 'a', seq: 6, state: foldOf(runes.slice(0, 6)) });
     const reads: number[] = [];
     const store: RuneStore = { ...inner, readEvents: (stream, after, limit) => (reads.push(after ?? 0), inner.readEvents(stream, after, limit)) };
-    const instance = (await new Instances(store, machines).load('a'))!;
+    const instance = (await homesOn(store).load('a'))!;
     expect(reads).toEqual([6]);
     expect(instance).toMatchObject({ seq: 9, sinceSnapshot: 3 });
     expect(instance.state).toEqual(foldOf(runes));
@@ -85,7 +104,7 @@ describe('Instances: loading', () => {
         return head;
       },
     };
-    const instance = (await new Instances(store, machines).load('a'))!;
+    const instance = (await homesOn(store).load('a'))!;
     expect(instance.seq).toBe(3);
     expect(instance.state).toEqual(foldOf(chatRunes('a', 3)));
   });
@@ -103,14 +122,13 @@ describe('Instances: loading', () => {
         return head;
       },
     };
-    const instances = new Instances(store, machines);
-    const [, a4, a5] = chatRunes('a', 5).slice(2);
-    expect(instances.arrived(a4!)).toBe(false); // no load in progress: nothing to fold into
+    const instances = homesOn(store);
+    const [a3, a4, a5] = chatRunes('a', 5).slice(2);
     const loading = instances.load('a');
     await inner.append([a4!, a5!]); // another writer, after the head was read
-    expect(instances.arrived(chatRunes('a', 3)[2]!)).toBe(true); // one the load reads anyway
-    expect(instances.arrived(a4!)).toBe(true);
-    expect(instances.arrived(a5!)).toBe(true);
+    instances.heard(a3!); // one the load reads anyway
+    instances.heard(a4!);
+    instances.heard(a5!);
     goOn();
     const instance = (await loading)!;
     expect(instance).toMatchObject({ seq: 5, durableSeq: 5, at: 5 });
@@ -127,7 +145,7 @@ describe('Instances: loading', () => {
         return head && { ...head, seq: head.seq + 1 };
       },
     };
-    const instances = new Instances(store, machines);
+    const instances = homesOn(store);
     await expect(instances.load('a')).rejects.toMatchObject({ code: 'log_mismatch', message: `stream "a": the store's head is seq 3 but its runes end at 2` });
     await expect(instances.load('x')).rejects.toBeInstanceOf(StreamReadError);
     await expect(instances.load('x')).rejects.toMatchObject({ code: 'unknown_machine' });
@@ -135,10 +153,10 @@ describe('Instances: loading', () => {
   });
 });
 
-describe('Instances: a spawn claims its stream', () => {
+describe('Homes: a spawn claims its stream', () => {
   it('puts the instance in memory in the same step as its spawn rune is admitted: no load sees it before, whatever microtask it comes in', async () => {
     for (let delay = 0; delay <= 12; delay++) {
-      const instances = new Instances(memoryStore(), machines);
+      const instances = homesOn(memoryStore());
       const admitted = new Set<Instance>();
       const seen: Array<Instance | undefined> = [];
       const claim = instances.claim(
@@ -174,14 +192,13 @@ describe('Instances: a spawn claims its stream', () => {
     let answer!: () => void;
     const asked = new Promise<void>((resolve) => (answer = resolve));
     const store: RuneStore = { ...inner, head: async (stream) => (await asked, inner.head(stream)) };
-    const instances = new Instances(store, machines);
+    const instances = homesOn(store);
     let created = 0;
     const claim = instances.claim(
       'a',
       () => (created++, spawned('a')),
       () => {},
     );
-    expect(instances.has('a')).toBe(true);
     const loaded = instances.load('a');
     expect(loaded).toBe(claim); // the load waits for the claim
     answer();
@@ -196,7 +213,7 @@ describe('Instances: a spawn claims its stream', () => {
     let answer!: () => void;
     const asked = new Promise<void>((resolve) => (answer = resolve));
     const store: RuneStore = { ...inner, head: async (stream) => (await asked, inner.head(stream)) };
-    const instances = new Instances(store, machines);
+    const instances = homesOn(store);
     const early = instances.load('a'); // a dispatch or subscription that came first
     const claim = instances.claim(
       'a',
@@ -215,9 +232,9 @@ describe('Instances: a spawn claims its stream', () => {
   });
 });
 
-describe('Instances: leaving memory', () => {
+describe('Homes: leaving memory', () => {
   it('releases an instance at once when every rune is durable, else marks it to leave once they are', async () => {
-    const instances = new Instances(memoryStore(), machines);
+    const instances = homesOn(memoryStore());
     await instances.claim(
       'a',
       () => spawned('a'),
@@ -236,9 +253,9 @@ describe('Instances: leaving memory', () => {
   it('forgets an instance at once, and settles once every load has', async () => {
     const inner = memoryStore();
     await inner.append(chatRunes('a', 2));
-    const instances = new Instances(inner, machines);
+    const instances = homesOn(inner);
     const loading = instances.load('a');
-    const failing = new Instances({ ...inner, head: async () => Promise.reject(new Error('gone')) }, machines);
+    const failing = homesOn({ ...inner, head: async () => Promise.reject(new Error('gone')) });
     const failed = failing.load('a') as Promise<unknown>;
     failed.catch(() => {});
     await instances.settled();
@@ -246,5 +263,69 @@ describe('Instances: leaving memory', () => {
     expect(await loading).toBe(instances.get('a'));
     instances.forget('a');
     expect(instances.size).toBe(0);
+  });
+});
+
+describe("Homes: events wait in their stream's home", () => {
+  it('applies the events dispatched while a stream loads in the order they came, with any dispatched meanwhile (from inside an outcome) behind them', async () => {
+    const store = memoryStore();
+    await store.append(chatRunes('a', 3)); // idle -> running -> idle: a ping is next
+    const homes = homesOn(store);
+    const log: string[] = [];
+    const sink = loggingSink(log);
+    // The first outcome dispatches again at once, as a subscriber answering a rune would.
+    const answering: DispatchSink<string> = {
+      result: (result, token) => {
+        sink.result(result, token);
+        homes.enter('a', ping, 0, sink, 'answer');
+      },
+      error: sink.error,
+    };
+    homes.enter('a', ping, 0, answering, 'first');
+    homes.enter('a', done, 0, sink, 'second');
+    expect(log).toEqual([]); // loading: nothing applied yet
+    await homes.load('a');
+    await microtasks(2);
+    expect(log).toEqual(['first: 4', 'second: 5', 'answer: 6']);
+    expect(homes.get('a')).toMatchObject({ seq: 6, durableSeq: 6 });
+  });
+
+  it('answers the events dispatched before a spawn by what the load in progress found, and applies those after it to the new instance', async () => {
+    const inner = memoryStore();
+    let answer!: () => void;
+    const asked = new Promise<void>((resolve) => (answer = resolve));
+    const store: RuneStore = { ...inner, head: async (stream) => (await asked, inner.head(stream)) };
+    const homes = homesOn(store);
+    const log: string[] = [];
+    homes.enter('a', ping, 0, loggingSink(log), 'before');
+    // Its spawn rune made durable at once, as the commit queue does with the memory store.
+    const admit = (instance: Instance): void => {
+      inner.appendSync!(chatRunes('a', 1)[0]!);
+      instance.durableSeq = 1;
+      instance.durableState = instance.state;
+    };
+    const claim = homes.claim('a', () => spawned('a'), admit);
+    homes.enter('a', ping, 0, loggingSink(log), 'after');
+    answer();
+    await claim;
+    await microtasks(2);
+    expect(log).toEqual(['before: unknown_stream', 'after: 2']);
+  });
+
+  it('refuses the events waiting for a load that failed, and those of a closed engine', async () => {
+    const inner = memoryStore();
+    await inner.append(chatRunes('a', 2));
+    const failing = homesOn({ ...inner, head: async () => Promise.reject(new Error('gone')) });
+    const log: string[] = [];
+    failing.enter('a', ping, 0, loggingSink(log), 'one');
+    await failing.settled();
+    await microtasks(2);
+    expect(log).toEqual(['one failed: gone']);
+    const homes = homesOn(inner);
+    homes.enter('a', ping, 0, loggingSink(log), 'two');
+    homes.close();
+    await homes.settled();
+    await microtasks(2);
+    expect(log).toEqual(['one failed: gone', 'two: closed']);
   });
 });

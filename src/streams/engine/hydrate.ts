@@ -1,0 +1,69 @@
+import { foldEvents, foldRune } from '../../reducers/fold.js';
+import type { AnyMachine } from '../../reducers/machine.js';
+import type { Rune } from '../../reducers/rune.js';
+import { hydrationChannel, type HydrationReport } from '../diagnostics.js';
+import type { Seals } from '../seals.js';
+import type { RuneStore, StreamHead } from '../store.js';
+import { StreamReadError } from '../stream-read-error.js';
+import { durableInstance, unknownMachine, type Instance } from './instance.js';
+
+/** Events read per page when hydrating. */
+const HYDRATION_PAGE = 10_000;
+
+/** Where a stream is read from to be hydrated. */
+export interface HydrationSource {
+  readonly store: RuneStore;
+  readonly machines: Readonly<Record<string, AnyMachine>>;
+  /** The seals, when any machine seals or holds: a stream's ancestors' are learnt beside its head. */
+  readonly seals: Seals | undefined;
+  /** The instance of a stream in memory, if it is (whose seal is known already). */
+  readonly inMemory: (stream: string) => Instance | undefined;
+  /** Told of a read that failed (a damaged rune: the engine reports it). */
+  readonly readFailed: (stream: string, error: unknown) => void;
+}
+
+/** The stream's head, and (with seals) its ancestors' seals learnt, side by side. */
+export async function headOf(source: HydrationSource, stream: string): Promise<StreamHead | undefined> {
+  if (source.seals === undefined) return source.store.head(stream);
+  const [head] = await Promise.all([source.store.head(stream), source.seals.learn(stream, source.inMemory)]);
+  return head;
+}
+
+/**
+ * A stream hydrated from the store: from its newest snapshot, folding the events after it
+ * (`foldEvents`) up to the head the store gave at the start (another writer may append while this
+ * reads); a log that ends before its head is a `StreamReadError` `log_mismatch`, a machine this
+ * engine does not host `unknown_machine`. Then the runes another writer committed meanwhile, as
+ * `arrived()` gives them once the reading is done, are folded on top. `undefined`: no such stream.
+ */
+export async function hydrate(source: HydrationSource, stream: string, arrived: () => readonly Rune[] | undefined): Promise<Instance | undefined> {
+  const startedAt = hydrationChannel.hasSubscribers ? performance.now() : undefined;
+  const { store, machines } = source;
+  const head = await headOf(source, stream);
+  if (head === undefined) return undefined;
+  const machine = Object.hasOwn(machines, head.machine) ? machines[head.machine] : undefined;
+  if (machine === undefined) throw unknownMachine(stream, head.machine);
+  const snapshot = await store.latestSnapshot(stream);
+  let state = snapshot?.state;
+  let seq = snapshot?.seq ?? 0;
+  while (seq < head.seq) {
+    const events = await store.readEvents(stream, seq, Math.min(HYDRATION_PAGE, head.seq - seq)).catch((error: unknown) => {
+      source.readFailed(stream, error);
+      throw error;
+    });
+    if (events.length === 0) break;
+    state = foldEvents(machine, state, seq, events);
+    seq += events.length;
+  }
+  if (seq < head.seq) throw new StreamReadError('log_mismatch', `stream "${stream}": the store's head is seq ${head.seq} but its runes end at ${seq}`);
+  let { at } = head;
+  for (const rune of arrived() ?? []) {
+    if (rune.seq !== seq + 1) continue; // read already (or, past a gap, left for the next load)
+    state = foldRune(machine, state, ++seq, rune.event);
+    if (rune.at > at) at = rune.at;
+  }
+  // Runes since the snapshot count toward the next one, so a stream released often still gets one.
+  const instance = durableInstance(stream, machine, state, seq, at, seq - (snapshot?.seq ?? 0));
+  if (startedAt !== undefined) hydrationChannel.publish({ machine: machine.id, ms: performance.now() - startedAt } satisfies HydrationReport);
+  return instance;
+}

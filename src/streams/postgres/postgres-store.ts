@@ -19,7 +19,7 @@ import {
 import { availabilityTracker } from '../diagnostics.js';
 import { isConnectionError, storeErrorOf } from './postgres-errors.js';
 import { PostgresTail } from './postgres-tail.js';
-import { RUNE_COLUMNS, runeColumns, runeFromRow, type RuneRow } from './rune-rows.js';
+import { RUNE_COLUMNS, runeColumns, runeFromRow, streamsOf, type RuneRow } from './rune-rows.js';
 import { checkIdentifier, migrate, quoted } from './schema.js';
 
 /** Options of {@link postgresStore}; one of `connectionString` and `pool` is required. */
@@ -77,30 +77,6 @@ const ignore = (): void => {};
 function positiveInteger(option: string, value: number): number {
   if (!Number.isSafeInteger(value) || value < 1) throw new TypeError(`postgresStore: "${option}" must be a positive integer, got ${value}`);
   return value;
-}
-
-/** A batch's streams in order of first appearance, as `rs_append` takes them; `undefined` if a stream's runes are not consecutive. */
-function streamsOf(runes: readonly Rune[]): unknown[] | undefined {
-  const index = new Map<string, number>();
-  const streams: string[] = [];
-  const expected: number[] = [];
-  const last: number[] = [];
-  const machines: string[] = [];
-  const values: (string | null)[] = [];
-  const ats: number[] = [];
-  for (const rune of runes) {
-    let i = index.get(rune.stream);
-    if (i === undefined) {
-      index.set(rune.stream, (i = streams.length));
-      streams.push(rune.stream);
-      expected.push(rune.seq - 1);
-      machines.push(rune.machine);
-    } else if (rune.seq !== last[i]! + 1) return undefined;
-    last[i] = rune.seq;
-    values[i] = rune.to ?? null;
-    ats[i] = rune.at;
-  }
-  return [streams, expected, last, machines, values, ats];
 }
 
 const HEAD_COLUMNS = 'stream, machine, last_seq::float8 AS seq, value, at';

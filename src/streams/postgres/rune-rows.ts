@@ -50,3 +50,27 @@ export function runeColumns(runes: readonly Rune[]): unknown[] {
   });
   return [streams, seqs, machines, kinds, events, froms, tos, ats, payloads];
 }
+
+/** A batch's streams in order of first appearance, as `rs_append` takes them; `undefined` if a stream's runes are not consecutive. */
+export function streamsOf(runes: readonly Rune[]): unknown[] | undefined {
+  const index = new Map<string, number>();
+  const streams: string[] = [];
+  const expected: number[] = [];
+  const last: number[] = [];
+  const machines: string[] = [];
+  const values: (string | null)[] = [];
+  const ats: number[] = [];
+  for (const rune of runes) {
+    let i = index.get(rune.stream);
+    if (i === undefined) {
+      index.set(rune.stream, (i = streams.length));
+      streams.push(rune.stream);
+      expected.push(rune.seq - 1);
+      machines.push(rune.machine);
+    } else if (rune.seq !== last[i]! + 1) return undefined;
+    last[i] = rune.seq;
+    values[i] = rune.to ?? null;
+    ats[i] = rune.at;
+  }
+  return [streams, expected, last, machines, values, ats];
+}

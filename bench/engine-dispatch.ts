@@ -15,10 +15,17 @@ import { DEFAULT_VALUE_LIMITS, isStorableText, valueCheck } from '../src/reducer
 import { measure, measureAsync, report, type Rate } from './harness.js';
 import { xstateChatActor } from './xstate-chat-actor.js';
 
+const USER_ID = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const events: readonly ChatActorEvent[] = [
-  { type: 'ProcessInteraction', userId: '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21' },
+  { type: 'ProcessInteraction', userId: USER_ID },
   { type: 'InteractionComplete', success: true },
 ];
+
+/**
+ * The `i`-th event of the alternation as a new object, as a client's message or an epic's command
+ * is: every arm dispatches fresh objects, so none can gain by remembering one it validated before.
+ */
+const freshEvent = (i: number): ChatActorEvent => ((i & 1) === 0 ? { type: 'ProcessInteraction', userId: USER_ID } : { type: 'InteractionComplete', success: true });
 
 /** Dispatches fired before awaiting the last one: how a busy server drives the engine. Even, so every batch ends in `idle`. */
 const BATCH = 1_000;
@@ -85,14 +92,14 @@ async function engineRound(
         })
       : undefined;
   const batchDispatchTo = async (): Promise<void> => {
-    for (let i = 0; i < BATCH; i++) events$.next(events[i & 1]!);
+    for (let i = 0; i < BATCH; i++) events$.next(freshEvent(i));
     dispatched += BATCH;
     target = dispatched + 1;
     await waitSeen();
   };
   const batchDispatch = async (): Promise<void> => {
     let lastResult!: Promise<DispatchResult>;
-    for (let i = 0; i < BATCH; i++) lastResult = engine.dispatch(stream, events[i & 1]);
+    for (let i = 0; i < BATCH; i++) lastResult = engine.dispatch(stream, freshEvent(i));
     dispatched += BATCH;
     target = dispatched + 1;
     const result = await lastResult;
@@ -112,7 +119,7 @@ async function engineRound(
   if (refused !== undefined) throw new Error(`engine: dispatchTo refused an event: ${JSON.stringify(refused)}`);
   if (via === 'dispatchTo' && results !== dispatched) throw new Error(`engine: dispatchTo emitted ${results} results, expected ${dispatched}`);
   if (seen !== dispatched + 1) throw new Error(`engine: the state$ subscriber saw ${seen} states, expected ${dispatched + 1}`);
-  if (last?.value !== 'idle' || last.userId !== (events[0] as { userId: string }).userId) {
+  if (last?.value !== 'idle' || last.userId !== USER_ID) {
     throw new Error(`engine: final state ${JSON.stringify(last)}, expected idle with the user id`);
   }
   if (head?.seq !== dispatched + 1) throw new Error(`engine: the store's head is seq ${head?.seq}, expected ${dispatched + 1}`);
@@ -134,7 +141,7 @@ function xstateRound(): Rate {
     'xstate 5 actor.send + subscribe',
     batchSize,
     () => {
-      for (let i = 0; i < batchSize; i++) actor.send(events[i & 1]!);
+      for (let i = 0; i < batchSize; i++) actor.send(freshEvent(i));
       sent += batchSize;
     },
     ROUND_MS,
@@ -160,7 +167,7 @@ function bareRound(): Rate {
     'bare Subject -> scan(transition) -> subscriber',
     batchSize,
     () => {
-      for (let i = 0; i < batchSize; i++) events$.next(events[i & 1]!);
+      for (let i = 0; i < batchSize; i++) events$.next(freshEvent(i));
       sent += batchSize;
     },
     ROUND_MS,
@@ -196,7 +203,7 @@ async function contractRound(): Promise<Rate> {
   };
   const batch = async (): Promise<void> => {
     let last!: Promise<DispatchResult>;
-    for (let i = 0; i < BATCH; i++) last = dispatch(events[i & 1]);
+    for (let i = 0; i < BATCH; i++) last = dispatch(freshEvent(i));
     await last;
   };
   const rate = await measureAsync('the contract inline (parse, step, log, promise)', BATCH, batch, ROUND_MS);

@@ -1,11 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { chatActor, StreamReadError, type Rune } from '../../src/index.js';
 import { memoryStore, type RuneStore } from '../../src/index.js';
-import { CommitQueue } from '../../src/streams/commit-queue.js';
-import { Homes } from '../../src/streams/engine/homes.js';
+import type { Homes } from '../../src/streams/engine/homes.js';
+import { engineParts } from '../support/engine-parts.js';
 import { spawnedInstance, type Instance } from '../../src/streams/engine/instance.js';
-import { Outlets } from '../../src/streams/engine/outlets.js';
-import { Seals } from '../../src/streams/seals.js';
 import type { DispatchSink } from '../../src/streams/submit.js';
 import type { DispatchResult } from '../../src/streams/engine.js';
 
@@ -27,23 +25,7 @@ const foldOf = (runes: readonly Rune[]) => runes.slice(1).reduce((s, r) => chatA
 /** An instance of a fresh spawn, as the engine builds it. */
 const spawned = (stream: string): Instance => spawnedInstance(stream, chatActor, chatActor.initial(), 0);
 
-/** The engine's streams on `store`, with its commit queue and outlets wired as the engine wires them. */
-function homesOn(store: RuneStore): Homes {
-  const seals = new Seals(store, machines);
-  const outlets = new Outlets();
-  const commits: CommitQueue<Instance> = new CommitQueue<Instance>(store, {
-    published: (instance, rune) => {
-      outlets.state(rune.stream, instance);
-      outlets.rune(rune);
-      homes.published(instance, rune, homes.isCurrent(instance));
-    },
-    refused: (stream) => homes.refused(stream),
-    lost: (stream, runes) => homes.lost(stream, runes),
-    committed: () => undefined,
-  });
-  const homes: Homes = new Homes({ store, machines, seals, commits, outlets, maxRaceLosses: 5, readFailed: () => {} });
-  return homes;
-}
+const homesOn = (store: RuneStore): Homes => engineParts(store, machines).homes;
 
 /** A sink logging each outcome into `log` as `token: seq` or `token: code`. */
 const loggingSink = (log: string[]): DispatchSink<string> => ({

@@ -101,6 +101,7 @@ export function renderMachinesDoc(): string {
     }
     out.push(`- Events: ${m.events.map(code).join(', ')}`);
     out.push(`- Spawn rune kind: ${code(m.spawnKind)}`);
+    out.push(`- Version: ${m.version} (runes record it as \`v\`, absent for 1)`);
     if (hasTable(m)) {
       out.push('', '| from | event | guard | to | rune kind | source |', '|---|---|---|---|---|---|');
       for (const e of edgesOf(m)) {

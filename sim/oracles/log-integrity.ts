@@ -5,7 +5,8 @@ import type { World } from '../world.js';
 
 /**
  * The log keeps its word: every rune published (so acknowledged) is in the file, unchanged, after
- * any crash; and every stream's state is the fold of its runes.
+ * any crash; every rune records the version of the machine that wrote it; and every stream's state
+ * is the fold of its runes.
  */
 export async function checkLog(world: World): Promise<Finding | undefined> {
   const published = new Map<string, Map<number, string>>();
@@ -27,6 +28,11 @@ export async function checkLog(world: World): Promise<Finding | undefined> {
     }
     const definition = world.engine.machines[machine];
     if (definition === undefined) return { oracle: 'log', message: `${stream}: the file names machine "${machine}", which the engine does not host`, stream };
+    // Every rune says the version of the machine that wrote it: absent for version 1, else `v`.
+    const unversioned = runes.find((rune) => (rune.v ?? 1) !== definition.version || (definition.version === 1 && Object.hasOwn(rune, 'v')));
+    if (unversioned !== undefined) {
+      return { oracle: 'log', message: `${stream} seq ${unversioned.seq}: its version ${String(unversioned.v)} is not machine "${machine}"'s ${definition.version}`, stream };
+    }
     const folded = foldEvents(
       definition,
       undefined,

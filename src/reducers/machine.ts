@@ -43,6 +43,12 @@ export type Step<State> =
 export interface Machine<State, Event extends EventObject, Input = void> {
   /** kebab-case, e.g. `"chat-actor"`; stored with every rune. */
   readonly id: string;
+  /**
+   * A positive integer, 1 until the machine's events, payloads or states change shape; every rune
+   * it writes records it (`v`, absent for version 1), and a stream holding a rune of a newer
+   * version than the running code is refused rather than misread.
+   */
+  readonly version: number;
   initial(input: Input): State;
   transition(state: State, event: Event): State;
   step(state: State, event: Event): Step<State>;

@@ -5,7 +5,8 @@ import type { AnyMachine, EventObject, EventOf, InputOf, StateOf } from './machi
  * A rune: one accepted event in the durable log.
  * `seq` counts from 1 per stream without gaps; `kind` is the seed's rune kind or the event type;
  * `from` / `to` are the state names around a finite machine's transition; `at` is scheduler time (ms);
- * `payload` carries the seed's fields of its kind (see `runePayloadSchemas`).
+ * `payload` carries the seed's fields of its kind (see `runePayloadSchemas`); `v` the version of the
+ * machine that wrote it, absent for version 1 (every rune written before machines had versions).
  * The first rune of a stream is its spawn: `event` is `{ type: 'spawn', input }` and `kind` the
  * machine's `spawnKind`.
  */
@@ -23,6 +24,8 @@ export const Rune = z.object({
    * absent for a kind that has none. Its schema per kind: `runePayloadSchemas(machine)`.
    */
   payload: z.record(z.string(), z.unknown()).optional(),
+  /** The version of the machine that wrote it (`Machine.version`); absent: version 1. */
+  v: z.number().int().positive().optional(),
 });
 type RuneShape = z.infer<typeof Rune>;
 

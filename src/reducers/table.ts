@@ -60,6 +60,8 @@ export type Row<S extends FiniteState, E extends EventObject, P extends PayloadS
 /** The definition of a finite machine: its names, schemas and transition table. */
 export interface TableDefinition<S extends FiniteState, E extends EventObject, I, P extends PayloadSchemas = {}> {
   readonly id: string;
+  /** The machine's version (see `Machine.version`): a positive integer. Default: 1. */
+  readonly version?: number;
   /** Every state name, the initial state first. */
   readonly states: readonly S['value'][];
   readonly terminal: readonly S['value'][];
@@ -261,6 +263,7 @@ export function defineMachine<S extends FiniteState, E extends EventObject, I = 
 
   const machine: TableMachine<S, E, I, P> = {
     id,
+    version: definition.version ?? 1,
     initial: definition.initial,
     transition: (state, event) => {
       try {
@@ -317,6 +320,8 @@ function checkTable(definition: TableDefinition<any, any, any, any>): void {
   if (Object.hasOwn(payloads, spawnKind) !== (definition.spawnPayload !== undefined)) {
     problems.push(`spawn kind "${spawnKind}": give both its payload schema and spawnPayload, or neither`);
   }
+  const { version = 1 } = definition;
+  if (!Number.isSafeInteger(version) || version < 1) problems.push(`version must be a positive integer, got ${String(version)}`);
   for (const t of terminal) if (!states.includes(t)) problems.push(`terminal state "${t}" is not a state`);
   for (const t of definition.seals ?? []) if (!states.includes(t)) problems.push(`sealing state "${t}" is not a state`);
   const internal: Readonly<Record<string, string>> = (definition.internal ?? {}) as Readonly<Record<string, string>>;

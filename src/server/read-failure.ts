@@ -13,12 +13,13 @@ export interface ReadFailure {
 /**
  * The code a client is told for a failure to read or load a stream: damaged data keeps its own
  * code (`chain_broken` for a stored rune off its hash chain, `corrupt_file` for a page SQLite found
- * damaged; `checksum_mismatch`,
+ * damaged; `newer_version` for a rune written by a newer version of its machine; `checksum_mismatch`,
  * `missing_segment`, `invalid_segment`, `invalid_manifest` for a damaged archive); anything else
  * is `internal`.
  */
 export function failureCodeOf(error: unknown): ProtocolErrorCode {
   if (error instanceof StoreError && (error.code === 'chain_broken' || error.code === 'corrupt_file')) return error.code;
+  if (error instanceof StreamReadError && error.code === 'newer_version') return error.code;
   return isArchiveDamage(error) ? error.code : 'internal';
 }
 

@@ -250,7 +250,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   // --- reading: state$ and runes$ ---------------------------------------------------------------
 
-  const reads = engineReads({ homes, commits, outlets, read: readRunes, archived: archive !== undefined });
+  const reads = engineReads({ homes, commits, outlets, read: readRunes, archived: archive !== undefined, machines });
   function runes$(): Observable<Rune>;
   function runes$(stream: string, options?: RunesOptions): Observable<Rune>;
   function runes$(stream?: string, options?: RunesOptions): Observable<Rune> {

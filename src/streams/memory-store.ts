@@ -44,6 +44,8 @@ interface Chunk {
   ats: Float64Array;
   /** Allocated at the chunk's first rune with a payload: runes without one cost nothing. */
   payloads: (Rune['payload'] | undefined)[] | undefined;
+  /** The machine versions of its runes (`Rune.v`), allocated at the chunk's first rune with one. */
+  versions: (number | undefined)[] | undefined;
 }
 
 interface MemoryStream {
@@ -70,6 +72,7 @@ const newChunk = (capacity: number): Chunk => ({
   tos: new Array(capacity),
   ats: new Float64Array(capacity),
   payloads: undefined,
+  versions: undefined,
 });
 
 /** A copy of `column` with room for `capacity` slots. */
@@ -87,6 +90,7 @@ function grow(c: Chunk): void {
   c.froms = widened(c.froms, capacity);
   c.tos = widened(c.tos, capacity);
   if (c.payloads !== undefined) c.payloads = widened(c.payloads, capacity);
+  if (c.versions !== undefined) c.versions = widened(c.versions, capacity);
   const ats = new Float64Array(capacity);
   ats.set(c.ats);
   c.ats = ats;
@@ -100,10 +104,12 @@ function runeAt(stream: string, s: MemoryStream, seq: number): Rune {
   const from = c.froms[j];
   const to = c.tos[j];
   const payload = c.payloads?.[j];
+  const v = c.versions?.[j];
   const rune: Rune = { stream, seq, machine: s.machine, kind: c.kinds[j]!, event: c.events[j]!, at: c.ats[j]! };
   if (from !== undefined) rune.from = from;
   if (to !== undefined) rune.to = to;
   if (payload !== undefined) rune.payload = payload;
+  if (v !== undefined) rune.v = v;
   return rune;
 }
 
@@ -240,6 +246,7 @@ export function memoryStore(): RuneStore {
     c.tos[j] = rune.to;
     c.ats[j] = rune.at;
     if (rune.payload !== undefined) (c.payloads ??= new Array(c.ats.length))[j] = rune.payload;
+    if (rune.v !== undefined) (c.versions ??= new Array(c.ats.length))[j] = rune.v;
     s.seq = rune.seq;
     s.value = rune.to;
     s.at = rune.at;

@@ -50,7 +50,8 @@ const UPGRADES: Readonly<Record<number, string>> = {
 
 /**
  * The schema. `runes.body` is the rune's JSON without the fields the row already has: `stream`,
- * `seq` and `kind` are columns, and `machine` is kept only when it differs from its stream's.
+ * `seq` and `kind` are columns, and `machine` is kept only when it differs from its stream's; a
+ * machine version (`v`) only on the runes that have one.
  * `runes.payload` is the rune's payload as JSON, NULL when it has none (schema version 2).
  * The triggers make the database itself keep each stream gapless, whoever writes to it.
  */

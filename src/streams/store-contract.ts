@@ -61,6 +61,20 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       await store.close();
     });
 
+    it("keeps each rune's machine version as written, and gives a rune without one none (version 1)", async () => {
+      const store = await makeStore();
+      // A machine upgraded in the middle of a stream: its runes from seq 15 on say version 2.
+      const runes = runesOf('a', 1, 30).map((rune) => (rune.seq >= 15 ? { ...rune, v: 2 } : rune));
+      await store.append(runes.slice(0, 20));
+      if (features.appendSync) for (const rune of runes.slice(20)) store.appendSync!(rune);
+      else await store.append(runes.slice(20));
+      const read = await store.read('a');
+      expect(read).toEqual(runes);
+      expect(read.filter((rune) => Object.hasOwn(rune, 'v')).length).toBe(16);
+      expect(await store.readEvents('a')).toEqual(runes.map((rune) => rune.event));
+      await store.close();
+    });
+
     it('reads the events alone, as hydration folds them: the same pages as read', async () => {
       const store = await makeStore();
       await store.append([...runesOf('a', 1, 3), ...runesOf('b', 1, 2)]);

@@ -6,8 +6,11 @@
  * - `runes_missing`: a `runes$` replay found a gap: runes neither in the store when read nor heard
  *   live (pruned by retention, or written by another process).
  * - `log_mismatch`: hydrating a stream, the store's head seq is not where its runes end.
+ * - `newer_version`: a rune of the stream was written by a newer version of its machine than this
+ *   code runs (`Rune.v` above `Machine.version`); the message names both. Never misread: the
+ *   stream is refused until newer code serves it.
  */
-export type StreamReadErrorCode = 'unknown_stream' | 'unknown_machine' | 'runes_missing' | 'log_mismatch';
+export type StreamReadErrorCode = 'unknown_stream' | 'unknown_machine' | 'runes_missing' | 'log_mismatch' | 'newer_version';
 
 /**
  * An engine could not load or read a stream: `state$`, `runes$` and `snapshot` fail with it, and so

@@ -126,7 +126,7 @@ describe('postgresStore: options', () => {
 });
 
 describe('postgresStore: the schema', () => {
-  it('creates its tables, marked as runestream version 1; two stores opening at once both migrate safely', async () => {
+  it('creates its tables, marked as runestream version 2; two stores opening at once both migrate safely', async () => {
     const schema = freshSchema();
     const [first, second] = await Promise.all([openStore({ schema }), openStore({ schema })]);
     await first!.append(runesOf('a', 1, 2));
@@ -134,7 +134,7 @@ describe('postgresStore: the schema', () => {
     const raw = await rawClient();
     const tables = (await raw.query(`SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, [schema])).rows.map((r) => r.table_name);
     expect(tables).toEqual(['rs_fences', 'rs_meta', 'rs_runes', 'rs_snapshots', 'rs_streams']);
-    expect((await raw.query(`SELECT app, schema_version FROM "${schema}".rs_meta`)).rows).toEqual([{ app: 'runestream', schema_version: 1 }]);
+    expect((await raw.query(`SELECT app, schema_version FROM "${schema}".rs_meta`)).rows).toEqual([{ app: 'runestream', schema_version: 2 }]);
   });
 
   it("refuses a schema holding another application's tables, and leaves them untouched", async () => {
@@ -153,18 +153,57 @@ describe('postgresStore: the schema', () => {
     expect((await raw.query(`SELECT id FROM "${schema}".accounts`)).rows).toEqual([{ id: 7 }]);
   });
 
+  it("upgrades a version 1 schema in place, keeping its runes; a process still on version 1's append goes on appending", async () => {
+    const schema = freshSchema();
+    const store = await postgresStore({ connectionString: POSTGRES_URL, schema });
+    await store.append(runesOf('a', 1, 3));
+    await store.close();
+    // What version 1 made: no rune version column, only its own append, marked version 1.
+    const raw = await rawClient();
+    const v1Append = `"${schema}".rs_append(text, text[], double precision[], text[], bigint[], bigint[], text[], text[], double precision[], text[], bigint[], text[], text[], text[], text[], text[], double precision[], text[]`;
+    await raw.query(`ALTER TABLE "${schema}".rs_runes DROP COLUMN v; DROP FUNCTION ${v1Append}, integer[], text); UPDATE "${schema}".rs_meta SET schema_version = 1`);
+    const upgraded = await openStore({ schema });
+    expect((await raw.query(`SELECT schema_version FROM "${schema}".rs_meta`)).rows).toEqual([{ schema_version: 2 }]);
+    expect(await upgraded.read('a')).toEqual(runesOf('a', 1, 3));
+    await upgraded.append([{ ...runeOf('a', 4), v: 2 }]);
+    // An older process's append, as version 1 called it: its rune has no version (version 1).
+    const r5 = runeOf('a', 5);
+    await raw.query(`SELECT "${schema}".rs_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`, [
+      'rs_older',
+      [],
+      [],
+      ['a'],
+      [4],
+      [5],
+      ['counter'],
+      ['idle'],
+      [r5.at],
+      ['a'],
+      [5],
+      ['counter'],
+      [r5.kind],
+      [JSON.stringify(r5.event)],
+      [r5.from],
+      [r5.to],
+      [r5.at],
+      [null],
+      null,
+    ]);
+    expect(await upgraded.read('a', 3)).toEqual([{ ...runeOf('a', 4), v: 2 }, r5]);
+  });
+
   it('refuses a newer schema version, and leaves the schema untouched', async () => {
     const schema = freshSchema();
     const store = await postgresStore({ connectionString: POSTGRES_URL, schema });
     await store.append(runesOf('a', 1, 3));
     await store.close();
     const raw = await rawClient();
-    await raw.query(`UPDATE "${schema}".rs_meta SET schema_version = 2`);
+    await raw.query(`UPDATE "${schema}".rs_meta SET schema_version = 3`);
     await expect(postgresStore({ connectionString: POSTGRES_URL, schema })).rejects.toMatchObject({
       code: 'invalid_database',
-      message: `PostgreSQL schema "${schema}" is not a runestream schema this code reads: its schema version is 2, newer than 1, the newest this code knows; nothing was changed`,
+      message: `PostgreSQL schema "${schema}" is not a runestream schema this code reads: its schema version is 3, newer than 2, the newest this code knows; nothing was changed`,
     });
-    expect((await raw.query(`SELECT schema_version FROM "${schema}".rs_meta`)).rows).toEqual([{ schema_version: 2 }]);
+    expect((await raw.query(`SELECT schema_version FROM "${schema}".rs_meta`)).rows).toEqual([{ schema_version: 3 }]);
     expect((await raw.query(`SELECT count(*)::int AS n FROM "${schema}".rs_runes`)).rows).toEqual([{ n: 3 }]);
   });
 });

@@ -69,6 +69,7 @@ function payloadOf(event: AgentInput, next: AgentState): RunePayload | undefined
  */
 export const reactAgent: Machine<AgentState, AgentInput> & { readonly inputs: readonly AgentInputRow[] } = {
   id: 'react-agent',
+  version: 1,
   initial: () => initialAgentState(),
   transition: (state, event) => agentTransition(event)(state),
   step: (state, event): Step<AgentState> => {

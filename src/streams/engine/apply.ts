@@ -57,5 +57,6 @@ export function applyEvent<T>(instance: Instance, value: unknown, dispatchedAt: 
       : { stream, seq, machine: machine.id, kind: step.kind, event, at };
   // Added only when there is one: a rune without payload has no `payload` key at all.
   if (step.payload !== undefined) rune.payload = step.payload;
+  if (machine.version !== 1) rune.v = machine.version;
   commits.enqueue(instance, rune, step.state, sink, token);
 }

@@ -6,7 +6,7 @@ import type { RuneStore } from '../store.js';
 import type { DispatchSink } from '../submit.js';
 import { applyEvent } from './apply.js';
 import { hydrate, headOf, type HydrationSource } from './hydrate.js';
-import { isUnknownMachine, type Instance } from './instance.js';
+import { isRefusedStream, newerVersion, type Instance } from './instance.js';
 import type { Outlets } from './outlets.js';
 import { answerLosers, foldTheirs, readUp, triesAfterLoss } from './other-writers.js';
 import { rejected } from './rejections.js';
@@ -240,6 +240,11 @@ export class Homes {
       this.#memory.delete(stream);
       return this.#loose(rune, home);
     }
+    if (newerVersion(rune, instance.machine) !== undefined) {
+      // Written by newer code: not folded, nor told (it would be misread); the next use is refused.
+      this.#memory.delete(stream);
+      return;
+    }
     foldTheirs(instance, rune, this.#commits);
   }
 
@@ -287,7 +292,7 @@ export class Homes {
         if (home.catchingUp) this.#memory.delete(stream);
         this.#rest(stream, home);
         for (const w of waiting) {
-          if (isUnknownMachine(error)) w.sink.result(rejected('unknown_machine', error.message), w.token);
+          if (isRefusedStream(error)) w.sink.result(rejected(error.code, error.message), w.token);
           else w.sink.error(error, w.token);
         }
       },

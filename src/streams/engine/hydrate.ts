@@ -5,7 +5,7 @@ import { hydrationChannel, type HydrationReport } from '../diagnostics.js';
 import type { Seals } from '../seals.js';
 import type { RuneStore, StreamHead } from '../store.js';
 import { StreamReadError } from '../stream-read-error.js';
-import { durableInstance, unknownMachine, type Instance } from './instance.js';
+import { durableInstance, newerVersion, unknownMachine, type Instance } from './instance.js';
 
 /** Events read per page when hydrating. */
 const HYDRATION_PAGE = 10_000;
@@ -33,7 +33,7 @@ export async function headOf(source: HydrationSource, stream: string): Promise<S
  * A stream hydrated from the store: from its newest snapshot, folding the events after it
  * (`foldEvents`) up to the head the store gave at the start (another writer may append while this
  * reads); a log that ends before its head is a `StreamReadError` `log_mismatch`, a machine this
- * engine does not host `unknown_machine`. Then the runes another writer committed meanwhile, as
+ * engine does not host `unknown_machine`, a rune of a newer version of the machine `newer_version`. Then the runes another writer committed meanwhile, as
  * `arrived()` gives them once the reading is done, are folded on top. `undefined`: no such stream.
  */
 export async function hydrate(source: HydrationSource, stream: string, arrived: () => readonly Rune[] | undefined): Promise<Instance | undefined> {
@@ -56,9 +56,21 @@ export async function hydrate(source: HydrationSource, stream: string, arrived: 
     seq += events.length;
   }
   if (seq < head.seq) throw new StreamReadError('log_mismatch', `stream "${stream}": the store's head is seq ${head.seq} but its runes end at ${seq}`);
+  // A stream's runes are written by ever newer versions (an older engine folds none of a newer
+  // one's), so its last rune has the newest: one read, not a check of every rune.
+  if (head.seq > 0) {
+    const [last] = await store.read(stream, head.seq - 1, 1).catch((error: unknown) => {
+      source.readFailed(stream, error);
+      throw error;
+    });
+    const newer = last === undefined ? undefined : newerVersion(last, machine);
+    if (newer !== undefined) throw newer;
+  }
   let { at } = head;
   for (const rune of arrived() ?? []) {
     if (rune.seq !== seq + 1) continue; // read already (or, past a gap, left for the next load)
+    const newer = newerVersion(rune, machine);
+    if (newer !== undefined) throw newer;
     state = foldRune(machine, state, ++seq, rune.event);
     if (rune.at > at) at = rune.at;
   }

@@ -56,3 +56,19 @@ export const unknownMachine = (stream: string, machine: string): StreamReadError
   new StreamReadError('unknown_machine', `stream "${stream}" was spawned as machine "${machine}", which this engine does not host`);
 
 export const isUnknownMachine = (error: unknown): error is StreamReadError => error instanceof StreamReadError && error.code === 'unknown_machine';
+
+/**
+ * The refusal of a rune written by a newer version of its machine than `machine`, the running
+ * one; `undefined` for a rune this code reads (its version, 1 when absent, is not newer).
+ */
+export function newerVersion(rune: { readonly stream: string; readonly seq: number; readonly v?: number | undefined }, machine: AnyMachine): StreamReadError | undefined {
+  if (rune.v === undefined || rune.v <= machine.version) return undefined;
+  return new StreamReadError(
+    'newer_version',
+    `stream "${rune.stream}": rune ${rune.seq} was written by version ${rune.v} of machine "${machine.id}", and this code runs version ${machine.version}; it is refused, never misread`,
+  );
+}
+
+/** A stream that cannot be loaded for a reason a dispatch is refused with, not failed by: its machine is not hosted, or is older than its runes. */
+export const isRefusedStream = (error: unknown): error is StreamReadError & { readonly code: 'unknown_machine' | 'newer_version' } =>
+  error instanceof StreamReadError && (error.code === 'unknown_machine' || error.code === 'newer_version');

@@ -3,7 +3,7 @@ import type { Rune } from '../../reducers/rune.js';
 import type { CommitQueue, PendingRune } from '../commit-queue.js';
 import type { RuneStore } from '../store.js';
 import { raceRetry, retrySink } from '../submit.js';
-import type { Instance } from './instance.js';
+import { newerVersion, type Instance } from './instance.js';
 import { existsReason, rejected } from './rejections.js';
 import type { WaitingEvent } from './stream-home.js';
 
@@ -28,6 +28,8 @@ export async function readUp(store: RuneStore, instance: Instance, commits: Comm
     const page = await store.read(instance.stream, instance.durableSeq, CATCH_UP_PAGE);
     for (const rune of page) {
       if (!current()) return instance;
+      const newer = newerVersion(rune, instance.machine);
+      if (newer !== undefined) throw newer; // the instance leaves memory; the events waiting are refused
       if (rune.seq === instance.durableSeq + 1) foldTheirs(instance, rune, commits);
     }
     if (page.length < CATCH_UP_PAGE) return instance;

@@ -1,8 +1,9 @@
 import { Observable, concatMap, from } from 'rxjs';
+import type { AnyMachine } from '../../reducers/machine.js';
 import type { Rune } from '../../reducers/rune.js';
 import type { CommitQueue } from '../commit-queue.js';
 import type { Homes } from './homes.js';
-import type { Instance } from './instance.js';
+import { newerVersion, type Instance } from './instance.js';
 import { replayThenLive } from '../replay-then-live.js';
 import type { Snapshot } from '../store.js';
 import { StreamReadError } from '../stream-read-error.js';
@@ -26,6 +27,8 @@ export interface ReadsOf {
   readonly read: (stream: string, afterSeq: number, limit: number) => Promise<Rune[]>;
   /** Whether `read` goes through an archive, which may end a page short before the stream's end. */
   readonly archived: boolean;
+  /** The machines the engine hosts: a rune one of them reads must not be newer than it. */
+  readonly machines: Readonly<Record<string, AnyMachine>>;
 }
 
 /** An engine's reads: `state$`, `snapshot`, `runes$`, and the stored runes an epic reads. */
@@ -38,12 +41,24 @@ export interface EngineReads {
 }
 
 /**
- * The reads of an engine's streams: durable states and runes only. `state$` subscribes to the
+ * The reads of an engine's streams: durable states and runes only, never a rune a newer version of
+ * its machine wrote (`newer_version`). `state$` subscribes to the
  * stream's outlet before it loads the stream, so no state published meanwhile is missed, and
  * emits each durable state once, in seq order; `runes$` replays the stored runes, then the live
  * ones, without gap or duplicate.
  */
-export function engineReads({ homes, commits, outlets, read, archived }: ReadsOf): EngineReads {
+export function engineReads({ homes, commits, outlets, read: readStored, archived, machines }: ReadsOf): EngineReads {
+  /** A page of stored runes, refused if one of them was written by a newer version of its machine than this engine hosts. */
+  const read = async (stream: string, afterSeq: number, limit: number): Promise<Rune[]> => {
+    const page = await readStored(stream, afterSeq, limit);
+    for (const rune of page) {
+      const machine = rune.v === undefined ? undefined : machines[rune.machine];
+      const newer = machine === undefined ? undefined : newerVersion(rune, machine);
+      if (newer !== undefined) throw newer;
+    }
+    return page;
+  };
+
   const state$ = <S>(stream: string): Observable<S> =>
     new Observable<S>((subscriber) => {
       // The seq of the last state emitted: each durable state is emitted once, in order.

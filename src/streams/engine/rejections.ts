@@ -18,7 +18,9 @@ import { rejectionChannel, type RejectionReport } from '../diagnostics.js';
  *   only in the store: an agent id has one kind. The reason names the existing stream. Of two
  *   such spawns racing in one engine, the first wins.
  * - `stream_exists`: a second spawn of a stream.
- * - `unknown_machine`: the machine id is not one this engine hosts.
+ * - `unknown_machine`: the machine id is not one this engine hosts (or a stored stream's machine is not).
+ * - `newer_version`: the stream holds a rune written by a newer version of its machine than this
+ *   engine runs (see `Machine.version`); the reason names both versions. Nothing is appended.
  * - `invalid_input`: the spawn input fails the machine's input schema, or has a `__proto__` key.
  * - `too_deep`, `string_too_long`, `too_many_keys`, `array_too_long`: a spawn input or an event
  *   over one of the engine's `limits` (checked before the schema; the reason names the path and limit).
@@ -47,6 +49,7 @@ export type EngineRejectionCode =
   | 'agent_kind_conflict'
   | 'stream_exists'
   | 'unknown_machine'
+  | 'newer_version'
   | 'invalid_input'
   | 'contention'
   | 'closed';

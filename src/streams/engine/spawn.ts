@@ -8,7 +8,7 @@ import type { Seals } from '../seals.js';
 import { PromisedDispatch, promiseSink } from '../submit.js';
 import { valueOf } from './apply.js';
 import type { Homes } from './homes.js';
-import { isUnknownMachine, spawnedInstance, type Instance } from './instance.js';
+import { isRefusedStream, spawnedInstance, type Instance } from './instance.js';
 import { existsReason, notAStreamId, rejected, refusedValue, type DispatchResult } from './rejections.js';
 
 /** What a spawn works with. */
@@ -65,6 +65,7 @@ export async function spawnStream(of: SpawnsOf, stream: string, machineOrId: str
         ? { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, at }
         : { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, to, at };
     if (machine.spawnPayload !== undefined) rune.payload = machine.spawnPayload(completed, instance.state);
+    if (machine.version !== 1) rune.v = machine.version;
     const call = new PromisedDispatch();
     commits.enqueue(instance, rune, instance.state, promiseSink, call);
     spawned = call.promise();
@@ -78,8 +79,8 @@ export async function spawnStream(of: SpawnsOf, stream: string, machineOrId: str
             conflict = rejected('agent_kind_conflict', `an agent has one kind: "${otherKind}" exists, so "${stream}" (${machine.id}) cannot be spawned beside it`);
           },
         };
-  // Stored already, under a machine this engine does not host: it exists all the same.
-  const existing = await homes.claim(stream, create, admit, rival).catch((error: unknown) => (isUnknownMachine(error) ? null : Promise.reject(error)));
+  // Stored already, under a machine this engine does not host or by a newer version of it: it exists all the same.
+  const existing = await homes.claim(stream, create, admit, rival).catch((error: unknown) => (isRefusedStream(error) ? null : Promise.reject(error)));
   const sealedBy = existing === undefined ? seals.refusal(stream) : undefined;
   if (sealedBy !== undefined) return rejected('sealed', sealedBy);
   return spawned ?? conflict ?? rejected('stream_exists', existsReason(machine, stream));

@@ -1,7 +1,7 @@
 import type { Rune } from '../../reducers/rune.js';
 
 /** The columns of `rs_runes` a rune is rebuilt from, numbers as JS numbers (bigints would come back as strings). */
-export const RUNE_COLUMNS = 'stream, seq::float8 AS seq, machine, kind, event, from_state, to_state, at, payload';
+export const RUNE_COLUMNS = 'stream, seq::float8 AS seq, machine, kind, event, from_state, to_state, at, payload, v';
 
 /** A row of {@link RUNE_COLUMNS}. */
 export interface RuneRow {
@@ -14,6 +14,8 @@ export interface RuneRow {
   to_state: string | null;
   at: number;
   payload: Rune['payload'] | null;
+  /** NULL: version 1 (schema version 2). */
+  v: number | null;
 }
 
 /** The rune a row holds, as it was appended: no `from`, `to` or `payload` key where it had none. */
@@ -22,6 +24,7 @@ export function runeFromRow(row: RuneRow): Rune {
   if (row.from_state !== null) rune.from = row.from_state;
   if (row.to_state !== null) rune.to = row.to_state;
   if (row.payload !== null) rune.payload = row.payload;
+  if (row.v !== null) rune.v = row.v;
   return rune;
 }
 
@@ -37,6 +40,7 @@ export function runeColumns(runes: readonly Rune[]): unknown[] {
   const tos = new Array<string | null>(n);
   const ats = new Array<number>(n);
   const payloads = new Array<string | null>(n);
+  const versions = new Array<number | null>(n);
   runes.forEach((rune, i) => {
     streams[i] = rune.stream;
     seqs[i] = rune.seq;
@@ -47,8 +51,9 @@ export function runeColumns(runes: readonly Rune[]): unknown[] {
     tos[i] = rune.to ?? null;
     ats[i] = rune.at;
     payloads[i] = rune.payload === undefined ? null : JSON.stringify(rune.payload);
+    versions[i] = rune.v ?? null;
   });
-  return [streams, seqs, machines, kinds, events, froms, tos, ats, payloads];
+  return [streams, seqs, machines, kinds, events, froms, tos, ats, payloads, versions];
 }
 
 /** A batch's streams in order of first appearance, as `rs_append` takes them; `undefined` if a stream's runes are not consecutive. */

@@ -4,7 +4,7 @@ import { StoreError } from '../store.js';
 /** What `rs_meta.app` holds in a schema this code made. */
 export const POSTGRES_APP = 'runestream';
 /** The newest schema version this code knows (and creates). */
-export const POSTGRES_SCHEMA_VERSION = 1;
+export const POSTGRES_SCHEMA_VERSION = 2;
 
 /** A PostgreSQL identifier this store accepts (a schema or a channel): lower case, unquoted-safe. */
 const IDENTIFIER = /^[a-z_][a-z0-9_]{0,59}$/;
@@ -64,12 +64,26 @@ CREATE UNIQUE INDEX rs_runes_gpos ON ${q}.rs_runes (gpos);
 CREATE TABLE ${q}.rs_snapshots (stream text COLLATE "C" PRIMARY KEY, seq bigint NOT NULL, state jsonb NOT NULL);
 CREATE TABLE ${q}.rs_fences (lease text PRIMARY KEY, epoch double precision NOT NULL);
 
+${appendFunction(q, positionsLock, false)}
+
+INSERT INTO ${q}.rs_meta (app, schema_version) VALUES ('${POSTGRES_APP}', 1);
+`;
+}
+
+/**
+ * `rs_append`, which commits a batch in one call (one round trip, its own transaction): fences,
+ * then each stream's expected seq, then the runes, then the NOTIFY pointer. With `withVersions`
+ * (schema version 2), its runes' machine versions too, in one more array before the writer: an
+ * overload beside version 1's, which processes still running the older code keep calling.
+ */
+function appendFunction(q: string, positionsLock: string, withVersions: boolean): string {
+  return `
 CREATE FUNCTION ${q}.rs_append(
   p_channel text,
   p_leases text[], p_epochs double precision[],
   p_streams text[], p_expected bigint[], p_last bigint[], p_machines text[], p_values text[], p_ats double precision[],
   r_streams text[], r_seqs bigint[], r_machines text[], r_kinds text[], r_events text[], r_froms text[], r_tos text[],
-  r_ats double precision[], r_payloads text[], p_writer text
+  r_ats double precision[], r_payloads text[], ${withVersions ? 'r_vs integer[], ' : ''}p_writer text
 ) RETURNS bigint LANGUAGE plpgsql AS $fn$
 DECLARE
   v_newest double precision;
@@ -109,18 +123,40 @@ BEGIN
         DETAIL = json_build_object('stream', p_streams[i], 'expected', coalesce(v_head, 0) + 1, 'got', p_expected[i] + 1)::text;
     END IF;
   END LOOP;
-  INSERT INTO ${q}.rs_runes (gpos, stream, seq, machine, kind, event, from_state, to_state, at, payload, writer)
+  ${
+    withVersions
+      ? `INSERT INTO ${q}.rs_runes (gpos, stream, seq, machine, kind, event, from_state, to_state, at, payload, v, writer)
+    OVERRIDING SYSTEM VALUE
+    SELECT g, s, n, m, k, e::jsonb, f, t, a, p::jsonb, w, p_writer
+    FROM unnest(v_gpos, r_streams, r_seqs, r_machines, r_kinds, r_events, r_froms, r_tos, r_ats, r_payloads, r_vs) AS r(g, s, n, m, k, e, f, t, a, p, w);`
+      : `INSERT INTO ${q}.rs_runes (gpos, stream, seq, machine, kind, event, from_state, to_state, at, payload, writer)
     OVERRIDING SYSTEM VALUE
     SELECT g, s, n, m, k, e::jsonb, f, t, a, p::jsonb, p_writer
-    FROM unnest(v_gpos, r_streams, r_seqs, r_machines, r_kinds, r_events, r_froms, r_tos, r_ats, r_payloads) AS r(g, s, n, m, k, e, f, t, a, p);
+    FROM unnest(v_gpos, r_streams, r_seqs, r_machines, r_kinds, r_events, r_froms, r_tos, r_ats, r_payloads) AS r(g, s, n, m, k, e, f, t, a, p);`
+  }
   PERFORM pg_notify(p_channel, v_gpos[array_length(v_gpos, 1)]::text);
   RETURN v_gpos[array_length(v_gpos, 1)];
 END
 $fn$;
-
-INSERT INTO ${q}.rs_meta (app, schema_version) VALUES ('${POSTGRES_APP}', 1);
 `;
 }
+
+/**
+ * Schema version 2: each rune's machine version (`v`, NULL for version 1), and the `rs_append`
+ * that writes it.
+ */
+function version2(schema: string): string {
+  const q = quoted(schema);
+  const positionsLock = `hashtextextended('runestream positions ${schema}', 0)`;
+  return `
+ALTER TABLE ${q}.rs_runes ADD COLUMN v integer;
+${appendFunction(q, positionsLock, true)}
+UPDATE ${q}.rs_meta SET schema_version = 2;
+`;
+}
+
+/** What brings a schema from each version to the next, by the version it upgrades from. */
+const UPGRADES: Readonly<Record<number, (schema: string) => string>> = { 1: version2 };
 
 /** Quotes an identifier checked by {@link checkIdentifier}. */
 export const quoted = (identifier: string): string => `"${identifier}"`;
@@ -128,7 +164,7 @@ export const quoted = (identifier: string): string => `"${identifier}"`;
 /**
  * Brings `schema` to {@link POSTGRES_SCHEMA_VERSION}, under a transaction-scoped advisory lock on
  * its name, so processes starting at once take turns. Creates the schema and its tables when it
- * has none; refuses with a {@link StoreError} `invalid_database`, before writing anything, a schema
+ * has none, and upgrades an older version in place (in the same transaction); refuses with a {@link StoreError} `invalid_database`, before writing anything, a schema
  * that holds tables of another application (no `rs_meta`, or one naming another app) or a newer
  * schema version than this code knows.
  */
@@ -140,9 +176,11 @@ export async function migrate(client: PoolClient, schema: string): Promise<void>
     const tables = (await client.query<{ name: string }>(`SELECT table_name AS name FROM information_schema.tables WHERE table_schema = $1 ORDER BY 1`, [schema])).rows.map(
       (row) => row.name,
     );
+    let version = 0;
     if (tables.length === 0) {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${q}`);
       await client.query(version1(schema));
+      version = 1;
     } else {
       const refuse = (found: string): never => {
         throw new StoreError('invalid_database', `PostgreSQL schema "${schema}" is not a runestream schema this code reads: ${found}; nothing was changed`);
@@ -150,11 +188,14 @@ export async function migrate(client: PoolClient, schema: string): Promise<void>
       if (!tables.includes('rs_meta')) refuse(`it has tables (${tables.slice(0, 5).join(', ')}${tables.length > 5 ? ', ...' : ''}) but no rs_meta`);
       const meta = (await client.query<{ app: string; schema_version: number }>(`SELECT app, schema_version FROM ${q}.rs_meta`)).rows;
       if (meta.length !== 1) refuse(`rs_meta has ${meta.length} rows, not 1`);
-      const { app, schema_version: version } = meta[0]!;
+      const { app, schema_version: found } = meta[0]!;
       if (app !== POSTGRES_APP) refuse(`rs_meta names the application "${app}"`);
-      if (version > POSTGRES_SCHEMA_VERSION) refuse(`its schema version is ${version}, newer than ${POSTGRES_SCHEMA_VERSION}, the newest this code knows`);
-      if (version < 1) refuse(`its schema version is ${version}`);
+      if (found > POSTGRES_SCHEMA_VERSION) refuse(`its schema version is ${found}, newer than ${POSTGRES_SCHEMA_VERSION}, the newest this code knows`);
+      if (found < 1) refuse(`its schema version is ${found}`);
+      version = found;
     }
+    // An older version is upgraded in the same transaction, under the same lock.
+    for (; version < POSTGRES_SCHEMA_VERSION; version++) await client.query(UPGRADES[version]!(schema));
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {});

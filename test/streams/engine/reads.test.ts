@@ -25,6 +25,7 @@ function readsOn(store: RuneStore, archived = false) {
   const pages: Array<[number, number]> = [];
   const reads = engineReads({
     ...parts,
+    machines,
     read: (stream, afterSeq, limit) => (pages.push([afterSeq, limit]), store.read(stream, afterSeq, limit)),
     archived,
   });

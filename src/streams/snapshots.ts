@@ -3,7 +3,7 @@ import type { RuneStore, Snapshot } from './store.js';
 /** What the snapshot schedule reads of an instance (the engine's instances are this). */
 export interface SnapshotSubject {
   readonly stream: string;
-  readonly machine: { readonly id: string };
+  readonly machine: { readonly id: string; readonly version: number };
   /** The seq of its last durable rune, and the state after it: what a snapshot saves. */
   readonly durableSeq: number;
   readonly durableState: unknown;
@@ -57,7 +57,9 @@ export class Snapshots {
   counted(subject: SnapshotSubject, current: boolean): void {
     if (this.#every > 0 && ++subject.sinceSnapshot >= this.#every && current) {
       subject.sinceSnapshot = 0;
-      this.#due.push({ snapshot: { stream: subject.stream, seq: subject.durableSeq, state: subject.durableState }, machine: subject.machine.id });
+      const { version } = subject.machine;
+      const snapshot = { stream: subject.stream, seq: subject.durableSeq, state: subject.durableState };
+      this.#due.push({ snapshot: version === 1 ? snapshot : { ...snapshot, v: version }, machine: subject.machine.id });
     }
   }
 

@@ -5,10 +5,11 @@ import type Database from 'better-sqlite3';
 export const SQLITE_APPLICATION_ID = 0x52_55_4e_45;
 /**
  * `PRAGMA user_version` of the schema this version writes and reads. Version 1 (no `runes.payload`),
- * version 2 (pruned runes cannot be restored) and version 3 (no hash chain) are upgraded in place
+ * version 2 (pruned runes cannot be restored), version 3 (no hash chain) and version 4 (no snapshot
+ * versions) are upgraded in place
  * when opened (see {@link sqliteStore}).
  */
-export const SQLITE_SCHEMA_VERSION = 4;
+export const SQLITE_SCHEMA_VERSION = 5;
 
 /**
  * The WAL is copied into the file once it holds this many pages (4 KB each: about 40 MB), where
@@ -46,6 +47,8 @@ const UPGRADES: Readonly<Record<number, string>> = {
   2: `DROP TRIGGER runes_gapless; ${RUNES_GAPLESS}`,
   // The runes already stored keep no hash: each stream's chain starts at its first rune written after.
   3: 'ALTER TABLE runes ADD COLUMN hash INTEGER; ALTER TABLE streams ADD COLUMN hash INTEGER;',
+  // The snapshots already saved were folded by version 1 of their machines.
+  4: 'ALTER TABLE snapshots ADD COLUMN v INTEGER;',
 };
 
 /**
@@ -81,7 +84,8 @@ CREATE TABLE runes (
 CREATE TABLE snapshots (
   stream TEXT    NOT NULL PRIMARY KEY,
   seq    INTEGER NOT NULL,
-  state  TEXT    NOT NULL -- JSON
+  state  TEXT    NOT NULL, -- JSON
+  v      INTEGER           -- the machine version that folded it; NULL: 1 (schema version 5)
 ) STRICT;
 
 ${RUNES_GAPLESS}

@@ -49,9 +49,9 @@ export function openStore(db: Database.Database, path: string, hashChain: boolea
     .raw();
   // Without the chain, hydration reads the bodies alone: plucked strings, the cheapest read there is.
   const selectBodies = db.prepare<[string, number, number], string>('SELECT body FROM runes WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?').pluck();
-  const selectSnapshot = db.prepare<[string], { seq: number; state: string }>('SELECT seq, state FROM snapshots WHERE stream = ?');
-  const upsertSnapshot = db.prepare<[string, number, string]>(
-    'INSERT INTO snapshots (stream, seq, state) VALUES (?, ?, ?) ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, state = excluded.state',
+  const selectSnapshot = db.prepare<[string], { seq: number; state: string; v: number | null }>('SELECT seq, state, v FROM snapshots WHERE stream = ?');
+  const upsertSnapshot = db.prepare<[string, number, string, number | null]>(
+    'INSERT INTO snapshots (stream, seq, state, v) VALUES (?, ?, ?, ?) ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, state = excluded.state, v = excluded.v',
   );
   const deleteRunes = db.prepare<[string, number]>('DELETE FROM runes WHERE stream = ? AND seq <= ?');
 
@@ -93,7 +93,7 @@ export function openStore(db: Database.Database, path: string, hashChain: boolea
     const head = selectHead.get(snapshot.stream);
     if (head === undefined) throw new StoreError('unknown_stream', `stream "${snapshot.stream}" has no runes to snapshot`);
     if (snapshot.seq > head.seq) throw new StoreError('unknown_stream', `stream "${snapshot.stream}" has no seq ${snapshot.seq} yet`);
-    if ((selectSnapshot.get(snapshot.stream)?.seq ?? 0) <= snapshot.seq) upsertSnapshot.run(snapshot.stream, snapshot.seq, state);
+    if ((selectSnapshot.get(snapshot.stream)?.seq ?? 0) <= snapshot.seq) upsertSnapshot.run(snapshot.stream, snapshot.seq, state, snapshot.v ?? null);
   });
 
   const prune = db.transaction((stream: string, throughSeq: number): number => {
@@ -207,7 +207,9 @@ export function openStore(db: Database.Database, path: string, hashChain: boolea
     },
     async latestSnapshot(stream) {
       const row = run(() => selectSnapshot.get(stream));
-      return row === undefined ? undefined : { stream, seq: row.seq, state: JSON.parse(row.state) as unknown };
+      if (row === undefined) return undefined;
+      const snapshot = { stream, seq: row.seq, state: JSON.parse(row.state) as unknown };
+      return row.v === null ? snapshot : { ...snapshot, v: row.v };
     },
     async saveSnapshot(snapshot) {
       open();

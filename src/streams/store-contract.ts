@@ -204,8 +204,13 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       await store.saveSnapshot({ stream: 'a', seq: 8, state: { n: 8, nested: { list: [1, 'two'] } } });
       await store.saveSnapshot({ stream: 'a', seq: 6, state: { n: 6 } }); // older: ignored
       expect(await store.latestSnapshot('a')).toEqual({ stream: 'a', seq: 8, state: { n: 8, nested: { list: [1, 'two'] } } });
+      // The machine version that folded it, kept as given: none (version 1) above, 3 here.
+      await store.saveSnapshot({ stream: 'a', seq: 9, state: { n: 9 }, v: 3 });
+      expect(await store.latestSnapshot('a')).toEqual({ stream: 'a', seq: 9, state: { n: 9 }, v: 3 });
+      await store.saveSnapshot({ stream: 'a', seq: 9, state: { n: 9 } });
+      expect(await store.latestSnapshot('a')).toEqual({ stream: 'a', seq: 9, state: { n: 9 } });
 
-      await expect(store.prune('a', 9)).rejects.toMatchObject({ code: 'prune_past_snapshot' });
+      await expect(store.prune('a', 10)).rejects.toMatchObject({ code: 'prune_past_snapshot' });
       expect(await store.prune('a', 8)).toBe(8);
       expect(await store.read('a')).toEqual(runesOf('a', 9, 2));
       expect(await store.read('a', 3)).toEqual(runesOf('a', 9, 2));

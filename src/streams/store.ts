@@ -28,6 +28,8 @@ export interface Snapshot<S = unknown> {
   readonly stream: string;
   readonly seq: number;
   readonly state: S;
+  /** In a store: the version of the machine that folded `state` (`Machine.version`); absent: 1. */
+  readonly v?: number;
 }
 
 /**

@@ -76,6 +76,30 @@ describe('machine versions', () => {
     expect(await v1.spawn('c', 'counter')).toMatchObject({ accepted: false, code: 'stream_exists' });
   });
 
+  it("a snapshot records the version that folded it; an older engine refuses a newer version's snapshot", async () => {
+    const store = memoryStore();
+    const v2 = createEngine({ store, machines: { counter: counter(2) }, snapshotEvery: 2 });
+    engines.push(v2);
+    await v2.spawn('c', 'counter');
+    await v2.dispatch('c', { type: 'add', by: 4 });
+    // Saved soon after the commit that made it due.
+    for (let turn = 0; turn < 10 && (await store.latestSnapshot('c')) === undefined; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(await store.latestSnapshot('c')).toEqual({ stream: 'c', seq: 2, state: { value: 'counting', n: 4 }, v: 2 });
+    // Runes of version 1, a snapshot folded by version 2 (which changed the state's shape, say).
+    const mixed = memoryStore();
+    await mixed.append([
+      { stream: 'c', seq: 1, machine: 'counter', kind: 'spawned', event: { type: 'spawn' }, to: 'counting', at: 1 },
+      { stream: 'c', seq: 2, machine: 'counter', kind: 'add', event: { type: 'add', by: 1 }, from: 'counting', to: 'counting', at: 2 },
+    ]);
+    await mixed.saveSnapshot({ stream: 'c', seq: 2, state: { value: 'counting', count: 1 }, v: 2 });
+    const v1 = engineOn(mixed);
+    expect(await v1.dispatch('c', { type: 'add', by: 1 })).toEqual({
+      accepted: false,
+      code: 'newer_version',
+      reason: 'stream "c": its snapshot at seq 2 was folded by version 2 of machine "counter", and this code runs version 1; it is refused, never misread',
+    });
+  });
+
   it('an older engine following the store neither folds nor tells a newer rune another writer appended: the stream leaves its memory, and is refused after', async () => {
     const store = memoryStore();
     const older = engineOn(store, 1, true);

@@ -161,7 +161,9 @@ describe('postgresStore: the schema', () => {
     // What version 1 made: no rune version column, only its own append, marked version 1.
     const raw = await rawClient();
     const v1Append = `"${schema}".rs_append(text, text[], double precision[], text[], bigint[], bigint[], text[], text[], double precision[], text[], bigint[], text[], text[], text[], text[], text[], double precision[], text[]`;
-    await raw.query(`ALTER TABLE "${schema}".rs_runes DROP COLUMN v; DROP FUNCTION ${v1Append}, integer[], text); UPDATE "${schema}".rs_meta SET schema_version = 1`);
+    await raw.query(
+      `ALTER TABLE "${schema}".rs_runes DROP COLUMN v; ALTER TABLE "${schema}".rs_snapshots DROP COLUMN v; DROP FUNCTION ${v1Append}, integer[], text); UPDATE "${schema}".rs_meta SET schema_version = 1`,
+    );
     const upgraded = await openStore({ schema });
     expect((await raw.query(`SELECT schema_version FROM "${schema}".rs_meta`)).rows).toEqual([{ schema_version: 2 }]);
     expect(await upgraded.read('a')).toEqual(runesOf('a', 1, 3));

@@ -4,7 +4,13 @@ import { Snapshots, type SnapshotSubject, type SnapshotsOptions } from '../../sr
 import { runesOf } from '../../src/store-kit.js';
 
 /** An instance as the engine keeps it, at its last durable rune. */
-const subject = (stream: string, durableSeq = 0): SnapshotSubject => ({ stream, machine: { id: 'counter' }, durableSeq, durableState: { n: durableSeq }, sinceSnapshot: 0 });
+const subject = (stream: string, durableSeq = 0): SnapshotSubject => ({
+  stream,
+  machine: { id: 'counter', version: 1 },
+  durableSeq,
+  durableState: { n: durableSeq },
+  sinceSnapshot: 0,
+});
 
 /** A durable rune of `s`: what the engine does before counting it. */
 const durable = (s: SnapshotSubject & { durableSeq: number; durableState: unknown }, seq: number): SnapshotSubject => {

@@ -142,7 +142,7 @@ describe('sqliteStore: the hash chain (D11)', () => {
   it('a schema version 3 file (runes without hashes) is upgraded: its old runes read as they are, each stream chains from its first rune written after, and a change to one of those is caught', async () => {
     const path = await markedFile({ hashChain: false });
     const raw = new (await import('better-sqlite3')).default(path);
-    raw.exec('ALTER TABLE runes DROP COLUMN hash; ALTER TABLE streams DROP COLUMN hash; PRAGMA user_version = 3');
+    raw.exec('ALTER TABLE snapshots DROP COLUMN v; ALTER TABLE runes DROP COLUMN hash; ALTER TABLE streams DROP COLUMN hash; PRAGMA user_version = 3');
     raw.close();
     const upgraded = sqliteStore(path);
     await upgraded.append([{ stream: 's1', seq: 31, machine: 'chat-actor', kind: 'Pause', event: { type: 'Pause', reason: 'mark-s1-0031' }, at: 31 }]);

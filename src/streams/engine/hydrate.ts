@@ -44,6 +44,12 @@ export async function hydrate(source: HydrationSource, stream: string, arrived: 
   const machine = Object.hasOwn(machines, head.machine) ? machines[head.machine] : undefined;
   if (machine === undefined) throw unknownMachine(stream, head.machine);
   const snapshot = await store.latestSnapshot(stream);
+  if (snapshot?.v !== undefined && snapshot.v > machine.version) {
+    throw new StreamReadError(
+      'newer_version',
+      `stream "${stream}": its snapshot at seq ${snapshot.seq} was folded by version ${snapshot.v} of machine "${machine.id}", and this code runs version ${machine.version}; it is refused, never misread`,
+    );
+  }
   let state = snapshot?.state;
   let seq = snapshot?.seq ?? 0;
   while (seq < head.seq) {

@@ -320,8 +320,14 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     },
     async latestSnapshot(stream) {
       open();
-      const [row] = await query<{ seq: number; state: unknown }>('reading a snapshot', `SELECT seq::float8 AS seq, state FROM ${q}.rs_snapshots WHERE stream = $1`, [stream]);
-      return row === undefined ? undefined : ({ stream, seq: row.seq, state: row.state } satisfies Snapshot);
+      const [row] = await query<{ seq: number; state: unknown; v: number | null }>(
+        'reading a snapshot',
+        `SELECT seq::float8 AS seq, state, v FROM ${q}.rs_snapshots WHERE stream = $1`,
+        [stream],
+      );
+      if (row === undefined) return undefined;
+      const snapshot: Snapshot = { stream, seq: row.seq, state: row.state };
+      return row.v === null ? snapshot : { ...snapshot, v: row.v };
     },
     async saveSnapshot(snapshot) {
       open();
@@ -330,9 +336,9 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
       if (snapshot.seq > head.seq) throw new StoreError('unknown_stream', `stream "${snapshot.stream}" has no seq ${snapshot.seq} yet`);
       await query(
         'saving a snapshot',
-        `INSERT INTO ${q}.rs_snapshots AS s (stream, seq, state) VALUES ($1, $2, $3::jsonb)
-         ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, state = excluded.state WHERE s.seq <= excluded.seq`,
-        [snapshot.stream, snapshot.seq, JSON.stringify(snapshot.state) ?? 'null'],
+        `INSERT INTO ${q}.rs_snapshots AS s (stream, seq, state, v) VALUES ($1, $2, $3::jsonb, $4)
+         ON CONFLICT (stream) DO UPDATE SET seq = excluded.seq, state = excluded.state, v = excluded.v WHERE s.seq <= excluded.seq`,
+        [snapshot.stream, snapshot.seq, JSON.stringify(snapshot.state) ?? 'null', snapshot.v ?? null],
       );
     },
     async prune(stream, throughSeq) {

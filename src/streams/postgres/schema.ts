@@ -142,14 +142,15 @@ $fn$;
 }
 
 /**
- * Schema version 2: each rune's machine version (`v`, NULL for version 1), and the `rs_append`
- * that writes it.
+ * Schema version 2: each rune's and each snapshot's machine version (`v`, NULL for version 1),
+ * and the `rs_append` that writes the runes'.
  */
 function version2(schema: string): string {
   const q = quoted(schema);
   const positionsLock = `hashtextextended('runestream positions ${schema}', 0)`;
   return `
 ALTER TABLE ${q}.rs_runes ADD COLUMN v integer;
+ALTER TABLE ${q}.rs_snapshots ADD COLUMN v integer;
 ${appendFunction(q, positionsLock, true)}
 UPDATE ${q}.rs_meta SET schema_version = 2;
 `;

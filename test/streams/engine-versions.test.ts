@@ -107,12 +107,18 @@ describe('machine versions', () => {
     await older.spawn('c', 'counter');
     const states: unknown[] = [];
     older.state$('c').subscribe((state) => states.push(state));
-    const heard: number[] = [];
-    older.runes$().subscribe((rune) => heard.push(rune.seq));
+    const heard: string[] = [];
+    older.runes$().subscribe((rune) => heard.push(`${rune.stream}:${rune.seq}`));
     expect(await newer.dispatch('c', { type: 'add', by: 5 })).toMatchObject({ accepted: true, rune: { seq: 2, v: 2 } });
     expect(states).toEqual([{ value: 'counting', n: 0 }]);
     expect(heard).toEqual([]);
     expect(older.machineOf('c')).toBeUndefined(); // left memory
     expect(await older.dispatch('c', { type: 'add', by: 1 })).toMatchObject({ accepted: false, code: 'newer_version' });
+    // Nor one of a stream not in memory: its epics and runes$ subscribers hear nothing of it.
+    await older.spawn('d', 'counter');
+    older.release('d');
+    expect(older.machineOf('d')).toBeUndefined();
+    await newer.dispatch('d', { type: 'add', by: 1 });
+    expect(heard).toEqual(['d:1']); // its own spawn only
   });
 });

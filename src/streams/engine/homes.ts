@@ -228,6 +228,13 @@ export class Homes {
       home.behind.push(rune);
       return;
     }
+    const { machines } = this.#source;
+    if (Object.hasOwn(machines, rune.machine) && newerVersion(rune, machines[rune.machine]!) !== undefined) {
+      // Written by newer code: neither folded nor told, in memory or not (it would be misread); the
+      // stream leaves memory, and its next use is refused.
+      this.#memory.delete(stream);
+      return;
+    }
     const instance = this.#memory.get(stream);
     if (instance === undefined) return this.#loose(rune, home);
     if (rune.seq <= instance.durableSeq) return; // folded already (hydrated after it was committed)
@@ -239,11 +246,6 @@ export class Homes {
       // Runes missed: the instance cannot be trusted. The next use hydrates what the store holds.
       this.#memory.delete(stream);
       return this.#loose(rune, home);
-    }
-    if (newerVersion(rune, instance.machine) !== undefined) {
-      // Written by newer code: not folded, nor told (it would be misread); the next use is refused.
-      this.#memory.delete(stream);
-      return;
     }
     foldTheirs(instance, rune, this.#commits);
   }
@@ -306,17 +308,14 @@ export class Homes {
    */
   #drain(stream: string, home: StreamHome, ready: Promise<Instance | undefined>, found: Instance | undefined): void {
     while (home.ready === ready && home.from < home.waiting.length) {
-      const w = home.waiting[home.from++]!;
       if (!this.#closed && found !== undefined && this.#memory.get(stream) === undefined) {
-        // It left memory meanwhile: this one and the rest wait for a fresh load.
-        home.from--;
-        const rest = home.waiting.slice(home.from);
-        void this.#startLoad(stream); // its outcome reaches the events waiting for it
-        home.waiting = rest;
+        // It left memory meanwhile: the rest wait for a fresh load, which takes this queue over.
+        home.waiting = home.waiting.slice(home.from);
         home.from = 0;
+        void this.#startLoad(stream); // its outcome reaches the events waiting for it
         return;
       }
-      this.#answer(stream, w, found);
+      this.#answer(stream, home.waiting[home.from++]!, found);
     }
     if (home.ready === ready) this.#rest(stream, home);
   }

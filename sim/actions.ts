@@ -57,7 +57,7 @@ const USER = '7f1b1f0e-3c1a-4a53-9a36-0c8a0e5f3b21';
 const outcomeOf = (result: DispatchResult): string => (result.accepted ? 'accepted' : `rejected ${result.code}`);
 
 const dispatch = async (world: World, kind: string, stream: string, event: unknown, expectRejection?: readonly string[]): Promise<ActionRecord> => {
-  const result = await world.engine.dispatch(stream, event);
+  const result = await world.client.dispatch(stream, event);
   return { kind, stream, event, outcome: outcomeOf(result), ...(expectRejection === undefined ? {} : { expectRejection }) };
 };
 
@@ -81,8 +81,8 @@ const actions: Record<string, Action> = {
     async run(world, view, random) {
       const root = `conv/${nextId(view, 'c')}`;
       const agent = agentStreams(root, 'root');
-      await world.engine.spawn(agent.lifecycle, 'agent-lifecycle', { agentId: 'root', role: random.pick(['lead', 'helper']) });
-      await world.engine.spawn(agent.turn, 'turn-engine', { agentId: 'root' });
+      await world.client.spawn(agent.lifecycle, 'agent-lifecycle', { agentId: 'root', role: random.pick(['lead', 'helper']) });
+      await world.client.spawn(agent.turn, 'turn-engine', { agentId: 'root' });
       return dispatch(world, 'conversation', agent.turn, { type: 'start_turn', input: `Please help ${rootTag(root)}` });
     },
   },
@@ -103,7 +103,7 @@ const actions: Record<string, Action> = {
     async run(world, view, random) {
       const chats = view.streams('conversation').filter((stream) => stream.startsWith('chat/'));
       const id = chats.length === 0 || random.chance(0.3) ? nextId(view, 'h') : random.pick(chats).slice('chat/'.length);
-      const sent = await sendChatMessage(world.engine, id, { userId: USER, message: `Hello ${rootTag(`chat/${id}`)}` });
+      const sent = await sendChatMessage(world.client, id, { userId: USER, message: `Hello ${rootTag(`chat/${id}`)}` });
       return { kind: 'chat', stream: sent.actor, outcome: sent.accepted ? 'accepted' : `rejected ${sent.code}` };
     },
   },
@@ -182,7 +182,7 @@ const actions: Record<string, Action> = {
       const roots = conversations(view);
       const c = roots.length === 0 || random.chance(0.5) ? nextId(view, 'c') : random.pick(roots).slice('conv/'.length);
       const plan = planStream(c, `p${random.hex(4)}`);
-      const result = await world.engine.spawn(plan, 'autonomy-loop', { goal: `Ship it ${rootTag(`conv/${c}`)}` });
+      const result = await world.client.spawn(plan, 'autonomy-loop', { goal: `Ship it ${rootTag(`conv/${c}`)}` });
       return { kind: 'plan', stream: plan, outcome: outcomeOf(result) };
     },
   },
@@ -222,7 +222,7 @@ const actions: Record<string, Action> = {
           const root = roots.length === 0 || random.chance(0.5) ? `conv/${nextId(view, 'c')}` : random.pick(roots);
           stream = agentStreams(root, `react-${random.hex(3)}`).react;
         }
-        const spawned = await world.engine.spawn(stream, 'react-agent');
+        const spawned = await world.client.spawn(stream, 'react-agent');
         if (!spawned.accepted) return { kind: 'react spawn', stream, outcome: outcomeOf(spawned) };
       } else {
         stream = random.pick(reacts);
@@ -243,7 +243,7 @@ const actions: Record<string, Action> = {
       const stream = `session/s${random.hex(6)}`;
       const cli = random.pick(['fake-ndjson', 'fake-acp']);
       // cline's NDJSON cannot be answered while it runs: its sessions run in auto-approve mode.
-      const spawned = await world.engine.spawn(stream, 'agent-manager-session', { cli, autoApprove: cli === 'fake-ndjson' || random.chance(0.3) });
+      const spawned = await world.client.spawn(stream, 'agent-manager-session', { cli, autoApprove: cli === 'fake-ndjson' || random.chance(0.3) });
       if (!spawned.accepted) return { kind: 'cli session', stream, outcome: outcomeOf(spawned) };
       return dispatch(world, 'cli session', stream, { type: 'start_session', prompt: 'Fix the failing test' });
     },

@@ -9,9 +9,11 @@ import { chatActorLifecycle } from '../src/effects/chat-actor-lifecycle.js';
 import { chatTalk } from '../src/effects/chat-talk.js';
 import { agentCliSessions } from '../src/effects/cli/agent-cli-sessions.js';
 import type { ProviderChain } from '../src/effects/llm/provider-chain.js';
-import type { Rune } from '../src/reducers/rune.js';
-import { createEngine, type Engine } from '../src/streams/engine.js';
-import type { Epic } from '../src/streams/epic.js';
+import type { AnyMachine } from '../src/reducers/machine.js';
+import { SPAWN_EVENT_TYPE, type Rune } from '../src/reducers/rune.js';
+import type { RuneOrigin } from '../src/reducers/rune-origin.js';
+import { createEngine, type DispatchResult, type Engine } from '../src/streams/engine.js';
+import { epicName, type Epic } from '../src/streams/epic.js';
 import { sqliteStore } from '../src/streams/sqlite-store.js';
 import { threadedSqliteStore } from '../src/streams/sqlite-thread/client.js';
 import { StoreError, type RuneStore, type StreamHead } from '../src/streams/store.js';
@@ -34,6 +36,9 @@ export interface WorldSettings {
   /** How long a turn's text deltas are held into one rune: 0 (a rune per delta) to windows longer than the model's pauses, so crashes land inside them. */
   readonly deltaFlushMs: number;
 }
+
+/** The identity the simulated client acts as: its runes' origin. */
+export const SIM_CLIENT: RuneOrigin = Object.freeze({ by: 'client', identity: 'sim' });
 
 /** The largest timeout a seed's world runs with: liveness is judged this long (twice, plus a minute) after the last client action. */
 export const largestTimeout = (settings: WorldSettings): number =>
@@ -126,6 +131,12 @@ export class World {
   readonly #threadRandom: Random;
   /** Where each process kept the file, in process order: its event loop's thread, or a thread of its own. */
   readonly storeThreads: ('event loop' | 'own thread')[] = [];
+  /** What the simulated client tried, by stream: the event types it dispatched (`spawn` for a spawn); each of its runes says it came from the client. */
+  readonly clientTried = new Map<string, Set<string>>();
+  /** The runes the client's dispatches and spawns were answered with (`stream#seq`). */
+  readonly clientRunes = new Set<string>();
+  /** The names of the epics every process runs, as their runes' origins name them. */
+  epicNames: ReadonlySet<string> = new Set();
 
   constructor(
     readonly seed: number,
@@ -169,6 +180,29 @@ export class World {
 
   get engine(): Engine {
     return this.#engine;
+  }
+
+  /** The simulated client: the engine's spawn and dispatch as the client identity {@link SIM_CLIENT}, what it tried and was answered recorded. */
+  readonly client: Pick<Engine, 'snapshot' | 'spawn' | 'dispatch'> = {
+    snapshot: (stream) => this.#engine.snapshot(stream),
+    spawn: async (stream: string, machine: string | AnyMachine, input?: unknown): Promise<DispatchResult> => {
+      this.#tried(stream, SPAWN_EVENT_TYPE);
+      return this.#answered(await this.#engine.spawn(stream, machine, input, { origin: SIM_CLIENT }));
+    },
+    dispatch: async (stream: string, event: unknown): Promise<DispatchResult> => {
+      const type = typeof event === 'object' && event !== null ? (event as { type?: unknown }).type : undefined;
+      if (typeof type === 'string') this.#tried(stream, type);
+      return this.#answered(await this.#engine.dispatch(stream, event, { origin: SIM_CLIENT }));
+    },
+  };
+  #tried(stream: string, type: string): void {
+    let types = this.clientTried.get(stream);
+    if (types === undefined) this.clientTried.set(stream, (types = new Set()));
+    types.add(type);
+  }
+  #answered(result: DispatchResult): DispatchResult {
+    if (result.accepted) this.clientRunes.add(`${result.rune.stream}#${result.rune.seq}`);
+    return result;
   }
 
   /** Told each rune as it is published. */
@@ -221,7 +255,9 @@ export class World {
     this.storeThreads.push(ownThread ? 'own thread' : 'event loop');
     const store = ownThread ? threadedSqliteStore(this.file, {}, 'blocking') : sqliteStore(this.file);
     this.#store = killable(this.planted.store?.(store) ?? store);
-    this.#engine = createEngine({ store: this.#store, scheduler, epics: this.#epics() });
+    const epics = this.#epics();
+    this.epicNames = new Set(epics.map((epic, index) => epicName(epic as Epic<never>, index)));
+    this.#engine = createEngine({ store: this.#store, scheduler, epics });
     this.#subscription = this.#engine.runes$().subscribe((rune) => {
       this.log.push(rune);
       for (const listener of this.#listeners) listener(rune);

@@ -59,6 +59,7 @@ export { conversationErrors, type ConversationErrorsOptions } from './effects/ag
 export { InvalidOptionError } from './effects/invalid-option.js';
 export { DELEGATE_TOOL, DelegateInput, subAgentId, type DelegationLimits } from './effects/agent/delegation.js';
 export { transcriptOf } from './effects/agent/transcript.js';
+export { digestOf, modelCallRecord, modelRequestOf } from './effects/agent/model-call-record.js';
 export { reactAgentRuntime, type ReactAgentRuntime, type ReactAgentRuntimeOptions } from './effects/agent/react-agent-runtime.js';
 export { reactAgentEpics, type ReactAgentEpicsOptions } from './effects/agent/react-agent-epics.js';
 

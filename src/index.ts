@@ -50,6 +50,7 @@ export { exponentialDelay } from './reducers/backoff.js';
 export { runeEventSchemas, runePayloadSchemas } from './reducers/rune-payloads.js';
 export { foldEvents, foldRune } from './reducers/fold.js';
 export { Rune, SPAWN_EVENT_TYPE, isRuneOf, type AnyRuneEvent, type RuneOf, type SpawnEvent, type StateNameOf } from './reducers/rune.js';
+export { RuneOrigin, CALLER_ORIGIN, clientOrigin, type EffectSource } from './reducers/rune-origin.js';
 export { InvariantName, InvariantViolation, checkInvariants, type CheckInvariantsOptions } from './reducers/invariants.js';
 export { Budget, BudgetDimension, BudgetOverrun, NO_USAGE, PriceTable, Usage, addUsage, budgetOverrun } from './reducers/budget.js';
 export {
@@ -95,6 +96,7 @@ export {
 } from './streams/moorex.js';
 export {
   createEngine,
+  type DispatchOptions,
   type DispatchResult,
   type Engine,
   type EngineError,

@@ -2,8 +2,9 @@ import { EMPTY, Observable, defaultIfEmpty, defer, exhaustMap, map, merge, of, s
 import { chatActor } from '../reducers/chat-actor/machine.js';
 import type { ChatActorEvent } from '../reducers/chat-actor/schema.js';
 import { durableDeadline } from '../streams/durable-deadline.js';
+import { firedByTimer } from '../streams/fired-by-timer.js';
 import { stateEffects } from '../streams/effect-host.js';
-import type { Epic, EpicContext } from '../streams/epic.js';
+import type { Epic, EpicCommand, EpicContext } from '../streams/epic.js';
 import { storedLastRune$, type EffectsByKey, type StreamView } from '../streams/state-effects.js';
 import { ChatWork, chatOfActor, storedWork$ } from './chat-work.js';
 import { INTERRUPTED_BY_RESTART } from './tool-call-recovery.js';
@@ -108,15 +109,17 @@ export function chatActorLifecycle(options: ChatActorLifecycleOptions = {}): Epi
    * actor outside the chat scheme has no work to hear: its own runes only, as a plain durable
    * deadline (data on the shared wheel).
    */
-  const quietFor = <E extends ChatActorEvent>(view: StreamView<typeof chatActor>, context: EpicContext, work: ChatWork, ms: number, event: E): Observable<E> => {
+  const quietFor = <E extends ChatActorEvent>(view: StreamView<typeof chatActor>, context: EpicContext, work: ChatWork, ms: number, event: E): Observable<E | EpicCommand> => {
     const chat = chatOfActor(view.stream);
     const options = { scheduler: context.scheduler, ...clock };
     if (chat === undefined) return durableDeadline(view.at + ms, event, options);
     // Quiet since `at`: runs out `ms` later, then again from the store's last work if that is later.
-    const quietSince = (at: number): Observable<E> =>
+    const quietSince = (at: number): Observable<EpicCommand> =>
       durableDeadline(at + ms, event, options).pipe(
         exhaustMap((due) =>
-          storedWork$(chat, context).pipe(switchMap((stored) => (stored.lastAt > at ? quietSince(stored.lastAt) : stored.waitsForPerson ? EMPTY : of(due)))),
+          storedWork$(chat, context).pipe(
+            switchMap((stored) => (stored.lastAt > at ? quietSince(stored.lastAt) : stored.waitsForPerson ? EMPTY : of(due).pipe(firedByTimer(view.stream)))),
+          ),
         ),
       );
     return work.of(chat).pipe(

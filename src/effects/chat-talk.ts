@@ -5,7 +5,7 @@ import { isRuneOf, type Rune, type RuneOf } from '../reducers/rune.js';
 import { agentStreams, chatActorStream, chatStream, isSegment, parseStreamId, type AgentStreams } from '../reducers/stream-ids.js';
 import { turnEndingOf, turnEngine } from '../reducers/turn-engine/machine.js';
 import { stateEffects } from '../streams/effect-host.js';
-import type { Engine } from '../streams/engine.js';
+import type { DispatchOptions, Engine } from '../streams/engine.js';
 import type { Epic, EpicCommand, EpicContext } from '../streams/epic.js';
 import type { EffectsByKey } from '../streams/state-effects.js';
 
@@ -161,17 +161,23 @@ async function newestActor(engine: Pick<Engine, 'snapshot'>, chatId: string): Pr
  * has not ended, else to a fresh actor spawned for it (`chat/<c>/actor/<n+1>`), which answers
  * with the chat's whole history, since the history is the chat agent's turn stream. So a chat can
  * go on for months while each actor's lifecycle stays the seed's. Resolves with the actor and
- * whether it took the message (a running actor refuses a second one: `not_allowed`).
+ * whether it took the message (a running actor refuses a second one: `not_allowed`). `options`
+ * are those of the spawn and the dispatch (the client's `origin`).
  */
-export async function sendChatMessage(engine: Pick<Engine, 'snapshot' | 'spawn' | 'dispatch'>, chatId: string, { userId, message }: ChatMessage): Promise<SentChatMessage> {
+export async function sendChatMessage(
+  engine: Pick<Engine, 'snapshot' | 'spawn' | 'dispatch'>,
+  chatId: string,
+  { userId, message }: ChatMessage,
+  options?: DispatchOptions,
+): Promise<SentChatMessage> {
   chatStream(chatId); // throws for an id that is not a segment
   let n = await newestActor(engine, chatId);
   const newest = n === 0 ? undefined : await engine.snapshot<ChatActorState>(chatActorStream(chatId, n));
   if (newest === undefined || chatActor.terminal.includes(newest.state.value)) {
     n++;
-    await engine.spawn(chatActorStream(chatId, n), chatActor.id);
+    await engine.spawn(chatActorStream(chatId, n), chatActor.id, undefined, options);
   }
   const actor = chatActorStream(chatId, n);
-  const result = await engine.dispatch(actor, { type: 'ProcessInteraction', userId, message });
+  const result = await engine.dispatch(actor, { type: 'ProcessInteraction', userId, message }, options);
   return result.accepted ? { actor, accepted: true } : { actor, accepted: false, code: result.code, reason: result.reason };
 }

@@ -1,12 +1,14 @@
 import { z } from 'zod';
 import type { AnyMachine, EventObject, EventOf, InputOf, StateOf } from './machine.js';
+import { RuneOrigin } from './rune-origin.js';
 
 /**
  * A rune: one accepted event in the durable log.
  * `seq` counts from 1 per stream without gaps; `kind` is the seed's rune kind or the event type;
  * `from` / `to` are the state names around a finite machine's transition; `at` is scheduler time (ms);
  * `payload` carries the seed's fields of its kind (see `runePayloadSchemas`); `v` the version of the
- * machine that wrote it, absent for version 1 (every rune written before machines had versions).
+ * machine that wrote it, absent for version 1 (every rune written before machines had versions);
+ * `origin` what its event came from (a client, an epic, a timer, a model call, a tool run).
  * The first rune of a stream is its spawn: `event` is `{ type: 'spawn', input }` and `kind` the
  * machine's `spawnKind`.
  */
@@ -26,6 +28,8 @@ export const Rune = z.object({
   payload: z.record(z.string(), z.unknown()).optional(),
   /** The version of the machine that wrote it (`Machine.version`); absent: version 1. */
   v: z.number().int().positive().optional(),
+  /** What its event came from (see {@link RuneOrigin}); absent only on a rune written before runes had origins. */
+  origin: RuneOrigin.optional(),
 });
 type RuneShape = z.infer<typeof Rune>;
 

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { isIPv4 } from 'node:net';
 import type { HttpRefusal } from './http-reply.js';
+import { CALLER_ORIGIN, clientOrigin, type RuneOrigin } from '../reducers/rune-origin.js';
 
 /**
  * Who a connection is, as the `verify` hook established it from the credential it presented:
@@ -69,6 +70,9 @@ export const approvedBy = <E extends { readonly type: string }>(event: E, identi
 
 /** The identity of every connection when no credential is configured (a loopback server). */
 export const ANONYMOUS: Identity = Object.freeze({ id: 'anonymous' });
+
+/** What a rune an identity's request writes records it came from: the client, with the identity's id (none for {@link ANONYMOUS}: the server has no identity). */
+export const clientOriginOf = (identity: Identity): RuneOrigin => (identity === ANONYMOUS ? CALLER_ORIGIN : clientOrigin(identity.id));
 
 /** Whether `host` only reaches this machine: `localhost`, `127.0.0.0/8`, `::1` (IPv4-mapped too). */
 export function isLoopbackHost(host: string): boolean {

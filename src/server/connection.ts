@@ -1,6 +1,6 @@
 import { WebSocket, type RawData } from 'ws';
-import type { DispatchResult } from '../streams/engine.js';
-import { approvedBy, askAuthorize, dispatchAction, type AccessAction, type AccessDetails, type AccessGate, type AccessRequest } from './access.js';
+import type { DispatchOptions, DispatchResult } from '../streams/engine.js';
+import { approvedBy, askAuthorize, clientOriginOf, dispatchAction, type AccessAction, type AccessDetails, type AccessGate, type AccessRequest } from './access.js';
 import { sentChannel, slowClientChannel, type SentReport, type SlowClientReport } from './diagnostics.js';
 import type { Fanout } from './fanout.js';
 import { decodeFrame, encodeMessage, errorMessage } from './frames.js';
@@ -229,6 +229,14 @@ export class ClientConnection {
     );
   }
 
+  /** What this connection's runes record they came from: the client, as the identity it is now (made once per identity). */
+  private asClient(): DispatchOptions {
+    const { identity } = this.access;
+    if (this.origin === undefined || this.origin.identity !== identity) this.origin = { identity, options: { origin: clientOriginOf(identity) } };
+    return this.origin.options;
+  }
+  private origin: { identity: AccessRequest['identity']; options: DispatchOptions } | undefined;
+
   private drive(message: SpawnMessage | DispatchMessage, answered: () => void): void {
     const { engine } = this.options;
     const about = { id: message.id, stream: message.stream };
@@ -240,8 +248,8 @@ export class ClientConnection {
       // An approval is recorded as the authenticated identity's, never as the client wrote it.
       result =
         message.op === 'spawn'
-          ? engine.spawn(message.stream, message.machine, message.input)
-          : engine.dispatch(message.stream, approvedBy(message.event, this.access.identity));
+          ? engine.spawn(message.stream, message.machine, message.input, this.asClient())
+          : engine.dispatch(message.stream, approvedBy(message.event, this.access.identity), this.asClient());
     } catch (error) {
       result = Promise.reject(error);
     }

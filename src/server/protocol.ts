@@ -92,7 +92,7 @@ export type AckMessage = z.infer<typeof AckMessage>;
 
 /**
  * Stable error codes. The engine's rejection codes (`unknown_stream`, `invalid_stream`,
- * `invalid_layout`, `agent_kind_conflict`, `stream_exists`, `unknown_machine`, `newer_version`, `invalid_input`, `unknown_event`, `invalid_event`,
+ * `invalid_layout`, `agent_kind_conflict`, `stream_exists`, `unknown_machine`, `newer_version`, `invalid_input`, `invalid_origin` (an identity id the engine cannot record: over 256 characters), `unknown_event`, `invalid_event`,
  * `terminal_state`, `not_allowed`, `sealed`, `held`, `contention`, `closed`, and the input limits `too_deep`, `string_too_long`,
  * `too_many_keys`, `array_too_long`, and `invalid_string`: a NUL or a lone surrogate no store keeps) pass through as they are; the server adds:
  * - `invalid_json`: the frame is not JSON.
@@ -132,6 +132,7 @@ export const PROTOCOL_ERROR_CODES = [
   'unknown_machine',
   'newer_version',
   'invalid_input',
+  'invalid_origin',
   'unknown_event',
   'invalid_event',
   'terminal_state',

@@ -22,7 +22,8 @@ export interface EffectOwnership {
 }
 
 /** Dispatches what an effect of `stream` emitted. */
-type Emit = (stream: string, out: unknown) => void;
+/** Dispatches what an effect of `stream` emitted (an event, or a command); `by` a timer when a deadline fired. */
+type Emit = (stream: string, out: unknown, by?: 'timer') => void;
 
 /** One running (or finished, key still due) effect of a stream. */
 interface Slot {
@@ -56,7 +57,7 @@ class DeadlineSlot extends ArmedDeadline implements Slot {
     super(spec);
   }
   protected due(value: unknown): void {
-    this.emit(this.stream, value);
+    this.emit(this.stream, value, 'timer');
   }
   stop(): void {
     this.disarm();
@@ -170,8 +171,10 @@ export function stateEffects<M extends AnyMachine, Deps = unknown>(declaration: 
       const fail = (stream: string, key: string | undefined, error: unknown): void =>
         context.report?.({ type: 'effect_failed', epic: name, stream, ...(key === undefined ? {} : { key }), error });
 
-      const emit: Emit = (stream, out) =>
-        subscriber.next(typeof out === 'object' && out !== null && isCommand(out) ? out : { stream, event: out as DispatchCommand['event'] });
+      const emit: Emit = (stream, out, by) => {
+        const command: EpicCommand = typeof out === 'object' && out !== null && isCommand(out) ? out : { stream, event: out as DispatchCommand['event'] };
+        subscriber.next(by === undefined || command.by !== undefined ? command : { ...command, by });
+      };
 
       /** Stops every effect of a stream: it left the declaration's states (`by`), or this host stops or lost it. */
       const cancelAll = (stream: string, effects: StreamEffects | undefined, by: RuneOf<M> | undefined): void => {

@@ -1,6 +1,7 @@
 import { Subject, defer, filter, from, type Observable, type Subscription } from 'rxjs';
 import type { AnyMachine } from '../reducers/machine.js';
 import type { Rune } from '../reducers/rune.js';
+import { CALLER_ORIGIN, type RuneOrigin } from '../reducers/rune-origin.js';
 import { storableValue, valueCheck } from '../reducers/value-limits.js';
 import { CommitQueue } from './commit-queue.js';
 import { dispatchChannel, reportingSink, sampler } from './diagnostics.js';
@@ -17,6 +18,7 @@ import { engineReads, type RunesOptions } from './engine/reads.js';
 import { Homes } from './engine/homes.js';
 import type { Instance } from './engine/instance.js';
 import { spawnStream } from './engine/spawn.js';
+import { checkedOrigin } from './engine/origins.js';
 import { notAStreamId, rejected, refusedValue, type DispatchResult } from './engine/rejections.js';
 
 export type { EngineOptions } from './engine/options.js';
@@ -35,9 +37,9 @@ export type EngineError =
 /** An engine hosting many machine instances, each under a stream id. */
 export interface Engine {
   /** Creates `stream` as an instance of `machine` (an id or a machine): its first rune. */
-  spawn(stream: string, machine: string | AnyMachine, input?: unknown): Promise<DispatchResult>;
+  spawn(stream: string, machine: string | AnyMachine, input?: unknown, options?: DispatchOptions): Promise<DispatchResult>;
   /** Validates, applies and durably appends one event; resolves once its rune is durable. */
-  dispatch(stream: string, event: unknown): Promise<DispatchResult>;
+  dispatch(stream: string, event: unknown, options?: DispatchOptions): Promise<DispatchResult>;
   /**
    * `dispatch` without a promise: the outcome goes to `sink` with `token` (the caller's own value,
    * handed back), at once with the memory store, when its batch commits with a store that does
@@ -51,8 +53,10 @@ export interface Engine {
    * };
    * engine.submit('chat-1', { type: 'Ping' }, sink, 1);
    * ```
+   *
+   * `origin` is what its rune records the event came from (see {@link DispatchOptions}).
    */
-  submit<T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T): void;
+  submit<T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T, origin?: RuneOrigin): void;
   /** The stream's current durable state, then every change. Errors for an unknown stream. */
   state$<S = unknown>(stream: string): Observable<S>;
   /**
@@ -85,10 +89,22 @@ export interface Engine {
   close(): Promise<void>;
 }
 
+/** Options of one `dispatch` or `spawn`. */
+export interface DispatchOptions {
+  /**
+   * What the event came from, recorded on its rune (see {@link RuneOrigin}): a server passes its
+   * client's identity (`clientOrigin(identity.id)`). Default: the engine's caller, `{ by: 'client' }`.
+   * An origin that is not a `RuneOrigin` is refused as `invalid_origin`; give a frozen one (as
+   * `clientOrigin` makes) to have it checked once rather than per event.
+   */
+  readonly origin?: RuneOrigin;
+}
+
 /** An epic's dispatch on its way: `event` until it was submitted again with its strings made storable. */
 interface EffectDispatch {
   readonly stream: string;
   event: unknown;
+  readonly origin: RuneOrigin;
   /** The epic runner's sink of its outcome, and its token. */
   readonly sink: DispatchSink<any>;
   readonly token: unknown;
@@ -193,30 +209,37 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   // --- spawn and dispatch ---------------------------------------------------------------------------
 
-  const spawn = (stream: string, machine: string | AnyMachine, input?: unknown): Promise<DispatchResult> =>
-    closed ? Promise.resolve(rejected('closed', 'the engine is closed')) : spawnStream({ homes, commits, seals, scheduler, machines, checkValue }, stream, machine, input);
+  const spawn = (stream: string, machine: string | AnyMachine, input?: unknown, options?: DispatchOptions): Promise<DispatchResult> => {
+    if (closed) return Promise.resolve(rejected('closed', 'the engine is closed'));
+    const origin = options?.origin === undefined ? CALLER_ORIGIN : checkedOrigin(options.origin);
+    if (typeof origin === 'string') return Promise.resolve(rejected('invalid_origin', origin));
+    return spawnStream({ homes, commits, seals, scheduler, machines, checkValue }, stream, machine, input, origin);
+  };
 
   /**
    * The promise-free dispatch: checks the event against the limits, then validates, applies and
    * commits it, and tells `sink` the outcome with `token` (at once with the memory store, when the
    * batch commits with a store that does I/O). `dispatch` and `dispatchTo` both go through here.
    */
-  const submit = <T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T): void => {
+  const submit = <T>(stream: string, event: unknown, sink: DispatchSink<T>, token: T, origin: RuneOrigin = CALLER_ORIGIN): void => {
     // Timed only while someone listens (metrics), and then one dispatch in a sample.
-    if (dispatchChannel.hasSubscribers && sink !== reportingSink && sampled()) return submit(stream, event, reportingSink, { sink, token, startedAt: performance.now() });
+    if (dispatchChannel.hasSubscribers && sink !== reportingSink && sampled())
+      return submit(stream, event, reportingSink, { sink, token, startedAt: performance.now() }, origin);
     if (closed) return sink.result(rejected('closed', 'the engine is closed'), token);
+    const recorded = origin === CALLER_ORIGIN ? origin : checkedOrigin(origin);
+    if (typeof recorded === 'string') return sink.result(rejected('invalid_origin', recorded), token);
     const notAnId = notAStreamId(stream);
     if (notAnId !== undefined) return sink.result(notAnId, token);
     const violation = checkValue(event, 'event');
     if (violation !== undefined) return sink.result(refusedValue(violation, 'invalid_event'), token);
     // A rune's `at` is when its event was dispatched, even if the stream had to be hydrated first:
     // a timer that fires at its deadline stamps its rune with the deadline.
-    homes.enter(stream, event, scheduler.now(), sink, token);
+    homes.enter(stream, event, scheduler.now(), recorded, sink, token);
   };
 
-  const dispatch = (stream: string, event: unknown): Promise<DispatchResult> => {
+  const dispatch = (stream: string, event: unknown, options?: DispatchOptions): Promise<DispatchResult> => {
     const call = new PromisedDispatch();
-    submit(stream, event, promiseSink, call);
+    submit(stream, event, promiseSink, call, options?.origin);
     return call.promise();
   };
 
@@ -231,21 +254,21 @@ export function createEngine(options: EngineOptions = {}): Engine {
       if (result.accepted || result.code !== 'invalid_string' || effect.event === undefined) return effect.sink.result(result, effect.token);
       const event = storableValue(effect.event, limits.maxDepth);
       effect.event = undefined;
-      submit(effect.stream, event, effectSink, effect);
+      submit(effect.stream, event, effectSink, effect, effect.origin);
     },
     error: (error, effect) => effect.sink.error(error, effect.token),
   };
 
   /** What an epic emits, dispatched or spawned: its strings made storable rather than refused (see `effectSink`). */
-  const dispatchEffect = <T>(command: EpicCommand, sink: DispatchSink<T>, token: T): void => {
+  const dispatchEffect = <T>(command: EpicCommand, sink: DispatchSink<T>, token: T, origin: RuneOrigin): void => {
     if (isSpawnCommand(command)) {
-      spawn(command.stream, command.spawn, storableValue(command.input, limits.maxDepth)).then(
+      spawn(command.stream, command.spawn, storableValue(command.input, limits.maxDepth), { origin }).then(
         (result) => sink.result(result, token),
         (error: unknown) => sink.error(error, token),
       );
       return;
     }
-    submit(command.stream, command.event, effectSink, { stream: command.stream, event: command.event, sink, token } satisfies EffectDispatch);
+    submit(command.stream, command.event, effectSink, { stream: command.stream, event: command.event, origin, sink, token } satisfies EffectDispatch, origin);
   };
 
   // --- reading: state$ and runes$ ---------------------------------------------------------------

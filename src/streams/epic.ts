@@ -5,6 +5,7 @@ import type { DispatchSink } from './submit.js';
 import type { HeadsQuery, Snapshot, StreamHead } from './store.js';
 import type { AnyMachine, EventObject, StateOf } from '../reducers/machine.js';
 import type { Rune } from '../reducers/rune.js';
+import type { EffectSource, RuneOrigin } from '../reducers/rune-origin.js';
 import type { ValueCheck } from '../reducers/value-limits.js';
 
 /** What an epic asks the engine to do: dispatch `event` to `stream`, or spawn `stream`. */
@@ -15,6 +16,8 @@ export interface DispatchCommand {
   readonly stream: string;
   /** Any event object; the engine validates it against the stream's machine. */
   readonly event: EventObject & Readonly<Record<string, unknown>>;
+  /** What in the epic made it when not its reaction to runes: a timer, a model's answer, a tool's result (the rune's `origin.by`). */
+  readonly by?: EffectSource;
 }
 
 /**
@@ -27,6 +30,8 @@ export interface SpawnCommand {
   /** The machine id. */
   readonly spawn: string;
   readonly input?: unknown;
+  /** As a dispatch's `by`. */
+  readonly by?: EffectSource;
 }
 
 /** Whether a command spawns a stream (else it dispatches an event). */
@@ -113,8 +118,9 @@ export interface RunEpicsOptions<Deps> {
   /**
    * Carries out one command and tells `sink` its outcome, with `token` (the command) handed back:
    * one sink per epic, so no promise or closure is made per command (a model's every delta is one).
+   * `origin` names the epic, and what in it made the command (its `by`).
    */
-  readonly dispatch: <T>(command: EpicCommand, sink: DispatchSink<T>, token: T) => void;
+  readonly dispatch: <T>(command: EpicCommand, sink: DispatchSink<T>, token: T, origin: RuneOrigin) => void;
   readonly report: (report: EpicReport) => void;
   /** First delay before resubscribing a failed epic; it doubles per consecutive failure. Default 1000 ms. */
   readonly retryBaseMs?: number;
@@ -122,14 +128,23 @@ export interface RunEpicsOptions<Deps> {
   readonly retryMaxMs?: number;
 }
 
+/** The origins of an epic's commands, by what made them: made once per epic, frozen (the engine checks each once). */
+const epicOrigins = (epic: string): Readonly<Record<'epic' | EffectSource, RuneOrigin>> => ({
+  epic: Object.freeze({ by: 'epic', epic }),
+  timer: Object.freeze({ by: 'timer', epic }),
+  model: Object.freeze({ by: 'model', epic }),
+  tool: Object.freeze({ by: 'tool', epic }),
+});
+
 /** The name an epic is reported under: its function name, else its position. */
 export const epicName = (epic: Epic<never>, index: number): string => epic.name || `epic #${index + 1}`;
 
 /**
  * Runs epics against the live runes and dispatches what they emit.
  *
- * 1. Each epic is subscribed once; what it emits is dispatched; a rejected command is reported
- *    (`command_rejected`), never thrown.
+ * 1. Each epic is subscribed once; what it emits is dispatched, its runes' `origin` naming the
+ *    epic (`{ by: 'epic', epic }`, or the command's `by`: `timer`, `model`, `tool`); a rejected
+ *    command is reported (`command_rejected`), never thrown.
  * 2. An epic that errors (or throws when called) is reported (`epic_failed`) and resubscribed after
  *    a backoff on the context's scheduler: `retryBaseMs`, doubling, at most `retryMaxMs`. It never
  *    stops another epic or the engine.
@@ -158,7 +173,8 @@ export function runEpics<Deps>(options: RunEpicsOptions<Deps>): Subscription {
         },
         error: (error, command) => report({ type: 'command_failed', epic: name, command, error }),
       };
-      subscriber.add(commands$.subscribe((command) => dispatch(command, outcomes, command)));
+      const origins = epicOrigins(name);
+      subscriber.add(commands$.subscribe((command) => dispatch(command, outcomes, command, origins[command.by ?? 'epic'])));
     });
   });
   return all.subscribe();

@@ -1,4 +1,5 @@
 import type { Rune } from '../reducers/rune.js';
+import type { RuneOrigin } from '../reducers/rune-origin.js';
 import {
   StoreConflictError,
   StoreError,
@@ -46,6 +47,8 @@ interface Chunk {
   payloads: (Rune['payload'] | undefined)[] | undefined;
   /** The machine versions of its runes (`Rune.v`), allocated at the chunk's first rune with one. */
   versions: (number | undefined)[] | undefined;
+  /** Their origins (`Rune.origin`: mostly a few shared objects), allocated at the chunk's first rune with one. */
+  origins: (RuneOrigin | undefined)[] | undefined;
 }
 
 interface MemoryStream {
@@ -73,6 +76,7 @@ const newChunk = (capacity: number): Chunk => ({
   ats: new Float64Array(capacity),
   payloads: undefined,
   versions: undefined,
+  origins: undefined,
 });
 
 /** A copy of `column` with room for `capacity` slots. */
@@ -91,6 +95,7 @@ function grow(c: Chunk): void {
   c.tos = widened(c.tos, capacity);
   if (c.payloads !== undefined) c.payloads = widened(c.payloads, capacity);
   if (c.versions !== undefined) c.versions = widened(c.versions, capacity);
+  if (c.origins !== undefined) c.origins = widened(c.origins, capacity);
   const ats = new Float64Array(capacity);
   ats.set(c.ats);
   c.ats = ats;
@@ -105,11 +110,13 @@ function runeAt(stream: string, s: MemoryStream, seq: number): Rune {
   const to = c.tos[j];
   const payload = c.payloads?.[j];
   const v = c.versions?.[j];
+  const origin = c.origins?.[j];
   const rune: Rune = { stream, seq, machine: s.machine, kind: c.kinds[j]!, event: c.events[j]!, at: c.ats[j]! };
   if (from !== undefined) rune.from = from;
   if (to !== undefined) rune.to = to;
   if (payload !== undefined) rune.payload = payload;
   if (v !== undefined) rune.v = v;
+  if (origin !== undefined) rune.origin = origin;
   return rune;
 }
 
@@ -247,6 +254,7 @@ export function memoryStore(): RuneStore {
     c.ats[j] = rune.at;
     if (rune.payload !== undefined) (c.payloads ??= new Array(c.ats.length))[j] = rune.payload;
     if (rune.v !== undefined) (c.versions ??= new Array(c.ats.length))[j] = rune.v;
+    if (rune.origin !== undefined) (c.origins ??= new Array(c.ats.length))[j] = rune.origin;
     s.seq = rune.seq;
     s.value = rune.to;
     s.at = rune.at;

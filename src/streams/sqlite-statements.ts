@@ -256,7 +256,7 @@ const chainBroken = (path: string, stream: string, seq: number): StoreError =>
 function encodeBody(rune: Rune, machine: string): string {
   return JSON.stringify(
     rune.machine === machine
-      ? { event: rune.event, from: rune.from, to: rune.to, at: rune.at, v: rune.v }
-      : { machine: rune.machine, event: rune.event, from: rune.from, to: rune.to, at: rune.at, v: rune.v },
+      ? { event: rune.event, from: rune.from, to: rune.to, at: rune.at, v: rune.v, origin: rune.origin }
+      : { machine: rune.machine, event: rune.event, from: rune.from, to: rune.to, at: rune.at, v: rune.v, origin: rune.origin },
   );
 }

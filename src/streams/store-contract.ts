@@ -1,4 +1,5 @@
 import type { Rune } from '../reducers/rune.js';
+import type { RuneOrigin } from '../reducers/rune-origin.js';
 import { StoreConflictError, StoreError, type HeadsQuery, type RuneStore } from './store.js';
 import { optionalMethodCases } from './store-contract-optional.js';
 import { runeOf, runesOf, type ContractTestApi, type StoreFeatures } from './store-contract-api.js';
@@ -72,6 +73,20 @@ export function storeContract(name: string, makeStore: () => Promise<RuneStore> 
       expect(read).toEqual(runes);
       expect(read.filter((rune) => Object.hasOwn(rune, 'v')).length).toBe(16);
       expect(await store.readEvents('a')).toEqual(runes.map((rune) => rune.event));
+      await store.close();
+    });
+
+    it("keeps each rune's origin as written, and gives a rune without one none (written before runes had origins)", async () => {
+      const store = await makeStore();
+      const origins: RuneOrigin[] = [{ by: 'client', identity: 'ada' }, { by: 'client' }, { by: 'epic', epic: 'agentTurns' }, { by: 'model', epic: 'agentModel' }];
+      // The first 5 runes from before origins; then each of the kinds in turn.
+      const runes = runesOf('a', 1, 24).map((rune) => (rune.seq <= 5 ? rune : { ...rune, origin: origins[rune.seq % origins.length]! }));
+      await store.append(runes.slice(0, 12));
+      if (features.appendSync) for (const rune of runes.slice(12)) store.appendSync!(rune);
+      else await store.append(runes.slice(12));
+      const read = await store.read('a');
+      expect(read).toEqual(runes);
+      expect(read.filter((rune) => Object.hasOwn(rune, 'origin')).length).toBe(19);
       await store.close();
     });
 

@@ -34,8 +34,8 @@ describe('chatActorLifecycle epic', () => {
       const commands = chatActorLifecycle({ staleAfterMs: 0 })(runes, epicContext(scheduler), undefined);
       // No rune of a's timeout comes back here (as if its dispatch failed): it is tried again every minute.
       expectObservable(commands, '^ 15m !').toBe('10m a 59.999s a 59.999s a 59.999s a 59.999s a 59.999s (ba)', {
-        a: { stream: 'a', event: { type: 'InactivityTimeout' } },
-        b: { stream: 'b', event: { type: 'InactivityTimeout' } },
+        a: { stream: 'a', event: { type: 'InactivityTimeout' }, by: 'timer' },
+        b: { stream: 'b', event: { type: 'InactivityTimeout' }, by: 'timer' },
       });
     });
   });
@@ -55,7 +55,7 @@ describe('chatActorLifecycle epic', () => {
       });
       const commands = chatActorLifecycle({ staleAfterMs: 60_000, inactivityTimeoutMs: 3_600_000 })(runes, epicContext(scheduler), undefined);
       // a is stale at 92 s; that Pause's rune never comes (as if its dispatch failed): tried again a minute later.
-      expectObservable(commands, '^ 30m !').toBe('92s p 59.999s p', { p: { stream: 'a', event: { type: 'Pause', reason: 'stale: no activity' } } });
+      expectObservable(commands, '^ 30m !').toBe('92s p 59.999s p', { p: { stream: 'a', event: { type: 'Pause', reason: 'stale: no activity' }, by: 'timer' } });
     });
   });
 
@@ -97,8 +97,8 @@ describe('chatActorLifecycle epic', () => {
       const commands = chatActorLifecycle({ staleAfterMs: 60_000, inactivityTimeoutMs: 3_600_000 })(runes, epicContext(scheduler, { streams }), undefined);
       // c1: 60 s after its chat's last work (61 s), not its own last rune (1 s). c3: 60 s after the approval ended the wait.
       expectObservable(commands, '^ 30m !').toBe('121s p 138.999s q', {
-        p: { stream: c1, event: { type: 'Pause', reason: 'stale: no activity' } },
-        q: { stream: c3, event: { type: 'Pause', reason: 'stale: no activity' } },
+        p: { stream: c1, event: { type: 'Pause', reason: 'stale: no activity' }, by: 'timer' },
+        q: { stream: c3, event: { type: 'Pause', reason: 'stale: no activity' }, by: 'timer' },
       });
     });
   });

@@ -21,12 +21,12 @@ describe('engine: spawn and dispatch', () => {
     const spawned = await engine.spawn('chat-1', 'chat-actor');
     expect(spawned).toEqual({
       accepted: true,
-      rune: { stream: 'chat-1', seq: 1, machine: 'chat-actor', kind: 'spawned', event: { type: 'spawn' }, to: 'idle', at: 0 },
+      rune: { stream: 'chat-1', seq: 1, machine: 'chat-actor', kind: 'spawned', event: { type: 'spawn' }, to: 'idle', at: 0, origin: { by: 'client' } },
     });
     const result = await engine.dispatch('chat-1', interact);
     expect(result).toEqual({
       accepted: true,
-      rune: { stream: 'chat-1', seq: 2, machine: 'chat-actor', kind: 'ProcessInteraction', event: interact, from: 'idle', to: 'running', at: 0 },
+      rune: { stream: 'chat-1', seq: 2, machine: 'chat-actor', kind: 'ProcessInteraction', event: interact, from: 'idle', to: 'running', at: 0, origin: { by: 'client' } },
     });
     expect(await engine.dispatch('chat-1', complete)).toMatchObject({ accepted: true, rune: { seq: 3, to: 'idle' } });
     await engine.close();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CALLER_ORIGIN } from '../../src/reducers/rune-origin.js';
 import { chatActor, StreamReadError, type Rune } from '../../src/index.js';
 import { memoryStore, type RuneStore } from '../../src/index.js';
 import type { Homes } from '../../src/streams/engine/homes.js';
@@ -259,12 +260,12 @@ describe("Homes: events wait in their stream's home", () => {
     const answering: DispatchSink<string> = {
       result: (result, token) => {
         sink.result(result, token);
-        homes.enter('a', ping, 0, sink, 'answer');
+        homes.enter('a', ping, 0, CALLER_ORIGIN, sink, 'answer');
       },
       error: sink.error,
     };
-    homes.enter('a', ping, 0, answering, 'first');
-    homes.enter('a', done, 0, sink, 'second');
+    homes.enter('a', ping, 0, CALLER_ORIGIN, answering, 'first');
+    homes.enter('a', done, 0, CALLER_ORIGIN, sink, 'second');
     expect(log).toEqual([]); // loading: nothing applied yet
     await homes.load('a');
     await microtasks(2);
@@ -279,7 +280,7 @@ describe("Homes: events wait in their stream's home", () => {
     const store: RuneStore = { ...inner, head: async (stream) => (await asked, inner.head(stream)) };
     const homes = homesOn(store);
     const log: string[] = [];
-    homes.enter('a', ping, 0, loggingSink(log), 'before');
+    homes.enter('a', ping, 0, CALLER_ORIGIN, loggingSink(log), 'before');
     // Its spawn rune made durable at once, as the commit queue does with the memory store.
     const admit = (instance: Instance): void => {
       inner.appendSync!(chatRunes('a', 1)[0]!);
@@ -287,7 +288,7 @@ describe("Homes: events wait in their stream's home", () => {
       instance.durableState = instance.state;
     };
     const claim = homes.claim('a', () => spawned('a'), admit);
-    homes.enter('a', ping, 0, loggingSink(log), 'after');
+    homes.enter('a', ping, 0, CALLER_ORIGIN, loggingSink(log), 'after');
     answer();
     await claim;
     await microtasks(2);
@@ -299,12 +300,12 @@ describe("Homes: events wait in their stream's home", () => {
     await inner.append(chatRunes('a', 2));
     const failing = homesOn({ ...inner, head: async () => Promise.reject(new Error('gone')) });
     const log: string[] = [];
-    failing.enter('a', ping, 0, loggingSink(log), 'one');
+    failing.enter('a', ping, 0, CALLER_ORIGIN, loggingSink(log), 'one');
     await failing.settled();
     await microtasks(2);
     expect(log).toEqual(['one failed: gone']);
     const homes = homesOn(inner);
-    homes.enter('a', ping, 0, loggingSink(log), 'two');
+    homes.enter('a', ping, 0, CALLER_ORIGIN, loggingSink(log), 'two');
     homes.close();
     await homes.settled();
     await microtasks(2);

@@ -158,17 +158,17 @@ describe('postgresStore: the schema', () => {
     const store = await postgresStore({ connectionString: POSTGRES_URL, schema });
     await store.append(runesOf('a', 1, 3));
     await store.close();
-    // What version 1 made: no rune version column, only its own append, marked version 1.
+    // What version 1 made: no rune version or origin column, only its own append, marked version 1.
     const raw = await rawClient();
     const v1Append = `"${schema}".rs_append(text, text[], double precision[], text[], bigint[], bigint[], text[], text[], double precision[], text[], bigint[], text[], text[], text[], text[], text[], double precision[], text[]`;
     await raw.query(
-      `ALTER TABLE "${schema}".rs_runes DROP COLUMN v; ALTER TABLE "${schema}".rs_snapshots DROP COLUMN v; DROP FUNCTION ${v1Append}, integer[], text); UPDATE "${schema}".rs_meta SET schema_version = 1`,
+      `ALTER TABLE "${schema}".rs_runes DROP COLUMN v; ALTER TABLE "${schema}".rs_runes DROP COLUMN origin; ALTER TABLE "${schema}".rs_snapshots DROP COLUMN v; DROP FUNCTION ${v1Append}, integer[], text[], text); UPDATE "${schema}".rs_meta SET schema_version = 1`,
     );
     const upgraded = await openStore({ schema });
     expect((await raw.query(`SELECT schema_version FROM "${schema}".rs_meta`)).rows).toEqual([{ schema_version: 2 }]);
     expect(await upgraded.read('a')).toEqual(runesOf('a', 1, 3));
-    await upgraded.append([{ ...runeOf('a', 4), v: 2 }]);
-    // An older process's append, as version 1 called it: its rune has no version (version 1).
+    await upgraded.append([{ ...runeOf('a', 4), v: 2, origin: { by: 'epic', epic: 'counting' } }]);
+    // An older process's append, as version 1 called it: its rune has no version (version 1) and no origin.
     const r5 = runeOf('a', 5);
     await raw.query(`SELECT "${schema}".rs_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`, [
       'rs_older',
@@ -191,7 +191,7 @@ describe('postgresStore: the schema', () => {
       [null],
       null,
     ]);
-    expect(await upgraded.read('a', 3)).toEqual([{ ...runeOf('a', 4), v: 2 }, r5]);
+    expect(await upgraded.read('a', 3)).toEqual([{ ...runeOf('a', 4), v: 2, origin: { by: 'epic', epic: 'counting' } }, r5]);
   });
 
   it('refuses a newer schema version, and leaves the schema untouched', async () => {

@@ -173,7 +173,7 @@ function wallClockDeadline(agent: AgentStreams, startRune: { at: number } | unde
       return durableDeadline(at, undefined, { scheduler: context.scheduler }).pipe(
         mergeMap(() => {
           const used = Math.max(0, context.scheduler.now() - due.startedAt);
-          return [{ stream: agent.turn, event: { type: 'interrupt', reason: due.overrun(used) } } satisfies EpicCommand];
+          return [{ stream: agent.turn, event: { type: 'interrupt', reason: due.overrun(used) }, by: 'timer' } satisfies EpicCommand];
         }),
       );
     }),

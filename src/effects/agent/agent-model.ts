@@ -3,7 +3,7 @@ import { Observable, catchError, defer, filter, forkJoin, from, map, of, switchM
 import type { ToolCallInput, ToolCallState } from '../../reducers/tool-call/schema.js';
 import { toolCall } from '../../reducers/tool-call/machine.js';
 import { TURN_PROGRESS, turnEngine } from '../../reducers/turn-engine/machine.js';
-import type { TurnEngineEvent } from '../../reducers/turn-engine/schema.js';
+import type { ModelCallRequest, TurnEngineEvent } from '../../reducers/turn-engine/schema.js';
 import type { Rune } from '../../reducers/rune.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
@@ -16,6 +16,7 @@ import { agentOfTurn } from './streams.js';
 import { turnRefusal$ } from './turn-refusal.js';
 import { callRefusal$, type BudgetLimits } from './agent-budgets.js';
 import { transcriptOf } from './transcript.js';
+import { modelCallRecord } from './model-call-record.js';
 import { turnRunes$ } from './turn-history.js';
 import { assignedTurnId, turnAssigned$ } from './turn-assignment.js';
 import { lastStartAt } from './turn-usage.js';
@@ -94,7 +95,7 @@ function requestOf(
   stream: string,
   context: EpicContext,
   options: AgentModelOptions,
-): Observable<{ request: ModelRequest; usedCallIds: Set<string>; startedAt: number | undefined }> {
+): Observable<{ request: ModelRequest; record: ModelCallRequest; usedCallIds: Set<string>; startedAt: number | undefined }> {
   const agent = agentOfTurn(stream)!;
   return turnRunes$(stream, context).pipe(
     switchMap((runes) => {
@@ -108,7 +109,7 @@ function requestOf(
           for (const [i, call] of snapshots.entries()) if (call !== undefined) calls.set(callIds[i]!, call.state);
           const request = { ...(options.system === undefined ? {} : { system: options.system }), messages: transcriptOf(runes, calls), tools: options.tools ?? {} };
           // When the turn started (its last `turn.started`): its wall clock runs from there.
-          return { request, usedCallIds: new Set(callIds), startedAt: lastStartAt(runes) };
+          return { request, record: modelCallRecord(request, runes), usedCallIds: new Set(callIds), startedAt: lastStartAt(runes) };
         }),
       );
     }),
@@ -138,10 +139,11 @@ function uniqueCallId(asked: string, used: Set<string>): string {
  */
 function respond(stream: string, context: EpicContext, callContext: ModelCallContext, options: AgentModelOptions, deltaFlushMs: number): Observable<EpicCommand> {
   return defer(() => requestOf(stream, context, options)).pipe(
-    switchMap(({ request, usedCallIds, startedAt }) => {
+    switchMap(({ request, record, usedCallIds, startedAt }) => {
       const asked: ToolCallInput[] = [];
-      let finish: { usage?: Record<string, number>; model?: string; provider?: string; cost?: number; wallClockMs?: number } = {};
-      const toTurn = (event: TurnEngineEvent): EpicCommand => ({ stream, event });
+      let finish: { request: ModelCallRequest; usage?: Record<string, number>; model?: string; provider?: string; cost?: number; wallClockMs?: number } = { request: record };
+      // What the model answered: its runes' origin the model call's.
+      const toTurn = (event: TurnEngineEvent): EpicCommand => ({ stream, event, by: 'model' });
       // The deltas of each window as one: the end (or a failure) lets the held text pass first.
       const answer$ = options.call(request, callContext).pipe(
         filter((output) => deltaText(output) !== ''),
@@ -161,6 +163,7 @@ function respond(stream: string, context: EpicContext, callContext: ModelCallCon
               return subscriber.next(
                 toTurn({
                   type: 'model_call_spent',
+                  request: record,
                   usage: output.usage,
                   ...(output.model === undefined ? {} : { model: output.model }),
                   ...(cost === undefined ? {} : { cost }),
@@ -179,6 +182,7 @@ function respond(stream: string, context: EpicContext, callContext: ModelCallCon
                   : Object.fromEntries(Object.entries(part.usage).filter((entry): entry is [string, number] => typeof entry[1] === 'number'));
               const cost = costOf(options.prices, part.model, usage);
               finish = {
+                request: record,
                 ...(usage === undefined ? {} : { usage }),
                 ...(part.model === undefined ? {} : { model: part.model }),
                 ...(part.provider === undefined ? {} : { provider: part.provider }),
@@ -186,7 +190,12 @@ function respond(stream: string, context: EpicContext, callContext: ModelCallCon
               };
             }
           },
-          error: (error: unknown) => subscriber.error(error),
+          // A failed call records what it was sent; a budget that refused the chain's fall-over is the outer catch's.
+          error: (error: unknown) => {
+            if (error instanceof FallOverRefusedError) return subscriber.error(error);
+            subscriber.next(toTurn({ type: 'stream_error', error: errorText(error), request: record }));
+            subscriber.complete();
+          },
           complete: () => {
             // The turn's time so far, on the engine's scheduler: the turn's own `usage.wallClockMs`.
             if (startedAt !== undefined) finish = { ...finish, wallClockMs: Math.max(0, Math.floor(context.scheduler.now() - startedAt)) };
@@ -200,7 +209,8 @@ function respond(stream: string, context: EpicContext, callContext: ModelCallCon
         }),
       );
     }),
-    // A budget that refused the chain's fall-over ends the turn as a budget's refusal of a call does.
+    // A budget that refused the chain's fall-over ends the turn as a budget's refusal of a call does;
+    // a request that could not be built (no call made), with the error.
     catchError((error: unknown) =>
       of<EpicCommand>({
         stream,

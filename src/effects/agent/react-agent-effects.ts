@@ -1,5 +1,21 @@
 import type { ModelMessage } from 'ai';
-import { EMPTY, Observable, catchError, concat, defer, from, merge, mergeMap, of, switchMap, throwError, type SchedulerLike } from 'rxjs';
+import {
+  EMPTY,
+  Observable,
+  catchError,
+  concat,
+  defer,
+  from,
+  identity,
+  map,
+  merge,
+  mergeMap,
+  of,
+  switchMap,
+  throwError,
+  type MonoTypeOperatorFunction,
+  type SchedulerLike,
+} from 'rxjs';
 import { NO_USAGE, addUsage, pricedResponse, type PriceTable, type Usage } from '../../reducers/budget.js';
 import { errorText } from '../../reducers/error-text.js';
 import { reactAgentEffectsAt, type ReactAgentEffect } from '../../reducers/react-agent/effects.js';
@@ -29,6 +45,11 @@ export interface ToolCallClaims {
 
 /** What runs a ReAct agent's effects, in memory (`reactAgentRuntime`) or on the engine (`reactAgentEpics`). */
 export interface ReactAgentEffectDeps {
+  /**
+   * The agent's stream: given, what a model call or a tool run makes goes out as a command to it
+   * saying so (`by: 'model'` or `'tool'`, its rune's origin), the rest as inputs. Absent: all inputs.
+   */
+  readonly stream?: string;
   /** One model call: its parts, and any commands of its own (a provider chain's breakers). */
   readonly call: (request: ModelRequest) => Observable<ChainOutput>;
   /** The external tools, by name. */
@@ -304,7 +325,12 @@ function callLlm(answersTo: number, initial: AgentState, deps: ReactAgentEffectD
  * started and its run died: claimed again superseding that claim if its tool is `rerunSafe`, else
  * it fails "interrupted by restart".
  */
-function callTool(effect: Extract<ReactAgentEffect, { type: 'call-tool' }>, state: AgentState, deps: ReactAgentEffectDeps, origin: EffectOrigin): Observable<AgentInput> {
+function callTool(
+  effect: Extract<ReactAgentEffect, { type: 'call-tool' }>,
+  state: AgentState,
+  deps: ReactAgentEffectDeps,
+  origin: EffectOrigin,
+): Observable<ReactAgentEffectOutput> {
   const { toolCallId } = effect;
   const completed = (result: { isSuccess: true; content: string } | { isSuccess: false; error: string }): AgentInput => {
     const timestamp = deps.scheduler.now();
@@ -333,6 +359,7 @@ function callTool(effect: Extract<ReactAgentEffect, { type: 'call-tool' }>, stat
         }
       }),
       catchError((error: unknown) => of(completed({ isSuccess: false, error: errorText(error) }))),
+      madeBy(deps.stream, 'tool'),
     );
     const { claims } = deps;
     if (claims === undefined) return run$;
@@ -340,7 +367,7 @@ function callTool(effect: Extract<ReactAgentEffect, { type: 'call-tool' }>, stat
     if (start.action === 'leave') return EMPTY;
     if (start.action === 'interrupt') return of(completed({ isSuccess: false, error: INTERRUPTED_BY_RESTART }));
     const claim = checkedClaim(claims.claimId);
-    const claimed: AgentInput = {
+    const claimed: ReactAgentEffectOutput = {
       type: 'tool-call-claimed',
       toolCallId,
       claim,
@@ -358,5 +385,9 @@ function callTool(effect: Extract<ReactAgentEffect, { type: 'call-tool' }>, stat
  * its claim (see `callTool`): run if it never started, else run again only if its tool is `rerunSafe`.
  */
 export function runReactAgentEffect(effect: ReactAgentEffect, state: AgentState, deps: ReactAgentEffectDeps, origin: EffectOrigin): Observable<ReactAgentEffectOutput> {
-  return effect.type === 'call-llm' ? callLlm(effect.answersTo, state, deps) : callTool(effect, state, deps, origin);
+  return effect.type === 'call-llm' ? callLlm(effect.answersTo, state, deps).pipe(madeBy(deps.stream, 'model')) : callTool(effect, state, deps, origin);
 }
+
+/** What a model call or a tool run made, as commands to `stream` saying so; commands of its own (its breakers) as they are. */
+const madeBy = (stream: string | undefined, by: 'model' | 'tool'): MonoTypeOperatorFunction<ReactAgentEffectOutput> =>
+  stream === undefined ? identity : map((out) => ('stream' in out ? out : ({ stream, event: out, by } satisfies EpicCommand)));

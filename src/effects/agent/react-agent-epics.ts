@@ -278,6 +278,7 @@ export function reactAgentLoop(options: ReactAgentLoopOptions): Epic {
             ? context
             : Object.assign(Object.create(context) as EpicContext, { fallOverRefusal: (spent: SpentCall) => fallOverRefusal$(agent, context, budgets, prices, spent) });
         const deps: ReactAgentEffectDeps = {
+          stream: view.stream,
           call: (request) => call(request, callContext),
           registry,
           specs,

@@ -6,6 +6,7 @@ import { restingStates } from '../../reducers/resting-states.js';
 import type { Rune } from '../../reducers/rune.js';
 import { agentStreams, parseStreamId } from '../../reducers/stream-ids.js';
 import { durableDeadline } from '../../streams/durable-deadline.js';
+import { firedByTimer } from '../../streams/fired-by-timer.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicContext } from '../../streams/epic.js';
 import type { EffectsByKey } from '../../streams/state-effects.js';
@@ -108,7 +109,7 @@ export function autonomyStall(autonomyOptions: AutonomyOptions): Epic {
         return {
           [`stall@${view.seq}`]: activity$(context, everyRune$, view.at, agents).pipe(
             distinctUntilChanged((a, b) => a.at === b.at && a.waiting === b.waiting),
-            switchMap(({ at, waiting }) => (waiting ? NEVER : durableDeadline(at + executingStallMs, stalled, context))),
+            switchMap(({ at, waiting }) => (waiting ? NEVER : durableDeadline(at + executingStallMs, stalled, context).pipe(firedByTimer(view.stream)))),
           ),
         };
       },

@@ -1,8 +1,9 @@
 import { EMPTY, Observable, catchError, defer, forkJoin, from, lastValueFrom, merge, mergeMap, of, switchMap, toArray } from 'rxjs';
 import { circuitBreaker } from '../../reducers/circuit-breaker/machine.js';
-import type { CircuitBreakerEvent, CircuitBreakerState } from '../../reducers/circuit-breaker/schema.js';
+import type { CircuitBreakerState } from '../../reducers/circuit-breaker/schema.js';
 import type { RuneOf } from '../../reducers/rune.js';
 import { durableDeadline } from '../../streams/durable-deadline.js';
+import { firedByTimer } from '../../streams/fired-by-timer.js';
 import { stateEffects } from '../../streams/effect-host.js';
 import type { Epic, EpicCommand, EpicContext } from '../../streams/epic.js';
 import { ofMachine } from '../../streams/of-machine.js';
@@ -131,7 +132,7 @@ function settingsAtStart$(providers: readonly Pick<Provider, 'name' | 'breaker'>
  * found OPEN (stored, first heard through a forced call's outcome, or with edited settings) has it
  * looked up in its history. None while an operator keeps it OPEN.
  */
-function halfOpen$(view: StreamView<typeof circuitBreaker>, context: EpicContext, resolutionMs: number): Observable<CircuitBreakerEvent> {
+function halfOpen$(view: StreamView<typeof circuitBreaker>, context: EpicContext, resolutionMs: number): Observable<EpicCommand> {
   const { stream, rune } = view;
   const openedAt$ = rune !== undefined && startsOpenClock(rune) ? of(rune.at) : defer(() => openClockStart(context, stream, view.seq, view.at));
   return forkJoin([openedAt$, view.state$]).pipe(
@@ -143,7 +144,7 @@ function halfOpen$(view: StreamView<typeof circuitBreaker>, context: EpicContext
             openedAt + (state.openForMs ?? state.openTimeoutMs),
             { type: 'open_timeout_elapsed' as const },
             { scheduler: context.scheduler, resolutionMs, retryMs: retryDelayOf(state.openForMs ?? state.openTimeoutMs) },
-          ),
+          ).pipe(firedByTimer(stream)),
     ),
   );
 }

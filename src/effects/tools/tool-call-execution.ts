@@ -1,7 +1,7 @@
 import { EMPTY, Observable, catchError, concat, defer, map, mergeMap, of, tap, timer, type SchedulerLike } from 'rxjs';
 import type { toolCall } from '../../reducers/tool-call/machine.js';
 import type { ToolCallEvent, ToolCallState } from '../../reducers/tool-call/schema.js';
-import type { EpicContext } from '../../streams/epic.js';
+import type { DispatchCommand, EpicContext } from '../../streams/epic.js';
 import type { StreamView } from '../../streams/state-effects.js';
 import { INTERRUPTED_BY_RESTART, executionStart } from '../tool-call-recovery.js';
 import { errorText } from '../../reducers/error-text.js';
@@ -79,9 +79,9 @@ export interface ExecutionOptions {
  * naming a claim that is not the current one), so of two runners, in one process or two, only
  * the one whose claim is recorded starts the tool.
  */
-export function execution$(view: StreamView<typeof toolCall>, context: EpicContext, options: ExecutionOptions): Observable<ToolCallEvent> {
+export function execution$(view: StreamView<typeof toolCall>, context: EpicContext, options: ExecutionOptions): Observable<ToolCallEvent | DispatchCommand> {
   const { registry, runElsewhere, scope, claimId } = options;
-  const run = (state: ToolCallState): Observable<ToolCallEvent> => {
+  const run = (state: ToolCallState): Observable<ToolCallEvent | DispatchCommand> => {
     const start = executionStart(state, view.origin, registry.rerunSafe(state));
     if (start.action === 'leave') return EMPTY;
     if (start.action === 'interrupt') return of({ type: 'execution_error', error: INTERRUPTED_BY_RESTART });
@@ -89,11 +89,12 @@ export function execution$(view: StreamView<typeof toolCall>, context: EpicConte
     if (!resolved.ok) return of({ type: 'execution_error', error: resolved.error });
     const { tool, input } = resolved;
     const outcome$ = runTool(tool, input, context.scheduler, () => stopReason(view)).pipe(map((event) => storableOutcome(event, context.valueCheck)));
-    const run$ = timeoutWhateverHappens(outcome$, tool.timeoutMs, context.scheduler);
+    // What the run made, its runes' origin the tool's (the claim before it is the epic's).
+    const run$ = timeoutWhateverHappens(outcome$, tool.timeoutMs, context.scheduler).pipe(map((event): DispatchCommand => ({ stream: view.stream, event, by: 'tool' })));
     return defer(() => claimCallThenRun(view, checkedClaim(claimId), start.supersedes, run$));
   };
   return view.state$.pipe(
-    mergeMap((state): Observable<ToolCallEvent> => {
+    mergeMap((state): Observable<ToolCallEvent | DispatchCommand> => {
       if (state?.value !== 'executing') return EMPTY; // it moved on before it could start
       if (runElsewhere.has(state.toolName)) return EMPTY; // another effect runs it, and resumes it after a restart
       if (scope === undefined) return run(state);

@@ -17,8 +17,30 @@ export type TurnEngineInput = z.infer<typeof TurnEngineInput>;
 export const ToolResultSummary = z.object({ callId: z.string().min(1), status: ToolCallStatus });
 export type ToolResultSummary = z.infer<typeof ToolResultSummary>;
 
+/**
+ * One input of a model call as the log records it: the SHA-256 of its canonical JSON (`digest`),
+ * with the value itself only the first time its turn stream records that digest.
+ */
+export const RecordedInput = z.object({ digest: z.string().regex(/^[0-9a-f]{64}$/, 'a SHA-256 digest in hex'), value: z.json().optional() });
+export type RecordedInput = z.infer<typeof RecordedInput>;
+
+/**
+ * What a model call was sent, recorded by the rune that ends it, so its request is recoverable
+ * from the log (`modelRequestOf`) while the log grows with each distinct prompt once: the turn
+ * stream's seq its messages were built from (the transcript of its runes up to `upTo`, with its
+ * tool calls' outcomes), its system prompt and its tool definitions.
+ */
+export const ModelCallRequest = z.object({
+  upTo: z.number().int().nonnegative(),
+  system: RecordedInput.optional(),
+  tools: RecordedInput,
+});
+export type ModelCallRequest = z.infer<typeof ModelCallRequest>;
+
 /** What a model response carries besides its content: the provider's usage, the model's name, and its cost. */
 const ResponseUsage = {
+  /** What the call was sent (absent in runes written before calls were recorded). */
+  request: ModelCallRequest.optional(),
   usage: Usage.optional(),
   /** The name of the model that answered (its id), the key of the price table. */
   model: z.string().optional(),
@@ -88,6 +110,7 @@ export const TurnEngineEvent = z.discriminatedUnion('type', [
     usage: Usage,
     model: z.string().optional(),
     cost: z.number().nonnegative().optional(),
+    request: ModelCallRequest.optional(),
   }),
   z.object({
     type: z.literal('interrupt'),
@@ -104,6 +127,8 @@ export const TurnEngineEvent = z.discriminatedUnion('type', [
      * `model_call_spent` carry (empty answers a provider chain fell over from). Not set now.
      */
     usage: Usage.optional(),
+    /** What the failed call was sent. */
+    request: ModelCallRequest.optional(),
   }),
   z.object({
     type: z.literal('tools_finished'),

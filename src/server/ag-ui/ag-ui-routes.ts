@@ -5,8 +5,8 @@ import { errorText } from '../../reducers/error-text.js';
 import { agentStreams, conversationStream, isSegment, type AgentStreams } from '../../reducers/stream-ids.js';
 import type { ToolCallState } from '../../reducers/tool-call/schema.js';
 import type { TurnEngineState } from '../../reducers/turn-engine/schema.js';
-import type { Engine } from '../../streams/engine.js';
-import { askAuthorize, type Authorize } from '../access.js';
+import type { DispatchOptions, Engine } from '../../streams/engine.js';
+import { askAuthorize, clientOriginOf, type Authorize, type Identity } from '../access.js';
 import { replyError } from '../http-reply.js';
 import { startEventStream } from '../sse.js';
 import type { Route, RouteContext } from '../routes.js';
@@ -97,7 +97,7 @@ export function agUiRoutes(options: AgUiRoutesOptions): Route[] {
     };
     let start: AgUiRunStart;
     try {
-      start = await runStart(engine, streams, agent, input, access.identity.id, mayApprove);
+      start = await runStart(engine, streams, agent, input, access.identity, mayApprove);
     } catch (error) {
       if (error instanceof Refusal) return replyError(res, error.status, error.code, error.message);
       return replyError(res, 500, 'internal', `agent "${agentId}" on thread "${input.threadId}": ${errorText(error)}`);
@@ -137,12 +137,15 @@ async function runStart(
   streams: AgentStreams,
   agent: AgUiAgent,
   input: AgUiRunInput,
-  approver: string,
+  identity: Identity,
   mayApprove: (stream: string, event: string) => Promise<void>,
 ): Promise<AgUiRunStart> {
+  const approver = identity.id;
   const { threadId, runId } = input;
   const base = { engine, agent: streams, threadId, runId };
-  if (input.resume !== undefined && input.resume.length > 0) return { ...base, ...(await resume(engine, streams, input.resume, threadId, approver, mayApprove)) };
+  // Every rune the request writes records it as the identity's.
+  const asClient = { origin: clientOriginOf(identity) };
+  if (input.resume !== undefined && input.resume.length > 0) return { ...base, ...(await resume(engine, streams, input.resume, threadId, approver, asClient, mayApprove)) };
   const text = newUserInput(input.messages);
   const head = await engine.snapshot<TurnEngineState>(streams.turn);
   if (text === undefined) {
@@ -150,7 +153,7 @@ async function runStart(
     if (latest === undefined) throw new Refusal(409, 'no_run', `agent "${streams.agentId}" has no run on thread "${threadId}" to rejoin; send a user message to start one`);
     return { ...base, ...latest };
   }
-  const now = head ?? (await spawnAgent(engine, streams, agent));
+  const now = head ?? (await spawnAgent(engine, streams, agent, asClient));
   if (now.state.value !== 'idle') {
     throw new Refusal(
       409,
@@ -158,7 +161,7 @@ async function runStart(
       `agent "${streams.agentId}" on thread "${threadId}" is running turn ${now.state.turn} (${now.state.value}); rejoin it with no new message, or send yours once it ends`,
     );
   }
-  const started = await engine.dispatch(streams.turn, { type: 'start_turn', input: text });
+  const started = await engine.dispatch(streams.turn, { type: 'start_turn', input: text }, asClient);
   if (!started.accepted) {
     // The message itself refused (a NUL, a string over the limits): 400 with the engine's code.
     if (started.code !== 'sealed' && started.code !== 'held' && started.code !== 'not_allowed' && started.code !== 'terminal_state')
@@ -170,11 +173,11 @@ async function runStart(
 }
 
 /** Creates the agent's streams on its first run (its lifecycle with its role first, then its turn stream), and returns the turn's state. */
-async function spawnAgent(engine: Engine, streams: AgentStreams, agent: AgUiAgent): Promise<{ seq: number; state: TurnEngineState }> {
+async function spawnAgent(engine: Engine, streams: AgentStreams, agent: AgUiAgent, asClient: DispatchOptions): Promise<{ seq: number; state: TurnEngineState }> {
   if (agent.role !== undefined && (await engine.snapshot(streams.lifecycle)) === undefined) {
-    await engine.spawn(streams.lifecycle, 'agent-lifecycle', { agentId: streams.agentId, role: agent.role });
+    await engine.spawn(streams.lifecycle, 'agent-lifecycle', { agentId: streams.agentId, role: agent.role }, asClient);
   }
-  const spawned = await engine.spawn(streams.turn, 'turn-engine', { agentId: streams.agentId });
+  const spawned = await engine.spawn(streams.turn, 'turn-engine', { agentId: streams.agentId }, asClient);
   if (!spawned.accepted && spawned.code !== 'stream_exists') throw new Refusal(409, spawned.code, spawned.reason);
   const head = await engine.snapshot<TurnEngineState>(streams.turn);
   if (head === undefined) throw new Error(`stream "${streams.turn}" was not created`);
@@ -195,6 +198,7 @@ async function resume(
   entries: readonly AgUiResumeEntry[],
   threadId: string,
   approver: string,
+  asClient: DispatchOptions,
   mayApprove: (stream: string, event: string) => Promise<void>,
 ): Promise<Pick<AgUiRunStart, 'seq' | 'state' | 'calls'>> {
   const head = await engine.snapshot<TurnEngineState>(streams.turn);
@@ -220,6 +224,7 @@ async function resume(
     await engine.dispatch(
       stream,
       approves(entry) ? { type: 'approved', approver } : { type: 'denied', reason: entry.status === 'cancelled' ? 'cancelled' : 'denied by the user' },
+      asClient,
     );
   }
   return { seq: head!.seq, state: head!.state, calls: calls.flatMap((call) => (call === undefined ? [] : [call])) };

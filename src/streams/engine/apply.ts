@@ -1,5 +1,6 @@
 import type { EventObject } from '../../reducers/machine.js';
 import type { Rune } from '../../reducers/rune.js';
+import type { RuneOrigin } from '../../reducers/rune-origin.js';
 import { eventRejection, parseBounded } from '../../reducers/validate.js';
 import type { CommitQueue } from '../commit-queue.js';
 import type { Seals } from '../seals.js';
@@ -14,12 +15,21 @@ export const valueOf = (state: unknown): string | undefined => {
 };
 
 /**
- * Applies an event dispatched at `dispatchedAt` (scheduler time) to an instance in memory: refused
+ * Applies an event dispatched at `dispatchedAt` (scheduler time) by `origin` to an instance in memory: refused
  * if a stream above seals the instance or holds the event's type back, else validated by the
  * machine's schema and stepped; an accepted event's rune goes to the commit queue, which tells
  * `sink` once it is durable. Every refusal is told to `sink` at once.
  */
-export function applyEvent<T>(instance: Instance, value: unknown, dispatchedAt: number, sink: DispatchSink<T>, token: T, seals: Seals, commits: CommitQueue<Instance>): void {
+export function applyEvent<T>(
+  instance: Instance,
+  value: unknown,
+  dispatchedAt: number,
+  origin: RuneOrigin,
+  sink: DispatchSink<T>,
+  token: T,
+  seals: Seals,
+  commits: CommitQueue<Instance>,
+): void {
   // Looked up again only after a new seal: one comparison a dispatch on the hot path.
   if (instance.sealGeneration !== seals.generation) {
     instance.sealedBy = seals.refusal(instance.stream);
@@ -58,5 +68,6 @@ export function applyEvent<T>(instance: Instance, value: unknown, dispatchedAt: 
   // Added only when there is one: a rune without payload has no `payload` key at all.
   if (step.payload !== undefined) rune.payload = step.payload;
   if (machine.version !== 1) rune.v = machine.version;
+  rune.origin = origin;
   commits.enqueue(instance, rune, step.state, sink, token);
 }

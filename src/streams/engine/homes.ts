@@ -1,5 +1,6 @@
 import type { AnyMachine } from '../../reducers/machine.js';
 import type { Rune } from '../../reducers/rune.js';
+import type { RuneOrigin } from '../../reducers/rune-origin.js';
 import type { CommitQueue, PendingRune } from '../commit-queue.js';
 import type { Seals } from '../seals.js';
 import type { RuneStore } from '../store.js';
@@ -96,14 +97,14 @@ export class Homes {
   }
 
   /** Applies an event to `stream`: at once when its instance is at rest in memory, else in order once it is loaded or caught up. */
-  enter<T>(stream: string, event: unknown, dispatchedAt: number, sink: DispatchSink<T>, token: T): void {
+  enter<T>(stream: string, event: unknown, dispatchedAt: number, origin: RuneOrigin, sink: DispatchSink<T>, token: T): void {
     const home = this.#homes.size === 0 ? undefined : this.#homes.get(stream);
     if (home?.ready === undefined) {
       const instance = this.#memory.get(stream);
-      if (instance !== undefined) return applyEvent(instance, event, dispatchedAt, sink, token, this.#seals, this.#commits);
+      if (instance !== undefined) return applyEvent(instance, event, dispatchedAt, origin, sink, token, this.#seals, this.#commits);
       void this.#startLoad(stream); // its outcome reaches the events waiting for it
     }
-    this.#homes.get(stream)!.waiting.push({ event, dispatchedAt, sink, token });
+    this.#homes.get(stream)!.waiting.push({ event, dispatchedAt, origin, sink, token });
   }
 
   /**
@@ -210,7 +211,7 @@ export class Homes {
       // Its spawn lost: there is no durable state to go back to. The retries hydrate the stream.
       if (this.isCurrent(instance)) this.#memory.delete(stream);
       this.#settleBehind(stream);
-      for (const w of retries) this.enter(stream, w.event, w.dispatchedAt, w.sink, w.token);
+      for (const w of retries) this.enter(stream, w.event, w.dispatchedAt, w.origin, w.sink, w.token);
     } else this.#catchUp(instance, retries);
     answerLosers(answered, stream, this.#maxRaceLosses);
   }
@@ -325,7 +326,7 @@ export class Homes {
     const instance = this.#memory.get(stream);
     if (this.#closed) w.sink.result(rejected('closed', 'the engine is closed'), w.token);
     else if (found === undefined || instance === undefined) w.sink.result(rejected('unknown_stream', `unknown stream "${stream}"`), w.token);
-    else applyEvent(instance, w.event, w.dispatchedAt, w.sink, w.token, this.#seals, this.#commits);
+    else applyEvent(instance, w.event, w.dispatchedAt, w.origin, w.sink, w.token, this.#seals, this.#commits);
   }
 
   /** Nothing is in progress in `home` any more. */

@@ -1,5 +1,6 @@
 import { foldRune } from '../../reducers/fold.js';
 import type { Rune } from '../../reducers/rune.js';
+import { CALLER_ORIGIN } from '../../reducers/rune-origin.js';
 import type { CommitQueue, PendingRune } from '../commit-queue.js';
 import type { RuneStore } from '../store.js';
 import { raceRetry, retrySink } from '../submit.js';
@@ -47,7 +48,7 @@ export function triesAfterLoss(runes: readonly PendingRune<Instance>[], maxRaceL
   for (const p of runes) {
     const retry = raceRetry(p.sink, p.token);
     if (p.rune.seq === 1 || retry.losses >= maxRaceLosses) answered.push(p);
-    else retries.push({ event: p.rune.event, dispatchedAt: p.rune.at, sink: retrySink, token: retry });
+    else retries.push({ event: p.rune.event, dispatchedAt: p.rune.at, origin: p.rune.origin ?? CALLER_ORIGIN, sink: retrySink, token: retry });
   }
   return { retries, answered };
 }

@@ -32,6 +32,8 @@ import { rejectionChannel, type RejectionReport } from '../diagnostics.js';
  * - `held`: the event's type is held back by a stream above it in its state (its machine's
  *   `holds`: a paused conversation takes no `start_turn` for `conv/<c>/agent/<a>/turn`); the
  *   reason names that stream and its state. Known after a restart; released when it leaves the state.
+ * - `invalid_origin`: the `origin` given to `dispatch`, `spawn` or `submit` is not a
+ *   `RuneOrigin` (the reason says what is wrong with it).
  * - `contention`: the dispatch lost the race for its stream's next seq to other writers
  *   `maxRaceLosses` times in a row (each time applied again to the newer state); nothing was
  *   appended. The reason names the stream.
@@ -51,6 +53,7 @@ export type EngineRejectionCode =
   | 'unknown_machine'
   | 'newer_version'
   | 'invalid_input'
+  | 'invalid_origin'
   | 'contention'
   | 'closed';
 

@@ -1,6 +1,7 @@
 import type { SchedulerLike } from 'rxjs';
 import type { AnyMachine } from '../../reducers/machine.js';
 import { SPAWN_EVENT_TYPE, type Rune } from '../../reducers/rune.js';
+import { CALLER_ORIGIN, type RuneOrigin } from '../../reducers/rune-origin.js';
 import { describeIssues, parseBounded } from '../../reducers/validate.js';
 import type { ValueCheck } from '../../reducers/value-limits.js';
 import type { CommitQueue } from '../commit-queue.js';
@@ -28,7 +29,13 @@ export interface SpawnsOf {
  * same agent), then its stream claimed (see `Homes.claim`) and its seq-1 rune committed. Resolves
  * to the durable spawn rune, or why nothing was appended (`stream_exists` when the store has it).
  */
-export async function spawnStream(of: SpawnsOf, stream: string, machineOrId: string | AnyMachine, input: unknown): Promise<DispatchResult> {
+export async function spawnStream(
+  of: SpawnsOf,
+  stream: string,
+  machineOrId: string | AnyMachine,
+  input: unknown,
+  origin: RuneOrigin = CALLER_ORIGIN,
+): Promise<DispatchResult> {
   const { homes, commits, seals, scheduler, machines } = of;
   const notAnId = notAStreamId(stream);
   if (notAnId !== undefined) return notAnId;
@@ -66,6 +73,7 @@ export async function spawnStream(of: SpawnsOf, stream: string, machineOrId: str
         : { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, to, at };
     if (machine.spawnPayload !== undefined) rune.payload = machine.spawnPayload(completed, instance.state);
     if (machine.version !== 1) rune.v = machine.version;
+    rune.origin = origin;
     const call = new PromisedDispatch();
     commits.enqueue(instance, rune, instance.state, promiseSink, call);
     spawned = call.promise();

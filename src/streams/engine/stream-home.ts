@@ -1,4 +1,5 @@
 import type { Rune } from '../../reducers/rune.js';
+import type { RuneOrigin } from '../../reducers/rune-origin.js';
 import type { DispatchSink } from '../submit.js';
 import type { Instance } from './instance.js';
 
@@ -6,6 +7,7 @@ import type { Instance } from './instance.js';
 export interface WaitingEvent {
   readonly event: unknown;
   readonly dispatchedAt: number;
+  readonly origin: RuneOrigin;
   readonly sink: DispatchSink<any>;
   readonly token: unknown;
 }

@@ -219,7 +219,7 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
     const fences = options?.fences ?? [];
     const [row] = await query<{ last: number }>(
       'an append',
-      `SELECT ${q}.rs_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)::float8 AS last`,
+      `SELECT ${q}.rs_append($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)::float8 AS last`,
       [channel, fences.map((f) => f.lease), fences.map((f) => f.epoch), ...streams, ...runeColumns(runes), options?.writer ?? null],
     );
     if (tail.active) await tail.delivered(row!.last);
@@ -374,9 +374,9 @@ export async function postgresStore(options: PostgresStoreOptions): Promise<Post
         const [oldest] = (await client.query<{ seq: number | null }>(`SELECT min(seq)::float8 AS seq FROM ${q}.rs_runes WHERE stream = $1`, [first.stream])).rows;
         checkRestore(runes, head === undefined ? undefined : headFromRow(head), oldest?.seq ?? (head?.seq ?? 0) + 1);
         await client.query(
-          `INSERT INTO ${q}.rs_runes (stream, seq, machine, kind, event, from_state, to_state, at, payload, v, restored)
-           SELECT s, n, m, k, e::jsonb, f, t, a, p::jsonb, w, true
-           FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::float8[], $9::text[], $10::integer[]) AS r(s, n, m, k, e, f, t, a, p, w)`,
+          `INSERT INTO ${q}.rs_runes (stream, seq, machine, kind, event, from_state, to_state, at, payload, v, origin, restored)
+           SELECT s, n, m, k, e::jsonb, f, t, a, p::jsonb, w, o::jsonb, true
+           FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::float8[], $9::text[], $10::integer[], $11::text[]) AS r(s, n, m, k, e, f, t, a, p, w, o)`,
           runeColumns(runes),
         );
         await client.query('COMMIT');

@@ -1,7 +1,7 @@
 import type { Rune } from '../../reducers/rune.js';
 
 /** The columns of `rs_runes` a rune is rebuilt from, numbers as JS numbers (bigints would come back as strings). */
-export const RUNE_COLUMNS = 'stream, seq::float8 AS seq, machine, kind, event, from_state, to_state, at, payload, v';
+export const RUNE_COLUMNS = 'stream, seq::float8 AS seq, machine, kind, event, from_state, to_state, at, payload, v, origin';
 
 /** A row of {@link RUNE_COLUMNS}. */
 export interface RuneRow {
@@ -16,6 +16,8 @@ export interface RuneRow {
   payload: Rune['payload'] | null;
   /** NULL: version 1 (schema version 2). */
   v: number | null;
+  /** NULL: a rune written before runes had origins (schema version 2). */
+  origin: Rune['origin'] | null;
 }
 
 /** The rune a row holds, as it was appended: no `from`, `to` or `payload` key where it had none. */
@@ -25,6 +27,7 @@ export function runeFromRow(row: RuneRow): Rune {
   if (row.to_state !== null) rune.to = row.to_state;
   if (row.payload !== null) rune.payload = row.payload;
   if (row.v !== null) rune.v = row.v;
+  if (row.origin !== null) rune.origin = row.origin;
   return rune;
 }
 
@@ -41,6 +44,7 @@ export function runeColumns(runes: readonly Rune[]): unknown[] {
   const ats = new Array<number>(n);
   const payloads = new Array<string | null>(n);
   const versions = new Array<number | null>(n);
+  const origins = new Array<string | null>(n);
   runes.forEach((rune, i) => {
     streams[i] = rune.stream;
     seqs[i] = rune.seq;
@@ -52,8 +56,9 @@ export function runeColumns(runes: readonly Rune[]): unknown[] {
     ats[i] = rune.at;
     payloads[i] = rune.payload === undefined ? null : JSON.stringify(rune.payload);
     versions[i] = rune.v ?? null;
+    origins[i] = rune.origin === undefined ? null : JSON.stringify(rune.origin);
   });
-  return [streams, seqs, machines, kinds, events, froms, tos, ats, payloads, versions];
+  return [streams, seqs, machines, kinds, events, froms, tos, ats, payloads, versions, origins];
 }
 
 /** A batch's streams in order of first appearance, as `rs_append` takes them; `undefined` if a stream's runes are not consecutive. */

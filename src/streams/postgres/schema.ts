@@ -73,8 +73,8 @@ INSERT INTO ${q}.rs_meta (app, schema_version) VALUES ('${POSTGRES_APP}', 1);
 /**
  * `rs_append`, which commits a batch in one call (one round trip, its own transaction): fences,
  * then each stream's expected seq, then the runes, then the NOTIFY pointer. With `withVersions`
- * (schema version 2), its runes' machine versions too, in one more array before the writer: an
- * overload beside version 1's, which processes still running the older code keep calling.
+ * (schema version 2), its runes' machine versions and origins too, in two more arrays before the
+ * writer: an overload beside version 1's, which processes still running the older code keep calling.
  */
 function appendFunction(q: string, positionsLock: string, withVersions: boolean): string {
   return `
@@ -83,7 +83,7 @@ CREATE FUNCTION ${q}.rs_append(
   p_leases text[], p_epochs double precision[],
   p_streams text[], p_expected bigint[], p_last bigint[], p_machines text[], p_values text[], p_ats double precision[],
   r_streams text[], r_seqs bigint[], r_machines text[], r_kinds text[], r_events text[], r_froms text[], r_tos text[],
-  r_ats double precision[], r_payloads text[], ${withVersions ? 'r_vs integer[], ' : ''}p_writer text
+  r_ats double precision[], r_payloads text[], ${withVersions ? 'r_vs integer[], r_origins text[], ' : ''}p_writer text
 ) RETURNS bigint LANGUAGE plpgsql AS $fn$
 DECLARE
   v_newest double precision;
@@ -125,10 +125,10 @@ BEGIN
   END LOOP;
   ${
     withVersions
-      ? `INSERT INTO ${q}.rs_runes (gpos, stream, seq, machine, kind, event, from_state, to_state, at, payload, v, writer)
+      ? `INSERT INTO ${q}.rs_runes (gpos, stream, seq, machine, kind, event, from_state, to_state, at, payload, v, origin, writer)
     OVERRIDING SYSTEM VALUE
-    SELECT g, s, n, m, k, e::jsonb, f, t, a, p::jsonb, w, p_writer
-    FROM unnest(v_gpos, r_streams, r_seqs, r_machines, r_kinds, r_events, r_froms, r_tos, r_ats, r_payloads, r_vs) AS r(g, s, n, m, k, e, f, t, a, p, w);`
+    SELECT g, s, n, m, k, e::jsonb, f, t, a, p::jsonb, w, o::jsonb, p_writer
+    FROM unnest(v_gpos, r_streams, r_seqs, r_machines, r_kinds, r_events, r_froms, r_tos, r_ats, r_payloads, r_vs, r_origins) AS r(g, s, n, m, k, e, f, t, a, p, w, o);`
       : `INSERT INTO ${q}.rs_runes (gpos, stream, seq, machine, kind, event, from_state, to_state, at, payload, writer)
     OVERRIDING SYSTEM VALUE
     SELECT g, s, n, m, k, e::jsonb, f, t, a, p::jsonb, p_writer
@@ -143,13 +143,15 @@ $fn$;
 
 /**
  * Schema version 2: each rune's and each snapshot's machine version (`v`, NULL for version 1),
- * and the `rs_append` that writes the runes'.
+ * each rune's origin (`origin`, NULL for a rune written before runes had origins), and the
+ * `rs_append` that writes both of the runes'.
  */
 function version2(schema: string): string {
   const q = quoted(schema);
   const positionsLock = `hashtextextended('runestream positions ${schema}', 0)`;
   return `
 ALTER TABLE ${q}.rs_runes ADD COLUMN v integer;
+ALTER TABLE ${q}.rs_runes ADD COLUMN origin jsonb;
 ALTER TABLE ${q}.rs_snapshots ADD COLUMN v integer;
 ${appendFunction(q, positionsLock, true)}
 UPDATE ${q}.rs_meta SET schema_version = 2;

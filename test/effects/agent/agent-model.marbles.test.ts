@@ -38,7 +38,19 @@ const text = (t: string) => part({ type: 'text-delta', text: t });
 const toolCall = (toolCallId: string, toolName: string, input: unknown) => part({ type: 'tool-call', toolCallId, toolName, input });
 const finish = (finishReason: string, usage?: Record<string, number | undefined>) => part({ type: 'finish', finishReason, ...(usage === undefined ? {} : { usage }) });
 
-const toTurn = (event: { readonly type: string } & Readonly<Record<string, unknown>>, stream = TURN): EpicCommand => ({ stream, event });
+/** The kinds of event that end a model call, and record what it was sent. */
+const CALL_ENDS = new Set(['response_done', 'tool_calls_received', 'stream_error', 'model_call_spent']);
+/**
+ * What the model call made, as a command to the turn saying so; an event that ends the call
+ * records what it was sent (checked in its own test: here, that it is there).
+ */
+const toTurn = (event: { readonly type: string } & Readonly<Record<string, unknown>>, stream = TURN): EpicCommand => ({
+  stream,
+  event: CALL_ENDS.has(event.type) && !('request' in event) ? { ...event, request: expect.objectContaining({ upTo: expect.any(Number) }) } : event,
+  by: 'model',
+});
+/** What the epic decided itself (an interrupt, a request it could not build): no `by`. */
+const fromEpic = (event: { readonly type: string } & Readonly<Record<string, unknown>>, stream = TURN): EpicCommand => ({ stream, event });
 
 /**
  * A model caller answering call n with `answers[n]`, recording each request; and a context whose
@@ -182,7 +194,7 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       const { call } = setup(m, runes, [llm]);
       const context = epicContext(m.scheduler, { read: () => throwError(() => new Error('SQLITE_IOERR: disk I/O error')) });
       const commands = m.expectObservable(agentModel({ call })(runes, context, undefined));
-      commands.toBe('-e', { e: toTurn({ type: 'stream_error', error: 'SQLITE_IOERR: disk I/O error' }) });
+      commands.toBe('-e', { e: fromEpic({ type: 'stream_error', error: 'SQLITE_IOERR: disk I/O error' }) });
       m.expectSubscriptions(llm.subscriptions).toBe([]);
     }));
 
@@ -239,7 +251,7 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       }, 6);
       m.expectObservable(agentModel({ call })(runes, context, undefined)).toBe('----r---i', {
         r: toTurn({ type: 'tool_calls_received', callIds: ['c1'], calls: [asked], wallClockMs: 4 }),
-        i: toTurn({ type: 'interrupt', reason: `the conversation is suspended: ${reason}` }),
+        i: fromEpic({ type: 'interrupt', reason: `the conversation is suspended: ${reason}` }),
       });
       m.expectSubscriptions(second.subscriptions).toBe([]);
       return () => expect(requests).toHaveLength(1);
@@ -258,7 +270,7 @@ describe('agentModel: a turn entering streaming calls the model; its answer beco
       const { call, context, requests } = setup(m, runes, [first, second], calls, heads);
       m.expectObservable(agentModel({ call }, { conversationBudget: { modelCalls: 2 } })(runes, context, undefined)).toBe('----r---i', {
         r: toTurn({ type: 'tool_calls_received', callIds: ['c1'], calls: [asked], wallClockMs: 4 }),
-        i: toTurn({ type: 'interrupt', reason: 'conversation budget exhausted: modelCalls 2 of 2' }),
+        i: fromEpic({ type: 'interrupt', reason: 'conversation budget exhausted: modelCalls 2 of 2' }),
       });
       m.expectSubscriptions(second.subscriptions).toBe([]);
       return () => expect(requests).toHaveLength(1);

@@ -1,5 +1,6 @@
 import { NEVER, Observable, concat, filter, firstValueFrom, from, of, throwError } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { digestOf } from '../../../src/effects/agent/model-call-record.js';
 import { checkInvariants, type Rune, type TurnEngineState } from '../../../src/index.js';
 import { agentModel, type ModelCaller } from '../../../src/effects/agent/agent-model.js';
 import { agentTurns } from '../../../src/effects/agent/agent-turns.js';
@@ -204,7 +205,12 @@ describe('agent turns: a turn stream is an agent', () => {
     await engine.spawn(a.turn, 'turn-engine');
     await engine.dispatch(a.turn, { type: 'start_turn', input: 'hi' });
     await turnsDone(engine, 'a1', 1);
-    expect((await runeWhere(engine, a.turn, (r) => r.kind === 'turn.error')).event).toEqual({ type: 'stream_error', error: 'all providers failed: a: 500' });
+    // It records what the failed call was sent: the transcript up to the turn's start.
+    expect((await runeWhere(engine, a.turn, (r) => r.kind === 'turn.error')).event).toEqual({
+      type: 'stream_error',
+      error: 'all providers failed: a: 500',
+      request: { upTo: 2, system: { digest: digestOf('be kind'), value: 'be kind' }, tools: { digest: digestOf({}), value: {} } },
+    });
     expect(await runeWhere(engine, a.lifecycle, (r) => r.kind === 'turn.error')).toMatchObject({ to: 'idle', event: { error: 'all providers failed: a: 500' } });
   });
 

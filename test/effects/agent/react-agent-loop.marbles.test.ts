@@ -46,7 +46,9 @@ const used = (modelCalls: number, tokens: { inputTokens?: number; outputTokens?:
   wallClockMs: 0,
   ...tokens,
 });
-const toAgent = (event: Record<string, unknown>) => ({ stream: REACT, event });
+/** What a model call or a tool run of the loop made says so (its rune's origin); the claim before a run is the loop's own. */
+const madeBy = (type: unknown): { by?: 'model' | 'tool' } => (type === 'tool-call-completed' ? { by: 'tool' } : type === 'tool-call-claimed' ? {} : { by: 'model' });
+const toAgent = (event: Record<string, unknown>, by = madeBy(event.type)) => ({ stream: REACT, event, ...by });
 
 const add = defineTool({ name: 'add', description: 'Adds', inputSchema: z.object({ a: z.number(), b: z.number() }), execute: ({ a, b }) => a + b });
 const shaky = defineTool({ name: 'shaky', description: 'Not safe to run twice', inputSchema: z.object({}), execute: () => 'ran' });
@@ -208,8 +210,9 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
       const { runes, states } = history([ask('m1', 1), observed, { type: 'tool-call-claimed', toolCallId: 't1', claim: 'run-1', timestamp: 3 }]);
       const runes$ = m.hot<Rune>('--b-----c', { b: runes[1]!, c: runes[2]! });
       const { call, context } = setup(m, runes$, states, []);
-      const result = (toolCallId: string, r: Record<string, unknown>) =>
-        toAgent({ type: 'tool-call-completed', toolCallId, result: { ...r, receivedAt: expect.any(Number) }, timestamp: expect.any(Number) });
+      // A run's result says the tool; a call that could not run is answered by the loop.
+      const result = (toolCallId: string, r: Record<string, unknown>, by = r.isSuccess === true ? { by: 'tool' as const } : {}) =>
+        toAgent({ type: 'tool-call-completed', toolCallId, result: { ...r, receivedAt: expect.any(Number) }, timestamp: expect.any(Number) }, by);
       m.expectObservable(reactAgentLoop({ call, tools: [add], claimId: () => 'run-1' })(runes$, context, undefined)).toBe('--(kbc)-a', {
         k: toAgent({ type: 'tool-call-claimed', toolCallId: 't1', claim: 'run-1', timestamp: 2 }),
         a: result('t1', { isSuccess: true, content: '5' }),
@@ -252,16 +255,19 @@ describe('reactAgentLoop: the effects of a ReAct stream, from its state', () => 
       const runes$ = m.hot<Rune>('--b', { b: runes[1]! });
       const { call, context } = setup(m, runes$, states, []);
       m.expectObservable(reactAgentLoop({ call, tools: [add], claimId: () => '' })(runes$, context, undefined)).toBe('--e', {
-        e: toAgent({
-          type: 'tool-call-completed',
-          toolCallId: 't1',
-          result: {
-            isSuccess: false,
-            error: expect.stringMatching(/^the tool runner failed: TypeError: "claimId" gave an id the machine refuses: .*at claim$/),
-            receivedAt: 2,
+        e: toAgent(
+          {
+            type: 'tool-call-completed',
+            toolCallId: 't1',
+            result: {
+              isSuccess: false,
+              error: expect.stringMatching(/^the tool runner failed: TypeError: "claimId" gave an id the machine refuses: .*at claim$/),
+              receivedAt: 2,
+            },
+            timestamp: 2,
           },
-          timestamp: 2,
-        }),
+          {},
+        ),
       });
       expect(() => reactAgentLoop({ call, tools: [add], claimId: 'mine' as never })).toThrow(
         'reactAgentEpics: "claimId" must be a function giving a new claim id, got string',
@@ -355,9 +361,11 @@ describe('reactAgentLoop: after a restart (streams found in the store, hydrated)
           }),
         snapshot: ((stream: string) => of({ stream, seq: 3, state: stored[stream] })) as never,
       });
+      // A run's result says the tool; a call interrupted by the restart is answered by the loop.
       const completed = (stream: string, result: Record<string, unknown>, at: number) => ({
         stream,
         event: { type: 'tool-call-completed', toolCallId: 't1', result: { ...result, receivedAt: at }, timestamp: at },
+        ...(result.isSuccess === true ? { by: 'tool' } : {}),
       });
       const claimed = (stream: string, supersedes?: string) => ({
         stream,

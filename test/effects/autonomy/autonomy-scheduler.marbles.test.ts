@@ -38,7 +38,7 @@ describe('autonomyScheduler: blocked, in virtual time', () => {
     expect(await play.send()).toEqual([]);
     w.scheduler.frame = 61_000;
     expect(await play.send()).toEqual([
-      { stream: PLAN, event: { type: 'unresolvable', reason: 'blocked: "b" (on a) wait on failed tasks; no retry_task within 60000 ms (blockedTimeoutMs)' } },
+      { stream: PLAN, event: { type: 'unresolvable', reason: 'blocked: "b" (on a) wait on failed tasks; no retry_task within 60000 ms (blockedTimeoutMs)' }, by: 'timer' },
     ]);
   });
 

@@ -27,7 +27,7 @@ const rune = (stream: string, type: string, from: string, to: string, at: number
   to,
   at,
 });
-const elapsed = (name: string) => ({ stream: providerBreakerStream(name), event: { type: 'open_timeout_elapsed' } });
+const elapsed = (name: string) => ({ stream: providerBreakerStream(name), event: { type: 'open_timeout_elapsed' }, by: 'timer' });
 
 describe('providerBreakers epic', () => {
   it('half-opens a breaker openTimeoutMs after it went OPEN; a forced call’s outcome does not move the clock; leaving OPEN disarms it', () => {

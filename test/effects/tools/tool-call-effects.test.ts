@@ -36,6 +36,8 @@ const picky = defineTool({
 
 const input = (stream: string, toolName: string, args: ToolCallInput['arguments']): ToolCallInput => ({ callId: stream, toolName, arguments: args });
 const cmd = (stream: string, event: ToolCallEvent): EpicCommand => ({ stream, event });
+/** What a tool run made: its rune's origin says the tool. */
+const toolCmd = (stream: string, event: ToolCallEvent): EpicCommand => ({ stream, event, by: 'tool' });
 /** A rune moving a call into executing: by `no_approval_needed`, or by `approved` (kind tool.approved). */
 const executingRune = (stream: string, by: 'no_approval_needed' | 'approved' = 'no_approval_needed', at = 0): Rune =>
   by === 'approved'
@@ -139,9 +141,9 @@ describe('toolCallEffects: execution', () => {
       // Within the tool's 60 s: its outcome's rune never comes back here (see the outcome-rune test below).
       expectObservable(commands, '^ 30s !').toBe('-c-(pqs)', {
         c: claimCmd('call-1', 'run-1'),
-        p: cmd('call-1', { type: 'progress_update', chunk: '1 of 2' }),
-        q: cmd('call-1', { type: 'progress_update', chunk: '2 of 2' }),
-        s: cmd('call-1', { type: 'success', output: { counted: 2 } }),
+        p: toolCmd('call-1', { type: 'progress_update', chunk: '1 of 2' }),
+        q: toolCmd('call-1', { type: 'progress_update', chunk: '2 of 2' }),
+        s: toolCmd('call-1', { type: 'success', output: { counted: 2 } }),
       });
     });
     expect(executions).toBe(1);
@@ -174,9 +176,9 @@ describe('toolCallEffects: execution', () => {
       const states = { 'call-a': callState(input('call-a', 'broken', {})), 'call-b': callState(input('call-b', 'lookup', { word: 'ok' })) };
       expectObservable(toolCallEffects({ tools: [broken, lookup], claimId: claimIds() })(runes, contextWith(scheduler, states), undefined), '^ 30s !').toBe('-ab-cd', {
         a: claimCmd('call-a', 'run-1'),
-        b: cmd('call-a', { type: 'execution_error', error: 'TypeError: cannot read "x" of undefined' }),
+        b: toolCmd('call-a', { type: 'execution_error', error: 'TypeError: cannot read "x" of undefined' }),
         c: claimCmd('call-b', 'run-2'),
-        d: cmd('call-b', { type: 'success', output: { word: 'ok', meaning: 'ok, n.' } }),
+        d: toolCmd('call-b', { type: 'success', output: { word: 'ok', meaning: 'ok, n.' } }),
       });
     });
   });
@@ -187,7 +189,7 @@ describe('toolCallEffects: execution', () => {
     scheduler.run(({ hot, expectObservable }) => {
       const runes = hot<Rune>('-ac', { a: executingRune('call-1'), c: claimedRune('call-1', 'run-1') });
       const commands = toolCallEffects({ tools: [tool], claimId: claimIds() })(runes, contextWith(scheduler, { 'call-1': callState(input('call-1', 'hang', {})) }), undefined);
-      expectObservable(commands, '^ 1m !').toBe('-c 5000ms t', { c: claimCmd('call-1', 'run-1'), t: cmd('call-1', { type: 'execution_timeout' }) });
+      expectObservable(commands, '^ 1m !').toBe('-c 5000ms t', { c: claimCmd('call-1', 'run-1'), t: toolCmd('call-1', { type: 'execution_timeout' }) });
     });
     expect(runs).toHaveLength(1);
     expect(runs[0]!.signal.aborted).toBe(true);
@@ -207,8 +209,8 @@ describe('toolCallEffects: execution', () => {
       );
       expectObservable(commands, '^ 1m !').toBe('-c-s 4999ms t', {
         c: claimCmd('call-1', 'run-1'),
-        s: cmd('call-1', { type: 'success', output: 'fine' }),
-        t: cmd('call-1', { type: 'execution_timeout' }),
+        s: toolCmd('call-1', { type: 'success', output: 'fine' }),
+        t: toolCmd('call-1', { type: 'execution_timeout' }),
       });
     });
   });
@@ -253,7 +255,7 @@ describe('toolCallEffects: execution', () => {
       const context = contextWith(scheduler, { 'call-1': callState(input('call-1', 'rm', { path: '/tmp/x' })) });
       expectObservable(epic(runes, context, undefined), '^ 30s !').toBe('-cs', {
         c: claimCmd('call-1', 'run-1'),
-        s: cmd('call-1', { type: 'success', output: 'removed /tmp/x' }),
+        s: toolCmd('call-1', { type: 'success', output: 'removed /tmp/x' }),
       });
     });
     expect(executions).toBe(1);
@@ -274,12 +276,12 @@ describe('toolCallEffects: execution', () => {
     for (const t of tools) runes.next(executingRune(t.name));
     await new Promise((resolve) => setImmediate(resolve)); // the tools' promises settle
     expect(commands.sort((a, b) => a.stream.localeCompare(b.stream))).toEqual([
-      cmd('fetch_big', {
+      toolCmd('fetch_big', {
         type: 'execution_error',
         error: 'NonJsonOutputError: tool "fetch_big" returned a value that is not JSON: TypeError: Do not know how to serialize a BigInt',
       }),
-      cmd('fetch_fail', { type: 'execution_error', error: 'ECONNREFUSED 127.0.0.1:9' }),
-      cmd('fetch_ok', { type: 'success', output: { status: 200, at: '1970-01-01T00:00:00.000Z' } }),
+      toolCmd('fetch_fail', { type: 'execution_error', error: 'ECONNREFUSED 127.0.0.1:9' }),
+      toolCmd('fetch_ok', { type: 'success', output: { status: 200, at: '1970-01-01T00:00:00.000Z' } }),
     ]);
   });
 
@@ -302,7 +304,7 @@ describe('toolCallEffects: execution', () => {
     );
     runes.next(executingRune('call-1'));
     late!('too late');
-    expect(commands).toEqual([cmd('call-1', { type: 'success', output: 'done' })]);
+    expect(commands).toEqual([toolCmd('call-1', { type: 'success', output: 'done' })]);
   });
 });
 
@@ -322,7 +324,7 @@ describe('toolCallEffects: the approval timeout', () => {
       });
       // No state in memory: the approved call-2 does not run here; this is about clocks.
       const commands = toolCallEffects({ tools: [rm], approvalTimeoutMs: 60_000 })(runes, epicContext(scheduler, { snapshot: () => NEVER }), undefined);
-      expectObservable(commands, '^ 90s !').toBe('60s t', { t: cmd('call-1', { type: 'approval_timeout' }) });
+      expectObservable(commands, '^ 90s !').toBe('60s t', { t: { ...cmd('call-1', { type: 'approval_timeout' }), by: 'timer' } });
     });
   });
 
@@ -383,10 +385,10 @@ describe('toolCallEffects at start: the stored calls', () => {
         c: claimCmd('safe', 'run-1', 'dead-1'),
         e: cmd('unsafe', { type: 'execution_error', error: INTERRUPTED_BY_RESTART }),
         d: claimCmd('unstarted', 'run-2'),
-        s: cmd('safe', { type: 'success', output: 'run 1' }),
-        r: cmd('unstarted', { type: 'success', output: null }),
-        u: cmd('late', { type: 'approval_timeout' }),
-        a: cmd('approval', { type: 'approval_timeout' }),
+        s: toolCmd('safe', { type: 'success', output: 'run 1' }),
+        r: toolCmd('unstarted', { type: 'success', output: null }),
+        u: { ...cmd('late', { type: 'approval_timeout' }), by: 'timer' },
+        a: { ...cmd('approval', { type: 'approval_timeout' }), by: 'timer' },
       });
     });
     expect(reruns).toBe(1);

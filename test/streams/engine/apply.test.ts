@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CALLER_ORIGIN, type RuneOrigin } from '../../../src/reducers/rune-origin.js';
 import { chatActor, conversation, memoryStore, type Rune } from '../../../src/index.js';
 import { CommitQueue } from '../../../src/streams/commit-queue.js';
 import { applyEvent } from '../../../src/streams/engine/apply.js';
@@ -26,17 +27,27 @@ async function applying(stream = 'chat-1') {
   const instance = durableInstance(stream, chatActor, chatActor.initial(), 1, 100, 1);
   const outcomes: DispatchResult[] = [];
   const sink: DispatchSink<null> = { result: (result) => outcomes.push(result), error: (error) => outcomes.push({ accepted: false, code: 'closed', reason: String(error) }) };
-  const apply = (event: unknown, at: number) => applyEvent(instance, event, at, sink, null, seals, commits);
+  const apply = (event: unknown, at: number, origin: RuneOrigin = CALLER_ORIGIN) => applyEvent(instance, event, at, origin, sink, null, seals, commits);
   return { apply, instance, outcomes, queued, seals };
 }
 
 describe('applyEvent: one event on an instance in memory', () => {
-  it('steps the instance and queues its rune: from and to, the next seq, the dispatch time but never earlier than the last rune', async () => {
+  it('steps the instance and queues its rune: from and to, the next seq, the dispatch time but never earlier than the last rune, its origin', async () => {
     const { apply, instance, outcomes, queued } = await applying();
     apply({ type: 'ProcessInteraction', userId }, 250);
-    apply({ type: 'InteractionComplete', success: true }, 200); // dispatched "earlier": stamped with the last rune's time
+    apply({ type: 'InteractionComplete', success: true }, 200, { by: 'epic', epic: 'chatWork' }); // dispatched "earlier": stamped with the last rune's time
     expect(queued).toEqual([
-      { stream: 'chat-1', seq: 2, machine: 'chat-actor', kind: 'ProcessInteraction', event: { type: 'ProcessInteraction', userId }, from: 'idle', to: 'running', at: 250 },
+      {
+        stream: 'chat-1',
+        seq: 2,
+        machine: 'chat-actor',
+        kind: 'ProcessInteraction',
+        event: { type: 'ProcessInteraction', userId },
+        from: 'idle',
+        to: 'running',
+        at: 250,
+        origin: { by: 'client' },
+      },
       {
         stream: 'chat-1',
         seq: 3,
@@ -46,6 +57,7 @@ describe('applyEvent: one event on an instance in memory', () => {
         from: 'running',
         to: 'idle',
         at: 250,
+        origin: { by: 'epic', epic: 'chatWork' },
       },
     ]);
     expect(queued.every((rune) => !('payload' in rune))).toBe(true); // no payload key where the step gives none

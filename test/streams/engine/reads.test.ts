@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CALLER_ORIGIN } from '../../../src/reducers/rune-origin.js';
 import { lastValueFrom, take, toArray } from 'rxjs';
 import { chatActor, memoryStore, type Rune, type RuneStore } from '../../../src/index.js';
 import { engineReads } from '../../../src/streams/engine/reads.js';
@@ -42,13 +43,13 @@ describe('engineReads', () => {
     reads.state$('a').subscribe((state) => early.push(state));
     // Dispatched while the subscription's load is in progress: applied as the load ends, before
     // the subscriber is told what the load found, which is then older and skipped.
-    homes.enter('a', ping, 10, ignore, null);
+    homes.enter('a', ping, 10, CALLER_ORIGIN, ignore, null);
     await homes.settled();
     await Promise.resolve();
     expect(values(early)).toEqual(['running']);
     const late: unknown[] = [];
     reads.state$('a').subscribe((state) => late.push(state)); // in memory: its current state at once
-    homes.enter('a', done, 11, ignore, null);
+    homes.enter('a', done, 11, CALLER_ORIGIN, ignore, null);
     expect(values(early)).toEqual(['running', 'idle']);
     expect(values(late)).toEqual(['running', 'idle']);
   });
@@ -64,8 +65,8 @@ describe('engineReads', () => {
     await store.append(chatRunes('a', 3));
     const { homes, reads } = readsOn(store);
     const seqs = lastValueFrom(reads.runes$('a', { afterSeq: 1 }).pipe(take(4), toArray()));
-    homes.enter('a', ping, 10, ignore, null);
-    homes.enter('a', done, 11, ignore, null);
+    homes.enter('a', ping, 10, CALLER_ORIGIN, ignore, null);
+    homes.enter('a', done, 11, CALLER_ORIGIN, ignore, null);
     expect((await seqs).map((rune) => rune.seq)).toEqual([2, 3, 4, 5]);
   });
 

@@ -1,5 +1,5 @@
 import { HttpAgent, type BaseEvent, type Interrupt } from '@ag-ui/client';
-import { filter, firstValueFrom } from 'rxjs';
+import { filter, firstValueFrom, takeWhile, toArray } from 'rxjs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { agentEpics, defineTool, scriptedModel, type AnyTool, type ScriptEntry } from '../../src/agents.js';
@@ -367,5 +367,20 @@ describe('AG-UI: bad input', () => {
     expect(resumed.events.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } });
     expect(notes.saved).toEqual(['buy milk']);
     expect((await engine.snapshot(agentStreams('conv/t9', 'assistant').call('n1')))?.state).toMatchObject({ approver: 'carol' });
+    // The runes a request wrote record it as its identity's: the turn's start, the approval.
+    const runes = await firstValueFrom(
+      engine.runes$(agentStreams('conv/t9', 'assistant').turn).pipe(
+        takeWhile((r) => r.kind !== 'turn.started', true),
+        toArray(),
+      ),
+    );
+    expect(runes.at(-1)?.origin).toMatchObject({ by: 'client' });
+    const call = await firstValueFrom(
+      engine.runes$(agentStreams('conv/t9', 'assistant').call('n1')).pipe(
+        takeWhile((r) => r.kind !== 'tool.approved', true),
+        toArray(),
+      ),
+    );
+    expect(call.at(-1)?.origin).toEqual({ by: 'client', identity: 'carol' });
   });
 });

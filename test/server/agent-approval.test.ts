@@ -101,6 +101,14 @@ describe('server: approving an agent tool call over WebSocket', () => {
     ]);
     expect(alice.runes(a.call('d1'))[2]!.event).toEqual({ type: 'approved', approver: acks[0]!.id });
     expect(bob.runes(a.call('d1'))).toEqual(alice.runes(a.call('d1')));
+    // Each rune says what wrote it: the approval the client, as its identity; the claim the epic; the result the tool.
+    expect(alice.runes(a.call('d1')).map((r) => r.origin)).toEqual([
+      { by: 'epic', epic: 'agentTurns' },
+      { by: 'epic', epic: 'toolCallEffects' },
+      { by: 'client', identity: acks[0]!.id },
+      { by: 'epic', epic: 'toolCallEffects' },
+      { by: 'tool', epic: 'toolCallEffects' },
+    ]);
 
     // The approval carried the turn on: the model got the result and answered.
     const completed = await alice.find((m) => m.op === 'rune' && m.rune.stream === a.turn && m.rune.kind === 'turn.completed', 'the turn to complete');

@@ -52,6 +52,8 @@ const abortError = (signal: AbortSignal): unknown => signal.reason ?? new DOMExc
 
 /** The text of a call's prompt, every message and part: where the tag and the request's kind are read from. */
 const promptText = (call: LanguageModelV4CallOptions): string => JSON.stringify(call.prompt);
+/** A call's prompt and tools as one text: how the API tells what it was sent. */
+export const promptKey = (call: Pick<LanguageModelV4CallOptions, 'prompt' | 'tools'>): string => JSON.stringify([call.prompt, call.tools ?? []]);
 
 /** How many tool results the prompt already holds: a model that has used tools twice answers in text. */
 const toolRounds = (call: LanguageModelV4CallOptions): number => call.prompt.filter((message) => message.role === 'tool').length;
@@ -77,6 +79,8 @@ export class FakeLlm {
   parts = 0;
   /** What each call that reached the API sent of its text, in call order: what a turn's text may be. */
   readonly sent: SentText[] = [];
+  /** What each call that reached the API was sent, as JSON of its prompt and tools: what a call recorded in the log must rebuild to. */
+  readonly prompts = new Set<string>();
 
   constructor(options: FakeLlmOptions) {
     this.#random = options.random;
@@ -106,6 +110,7 @@ export class FakeLlm {
       const signal = call.abortSignal;
       if (signal?.aborted === true) throw abortError(signal);
       const callNumber = ++this.#calls;
+      this.prompts.add(promptKey(call));
       const text = promptText(call);
       const root = TAG.exec(text)?.[1] ?? 'untagged';
       if (this.#random.chance(this.#failureRate)) {

@@ -10,6 +10,7 @@ import { findingsOf, type Finding, type Findings, type Oracle } from './oracles/
 import { sideEffectsOracle } from './oracles/side-effects.js';
 import { staleWorkOracle } from './oracles/stale-work.js';
 import { turnTextOracle } from './oracles/turn-text.js';
+import { modelCallsOracle } from './oracles/model-calls.js';
 import { watchesOracle } from './oracles/watches.js';
 import { largestTimeout, World, type PlantedDefects } from './world.js';
 
@@ -84,6 +85,7 @@ export async function runSeed(seed: number, options: RunSeedOptions = {}): Promi
     sideEffectsOracle(world.tools),
     staleWorkOracle(),
     turnTextOracle(world.llm),
+    modelCallsOracle(),
     cliProcessesOracle(world.cli),
     watchesOracle(),
     // The log first: a lost rune explains whatever else looks wrong after it.

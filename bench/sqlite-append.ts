@@ -77,7 +77,23 @@ export async function benchSqliteAppend(): Promise<boolean> {
     await unchained.close();
     const chainOk = report('sqliteStore: the hash chain on durable appends (same batches, same run)', withChain, withoutChain, 0.95);
     console.log(`  ratio ${(withChain.rate / withoutChain.rate).toFixed(3)} exactly`);
-    return ok && chainOk;
+
+    // Issue 30's bar: the rune fields (`origin` on every rune; `v` past version 1) cost at most 5%:
+    // the same batches with and without them, to two stores in the same run.
+    const withFields = sqliteStore(join(dir, 'fields.db'));
+    const nextWithFields = chatActorBatches(true);
+    const withoutFields = sqliteStore(join(dir, 'no-fields.db'));
+    const nextWithoutFields = chatActorBatches(false);
+    const [fields, noFields] = await compareAsync(
+      40,
+      () => measureAsync('sqliteStore.append, runes with origins (runes/s)', BATCH, () => withFields.append(nextWithFields()), 100),
+      () => measureAsync('sqliteStore.append, runes without', BATCH, () => withoutFields.append(nextWithoutFields()), 100),
+    );
+    await withFields.close();
+    await withoutFields.close();
+    const fieldsOk = report("sqliteStore: the rune's origin on durable appends (same batches, same run)", fields, noFields, 0.95);
+    console.log(`  ratio ${(fields.rate / noFields.rate).toFixed(3)} exactly`);
+    return ok && chainOk && fieldsOk;
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

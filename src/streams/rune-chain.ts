@@ -1,6 +1,6 @@
 /**
  * The hash chain of a stream's stored runes: each rune's hash is a hash of the previous rune's hash
- * and the rune's stored text (its kind, its body and its payload, exactly as the store keeps them),
+ * and the rune's stored text (its kind, its body, its payload and its origin, exactly as the store keeps them),
  * so a rune whose bytes change after it was written (a damaged page, a flipped bit) no longer
  * matches, and neither does a rune moved, dropped or replaced in the middle of a stream.
  *
@@ -20,13 +20,15 @@ const M = 0x5b_d1_e9_95;
 
 /**
  * The chain's next hash, a signed 32-bit integer: of `previous` (a hash, or {@link CHAIN_START})
- * and the rune's stored texts, `payload` null when it has none. Each text's length is mixed in
- * after it, so `"ab"+"c"` and `"a"+"bc"` hash apart.
+ * and the rune's stored texts, `payload` and `origin` null when it has none (a rune without an
+ * origin hashes as runes did before they had one). Each text's length is mixed in after it, so
+ * `"ab"+"c"` and `"a"+"bc"` hash apart.
  */
-export function chainHash(previous: number, kind: string, body: string, payload: string | null): number {
+export function chainHash(previous: number, kind: string, body: string, payload: string | null, origin: string | null = null): number {
   let h = mixText(previous ^ 0x9e_37_79_b9, kind);
   h = mixText(h, body);
   if (payload !== null) h = mixText(h, payload);
+  if (origin !== null) h = mixText(h ^ 0x6f_72_69_67, origin);
   h = Math.imul(h ^ (h >>> 16), 0x85_eb_ca_6b);
   h = Math.imul(h ^ (h >>> 13), 0xc2_b2_ae_35);
   return h ^ (h >>> 16);

@@ -105,6 +105,7 @@ export function checkFile(path: string, busyTimeoutMs: number, integrityCheck: '
     const columns = db.prepare<[], string>(`SELECT name FROM pragma_table_info('runes')`).pluck().all();
     if (version >= 2 && !columns.includes('payload')) throw invalidFile(path, `its schema version is ${version}, but its runes table has no "payload" column`);
     if (version >= 4 && !columns.includes('hash')) throw invalidFile(path, `its schema version is ${version}, but its runes table has no "hash" column`);
+    if (version >= 6 && !columns.includes('origin')) throw invalidFile(path, `its schema version is ${version}, but its runes table has no "origin" column`);
     if (integrityCheck === 'quick') checkPages(path, db);
   } catch (error) {
     if (isLockedError(error)) throw storeErrorOf(path, error);

@@ -5,11 +5,11 @@ import type Database from 'better-sqlite3';
 export const SQLITE_APPLICATION_ID = 0x52_55_4e_45;
 /**
  * `PRAGMA user_version` of the schema this version writes and reads. Version 1 (no `runes.payload`),
- * version 2 (pruned runes cannot be restored), version 3 (no hash chain) and version 4 (no snapshot
- * versions) are upgraded in place
+ * version 2 (pruned runes cannot be restored), version 3 (no hash chain), version 4 (no snapshot
+ * versions) and version 5 (no rune origins) are upgraded in place
  * when opened (see {@link sqliteStore}).
  */
-export const SQLITE_SCHEMA_VERSION = 5;
+export const SQLITE_SCHEMA_VERSION = 6;
 
 /**
  * The WAL is copied into the file once it holds this many pages (4 KB each: about 40 MB), where
@@ -49,13 +49,17 @@ const UPGRADES: Readonly<Record<number, string>> = {
   3: 'ALTER TABLE runes ADD COLUMN hash INTEGER; ALTER TABLE streams ADD COLUMN hash INTEGER;',
   // The snapshots already saved were folded by version 1 of their machines.
   4: 'ALTER TABLE snapshots ADD COLUMN v INTEGER;',
+  // The runes already stored were written before runes had origins: they have none.
+  5: 'ALTER TABLE runes ADD COLUMN origin TEXT;',
 };
 
 /**
  * The schema. `runes.body` is the rune's JSON without the fields the row already has: `stream`,
  * `seq` and `kind` are columns, and `machine` is kept only when it differs from its stream's; a
  * machine version (`v`) only on the runes that have one.
- * `runes.payload` is the rune's payload as JSON, NULL when it has none (schema version 2).
+ * `runes.payload` is the rune's payload as JSON, NULL when it has none (schema version 2);
+ * `runes.origin` its origin as JSON (schema version 6): a column of its own, so hydration, which
+ * reads the bodies alone, does not parse it.
  * The triggers make the database itself keep each stream gapless, whoever writes to it.
  */
 export const SCHEMA = `
@@ -77,7 +81,8 @@ CREATE TABLE runes (
   kind   TEXT    NOT NULL,
   body   TEXT    NOT NULL, -- JSON: { machine?, event, from?, to?, at }
   payload TEXT,            -- JSON: the rune's payload; NULL when it has none
-  hash   INTEGER,          -- chain hash of the previous rune's hash and this rune's kind, body, payload; NULL: none (see rune-chain.ts)
+  hash   INTEGER,          -- chain hash of the previous rune's hash and this rune's kind, body, payload, origin; NULL: none (see rune-chain.ts)
+  origin TEXT,             -- JSON: what its event came from; NULL: written before runes had origins (schema version 6)
   PRIMARY KEY (stream, seq)
 ) STRICT, WITHOUT ROWID;
 

@@ -2,6 +2,7 @@
 import type Database from 'better-sqlite3';
 import type { Rune } from '../reducers/rune.js';
 import { CHAIN_START, chainHash } from './rune-chain.js';
+import { ParsedOrigins } from './parsed-origins.js';
 import { storeErrorOf } from './sqlite-errors.js';
 import {
   StoreError,
@@ -27,6 +28,7 @@ const FIRST_PREFIX_PAGE = 16;
 
 /** The store over an open, checked database: every statement prepared once. */
 export function openStore(db: Database.Database, path: string, hashChain: boolean): RuneStore {
+  const origins = new ParsedOrigins();
   const selectHead = db.prepare<[string], StreamHeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream = ?');
   const selectHeadHash = db.prepare<[string], { machine: string; seq: number; hash: number | null }>('SELECT machine, seq, hash FROM streams WHERE stream = ?');
   const selectHeads = db.prepare<[string, number], StreamHeadRow>('SELECT stream, machine, seq, value, at FROM streams WHERE stream > ? ORDER BY stream LIMIT ?');
@@ -34,8 +36,8 @@ export function openStore(db: Database.Database, path: string, hashChain: boolea
     'SELECT stream, machine, seq, value, at FROM streams WHERE machine = ? AND stream > ? ORDER BY stream LIMIT ?',
   );
   const insertStream = db.prepare<[string, string]>('INSERT INTO streams (stream, machine, seq) VALUES (?, ?, 0)');
-  const insertRune = db.prepare<[string, number, string, string, string | null, number | null]>(
-    'INSERT INTO runes (stream, seq, kind, body, payload, hash) VALUES (?, ?, ?, ?, ?, ?)',
+  const insertRune = db.prepare<[string, number, string, string, string | null, number | null, string | null]>(
+    'INSERT INTO runes (stream, seq, kind, body, payload, hash, origin) VALUES (?, ?, ?, ?, ?, ?, ?)',
   );
   const advanceHead = db.prepare<[number, string | null, number, number | null, string, number]>(
     'UPDATE streams SET seq = ?, value = ?, at = ?, hash = ? WHERE stream = ? AND seq = ?',
@@ -45,7 +47,7 @@ export function openStore(db: Database.Database, path: string, hashChain: boolea
   // The stored texts are parsed here: never SQLite's JSON functions, which refuse JSON nested
   // deeper than 1,000 levels ("malformed JSON") and so would leave such a stream unreadable for good.
   const selectRunes = db
-    .prepare<[string, number, number], StoredRune>('SELECT seq, kind, body, payload, hash FROM runes WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?')
+    .prepare<[string, number, number], StoredRune>('SELECT seq, kind, body, payload, hash, origin FROM runes WHERE stream = ? AND seq >= ? ORDER BY seq LIMIT ?')
     .raw();
   // Without the chain, hydration reads the bodies alone: plucked strings, the cheapest read there is.
   const selectBodies = db.prepare<[string, number, number], string>('SELECT body FROM runes WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?').pluck();
@@ -76,8 +78,9 @@ export function openStore(db: Database.Database, path: string, hashChain: boolea
       const body = encodeBody(rune, row.machine);
       const payload = rune.payload === undefined ? null : JSON.stringify(rune.payload);
       // A stream without a hash yet (its runes written before the chain): it starts here.
-      if (hashChain) row.hash = chainHash(row.hash ?? CHAIN_START, rune.kind, body, payload);
-      insertRune.run(rune.stream, rune.seq, rune.kind, body, payload, hashChain ? row.hash : null);
+      const origin = originText(rune.origin);
+      if (hashChain) row.hash = chainHash(row.hash ?? CHAIN_START, rune.kind, body, payload, origin);
+      insertRune.run(rune.stream, rune.seq, rune.kind, body, payload, hashChain ? row.hash : null, origin);
       lastOf.set(rune.stream, rune);
     }
     for (const [stream, seq] of heads) {
@@ -112,7 +115,15 @@ export function openStore(db: Database.Database, path: string, hashChain: boolea
     for (let i = runes.length - 1; i >= 0; i--) {
       const rune = runes[i]!;
       // Without a hash: its archive's checksum vouched for it; the chain resumes at the hot runes.
-      insertRune.run(rune.stream, rune.seq, rune.kind, encodeBody(rune, row!.machine), rune.payload === undefined ? null : JSON.stringify(rune.payload), null);
+      insertRune.run(
+        rune.stream,
+        rune.seq,
+        rune.kind,
+        encodeBody(rune, row!.machine),
+        rune.payload === undefined ? null : JSON.stringify(rune.payload),
+        null,
+        originText(rune.origin),
+      );
     }
     return runes.length;
   });
@@ -132,8 +143,8 @@ export function openStore(db: Database.Database, path: string, hashChain: boolea
       let previous = first === 1 ? rows[0]![4] : afterSeq === 0 ? CHAIN_START : null;
       let expectedSeq = afterSeq + 1;
       for (let i = first; i < rows.length; i++) {
-        const [seq, kind, body, payload, hash] = rows[i]!;
-        if (hash !== null && previous !== null && seq === expectedSeq && chainHash(previous, kind, body, payload) !== hash) throw chainBroken(path, stream, seq);
+        const [seq, kind, body, payload, hash, origin] = rows[i]!;
+        if (hash !== null && previous !== null && seq === expectedSeq && chainHash(previous, kind, body, payload, origin) !== hash) throw chainBroken(path, stream, seq);
         previous = hash;
         expectedSeq = seq + 1;
       }
@@ -191,9 +202,10 @@ export function openStore(db: Database.Database, path: string, hashChain: boolea
         const head = selectHead.get(stream);
         return { head, rows: head === undefined ? [] : checkedRows(stream, afterSeq, limit) };
       });
-      return rows.map(([seq, kind, body, payload]): Rune => {
+      return rows.map(([seq, kind, body, payload, , origin]): Rune => {
         const rune: Rune = { stream, seq, machine: head!.machine, kind, ...(JSON.parse(body) as RuneBody) };
         if (payload !== null) rune.payload = JSON.parse(payload) as Rune['payload'];
+        if (origin !== null) rune.origin = origins.parsed(origin);
         return rune;
       });
     },
@@ -238,8 +250,23 @@ export function openStore(db: Database.Database, path: string, hashChain: boolea
   };
 }
 
-/** A stored rune's row as `selectRunes` reads it: seq, kind, body, payload, hash. */
-type StoredRune = [seq: number, kind: string, body: string, payload: string | null, hash: number | null];
+/** A stored rune's row as `selectRunes` reads it: seq, kind, body, payload, hash, origin. */
+type StoredRune = [seq: number, kind: string, body: string, payload: string | null, hash: number | null, origin: string | null];
+
+/** The JSON of each origin object written: a log's runes share a few (one per epic, one per client), so each is written once. */
+const originTexts = new WeakMap<object, string>();
+
+/** A rune's `origin` column: its origin as JSON, NULL when it has none. */
+function originText(origin: Rune['origin']): string | null {
+  if (origin === undefined) return null;
+  let text = originTexts.get(origin);
+  if (text === undefined) {
+    text = JSON.stringify(origin);
+    // Only a frozen one: an object that can still change would be written as it was.
+    if (Object.isFrozen(origin)) originTexts.set(origin, text);
+  }
+  return text;
+}
 
 /** The refusal of a stream one of whose runes does not match its hash chain. */
 const chainBroken = (path: string, stream: string, seq: number): StoreError =>
@@ -256,7 +283,7 @@ const chainBroken = (path: string, stream: string, seq: number): StoreError =>
 function encodeBody(rune: Rune, machine: string): string {
   return JSON.stringify(
     rune.machine === machine
-      ? { event: rune.event, from: rune.from, to: rune.to, at: rune.at, v: rune.v, origin: rune.origin }
-      : { machine: rune.machine, event: rune.event, from: rune.from, to: rune.to, at: rune.at, v: rune.v, origin: rune.origin },
+      ? { event: rune.event, from: rune.from, to: rune.to, at: rune.at, v: rune.v }
+      : { machine: rune.machine, event: rune.event, from: rune.from, to: rune.to, at: rune.at, v: rune.v },
   );
 }

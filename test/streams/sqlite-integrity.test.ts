@@ -139,10 +139,33 @@ describe('sqliteStore: the hash chain (D11)', () => {
     await store.close();
   });
 
+  it("refuses the stream one of whose runes' origin changed on disk (another identity, same length) with chain_broken", async () => {
+    const path = join(dir, `chain-${++files}.db`);
+    const store = sqliteStore(path);
+    const rune = (seq: number, identity: string) => ({
+      stream: 'o',
+      seq,
+      machine: 'chat-actor',
+      kind: 'Pause',
+      event: { type: 'Pause', reason: 'lunch' },
+      at: seq,
+      origin: { by: 'client' as const, identity },
+    });
+    await store.append([rune(1, 'ada-0001'), rune(2, 'bob-0002'), rune(3, 'cat-0003')]);
+    expect((await store.read('o')).map((r) => r.origin)).toEqual([1, 2, 3].map((seq) => rune(seq, ['ada-0001', 'bob-0002', 'cat-0003'][seq - 1]!).origin));
+    await store.close();
+    alterInFile(path, 'bob-0002', 'eve-0002');
+    const reopened = sqliteStore(path);
+    await expect(reopened.read('o')).rejects.toMatchObject({ code: 'chain_broken', message: expect.stringContaining('stream "o": rune 2 does not match its hash chain') });
+    await reopened.close();
+  });
+
   it('a schema version 3 file (runes without hashes) is upgraded: its old runes read as they are, each stream chains from its first rune written after, and a change to one of those is caught', async () => {
     const path = await markedFile({ hashChain: false });
     const raw = new (await import('better-sqlite3')).default(path);
-    raw.exec('ALTER TABLE snapshots DROP COLUMN v; ALTER TABLE runes DROP COLUMN hash; ALTER TABLE streams DROP COLUMN hash; PRAGMA user_version = 3');
+    raw.exec(
+      'ALTER TABLE runes DROP COLUMN origin; ALTER TABLE snapshots DROP COLUMN v; ALTER TABLE runes DROP COLUMN hash; ALTER TABLE streams DROP COLUMN hash; PRAGMA user_version = 3',
+    );
     raw.close();
     const upgraded = sqliteStore(path);
     await upgraded.append([{ stream: 's1', seq: 31, machine: 'chat-actor', kind: 'Pause', event: { type: 'Pause', reason: 'mark-s1-0031' }, at: 31 }]);

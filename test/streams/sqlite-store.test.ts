@@ -185,7 +185,7 @@ describe('sqliteStore: a schema version 1 file (no payloads) is upgraded in plac
   function backToVersionOne(path: string): void {
     const raw = new Database(path);
     raw.exec(
-      'ALTER TABLE snapshots DROP COLUMN v; ALTER TABLE runes DROP COLUMN hash; ALTER TABLE streams DROP COLUMN hash; ALTER TABLE runes DROP COLUMN payload; PRAGMA user_version = 1',
+      'ALTER TABLE runes DROP COLUMN origin; ALTER TABLE snapshots DROP COLUMN v; ALTER TABLE runes DROP COLUMN hash; ALTER TABLE streams DROP COLUMN hash; ALTER TABLE runes DROP COLUMN payload; PRAGMA user_version = 1',
     );
     expect(raw.prepare(`SELECT name FROM pragma_table_info('runes')`).pluck().all()).toEqual(['stream', 'seq', 'kind', 'body']);
     raw.close();
@@ -217,7 +217,7 @@ describe('sqliteStore: a schema version 1 file (no payloads) is upgraded in plac
     await again.close();
     const raw = rawConnection(path, { readonly: true });
     expect(raw.pragma('user_version', { simple: true })).toBe(SQLITE_SCHEMA_VERSION);
-    expect(raw.prepare(`SELECT name FROM pragma_table_info('runes')`).pluck().all()).toEqual(['stream', 'seq', 'kind', 'body', 'payload', 'hash']);
+    expect(raw.prepare(`SELECT name FROM pragma_table_info('runes')`).pluck().all()).toEqual(['stream', 'seq', 'kind', 'body', 'payload', 'hash', 'origin']);
     // The database still defends itself after the upgrade.
     expect(() => rawConnection(path).prepare(`UPDATE runes SET payload = '{}' WHERE stream = 'a' AND seq = 1`).run()).toThrow('runestream: runes are immutable');
   });
@@ -268,7 +268,7 @@ describe('sqliteStore: a schema version 2 file (no restore) is upgraded in place
     await store.close();
     const raw = new Database(path);
     // Version 2's trigger: a rune only ever continues its stream.
-    raw.exec(`ALTER TABLE snapshots DROP COLUMN v; ALTER TABLE runes DROP COLUMN hash; ALTER TABLE streams DROP COLUMN hash; DROP TRIGGER runes_gapless;
+    raw.exec(`ALTER TABLE runes DROP COLUMN origin; ALTER TABLE snapshots DROP COLUMN v; ALTER TABLE runes DROP COLUMN hash; ALTER TABLE streams DROP COLUMN hash; DROP TRIGGER runes_gapless;
       CREATE TRIGGER runes_gapless BEFORE INSERT ON runes BEGIN
         SELECT RAISE(ABORT, 'runestream: a rune must continue its stream without gap (seq = last seq + 1)')
         WHERE NEW.seq IS NOT 1 + coalesce((SELECT max(seq) FROM runes WHERE stream = NEW.stream), (SELECT seq FROM streams WHERE stream = NEW.stream));
@@ -605,9 +605,9 @@ describe('sqliteStore: refuses a file that is not its own, and leaves it untouch
   it('a newer schema version, or a runestream application_id without the schema', async () => {
     const newer = await runestreamFile();
     const raw = new Database(newer);
-    raw.pragma('user_version = 6');
+    raw.pragma('user_version = 7');
     raw.close();
-    expectRefused(newer, 'it was written by a newer runestream (schema version 6; this one reads version 5)');
+    expectRefused(newer, 'it was written by a newer runestream (schema version 7; this one reads version 6)');
 
     const bare = freshPath();
     const ours = new Database(bare);

@@ -60,14 +60,14 @@ export function applyEvent<T>(
   const event = parsed.data as Rune['event'];
   const at = dispatchedAt > instance.at ? dispatchedAt : instance.at;
   instance.at = at;
-  // Whole literals: conditional spreads would cost a slow copy on the hot path.
+  // Whole literals, the origin in them: conditional spreads, or a key added after, would cost a
+  // slow copy or a change of the object's shape on the hot path.
   const rune: Rune =
     fromValue !== undefined && to !== undefined
-      ? { stream, seq, machine: machine.id, kind: step.kind, event, from: fromValue, to, at }
-      : { stream, seq, machine: machine.id, kind: step.kind, event, at };
+      ? { stream, seq, machine: machine.id, kind: step.kind, event, from: fromValue, to, at, origin }
+      : { stream, seq, machine: machine.id, kind: step.kind, event, at, origin };
   // Added only when there is one: a rune without payload has no `payload` key at all.
   if (step.payload !== undefined) rune.payload = step.payload;
   if (machine.version !== 1) rune.v = machine.version;
-  rune.origin = origin;
   commits.enqueue(instance, rune, step.state, sink, token);
 }

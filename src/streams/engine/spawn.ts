@@ -69,11 +69,10 @@ export async function spawnStream(
     const { at } = instance;
     const rune: Rune =
       to === undefined
-        ? { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, at }
-        : { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, to, at };
+        ? { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, at, origin }
+        : { stream, seq: 1, machine: machine.id, kind: machine.spawnKind, event, to, at, origin };
     if (machine.spawnPayload !== undefined) rune.payload = machine.spawnPayload(completed, instance.state);
     if (machine.version !== 1) rune.v = machine.version;
-    rune.origin = origin;
     const call = new PromisedDispatch();
     commits.enqueue(instance, rune, instance.state, promiseSink, call);
     spawned = call.promise();

@@ -21,7 +21,6 @@ export interface EffectOwnership {
   readonly changes$?: Observable<unknown>;
 }
 
-/** Dispatches what an effect of `stream` emitted. */
 /** Dispatches what an effect of `stream` emitted (an event, or a command); `by` a timer when a deadline fired. */
 type Emit = (stream: string, out: unknown, by?: 'timer') => void;
 

@@ -211,7 +211,7 @@ export function createEngine(options: EngineOptions = {}): Engine {
 
   const spawn = (stream: string, machine: string | AnyMachine, input?: unknown, options?: DispatchOptions): Promise<DispatchResult> => {
     if (closed) return Promise.resolve(rejected('closed', 'the engine is closed'));
-    const origin = options?.origin === undefined ? CALLER_ORIGIN : checkedOrigin(options.origin);
+    const origin = checkedOrigin(options?.origin ?? CALLER_ORIGIN);
     if (typeof origin === 'string') return Promise.resolve(rejected('invalid_origin', origin));
     return spawnStream({ homes, commits, seals, scheduler, machines, checkValue }, stream, machine, input, origin);
   };

@@ -37,7 +37,7 @@ function recordedValues(runes: readonly TurnRune[], upTo = Infinity): Map<string
  */
 export function modelCallRecord(request: ModelRequest, history: readonly TurnRune[]): ModelCallRequest {
   const recorded = recordedValues(history);
-  const input = <T>(value: T): RecordedInput => {
+  const input = (value: unknown): RecordedInput => {
     const digest = digestOf(value);
     return recorded.has(digest) ? { digest } : { digest, value: value as RecordedInput['value'] };
   };
